@@ -1,0 +1,27 @@
+# grpo-gke: the two everyday commands are `make plan` and `make test`.
+PYTHON ?= python3
+STACK ?= dev
+VENV := .venv
+PY := $(VENV)/bin/python
+INSTALLED := $(VENV)/.installed
+
+.PHONY: plan test bench validate clean
+
+# The venv is (re)built when missing or when a requirements file changed.
+$(INSTALLED): requirements.txt requirements-verl.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -r requirements-verl.txt
+	touch $(INSTALLED)
+
+plan: $(INSTALLED)  ## Render the $(STACK) stack offline into build/$(STACK)/
+	$(PY) -m infra plan --stack $(STACK)
+
+test: $(INSTALLED)  ## Run the whole test suite
+	$(PY) -m pytest
+
+bench: $(INSTALLED)  ## Speed targets: offline plan and job submission
+	$(PY) benchmarks/run.py
+
+clean:
+	rm -rf build .pytest_cache

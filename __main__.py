@@ -1,0 +1,20 @@
+"""The grpo-gke Pulumi program: validate the stack config, then build the graph."""
+
+import pulumi
+
+from infra.config import ConfigError, load_from_pulumi
+from infra.stack import build_infra
+from jobs.stack import build_job
+from workloads.stack import build_workloads
+
+try:
+    loaded = load_from_pulumi()
+except ConfigError as error:
+    raise pulumi.RunError(f"the stack config was refused:\n{error}") from None
+for warning in loaded.warnings:
+    pulumi.warn(warning)
+
+config = loaded.config
+infra = build_infra(config)
+workloads = build_workloads(config, infra)
+build_job(config, infra, workloads)

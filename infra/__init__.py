@@ -1,0 +1,1 @@
+"""Google Cloud resources of the grpo-gke stack, its typed config and the offline plan."""

@@ -1,0 +1,76 @@
+"""`python -m infra plan (--stack NAME | --config PATH) [--out DIR]`: the offline plan."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from infra.config import PROJECT_NAMESPACE, ConfigError, StackConfig, parse_config
+from infra.stackfile import StackFileError, read_stack_file, stack_file, stack_name_of
+
+EXIT_BAD_INPUT = 2
+
+
+def _arguments(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m infra", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    plan = commands.add_parser("plan", help="render the stack offline under Pulumi's mocks")
+    source = plan.add_mutually_exclusive_group(required=True)
+    source.add_argument("--stack", help="stack name: reads Pulumi.<NAME>.yaml beside Pulumi.yaml")
+    source.add_argument("--config", type=Path, help="path of a Pulumi.<stack>.yaml file")
+    plan.add_argument("--out", type=Path, help="output directory (default build/<stack>/)")
+    return parser.parse_args(argv)
+
+
+def key_facts(config: StackConfig) -> dict[str, str]:
+    """The facts the summary shows: GPUs, storage, framework and model."""
+    machine = config.gpu_machine
+    if config.storage.type == "gcs":
+        storage = f"Cloud Storage bucket {config.bucket_name} (FUSE)"
+    else:
+        storage = f"Managed Lustre {config.storage.capacity_gib} GiB at {config.storage.throughput} MB/s/TiB"
+    return {
+        "cluster": f"{config.cluster_name} ({config.cluster.mode}) in {config.region}, GPUs in {config.zone}",
+        "gpus": f"{machine.machine_type} x {config.gpu.nodes} ({config.gpu.provisioning}), {config.total_gpus} x {machine.accelerator}",
+        "storage": storage,
+        "job": f"{config.workload.framework} GRPO on {config.workload.model} with {config.workload.dataset}",
+    }
+
+
+def plan(args: argparse.Namespace) -> int:
+    """Validate the stack config, run the program under mocks and write the plan files."""
+    from infra.plan.harness import REPO_ROOT, run_values
+    from infra.plan.writer import summary, write_plan
+
+    path = args.config if args.config else stack_file(REPO_ROOT, args.stack)
+    stack = args.stack or stack_name_of(path)
+    try:
+        values = read_stack_file(path, PROJECT_NAMESPACE, stack)
+        loaded = parse_config(values.values, values.secret_keys, stack)
+    except StackFileError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except ConfigError as error:
+        print(f"error: the config of stack '{stack}' ({path}) was refused:", file=sys.stderr)
+        for problem in error.problems:
+            print(f"  {problem}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+    recording = run_values(values.values, values.secret_keys, stack)
+    for warning in recording.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    out_dir = args.out or REPO_ROOT / "build" / stack
+    write_plan(recording, out_dir)
+    print(summary(recording, key_facts(loaded.config), out_dir))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of `python -m infra`."""
+    args = _arguments(argv)
+    return plan(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

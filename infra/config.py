@@ -1,0 +1,700 @@
+"""The one typed stack config: loaded from the stack's Pulumi config and cross-checked once,
+before any resource exists.
+
+Keys follow Pulumi's `<namespace>:<key>` form. `gcp:project` and `gcp:region` are the
+provider's own keys; every key under `grpo-gke:` must be known to `StackConfig`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import ipaddress
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic.alias_generators import to_camel
+
+from infra import facts
+
+PROJECT_NAMESPACE = "grpo-gke"
+"""The Pulumi project name, which is also the namespace of its config keys."""
+
+PROVIDER_NAMESPACE = "gcp"
+"""Namespace of the Google provider's own config keys."""
+
+
+class _Section(BaseModel):
+    """Base of every config section: camelCase keys, unknown keys refused, immutable."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True
+    )
+
+
+class ClusterConfig(_Section):
+    """`grpo-gke:cluster`: the GKE cluster."""
+
+    mode: Literal["standard", "autopilot"] = Field("standard", description="Standard node pools or Autopilot.")
+    name: str | None = Field(None, description="Cluster name; default `grpo-<stack>`.")
+    release_channel: Literal["RAPID", "REGULAR", "STABLE", "EXTENDED"] | None = Field(
+        "REGULAR", description="GKE release channel (CT uses REGULAR)."
+    )
+    min_version: str | None = Field(None, description="Lowest GKE version, e.g. 1.32.2-gke.1475000.")
+    deletion_protection: bool = Field(False, description="Refuse cluster deletion; off so `pulumi destroy` works.")
+    head_machine_type: str = Field("c2-standard-16", description="Machine type of the Ray head's CPU pool (Standard).")
+
+    @field_validator("name")
+    @classmethod
+    def _cluster_name(cls, value: str | None) -> str | None:
+        if value is not None and not re.fullmatch(r"[a-z]([-a-z0-9]{0,38}[a-z0-9])?", value):
+            raise ValueError(
+                "must be 1 to 40 lowercase letters, digits or hyphens, starting with a letter"
+                f" and not ending with a hyphen, got {value!r}"
+            )
+        return value
+
+    @field_validator("min_version")
+    @classmethod
+    def _version(cls, value: str | None) -> str | None:
+        if value is not None:
+            facts.GkeVersion.parse(value)
+        return value
+
+    @field_validator("head_machine_type")
+    @classmethod
+    def _head_machine(cls, value: str) -> str:
+        match = re.fullmatch(r"[a-z][a-z0-9]*-(?:standard|highmem|highcpu)-(\d+)", value)
+        if not match:
+            raise ValueError(f"must be a machine type such as c2-standard-16, got {value!r}")
+        if int(match.group(1)) < facts.HEAD_MIN_VCPUS:
+            raise ValueError(
+                f"must have at least {facts.HEAD_MIN_VCPUS} vCPUs (the Ray head asks for 12), got {value!r}"
+            )
+        return value
+
+
+class GpuConfig(_Section):
+    """`grpo-gke:gpu`: the 8-GPU nodes."""
+
+    type: Literal["b200", "h200"] = Field(description="B200 (a4-highgpu-8g) or H200 (a3-ultragpu-8g).")
+    nodes: int = Field(ge=1, le=64, description="Number of 8-GPU nodes, 1 to 64.")
+    provisioning: Literal["spot", "on-demand", "reservation", "flex-start"] = Field(
+        "spot", description="How GPU capacity is obtained."
+    )
+    reservation: str | None = Field(None, description="Reservation name; required with provisioning=reservation.")
+
+    @field_validator("reservation")
+    @classmethod
+    def _reservation_name(cls, value: str | None) -> str | None:
+        if value is not None and not re.fullmatch(r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?", value):
+            raise ValueError(f"must be a reservation name (lowercase letters, digits, hyphens), got {value!r}")
+        return value
+
+
+class StorageConfig(_Section):
+    """`grpo-gke:storage`: the shared storage every pod mounts."""
+
+    type: Literal["gcs", "lustre"] = Field(description="Cloud Storage through FUSE, or Managed Lustre.")
+    bucket: str | None = Field(None, description="Bucket name (gcs); default derived from project and stack.")
+    capacity_gib: int | None = Field(None, description="Lustre capacity in GiB (lustre).")
+    throughput: Literal[125, 250, 500, 1000] | None = Field(None, description="Lustre MB/s per TiB (lustre).")
+    keep_on_destroy: bool = Field(True, description="Keep the bucket or Lustre instance on `pulumi destroy`.")
+
+    @field_validator("bucket")
+    @classmethod
+    def _bucket_name(cls, value: str | None) -> str | None:
+        if value is not None:
+            problem = bucket_name_problem(value)
+            if problem:
+                raise ValueError(problem)
+        return value
+
+
+class NetworkConfig(_Section):
+    """`grpo-gke:network`: address ranges of the three VPCs; they must not overlap."""
+
+    node_range: str = Field("192.168.0.0/18", description="Cluster VPC subnet of the nodes (CT net-0).")
+    pod_range: str = Field("10.4.0.0/14", description="Secondary range of the pods (CT).")
+    service_range: str = Field("10.0.32.0/20", description="Secondary range of the services (CT).")
+    gvnic_range: str = Field("192.168.64.0/18", description="Subnet of the gVNIC VPC (CT net-1).")
+    rdma_range: str = Field("192.168.128.0/18", description="Range split into the eight RDMA subnets (CT).")
+    lustre_range: str = Field("10.0.64.0/22", description="Private service access range for Lustre (/22).")
+
+    @field_validator("*")
+    @classmethod
+    def _cidr(cls, value: str) -> str:
+        try:
+            network = ipaddress.IPv4Network(value)
+        except ValueError:
+            raise ValueError(f"must be an IPv4 CIDR range such as 10.0.0.0/20, got {value!r}") from None
+        if not network.is_private:
+            raise ValueError(f"must be a private (RFC 1918) range, got {value!r}")
+        return value
+
+    def rdma_subnets(self) -> list[str]:
+        """The eight equal RDMA subnets carved from `rdma_range`, in order."""
+        network = ipaddress.IPv4Network(self.rdma_range)
+        return [str(subnet) for subnet in network.subnets(prefixlen_diff=3)]
+
+
+class WorkloadConfig(_Section):
+    """`grpo-gke:workload`: what trains, on what data, in which image."""
+
+    framework: Literal["verl", "nemo-rl"] = Field(description="The GRPO trainer.")
+    model: str = Field(description="Hugging Face model id, e.g. Qwen/Qwen2.5-32B-Instruct.")
+    dataset: Literal["gsm8k", "deepscaler"] = Field(description="Training data set.")
+    image: str | None = Field(None, description="Workload image; default pinned per framework in infra/facts.py.")
+    ray_version: str | None = Field(None, description="Ray version inside `image`; required with `image`.")
+    nemo_rl_release: str | None = Field(None, description="NeMo-RL release inside `image` (nemo-rl with `image`).")
+    model_size_b: float | None = Field(None, gt=0, description="Parameters in billions; default read from `model`.")
+    extra_env: dict[str, str] = Field(default_factory=dict, description="Extra environment of the Ray pods.")
+
+    @field_validator("model")
+    @classmethod
+    def _model_id(cls, value: str) -> str:
+        if not re.fullmatch(r"[A-Za-z0-9][\w.-]*/[\w.-]+", value):
+            raise ValueError(f"must be a Hugging Face model id such as Qwen/Qwen2.5-7B-Instruct, got {value!r}")
+        return value
+
+    @field_validator("ray_version")
+    @classmethod
+    def _ray_version(cls, value: str | None) -> str | None:
+        if value is not None and not re.fullmatch(r"\d+\.\d+\.\d+", value):
+            raise ValueError(f"must be a Ray version such as 2.55.1, got {value!r}")
+        return value
+
+    @field_validator("nemo_rl_release")
+    @classmethod
+    def _release(cls, value: str | None) -> str | None:
+        if value is not None and value not in facts.NEMO_RL_RELEASES:
+            raise ValueError(f"must be one of {', '.join(facts.NEMO_RL_RELEASES)}, got {value!r}")
+        return value
+
+    @field_validator("extra_env")
+    @classmethod
+    def _env(cls, value: dict[str, str]) -> dict[str, str]:
+        for name in value:
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+                raise ValueError(f"{name!r} is not an environment variable name")
+            if name in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"):
+                raise ValueError(f"{name} comes from grpo-gke:hfToken, which keeps it secret")
+        return value
+
+    def resolved_image(self) -> facts.FrameworkImage:
+        """The image, its Ray version and framework release: the configured ones or the pinned default."""
+        default = facts.DEFAULT_IMAGES[self.framework]
+        if self.image is None:
+            return default
+        release = self.nemo_rl_release if self.framework == "nemo-rl" else facts.VERL_VERSION
+        return facts.FrameworkImage(image=self.image, ray_version=self.ray_version or "", release=release or "")
+
+
+class GrpoConfig(_Section):
+    """`grpo-gke:grpo`: the GRPO knobs users tune, mapped onto each framework's own keys."""
+
+    prompts_per_step: int = Field(256, ge=1, le=65536, description="Prompts per training step.")
+    generations_per_prompt: int = Field(8, ge=2, le=256, description="Responses per prompt (the GRPO group).")
+    rollout_tensor_parallel: int = Field(1, ge=1, le=8, description="vLLM tensor parallel size; divides 8.")
+    learning_rate: float = Field(1e-6, gt=0, le=1e-3, description="Actor learning rate.")
+    max_prompt_length: int = Field(512, ge=16, le=131072, description="Longest prompt in tokens.")
+    max_response_length: int = Field(1024, ge=16, le=131072, description="Longest response in tokens.")
+    mini_batch_size: int | None = Field(None, ge=1, description="Prompts per optimizer step; default promptsPerStep.")
+    micro_batch_size_per_gpu: int = Field(4, ge=1, le=1024, description="Samples per GPU per forward pass.")
+    kl_loss_coef: float = Field(0.001, ge=0, le=10, description="Weight of the KL loss against the reference.")
+    gpu_memory_utilization: float = Field(0.6, gt=0.05, le=0.95, description="vLLM share of GPU memory.")
+    epochs: int = Field(1, ge=1, le=1000, description="Passes over the training data.")
+    max_steps: int | None = Field(None, ge=1, description="Stop after this many steps (default: the epochs).")
+    save_every: int = Field(10, ge=1, description="Checkpoint every N steps.")
+    validate_every: int = Field(10, ge=1, description="Validate every N steps.")
+    keep_checkpoints: int = Field(2, ge=1, le=100, description="Newest checkpoints kept on the shared storage.")
+
+    @field_validator("rollout_tensor_parallel")
+    @classmethod
+    def _divides_node(cls, value: int) -> int:
+        if facts.GPUS_PER_NODE % value:
+            raise ValueError(f"must divide {facts.GPUS_PER_NODE} (1, 2, 4 or 8), got {value}")
+        return value
+
+    def effective_mini_batch(self) -> int:
+        """Prompts per optimizer step."""
+        return self.mini_batch_size or self.prompts_per_step
+
+
+class JobConfig(_Section):
+    """`grpo-gke:job`: the post-deploy submission."""
+
+    submit: bool = Field(True, description="Submit the GRPO job as the last step of `pulumi up`.")
+    ready_timeout_seconds: int = Field(1800, ge=10, le=86400, description="Wait this long for all GPU nodes.")
+
+
+class StackConfig(_Section):
+    """The whole stack config, validated before a single resource is registered."""
+
+    stack: str = Field(description="Pulumi stack name.")
+    project: str = Field(description="`gcp:project`: the Google Cloud project id.")
+    region: str = Field(description="`gcp:region`: region of the cluster, subnets and bucket.")
+    zone: str = Field(description="Zone of the GPU nodes, the RDMA network profile and Lustre.")
+    cluster: ClusterConfig = Field(default_factory=ClusterConfig)
+    gpu: GpuConfig
+    storage: StorageConfig
+    network: NetworkConfig = Field(default_factory=NetworkConfig)
+    workload: WorkloadConfig
+    grpo: GrpoConfig = Field(default_factory=GrpoConfig)
+    job: JobConfig = Field(default_factory=JobConfig)
+    hf_token: SecretStr | None = Field(None, description="Hugging Face token; a Pulumi secret.")
+    hf_token_is_secret: bool = Field(True, description="False when the token was set in plaintext.")
+
+    @field_validator("project")
+    @classmethod
+    def _project(cls, value: str) -> str:
+        if not re.fullmatch(r"[a-z][a-z0-9-]{4,28}[a-z0-9]", value):
+            raise ValueError(f"must be a project id (6 to 30 lowercase letters, digits, hyphens), got {value!r}")
+        return value
+
+    @field_validator("region")
+    @classmethod
+    def _region(cls, value: str) -> str:
+        if not re.fullmatch(r"[a-z]+-[a-z]+\d+", value):
+            raise ValueError(f"must be a region such as us-central1, got {value!r}")
+        return value
+
+    @field_validator("hf_token")
+    @classmethod
+    def _token(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and not value.get_secret_value().strip():
+            raise ValueError("must not be empty; unset it for public models (pulumi config rm grpo-gke:hfToken)")
+        return value
+
+    @property
+    def total_gpus(self) -> int:
+        """GPUs across all worker nodes."""
+        return self.gpu.nodes * facts.GPUS_PER_NODE
+
+    @property
+    def cluster_name(self) -> str:
+        """The cluster name: configured, or `grpo-<stack>`."""
+        return self.cluster.name or sanitize_name(f"grpo-{self.stack}", 40)
+
+    @property
+    def bucket_name(self) -> str:
+        """The bucket name (gcs): configured, or derived from project and stack."""
+        return self.storage.bucket or sanitize_name(f"{self.project}-grpo-{self.stack}", 63)
+
+    @property
+    def gpu_machine(self) -> facts.GpuMachine:
+        """Facts of the configured GPU machine."""
+        return facts.GPU_MACHINES[self.gpu.type]
+
+
+# ---------------------------------------------------------------- naming helpers
+
+
+def sanitize_name(text: str, limit: int) -> str:
+    """Lowercase `text` into a DNS-style name of at most `limit` characters."""
+    name = re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")
+    return name[:limit].rstrip("-")
+
+
+def bucket_name_problem(name: str) -> str | None:
+    """Why `name` is not a valid Cloud Storage bucket name, or None."""
+    if not 3 <= len(name) <= 63:
+        return f"must be 3 to 63 characters, got {len(name)} ({name!r})"
+    if not re.fullmatch(r"[a-z0-9][a-z0-9._-]*[a-z0-9]", name):
+        return f"must use lowercase letters, digits, '-', '_' and '.', starting and ending with a letter or digit, got {name!r}"
+    if name.startswith("goog") or "google" in name:
+        return f"must not start with 'goog' or contain 'google', got {name!r}"
+    if re.fullmatch(r"\d+\.\d+\.\d+\.\d+", name):
+        return f"must not be an IP address, got {name!r}"
+    return None
+
+
+# ---------------------------------------------------------------- errors
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One refused config value: its full key path and what was expected."""
+
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}"
+
+
+class ConfigError(Exception):
+    """The stack config was refused; `problems` holds one line per problem."""
+
+    def __init__(self, problems: Iterable[Problem]):
+        self.problems = sorted(set(problems), key=lambda p: (p.path, p.message))
+        super().__init__("\n".join(str(problem) for problem in self.problems))
+
+
+_TOP_LEVEL_PROVIDER_FIELDS = {"project": "gcp:project", "region": "gcp:region"}
+_INTERNAL_FIELDS = {"stack", "hfTokenIsSecret"}
+
+
+def key_path(loc: Iterable[Any]) -> str:
+    """The user-facing key of a pydantic error location: `grpo-gke:gpu.nodes`."""
+    parts = [str(part) for part in loc]
+    if not parts:
+        return f"{PROJECT_NAMESPACE}:"
+    head, rest = parts[0], parts[1:]
+    if head in _TOP_LEVEL_PROVIDER_FIELDS:
+        return _TOP_LEVEL_PROVIDER_FIELDS[head]
+    return f"{PROJECT_NAMESPACE}:{'.'.join([head, *rest])}"
+
+
+def _allowed_keys(model: type[BaseModel]) -> list[str]:
+    return sorted(field.alias or name for name, field in model.model_fields.items())
+
+
+def _section_model(loc: tuple[Any, ...]) -> type[BaseModel]:
+    model: type[BaseModel] = StackConfig
+    for part in loc:
+        field = next((f for n, f in model.model_fields.items() if (f.alias or n) == part), None)
+        annotation = getattr(field, "annotation", None)
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            model = annotation
+        else:
+            break
+    return model
+
+
+def _describe(error: Mapping[str, Any]) -> str:
+    kind, ctx, value = error["type"], error.get("ctx") or {}, error.get("input")
+    if kind == "extra_forbidden":
+        loc = tuple(error["loc"])
+        allowed = [k for k in _allowed_keys(_section_model(loc[:-1])) if k not in _INTERNAL_FIELDS]
+        if len(loc) == 1:
+            allowed = [k for k in allowed if k not in _TOP_LEVEL_PROVIDER_FIELDS]
+        close = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
+        hint = f"; did you mean '{close[0]}'?" if close else ""
+        return f"unknown key{hint} (known: {', '.join(allowed)})"
+    if kind == "missing":
+        return "is required"
+    if kind == "greater_than_equal":
+        return f"must be at least {ctx['ge']}, got {value!r}"
+    if kind == "less_than_equal":
+        return f"must be at most {ctx['le']}, got {value!r}"
+    if kind == "greater_than":
+        return f"must be greater than {ctx['gt']}, got {value!r}"
+    if kind == "less_than":
+        return f"must be less than {ctx['lt']}, got {value!r}"
+    if kind == "literal_error":
+        return f"must be one of {ctx['expected']}, got {value!r}"
+    if kind in ("int_type", "int_parsing", "int_from_float"):
+        return f"must be a whole number, got {value!r}"
+    if kind in ("float_type", "float_parsing"):
+        return f"must be a number, got {value!r}"
+    if kind in ("bool_type", "bool_parsing"):
+        return f"must be true or false, got {value!r}"
+    if kind in ("string_type",):
+        return f"must be a string, got {value!r}"
+    if kind in ("model_type", "model_attributes_type", "dict_type"):
+        return f"must be an object of keys, got {value!r}"
+    if kind == "value_error":
+        return str(ctx.get("error", error["msg"]))
+    return str(error["msg"])
+
+
+def _pydantic_problems(error: ValidationError) -> list[Problem]:
+    problems = []
+    for item in error.errors(include_url=False):
+        loc = tuple(item["loc"])
+        # A value error on a dict key (extraEnv) names the dict.
+        problems.append(Problem(key_path(loc), _describe(item)))
+    return problems
+
+
+# ---------------------------------------------------------------- cross checks
+
+
+def _version_floors(cfg: StackConfig) -> list[tuple[str, str]]:
+    floors = [(facts.RAY_OPERATOR_FLOOR, "the Ray operator add-on")]
+    floors.append(
+        (cfg.gpu_machine.rdma_floor[cfg.cluster.mode], f"GPUDirect RDMA on {cfg.gpu.type.upper()} ({cfg.cluster.mode})")
+    )
+    if cfg.storage.type == "lustre":
+        floors.append((facts.LUSTRE_CSI_FLOOR, "the Managed Lustre CSI driver"))
+    if cfg.gpu.provisioning == "flex-start":
+        floors.append((facts.FLEX_START_FLOOR, "flex-start node pools"))
+    return floors
+
+
+def cross_check(cfg: StackConfig) -> list[Problem]:
+    """The rules that tie several keys together; each problem names the key to change."""
+    ns = PROJECT_NAMESPACE
+    problems: list[Problem] = []
+    add = lambda path, message: problems.append(Problem(f"{ns}:{path}", message))  # noqa: E731
+
+    if not re.fullmatch(rf"{re.escape(cfg.region)}-[a-z]", cfg.zone):
+        add("zone", f"must be a zone of gcp:region {cfg.region} (such as {cfg.region}-b), got {cfg.zone!r}")
+
+    if cfg.cluster.min_version:
+        version = facts.GkeVersion.parse(cfg.cluster.min_version)
+        for floor, reason in _version_floors(cfg):
+            if version.key() < facts.GkeVersion.parse(floor).key():
+                add("cluster.minVersion", f"must be at least {floor} for {reason}, got {cfg.cluster.min_version}")
+
+    gpu = cfg.gpu
+    if gpu.provisioning == "reservation" and not gpu.reservation:
+        add("gpu.reservation", "is required when gpu.provisioning is 'reservation'")
+    if gpu.provisioning != "reservation" and gpu.reservation:
+        add("gpu.reservation", f"is only allowed when gpu.provisioning is 'reservation', not {gpu.provisioning!r}")
+    if cfg.cluster.mode == "autopilot" and gpu.provisioning in ("reservation", "flex-start"):
+        add("gpu.provisioning", f"must be 'spot' or 'on-demand' on Autopilot, got {gpu.provisioning!r}")
+
+    storage = cfg.storage
+    if storage.type == "gcs":
+        for key, value in (("capacityGib", storage.capacity_gib), ("throughput", storage.throughput)):
+            if value is not None:
+                add(f"storage.{key}", "is only for storage.type 'lustre'")
+    else:
+        if storage.bucket is not None:
+            add("storage.bucket", "is only for storage.type 'gcs'")
+        if storage.throughput is None:
+            add("storage.throughput", f"is required for Lustre: one of {sorted(facts.LUSTRE_TIERS)} MB/s per TiB")
+        if storage.capacity_gib is None:
+            add("storage.capacityGib", "is required for Lustre")
+        elif storage.throughput is not None:
+            tier = facts.LUSTRE_TIERS[storage.throughput]
+            if storage.capacity_gib < tier.min_gib:
+                add(
+                    "storage.capacityGib",
+                    f"must be at least {tier.min_gib} at {storage.throughput} MB/s per TiB, got {storage.capacity_gib}",
+                )
+            elif storage.capacity_gib % tier.step_gib:
+                add(
+                    "storage.capacityGib",
+                    f"must be a multiple of {tier.step_gib} at {storage.throughput} MB/s per TiB, got {storage.capacity_gib}",
+                )
+    if storage.type == "gcs" and storage.bucket is None:
+        problem = bucket_name_problem(cfg.bucket_name)
+        if problem:
+            add("storage.bucket", f"the default name derived from project and stack is invalid ({problem}); set one")
+
+    problems.extend(_network_problems(cfg))
+    problems.extend(_workload_problems(cfg))
+    problems.extend(_grpo_problems(cfg))
+    return problems
+
+
+def _network_problems(cfg: StackConfig) -> list[Problem]:
+    ns = PROJECT_NAMESPACE
+    problems = []
+    ranges = {
+        "nodeRange": cfg.network.node_range,
+        "podRange": cfg.network.pod_range,
+        "serviceRange": cfg.network.service_range,
+        "gvnicRange": cfg.network.gvnic_range,
+        "rdmaRange": cfg.network.rdma_range,
+    }
+    if cfg.storage.type == "lustre":
+        ranges["lustreRange"] = cfg.network.lustre_range
+    parsed = {key: ipaddress.IPv4Network(value) for key, value in ranges.items()}
+    keys = list(parsed)
+    for index, first in enumerate(keys):
+        for second in keys[index + 1 :]:
+            if parsed[first].overlaps(parsed[second]):
+                problems.append(
+                    Problem(
+                        f"{ns}:network.{second}",
+                        f"must not overlap network.{first} ({ranges[first]}), got {ranges[second]}",
+                    )
+                )
+    if parsed["rdmaRange"].prefixlen > 26:
+        problems.append(
+            Problem(f"{ns}:network.rdmaRange", f"must be /26 or larger to hold eight subnets, got {ranges['rdmaRange']}")
+        )
+    if cfg.storage.type == "lustre" and parsed["lustreRange"].prefixlen > facts.LUSTRE_PEERING_PREFIX_MAX:
+        problems.append(
+            Problem(
+                f"{ns}:network.lustreRange",
+                f"must be /{facts.LUSTRE_PEERING_PREFIX_MAX} or larger, got {ranges['lustreRange']}",
+            )
+        )
+    return problems
+
+
+def _workload_problems(cfg: StackConfig) -> list[Problem]:
+    ns = PROJECT_NAMESPACE
+    problems = []
+    workload = cfg.workload
+    supported = facts.SUPPORTED_PAIRS[workload.framework]
+    if workload.dataset not in supported:
+        problems.append(
+            Problem(
+                f"{ns}:workload.dataset",
+                f"workload.framework {workload.framework!r} with dataset {workload.dataset!r} has no staging"
+                f" or job mapping; use one of {', '.join(repr(d) for d in supported)}",
+            )
+        )
+    if workload.image is not None and workload.ray_version is None:
+        problems.append(
+            Problem(f"{ns}:workload.rayVersion", "is required with workload.image: the Ray version inside that image")
+        )
+    if workload.image is None and workload.ray_version is not None:
+        problems.append(
+            Problem(f"{ns}:workload.rayVersion", "is only allowed with workload.image (the default image's is known)")
+        )
+    if workload.framework == "nemo-rl" and workload.image is not None and workload.nemo_rl_release is None:
+        problems.append(
+            Problem(
+                f"{ns}:workload.nemoRlRelease",
+                f"is required with workload.image for nemo-rl: one of {', '.join(facts.NEMO_RL_RELEASES)}",
+            )
+        )
+    if workload.nemo_rl_release is not None and (workload.framework != "nemo-rl" or workload.image is None):
+        problems.append(
+            Problem(f"{ns}:workload.nemoRlRelease", "is only allowed with framework 'nemo-rl' and workload.image")
+        )
+    return problems
+
+
+def _grpo_problems(cfg: StackConfig) -> list[Problem]:
+    ns = PROJECT_NAMESPACE
+    problems = []
+    grpo = cfg.grpo
+    gpus = cfg.total_gpus
+    samples = grpo.prompts_per_step * grpo.generations_per_prompt
+    mini = grpo.effective_mini_batch()
+
+    def add(key: str, message: str) -> None:
+        problems.append(Problem(f"{ns}:grpo.{key}", message))
+
+    if mini > grpo.prompts_per_step:
+        add("miniBatchSize", f"must be at most grpo.promptsPerStep ({grpo.prompts_per_step}), got {mini}")
+    elif grpo.prompts_per_step % mini:
+        add("miniBatchSize", f"must divide grpo.promptsPerStep ({grpo.prompts_per_step}), got {mini}")
+    if grpo.max_prompt_length + grpo.max_response_length > 262144:
+        add("maxResponseLength", "maxPromptLength + maxResponseLength must be at most 262144 tokens")
+
+    if cfg.workload.framework == "verl":
+        # verl validate_config: the real batch (prompts x n) divides across all GPUs, and each
+        # GPU's share of a mini-batch is a whole number of micro-batches (jobs-and-frameworks.md §1).
+        if samples % gpus:
+            add(
+                "promptsPerStep",
+                f"promptsPerStep x generationsPerPrompt ({grpo.prompts_per_step} x {grpo.generations_per_prompt}"
+                f" = {samples}) must be divisible by the {gpus} GPUs of gpu.nodes={cfg.gpu.nodes}",
+            )
+        elif (mini * grpo.generations_per_prompt) % gpus:
+            add(
+                "miniBatchSize",
+                f"miniBatchSize x generationsPerPrompt ({mini * grpo.generations_per_prompt}) must be divisible"
+                f" by the {gpus} GPUs",
+            )
+        elif (mini * grpo.generations_per_prompt // gpus) % grpo.micro_batch_size_per_gpu:
+            add(
+                "microBatchSizePerGpu",
+                f"must divide each GPU's share of a mini-batch ({mini * grpo.generations_per_prompt // gpus}),"
+                f" got {grpo.micro_batch_size_per_gpu}",
+            )
+    else:
+        # NeMo-RL: train_global_batch_size = prompts x generations must split into whole
+        # micro-batches on every data-parallel rank (nemo_rl/algorithms/grpo.py setup checks).
+        if samples % (gpus * grpo.micro_batch_size_per_gpu):
+            add(
+                "promptsPerStep",
+                f"promptsPerStep x generationsPerPrompt ({samples}) must be divisible by the {gpus} GPUs"
+                f" x microBatchSizePerGpu ({grpo.micro_batch_size_per_gpu})",
+            )
+    return problems
+
+
+# ---------------------------------------------------------------- loading
+
+
+@dataclass(frozen=True)
+class LoadedConfig:
+    """A validated config and the warnings to show the user."""
+
+    config: StackConfig
+    warnings: tuple[str, ...]
+
+
+def _decode(key: str, raw: Any) -> Any:
+    if not isinstance(raw, str):
+        return raw
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw
+
+
+def parse_config(
+    values: Mapping[str, Any], secret_keys: Iterable[str], stack: str
+) -> LoadedConfig:
+    """Validate Pulumi config values (`ns:key` -> raw string as the engine passes them).
+
+    Raises ConfigError with one problem per refused key.
+    """
+    secret_keys = set(secret_keys)
+    problems: list[Problem] = []
+    warnings: list[str] = []
+    data: dict[str, Any] = {"stack": stack}
+    structured = {"cluster", "gpu", "storage", "network", "workload", "grpo", "job"}
+
+    for key in ("gcp:project", "gcp:region"):
+        if key not in values:
+            problems.append(Problem(key, f"is required (pulumi config set {key} ...)"))
+    if "gcp:project" in values:
+        data["project"] = values["gcp:project"]
+    if "gcp:region" in values:
+        data["region"] = values["gcp:region"]
+
+    prefix = f"{PROJECT_NAMESPACE}:"
+    known = {field.alias or name for name, field in StackConfig.model_fields.items()}
+    known -= _INTERNAL_FIELDS | set(_TOP_LEVEL_PROVIDER_FIELDS)
+    for full_key in sorted(values):
+        if not full_key.startswith(prefix):
+            continue
+        key = full_key[len(prefix) :]
+        if key not in known:
+            close = difflib.get_close_matches(key, sorted(known), n=1)
+            hint = f"; did you mean '{prefix}{close[0]}'?" if close else ""
+            problems.append(Problem(full_key, f"unknown key{hint} (known: {', '.join(sorted(known))})"))
+            continue
+        raw = values[full_key]
+        if key == "hfToken":
+            data["hfToken"] = raw
+            if full_key not in secret_keys:
+                warnings.append(
+                    f"{full_key} is set in plaintext; store it as a secret:"
+                    f" pulumi config set --secret {full_key} <token>"
+                )
+                data["hfTokenIsSecret"] = False
+            continue
+        data[key] = _decode(key, raw) if key in structured else raw
+
+    try:
+        config = StackConfig.model_validate(data)
+    except ValidationError as error:
+        problems.extend(_pydantic_problems(error))
+        raise ConfigError(problems) from None
+    if problems:
+        raise ConfigError(problems)
+    cross = cross_check(config)
+    if cross:
+        raise ConfigError(cross)
+    return LoadedConfig(config=config, warnings=tuple(warnings))
+
+
+def load_from_pulumi() -> LoadedConfig:
+    """Load and validate the running Pulumi program's config (engine or mocks).
+
+    Raises ConfigError; the program turns it into a clean `pulumi.RunError`.
+    """
+    import pulumi
+    from pulumi.runtime import config as runtime_config
+
+    values = dict(runtime_config.get_config_env())
+    values.update(runtime_config.CONFIG.get())
+    secret_keys = set(runtime_config.get_config_secret_keys_env())
+    secret_keys |= {key for key in values if runtime_config.is_config_secret(key)}
+    return parse_config(values, secret_keys, pulumi.get_stack())

@@ -1,0 +1,47 @@
+"""Names shared by the infrastructure graph, the workloads and the job layer.
+
+The bucket grant of the infrastructure graph names the Kubernetes service account that the
+workloads create; the dashboard command names the RayCluster's head service. Both sides read
+these constants so the two can never disagree.
+"""
+
+NAMESPACE = "grpo"
+"""Namespace of the RayCluster, its service account, the storage claim and the staging Job."""
+
+RAY_SERVICE_ACCOUNT = "ray-grpo"
+"""Kubernetes service account of the Ray pods, granted the bucket through workload identity."""
+
+RAY_CLUSTER = "grpo"
+"""Name of the KubeRay RayCluster."""
+
+RAY_HEAD_SERVICE = f"{RAY_CLUSTER}-head-svc"
+"""Service KubeRay creates for the head (`<raycluster>-head-svc`)."""
+
+RAY_DASHBOARD_PORT = 8265
+"""Ray dashboard and Jobs API port on the head."""
+
+HF_TOKEN_SECRET = "hf-token"
+"""Secret holding the Hugging Face token, when one is configured."""
+
+HF_TOKEN_SECRET_KEY = "token"
+"""Key of the token inside HF_TOKEN_SECRET."""
+
+DATA_CLAIM = "grpo-data"
+"""PersistentVolumeClaim (and PersistentVolume) of the shared storage."""
+
+DATA_MOUNT = "/data"
+"""Where every pod mounts the shared storage."""
+
+GVNIC_NETWORK = "gvnic-1"
+"""GKE Network object of the gVNIC VPC (CT k8s_network_names: gvnic- from 1)."""
+
+RDMA_NETWORKS = tuple(f"rdma-{index}" for index in range(8))
+"""GKE Network objects of the eight RDMA subnets (CT k8s_network_names: rdma- from 0)."""
+
+
+def dashboard_port_forward_command(cluster: str, location: str, project: str) -> str:
+    """The one-line command that forwards the Ray dashboard to localhost:8265."""
+    return (
+        f"gcloud container clusters get-credentials {cluster} --location {location} --project {project}"
+        f" && kubectl -n {NAMESPACE} port-forward svc/{RAY_HEAD_SERVICE} {RAY_DASHBOARD_PORT}:{RAY_DASHBOARD_PORT}"
+    )

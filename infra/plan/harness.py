@@ -1,0 +1,124 @@
+"""Run the real Pulumi program of `__main__.py` in-process under mocks and record it."""
+
+from __future__ import annotations
+
+import logging
+import runpy
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pulumi
+from pulumi.runtime import settings
+from pulumi.runtime.sync_await import _sync_await
+
+from infra.config import PROJECT_NAMESPACE
+from infra.plan.mocks import OfflineMocks
+from infra.plan.monitor import SECRET_PLACEHOLDER, Recorded, RecordingMonitor, wire_value
+from infra.stackfile import read_stack_file, stack_file
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+"""The directory holding Pulumi.yaml, __main__.py and the stack files."""
+
+PROGRAM = REPO_ROOT / "__main__.py"
+
+
+@dataclass
+class Recording:
+    """Every resource a program run registered, and the stack's outputs."""
+
+    project: str
+    stack: str
+    resources: list[Recorded]
+    outputs: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    """Warnings the program logged (pulumi.warn), in order."""
+
+    def by_type(self, type_: str) -> list[Recorded]:
+        """Resources of one type token, in URN order."""
+        return [resource for resource in self.resources if resource.type == type_]
+
+    def one(self, type_: str, name: str | None = None) -> Recorded:
+        """The single resource of `type_` (and `name`); fails loudly when not exactly one."""
+        found = [r for r in self.by_type(type_) if name is None or r.name == name]
+        if len(found) != 1:
+            names = sorted(r.name for r in self.by_type(type_))
+            raise LookupError(f"expected one {type_} named {name!r}, found {len(found)} among {names}")
+        return found[0]
+
+    def by_urn(self, urn: str) -> Recorded:
+        """The resource with this URN."""
+        for resource in self.resources:
+            if resource.urn == urn:
+                return resource
+        raise LookupError(urn)
+
+    def children_of(self, urn: str) -> list[Recorded]:
+        """Direct children of the resource with this URN."""
+        return [resource for resource in self.resources if resource.parent == urn]
+
+
+def _resolve_output(value: Any) -> Any:
+    if isinstance(value, pulumi.Output):
+        if _sync_await(value.is_secret()):
+            return SECRET_PLACEHOLDER
+        return _resolve_output(_sync_await(value.future()))
+    if isinstance(value, dict):
+        return {key: _resolve_output(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_resolve_output(item) for item in value]
+    return value
+
+
+class _EngineLog(logging.Handler):
+    """Collects what the program logs through the mock engine."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+def run_values(
+    values: Mapping[str, str], secret_keys: Iterable[str] = (), stack: str = "test"
+) -> Recording:
+    """Run `__main__.py` for raw config values (`ns:key` -> string) and return what it registered.
+
+    A refused config raises `pulumi.RunError` from the program, before any resource.
+    """
+    mocks = OfflineMocks()
+    monitor = RecordingMonitor(mocks, project=PROJECT_NAMESPACE, stack=stack)
+    engine_log = _EngineLog()
+    logger = logging.getLogger(f"grpo-gke.plan.{stack}")
+    logger.propagate = False
+    logger.handlers = [engine_log]
+    settings.ROOT.set(None)
+    pulumi.runtime.set_mocks(
+        mocks, project=PROJECT_NAMESPACE, stack=stack, preview=False, monitor=monitor, logger=logger
+    )
+    pulumi.runtime.set_all_config(dict(values), secret_keys=list(secret_keys))
+
+    @pulumi.runtime.test
+    def program() -> None:
+        runpy.run_path(str(PROGRAM), run_name="__main__")
+
+    program()
+    root = settings.get_root_resource()
+    outputs = {key: _resolve_output(value) for key, value in sorted(getattr(root, "outputs", {}).items())}
+    resources = sorted(monitor.records.values(), key=lambda record: record.urn)
+    return Recording(
+        project=PROJECT_NAMESPACE,
+        stack=stack,
+        resources=resources,
+        outputs=wire_value(outputs),
+        warnings=engine_log.messages,
+    )
+
+
+def run_stack(stack: str, directory: Path = REPO_ROOT) -> Recording:
+    """Run the program for the shipped `Pulumi.<stack>.yaml`."""
+    values = read_stack_file(stack_file(directory, stack), PROJECT_NAMESPACE, stack)
+    return run_values(values.values, values.secret_keys, stack)

@@ -1,0 +1,1 @@
+"""GRPO job specs, their validation, the post-deploy submission and the job CLI."""

@@ -1,0 +1,68 @@
+"""Shared fixtures: mocked runs of the real program, and config values built from stack files."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from infra.config import PROJECT_NAMESPACE
+from infra.plan.harness import REPO_ROOT, Recording, run_stack, run_values
+from infra.stackfile import StackValues, read_stack_file, stack_file
+
+SHARED = REPO_ROOT.parent / "shared"
+"""The steering repo's shared/ folder (reference sheets, KubeRay schemas, NeMo-RL configs)."""
+
+SHIPPED_STACKS = sorted(path.name[len("Pulumi.") : -len(".yaml")] for path in REPO_ROOT.glob("Pulumi.*.yaml"))
+"""Every stack file shipped in the repository."""
+
+
+def stack_values(stack: str) -> StackValues:
+    """The raw config values of a shipped stack."""
+    return read_stack_file(stack_file(REPO_ROOT, stack), PROJECT_NAMESPACE, stack)
+
+
+def values_of(stack: str, **sections: dict) -> dict[str, str]:
+    """Config values of a shipped stack with sections merged in: values_of("dev", gpu={"type": "b200"}).
+
+    A section value of None removes that key from the section.
+    """
+    values = dict(stack_values(stack).values)
+    for section, changes in sections.items():
+        key = f"{PROJECT_NAMESPACE}:{section}"
+        current = json.loads(values.get(key, "{}"))
+        for name, value in changes.items():
+            if value is None:
+                current.pop(name, None)
+            else:
+                current[name] = value
+        values[key] = json.dumps(current)
+    return values
+
+
+_PLANS: dict[str, Recording] = {}
+
+
+@pytest.fixture(scope="session")
+def plan_of() -> Callable[[str], Recording]:
+    """A function from a shipped stack's name to its recorded mocked run (cached per session)."""
+
+    def plan(stack: str) -> Recording:
+        if stack not in _PLANS:
+            _PLANS[stack] = run_stack(stack)
+        return _PLANS[stack]
+
+    return plan
+
+
+@pytest.fixture(scope="session")
+def shared_dir() -> Path:
+    """../shared, or a skip when this checkout has none beside it."""
+    if not SHARED.is_dir():
+        pytest.skip(f"{SHARED} is absent: the KubeRay schemas and NeMo-RL configs live there")
+    return SHARED
+
+
+__all__ = ["SHIPPED_STACKS", "run_values", "stack_values", "values_of"]

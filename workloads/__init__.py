@@ -1,0 +1,1 @@
+"""What runs in the cluster: GKE network objects, the gIB installer, storage, staging, the RayCluster."""
