@@ -20,6 +20,9 @@ RAY_HEAD_SERVICE = f"{RAY_CLUSTER}-head-svc"
 RAY_DASHBOARD_PORT = 8265
 """Ray dashboard and Jobs API port on the head."""
 
+HEAD_NODE_POOL = "ray-head"
+"""Standard: the CPU node pool of the Ray head (node selector `cloud.google.com/gke-nodepool`)."""
+
 HF_TOKEN_SECRET = "hf-token"
 """Secret holding the Hugging Face token, when one is configured."""
 

@@ -27,7 +27,8 @@ class InfraOutputs:
     rdma_subnets: list[pulumi.Output[str]]
     """Names of rdma subnets 0..7, in order."""
     cluster_ready: list[pulumi.Resource] = field(default_factory=list)
-    """What in-cluster objects wait for: the cluster and, on Standard, its node pools."""
+    """What in-cluster objects wait for: the cluster, its Cloud NAT (private nodes pull public
+    images through it) and, on Standard, its node pools."""
     storage_ready: list[pulumi.Resource] = field(default_factory=list)
     """What a pod mounting the storage waits for (bucket grant; Lustre instance)."""
     bucket_name: pulumi.Output[str] | None = None
@@ -38,3 +39,5 @@ class InfraOutputs:
     """The Lustre mount point `<ip>@tcp:/<fs>` (lustre)."""
     lustre_filesystem: str | None = None
     """The Lustre filesystem name (lustre)."""
+    head_node_pool: str | None = None
+    """Standard: the node pool of the Ray head (names.HEAD_NODE_POOL); None on Autopilot."""

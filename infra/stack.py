@@ -1,1 +1,100 @@
-"""Builds the Google Cloud graph of the stack (placeholder until the infra components land)."""
+"""Builds the Google Cloud graph of the stack: APIs, networks, cluster, node pools, storage and the
+Kubernetes provider, and exports the stack outputs."""
+
+from __future__ import annotations
+
+import pulumi
+
+from infra import names
+from infra.apis import Apis, ApisArgs, required_services
+from infra.cluster import Cluster, ClusterArgs
+from infra.config import StackConfig
+from infra.kubernetes import KubernetesAccess, KubernetesAccessArgs
+from infra.network import Networks, NetworksArgs
+from infra.nodepools import NodePools, NodePoolsArgs
+from infra.outputs import InfraOutputs
+from infra.storage import Storage, StorageArgs
+
+
+def build_infra(config: StackConfig) -> InfraOutputs:
+    """Register every Google Cloud resource of `config` and return the hand-off to the workloads."""
+    prefix = config.cluster_name
+    lustre = config.storage.type == "lustre"
+    apis = Apis("apis", ApisArgs(project=config.project, services=required_services(config.storage.type)))
+    networks = Networks(
+        "networks",
+        NetworksArgs(
+            project=config.project,
+            region=config.region,
+            zone=config.zone,
+            prefix=prefix,
+            ranges=config.network,
+            compute_api=apis.service("compute.googleapis.com"),
+            keep_cluster_vpc=lustre and config.storage.keep_on_destroy,
+        ),
+    )
+    cluster = Cluster(
+        "cluster",
+        ClusterArgs(
+            config=config,
+            network=networks.cluster_vpc.name,
+            subnetwork=networks.node_subnet.name,
+            container_api=apis.service("container.googleapis.com"),
+        ),
+    ).cluster
+    cluster_ready: list[pulumi.Resource] = [cluster, networks.nat]
+    head_node_pool = None
+    if config.cluster.mode == "standard":
+        pools = NodePools(
+            "node-pools",
+            NodePoolsArgs(
+                config=config,
+                cluster=cluster.name,
+                gvnic_vpc=networks.gvnic_vpc.name,
+                gvnic_subnet=networks.gvnic_subnet.name,
+                rdma_vpc=networks.rdma_vpc.name,
+                rdma_subnets=[subnet.name for subnet in networks.rdma_subnets],
+            ),
+        )
+        cluster_ready += pools.pools
+        head_node_pool = names.HEAD_NODE_POOL
+    storage = Storage(
+        "storage",
+        StorageArgs(
+            config=config,
+            apis=dict(apis.services),
+            cluster=cluster,
+            cluster_vpc=networks.cluster_vpc.name,
+            cluster_vpc_id=networks.cluster_vpc_id,
+        ),
+    )
+    access = KubernetesAccess("gke", KubernetesAccessArgs(cluster=cluster, ready=cluster_ready))
+
+    pulumi.export("clusterName", cluster.name)
+    pulumi.export("clusterLocation", cluster.location)
+    pulumi.export("kubeconfig", access.kubeconfig)
+    if storage.bucket is not None:
+        pulumi.export("bucket", storage.bucket.url)
+    else:
+        pulumi.export("lustreMountPoint", storage.lustre.mount_point)
+    pulumi.export(
+        "dashboardCommand", names.dashboard_port_forward_command(prefix, config.region, config.project)
+    )
+
+    return InfraOutputs(
+        k8s_provider=access.provider,
+        kubeconfig=access.kubeconfig,
+        cluster_name=cluster.name,
+        cluster_location=cluster.location,
+        gvnic_network=networks.gvnic_vpc.name,
+        gvnic_subnet=networks.gvnic_subnet.name,
+        rdma_network=networks.rdma_vpc.name,
+        rdma_subnets=[subnet.name for subnet in networks.rdma_subnets],
+        cluster_ready=cluster_ready,
+        storage_ready=storage.ready,
+        bucket_name=storage.bucket.name if storage.bucket is not None else None,
+        lustre_instance_id=storage.lustre.instance_id if storage.lustre is not None else None,
+        lustre_mount_point=storage.lustre.mount_point if storage.lustre is not None else None,
+        lustre_filesystem=storage.lustre_filesystem,
+        head_node_pool=head_node_pool,
+    )

@@ -1,0 +1,61 @@
+"""The project services (APIs) the stack needs, enabled once and never disabled on destroy."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_gcp as gcp
+
+from infra import facts
+
+
+def required_services(storage_type: str) -> tuple[str, ...]:
+    """The APIs a stack with this storage type needs, sorted."""
+    services = set(facts.BASE_SERVICES)
+    if storage_type == "lustre":
+        services |= set(facts.LUSTRE_SERVICES)
+    return tuple(sorted(services))
+
+
+def service_resource_name(service: str) -> str:
+    """Logical name of the Service resource of an API: `container.googleapis.com` -> `container`."""
+    return service.split(".", 1)[0]
+
+
+@dataclass(frozen=True)
+class ApisArgs:
+    """Inputs of the Apis component."""
+
+    project: str
+    """Project whose services are enabled."""
+    services: tuple[str, ...]
+    """API names such as `container.googleapis.com`."""
+
+
+class Apis(pulumi.ComponentResource):
+    """One `gcp.projects.Service` per API; each resource that calls an API waits for that one only."""
+
+    services: dict[str, gcp.projects.Service]
+    """The Service resources by API name."""
+
+    def __init__(self, name: str, args: ApisArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("grpo-gke:infra:Apis", name, None, opts)
+        self.services = {
+            service: gcp.projects.Service(
+                service_resource_name(service),
+                gcp.projects.ServiceArgs(
+                    project=args.project,
+                    service=service,
+                    disable_on_destroy=False,
+                    disable_dependent_services=False,
+                ),
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            for service in args.services
+        }
+        self.register_outputs({})
+
+    def service(self, api: str) -> gcp.projects.Service:
+        """The Service of `api` (e.g. `container.googleapis.com`)."""
+        return self.services[api]

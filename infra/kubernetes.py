@@ -1,0 +1,71 @@
+"""Access to the cluster for the in-cluster objects: a Kubernetes provider built from the cluster's
+outputs, authenticating through gke-gcloud-auth-plugin."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_gcp as gcp
+import pulumi_kubernetes as k8s
+import yaml
+
+from infra import facts
+
+
+def gke_kubeconfig(name: str, endpoint: str, ca_cert: str) -> str:
+    """A kubeconfig for cluster `name` whose user runs gke-gcloud-auth-plugin (no stored credential)."""
+    document = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": name, "cluster": {"server": f"https://{endpoint}", "certificate-authority-data": ca_cert}}],
+        "users": [
+            {
+                "name": name,
+                "user": {
+                    "exec": {
+                        "apiVersion": "client.authentication.k8s.io/v1beta1",
+                        "command": facts.GKE_AUTH_PLUGIN,
+                        "installHint": "Install gke-gcloud-auth-plugin: gcloud components install gke-gcloud-auth-plugin",
+                        "provideClusterInfo": True,
+                    }
+                },
+            }
+        ],
+        "contexts": [{"name": name, "context": {"cluster": name, "user": name}}],
+        "current-context": name,
+    }
+    return yaml.safe_dump(document, sort_keys=True)
+
+
+@dataclass(frozen=True)
+class KubernetesAccessArgs:
+    """Inputs of the KubernetesAccess component."""
+
+    cluster: gcp.container.Cluster
+    """The cluster to reach."""
+    ready: Sequence[pulumi.Resource]
+    """What the provider waits for: the cluster and, on Standard, its node pools."""
+
+
+class KubernetesAccess(pulumi.ComponentResource):
+    """The kubeconfig (secret) and the Kubernetes provider of the cluster."""
+
+    kubeconfig: pulumi.Output[str]
+    provider: k8s.Provider
+
+    def __init__(self, name: str, args: KubernetesAccessArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("grpo-gke:infra:KubernetesAccess", name, None, opts)
+        cluster = args.cluster
+        self.kubeconfig = pulumi.Output.secret(
+            pulumi.Output.all(cluster.name, cluster.endpoint, cluster.master_auth.cluster_ca_certificate).apply(
+                lambda parts: gke_kubeconfig(*parts)
+            )
+        )
+        self.provider = k8s.Provider(
+            name,
+            k8s.ProviderArgs(kubeconfig=self.kubeconfig, enable_server_side_apply=True),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.ready)),
+        )
+        self.register_outputs({})

@@ -1,0 +1,229 @@
+"""The three VPCs: the cluster's own VPC-native network (private nodes behind Cloud NAT), the
+gVNIC VPC and the RoCE (RDMA) VPC with its eight subnets."""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_gcp as gcp
+
+from infra import facts
+from infra.config import NetworkConfig
+
+POD_RANGE_NAME = "pods"
+"""Secondary range of the node subnet holding pod addresses."""
+
+SERVICE_RANGE_NAME = "services"
+"""Secondary range of the node subnet holding service addresses."""
+
+
+@dataclass(frozen=True)
+class NetworkNames:
+    """Deterministic names of every network resource, derived from the cluster name."""
+
+    cluster_vpc: str
+    node_subnet: str
+    router: str
+    nat: str
+    gvnic_vpc: str
+    gvnic_subnet: str
+    gvnic_firewall: str
+    rdma_vpc: str
+    rdma_subnets: tuple[str, ...]
+
+
+def network_names(prefix: str) -> NetworkNames:
+    """Names of the network resources of cluster `prefix` (RDMA subnets `<vpc>-sub-N`, as CT names them)."""
+    rdma_vpc = f"{prefix}-rdma"
+    return NetworkNames(
+        cluster_vpc=f"{prefix}-net",
+        node_subnet=f"{prefix}-nodes",
+        router=f"{prefix}-router",
+        nat=f"{prefix}-nat",
+        gvnic_vpc=f"{prefix}-gvnic",
+        gvnic_subnet=f"{prefix}-gvnic-sub",
+        gvnic_firewall=f"{prefix}-gvnic-internal",
+        rdma_vpc=rdma_vpc,
+        rdma_subnets=tuple(f"{rdma_vpc}-sub-{index}" for index in range(facts.RDMA_SUBNET_COUNT)),
+    )
+
+
+def rdma_network_profile(project: str, zone: str) -> str:
+    """The zonal RoCE network profile of `zone` (never `<region>-vpc-roce`)."""
+    return facts.RDMA_NETWORK_PROFILE.format(project=project, zone=zone)
+
+
+def network_id(project: str, vpc: str) -> str:
+    """The `projects/<p>/global/networks/<vpc>` id of a VPC."""
+    return f"projects/{project}/global/networks/{vpc}"
+
+
+def cidr_address(cidr: str) -> tuple[str, int]:
+    """Network address and prefix length of a CIDR range."""
+    network = ipaddress.IPv4Network(cidr)
+    return str(network.network_address), network.prefixlen
+
+
+@dataclass(frozen=True)
+class NetworksArgs:
+    """Inputs of the Networks component."""
+
+    project: str
+    """Project of the VPCs."""
+    region: str
+    """Region of every subnet and of the Cloud Router."""
+    zone: str
+    """Zone of the RoCE network profile (the GPU nodes' zone)."""
+    prefix: str
+    """Name prefix (the cluster name)."""
+    ranges: NetworkConfig
+    """Address ranges, checked disjoint by the config."""
+    compute_api: pulumi.Resource
+    """The compute API; the VPCs wait for it."""
+    keep_cluster_vpc: bool = False
+    """Retain the cluster VPC on destroy (a kept Lustre instance stays reachable through it)."""
+
+
+class Networks(pulumi.ComponentResource):
+    """The cluster VPC with Cloud NAT, the gVNIC VPC and the RDMA VPC with its eight subnets."""
+
+    cluster_vpc: gcp.compute.Network
+    node_subnet: gcp.compute.Subnetwork
+    router: gcp.compute.Router
+    nat: gcp.compute.RouterNat
+    gvnic_vpc: gcp.compute.Network
+    gvnic_subnet: gcp.compute.Subnetwork
+    gvnic_firewall: gcp.compute.Firewall
+    rdma_vpc: gcp.compute.Network
+    rdma_subnets: list[gcp.compute.Subnetwork]
+    cluster_vpc_id: pulumi.Output[str]
+    """`projects/<p>/global/networks/<vpc>` of the cluster VPC (Lustre and its peering use this form)."""
+
+    def __init__(self, name: str, args: NetworksArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("grpo-gke:infra:Networks", name, None, opts)
+        names = network_names(args.prefix)
+        child = pulumi.ResourceOptions(parent=self)
+        after_api = pulumi.ResourceOptions(parent=self, depends_on=[args.compute_api])
+
+        self.cluster_vpc = gcp.compute.Network(
+            names.cluster_vpc,
+            gcp.compute.NetworkArgs(
+                name=names.cluster_vpc,
+                project=args.project,
+                auto_create_subnetworks=False,
+                mtu=facts.MAX_MTU,
+                routing_mode="GLOBAL",
+            ),
+            opts=pulumi.ResourceOptions.merge(
+                after_api, pulumi.ResourceOptions(retain_on_delete=args.keep_cluster_vpc)
+            ),
+        )
+        self.node_subnet = gcp.compute.Subnetwork(
+            names.node_subnet,
+            gcp.compute.SubnetworkArgs(
+                name=names.node_subnet,
+                project=args.project,
+                region=args.region,
+                network=self.cluster_vpc.name,
+                ip_cidr_range=args.ranges.node_range,
+                private_ip_google_access=True,
+                secondary_ip_ranges=[
+                    gcp.compute.SubnetworkSecondaryIpRangeArgs(
+                        range_name=POD_RANGE_NAME, ip_cidr_range=args.ranges.pod_range
+                    ),
+                    gcp.compute.SubnetworkSecondaryIpRangeArgs(
+                        range_name=SERVICE_RANGE_NAME, ip_cidr_range=args.ranges.service_range
+                    ),
+                ],
+            ),
+            opts=child,
+        )
+        self.router = gcp.compute.Router(
+            names.router,
+            gcp.compute.RouterArgs(
+                name=names.router, project=args.project, region=args.region, network=self.cluster_vpc.name
+            ),
+            opts=child,
+        )
+        self.nat = gcp.compute.RouterNat(
+            names.nat,
+            gcp.compute.RouterNatArgs(
+                name=names.nat,
+                project=args.project,
+                region=args.region,
+                router=self.router.name,
+                nat_ip_allocate_option="AUTO_ONLY",
+                source_subnetwork_ip_ranges_to_nat="ALL_SUBNETWORKS_ALL_IP_RANGES",
+            ),
+            opts=child,
+        )
+
+        self.gvnic_vpc = gcp.compute.Network(
+            names.gvnic_vpc,
+            gcp.compute.NetworkArgs(
+                name=names.gvnic_vpc,
+                project=args.project,
+                auto_create_subnetworks=False,
+                mtu=facts.MAX_MTU,
+                routing_mode="GLOBAL",
+            ),
+            opts=after_api,
+        )
+        self.gvnic_subnet = gcp.compute.Subnetwork(
+            names.gvnic_subnet,
+            gcp.compute.SubnetworkArgs(
+                name=names.gvnic_subnet,
+                project=args.project,
+                region=args.region,
+                network=self.gvnic_vpc.name,
+                ip_cidr_range=args.ranges.gvnic_range,
+            ),
+            opts=child,
+        )
+        self.gvnic_firewall = gcp.compute.Firewall(
+            names.gvnic_firewall,
+            gcp.compute.FirewallArgs(
+                name=names.gvnic_firewall,
+                project=args.project,
+                network=self.gvnic_vpc.name,
+                direction="INGRESS",
+                source_ranges=[args.ranges.gvnic_range],
+                allows=[
+                    gcp.compute.FirewallAllowArgs(protocol="tcp", ports=["0-65535"]),
+                    gcp.compute.FirewallAllowArgs(protocol="udp", ports=["0-65535"]),
+                    gcp.compute.FirewallAllowArgs(protocol="icmp"),
+                ],
+            ),
+            opts=child,
+        )
+
+        self.rdma_vpc = gcp.compute.Network(
+            names.rdma_vpc,
+            gcp.compute.NetworkArgs(
+                name=names.rdma_vpc,
+                project=args.project,
+                auto_create_subnetworks=False,
+                mtu=facts.MAX_MTU,
+                routing_mode="REGIONAL",
+                network_profile=rdma_network_profile(args.project, args.zone),
+            ),
+            opts=after_api,
+        )
+        self.rdma_subnets = [
+            gcp.compute.Subnetwork(
+                subnet_name,
+                gcp.compute.SubnetworkArgs(
+                    name=subnet_name,
+                    project=args.project,
+                    region=args.region,
+                    network=self.rdma_vpc.name,
+                    ip_cidr_range=cidr,
+                ),
+                opts=child,
+            )
+            for subnet_name, cidr in zip(names.rdma_subnets, args.ranges.rdma_subnets(), strict=True)
+        ]
+        self.cluster_vpc_id = self.cluster_vpc.name.apply(lambda vpc: network_id(args.project, vpc))
+        self.register_outputs({})

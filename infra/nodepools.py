@@ -1,0 +1,184 @@
+"""Standard node pools: a CPU pool for the Ray head and the 8-GPU pool on the RDMA networks."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_gcp as gcp
+
+from infra import facts, names
+from infra.cluster import version_below
+from infra.config import StackConfig
+
+GPU_NODE_POOL = "gpu"
+"""Name of the GPU node pool."""
+
+HEAD_NODE_COUNT = 1
+"""The Ray head runs alone on one CPU node."""
+
+
+def gpu_driver_version(config: StackConfig) -> str:
+    """DEFAULT, or LATEST where the pinned version predates the GPU's default driver."""
+    if version_below(config.cluster.min_version, config.gpu_machine.default_driver_from):
+        return "LATEST"
+    return "DEFAULT"
+
+
+def reservation_affinity(config: StackConfig) -> gcp.container.NodePoolNodeConfigReservationAffinityArgs:
+    """SPECIFIC_RESERVATION naming the reservation; otherwise NO_RESERVATION.
+
+    On-demand uses NO_RESERVATION too (CT's "On-Demand without Reservation" default): a reservation
+    is consumed only when named, so on-demand nodes never silently take capacity held for other work.
+    """
+    if config.gpu.provisioning == "reservation":
+        return gcp.container.NodePoolNodeConfigReservationAffinityArgs(
+            consume_reservation_type="SPECIFIC_RESERVATION",
+            key="compute.googleapis.com/reservation-name",
+            values=[config.gpu.reservation],
+        )
+    return gcp.container.NodePoolNodeConfigReservationAffinityArgs(consume_reservation_type="NO_RESERVATION")
+
+
+def additional_networks(
+    gvnic_vpc: pulumi.Input[str],
+    gvnic_subnet: pulumi.Input[str],
+    rdma_vpc: pulumi.Input[str],
+    rdma_subnets: Sequence[pulumi.Input[str]],
+) -> list[gcp.container.NodePoolNetworkConfigAdditionalNodeNetworkConfigArgs]:
+    """The extra NICs in order: gVNIC first, then rdma-0 ... rdma-7."""
+    nics = [
+        gcp.container.NodePoolNetworkConfigAdditionalNodeNetworkConfigArgs(network=gvnic_vpc, subnetwork=gvnic_subnet)
+    ]
+    nics += [
+        gcp.container.NodePoolNetworkConfigAdditionalNodeNetworkConfigArgs(network=rdma_vpc, subnetwork=subnet)
+        for subnet in rdma_subnets
+    ]
+    return nics
+
+
+def gpu_pool_args(
+    config: StackConfig,
+    cluster: pulumi.Input[str],
+    nics: list[gcp.container.NodePoolNetworkConfigAdditionalNodeNetworkConfigArgs],
+) -> gcp.container.NodePoolArgs:
+    """The GPU pool: machine and accelerators from facts.GPU_MACHINES, capacity from gpu.provisioning."""
+    machine = config.gpu_machine
+    provisioning = config.gpu.provisioning
+    flex_start = provisioning == "flex-start"
+    node_config = gcp.container.NodePoolNodeConfigArgs(
+        machine_type=machine.machine_type,
+        image_type=facts.NODE_IMAGE_TYPE,
+        guest_accelerators=[
+            gcp.container.NodePoolNodeConfigGuestAcceleratorArgs(
+                type=machine.accelerator,
+                count=facts.GPUS_PER_NODE,
+                gpu_driver_installation_config=(
+                    gcp.container.NodePoolNodeConfigGuestAcceleratorGpuDriverInstallationConfigArgs(
+                        gpu_driver_version=gpu_driver_version(config)
+                    )
+                ),
+            )
+        ],
+        gvnic=gcp.container.NodePoolNodeConfigGvnicArgs(enabled=True),
+        ephemeral_storage_local_ssd_config=gcp.container.NodePoolNodeConfigEphemeralStorageLocalSsdConfigArgs(
+            local_ssd_count=machine.local_ssd_count
+        ),
+        boot_disk=(
+            gcp.container.NodePoolNodeConfigBootDiskArgs(disk_type=machine.boot_disk_type)
+            if machine.boot_disk_type
+            else None
+        ),
+        workload_metadata_config=gcp.container.NodePoolNodeConfigWorkloadMetadataConfigArgs(mode="GKE_METADATA"),
+        taints=[
+            gcp.container.NodePoolNodeConfigTaintArgs(key=facts.GPU_TAINT_KEY, value="present", effect="NO_SCHEDULE")
+        ],
+        oauth_scopes=[facts.CLOUD_PLATFORM_SCOPE],
+        spot=provisioning == "spot" or None,
+        flex_start=flex_start or None,
+        reservation_affinity=reservation_affinity(config),
+    )
+    return gcp.container.NodePoolArgs(
+        name=GPU_NODE_POOL,
+        project=config.project,
+        cluster=cluster,
+        location=config.region,
+        node_locations=[config.zone],
+        node_count=None if flex_start else config.gpu.nodes,
+        initial_node_count=0 if flex_start else None,
+        autoscaling=(
+            gcp.container.NodePoolAutoscalingArgs(
+                total_min_node_count=0,
+                total_max_node_count=config.gpu.nodes,
+                location_policy=facts.FLEX_START_LOCATION_POLICY,
+            )
+            if flex_start
+            else None
+        ),
+        management=gcp.container.NodePoolManagementArgs(auto_repair=not flex_start, auto_upgrade=True),
+        network_config=gcp.container.NodePoolNetworkConfigArgs(additional_node_network_configs=nics),
+        node_config=node_config,
+    )
+
+
+def head_pool_args(config: StackConfig, cluster: pulumi.Input[str]) -> gcp.container.NodePoolArgs:
+    """The on-demand CPU pool of the Ray head, in the GPU zone."""
+    return gcp.container.NodePoolArgs(
+        name=names.HEAD_NODE_POOL,
+        project=config.project,
+        cluster=cluster,
+        location=config.region,
+        node_locations=[config.zone],
+        node_count=HEAD_NODE_COUNT,
+        management=gcp.container.NodePoolManagementArgs(auto_repair=True, auto_upgrade=True),
+        node_config=gcp.container.NodePoolNodeConfigArgs(
+            machine_type=config.cluster.head_machine_type,
+            image_type=facts.NODE_IMAGE_TYPE,
+            workload_metadata_config=gcp.container.NodePoolNodeConfigWorkloadMetadataConfigArgs(mode="GKE_METADATA"),
+            oauth_scopes=[facts.CLOUD_PLATFORM_SCOPE],
+        ),
+    )
+
+
+@dataclass(frozen=True)
+class NodePoolsArgs:
+    """Inputs of the NodePools component."""
+
+    config: StackConfig
+    """The stack config."""
+    cluster: pulumi.Input[str]
+    """Name of the cluster the pools join."""
+    gvnic_vpc: pulumi.Input[str]
+    """Name of the gVNIC VPC."""
+    gvnic_subnet: pulumi.Input[str]
+    """Name of the gVNIC subnet."""
+    rdma_vpc: pulumi.Input[str]
+    """Name of the RDMA VPC."""
+    rdma_subnets: Sequence[pulumi.Input[str]]
+    """Names of RDMA subnets 0..7, in order."""
+
+
+class NodePools(pulumi.ComponentResource):
+    """Standard only: the Ray head's CPU pool and the GPU pool."""
+
+    head: gcp.container.NodePool
+    gpu: gcp.container.NodePool
+
+    def __init__(self, name: str, args: NodePoolsArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("grpo-gke:infra:NodePools", name, None, opts)
+        config = args.config
+        child = pulumi.ResourceOptions(parent=self)
+        self.head = gcp.container.NodePool(
+            f"{config.cluster_name}-{names.HEAD_NODE_POOL}", head_pool_args(config, args.cluster), opts=child
+        )
+        nics = additional_networks(args.gvnic_vpc, args.gvnic_subnet, args.rdma_vpc, args.rdma_subnets)
+        self.gpu = gcp.container.NodePool(
+            f"{config.cluster_name}-{GPU_NODE_POOL}", gpu_pool_args(config, args.cluster, nics), opts=child
+        )
+        self.register_outputs({})
+
+    @property
+    def pools(self) -> list[gcp.container.NodePool]:
+        """Both pools, head first."""
+        return [self.head, self.gpu]

@@ -1,0 +1,185 @@
+"""The shared storage: a Cloud Storage bucket granted to the Ray pods, or a Managed Lustre
+instance on the cluster VPC. Either is kept on `pulumi destroy` when storage.keepOnDestroy."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_gcp as gcp
+
+from infra import facts, names
+from infra.cluster import lustre_port
+from infra.config import StackConfig
+from infra.network import cidr_address
+
+
+def workload_principal(project: str, project_number: str) -> str:
+    """IAM principal of the Ray pods' Kubernetes service account (workload identity federation)."""
+    return facts.WORKLOAD_PRINCIPAL.format(
+        number=project_number, project=project, namespace=names.NAMESPACE, ksa=names.RAY_SERVICE_ACCOUNT
+    )
+
+
+@dataclass(frozen=True)
+class LustreNames:
+    """Deterministic names of the Lustre path's resources."""
+
+    instance_id: str
+    filesystem: str
+    peering_range: str
+    firewall: str
+
+
+def lustre_names(prefix: str) -> LustreNames:
+    """Names derived from the cluster name; the filesystem is its first 8 alphanumeric characters."""
+    return LustreNames(
+        instance_id=f"{prefix}-lustre",
+        filesystem=re.sub(r"[^a-z0-9]", "", prefix.lower())[: facts.LUSTRE_FILESYSTEM_MAX],
+        peering_range=f"{prefix}-lustre-psa",
+        firewall=f"{prefix}-lustre",
+    )
+
+
+@dataclass(frozen=True)
+class StorageArgs:
+    """Inputs of the Storage component."""
+
+    config: StackConfig
+    """The stack config."""
+    apis: dict[str, pulumi.Resource]
+    """The project services by API name; each resource waits for its own API."""
+    cluster: pulumi.Resource
+    """The cluster; only the bucket grant waits for it (its workload identity pool)."""
+    cluster_vpc: pulumi.Input[str]
+    """Name of the cluster VPC (Lustre firewall)."""
+    cluster_vpc_id: pulumi.Input[str]
+    """`projects/<p>/global/networks/<vpc>` of the cluster VPC (Lustre and its peering)."""
+
+
+class Storage(pulumi.ComponentResource):
+    """The bucket and its grant (gcs), or private service access and the Lustre instance (lustre)."""
+
+    bucket: gcp.storage.Bucket | None = None
+    bucket_grant: gcp.storage.BucketIAMMember | None = None
+    peering_range: gcp.compute.GlobalAddress | None = None
+    peering: gcp.servicenetworking.Connection | None = None
+    lustre_firewall: gcp.compute.Firewall | None = None
+    lustre: gcp.lustre.Instance | None = None
+    lustre_filesystem: str | None = None
+
+    def __init__(self, name: str, args: StorageArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("grpo-gke:infra:Storage", name, None, opts)
+        if args.config.storage.type == "gcs":
+            self._bucket(args)
+        else:
+            self._lustre(args)
+        self.register_outputs({})
+
+    @property
+    def ready(self) -> list[pulumi.Resource]:
+        """What a pod mounting the storage waits for."""
+        if self.bucket_grant is not None:
+            return [self.bucket_grant]
+        return [self.lustre, self.lustre_firewall]
+
+    def _bucket(self, args: StorageArgs) -> None:
+        config = args.config
+        keep = config.storage.keep_on_destroy
+        self.bucket = gcp.storage.Bucket(
+            config.bucket_name,
+            gcp.storage.BucketArgs(
+                name=config.bucket_name,
+                project=config.project,
+                location=config.region,
+                uniform_bucket_level_access=True,
+                hierarchical_namespace=gcp.storage.BucketHierarchicalNamespaceArgs(enabled=True),
+                public_access_prevention="enforced",
+                force_destroy=not keep,
+            ),
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                depends_on=[args.apis["storage.googleapis.com"]],
+                retain_on_delete=keep,
+            ),
+        )
+        project = gcp.organizations.get_project_output(
+            project_id=config.project,
+            opts=pulumi.InvokeOutputOptions(
+                parent=self, depends_on=[args.apis["cloudresourcemanager.googleapis.com"]]
+            ),
+        )
+        self.bucket_grant = gcp.storage.BucketIAMMember(
+            f"{config.bucket_name}-ray-object-user",
+            gcp.storage.BucketIAMMemberArgs(
+                bucket=self.bucket.name,
+                role=facts.BUCKET_OBJECT_ROLE,
+                member=project.number.apply(lambda number: workload_principal(config.project, number)),
+            ),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[args.cluster]),
+        )
+
+    def _lustre(self, args: StorageArgs) -> None:
+        config = args.config
+        keep = config.storage.keep_on_destroy
+        lustre = lustre_names(config.cluster_name)
+        address, prefix_length = cidr_address(config.network.lustre_range)
+        port = lustre_port(config)
+        self.peering_range = gcp.compute.GlobalAddress(
+            lustre.peering_range,
+            gcp.compute.GlobalAddressArgs(
+                name=lustre.peering_range,
+                project=config.project,
+                network=args.cluster_vpc_id,
+                purpose="VPC_PEERING",
+                address_type="INTERNAL",
+                address=address,
+                prefix_length=prefix_length,
+            ),
+            opts=pulumi.ResourceOptions(parent=self, retain_on_delete=keep),
+        )
+        self.peering = gcp.servicenetworking.Connection(
+            f"{config.cluster_name}-lustre-peering",
+            gcp.servicenetworking.ConnectionArgs(
+                network=args.cluster_vpc_id,
+                service="servicenetworking.googleapis.com",
+                reserved_peering_ranges=[self.peering_range.name],
+            ),
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                depends_on=[args.apis["servicenetworking.googleapis.com"]],
+                retain_on_delete=keep,
+            ),
+        )
+        self.lustre_firewall = gcp.compute.Firewall(
+            lustre.firewall,
+            gcp.compute.FirewallArgs(
+                name=lustre.firewall,
+                project=config.project,
+                network=args.cluster_vpc,
+                direction="INGRESS",
+                source_ranges=[config.network.lustre_range],
+                allows=[gcp.compute.FirewallAllowArgs(protocol="tcp", ports=[str(port.port)])],
+            ),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        self.lustre_filesystem = lustre.filesystem
+        self.lustre = gcp.lustre.Instance(
+            lustre.instance_id,
+            gcp.lustre.InstanceArgs(
+                instance_id=lustre.instance_id,
+                project=config.project,
+                location=config.zone,
+                network=args.cluster_vpc_id,
+                filesystem=lustre.filesystem,
+                capacity_gib=str(config.storage.capacity_gib),
+                per_unit_storage_throughput=str(config.storage.throughput),
+                gke_support_enabled=port.legacy,
+            ),
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                depends_on=[self.peering, args.apis["lustre.googleapis.com"]],
+                retain_on_delete=keep,
+            ),
+        )

@@ -1,0 +1,73 @@
+"""Mocked runs of the infrastructure graph for every mode x GPU x storage combination."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Callable
+
+import pytest
+
+from infra.plan.harness import Recording
+from infra.plan.monitor import Recorded
+from tests.conftest import run_values, values_of
+
+MODES = ("standard", "autopilot")
+GPUS = ("b200", "h200")
+STORAGES = ("gcs", "lustre")
+COMBINATIONS = list(itertools.product(MODES, GPUS, STORAGES))
+"""All eight mode x GPU x storage combinations."""
+
+LUSTRE = {"type": "lustre", "capacityGib": 18000, "throughput": 1000}
+"""A valid Lustre storage section (two steps of the 1000 MB/s/TiB tier)."""
+
+_RUNS: dict[str, Recording] = {}
+
+
+def infra_values(mode: str, gpu: str, storage: str, /, **sections: dict) -> dict[str, str]:
+    """The dev stack's values turned into one combination, with further sections merged in."""
+    storage_section = dict(LUSTRE) if storage == "lustre" else {"type": "gcs"}
+    storage_section |= sections.pop("storage", {})
+    return values_of(
+        "dev",
+        cluster={"mode": mode} | sections.pop("cluster", {}),
+        gpu={"type": gpu} | sections.pop("gpu", {}),
+        storage=storage_section,
+        **sections,
+    )
+
+
+@pytest.fixture(scope="session")
+def infra_run() -> Callable[..., Recording]:
+    """A function (mode, gpu, storage, **sections) -> the recorded mocked run (cached per session)."""
+
+    def run(mode: str, gpu: str, storage: str, /, **sections: dict) -> Recording:
+        values = infra_values(mode, gpu, storage, **sections)
+        key = json.dumps(values, sort_keys=True)
+        if key not in _RUNS:
+            _RUNS[key] = run_values(values)
+        return _RUNS[key]
+
+    return run
+
+
+def names_of(recording: Recording, urns: tuple[str, ...] | list[str]) -> set[str]:
+    """Logical names of the resources with these URNs."""
+    return {recording.by_urn(urn).name for urn in urns}
+
+
+def depends_on(recording: Recording, resource: Recorded) -> set[str]:
+    """Logical names of what `resource` waits for (explicit and property dependencies)."""
+    return names_of(recording, resource.depends_on)
+
+
+def all_dependencies(recording: Recording, resource: Recorded) -> set[str]:
+    """URNs `resource` waits for, directly or through others."""
+    seen: set[str] = set()
+    stack = list(resource.depends_on)
+    while stack:
+        urn = stack.pop()
+        if urn not in seen:
+            seen.add(urn)
+            stack.extend(recording.by_urn(urn).depends_on)
+    return seen

@@ -1,0 +1,61 @@
+"""Project services: the right set per storage, never disabled, and awaited only where needed."""
+
+from __future__ import annotations
+
+import pytest
+
+from infra.apis import required_services, service_resource_name
+from tests.infra.conftest import COMBINATIONS, depends_on
+
+SERVICE = "gcp:projects/service:Service"
+
+
+def test_gcs_needs_the_base_services_only():
+    assert required_services("gcs") == (
+        "cloudresourcemanager.googleapis.com",
+        "compute.googleapis.com",
+        "container.googleapis.com",
+        "storage.googleapis.com",
+    )
+
+
+def test_lustre_adds_lustre_and_service_networking():
+    extra = set(required_services("lustre")) - set(required_services("gcs"))
+    assert extra == {"lustre.googleapis.com", "servicenetworking.googleapis.com"}
+
+
+def test_service_resource_name_is_the_short_api_name():
+    assert service_resource_name("container.googleapis.com") == "container"
+    assert service_resource_name("servicenetworking.googleapis.com") != "servicenetworking.googleapis.com"
+
+
+@pytest.mark.parametrize("mode,gpu,storage", COMBINATIONS)
+def test_services_are_enabled_and_never_disabled_on_destroy(infra_run, mode, gpu, storage):
+    recording = infra_run(mode, gpu, storage)
+    services = recording.by_type(SERVICE)
+    assert sorted(s.inputs["service"] for s in services) == list(required_services(storage))
+    for service in services:
+        assert service.inputs["disableOnDestroy"] is False
+        assert service.inputs["disableDependentServices"] is False
+        assert service.inputs["project"] == "my-grpo-project"
+
+
+@pytest.mark.parametrize("storage", ["gcs", "lustre"])
+def test_only_the_resources_that_call_an_api_wait_for_it(infra_run, storage):
+    recording = infra_run("standard", "h200", storage)
+    service_names = {s.name for s in recording.by_type(SERVICE)}
+    waiting = {}
+    for resource in recording.resources:
+        for api in depends_on(recording, resource) & service_names:
+            waiting.setdefault(api, set()).add(resource.type.rsplit(":", 1)[-1] + "/" + resource.name)
+    expected = {
+        "compute": {"Network/grpo-test-net", "Network/grpo-test-gvnic", "Network/grpo-test-rdma"},
+        "container": {"Cluster/grpo-test"},
+    }
+    if storage == "gcs":
+        expected["storage"] = {"Bucket/my-grpo-project-grpo-test"}
+        expected["cloudresourcemanager"] = {"BucketIAMMember/my-grpo-project-grpo-test-ray-object-user"}
+    else:
+        expected["servicenetworking"] = {"Connection/grpo-test-lustre-peering"}
+        expected["lustre"] = {"Instance/grpo-test-lustre"}
+    assert waiting == expected

@@ -1,0 +1,103 @@
+"""The cluster: shared Args, Standard and Autopilot branches, add-ons per storage, version-driven choices."""
+
+from __future__ import annotations
+
+import pytest
+
+from infra.cluster import addons_config, cluster_args, lustre_port, version_below, workload_pool
+from infra.config import parse_config
+from tests.infra.conftest import COMBINATIONS, MODES, depends_on, infra_values
+
+CLUSTER = "gcp:container/cluster:Cluster"
+
+
+def config_of(mode: str, gpu: str, storage: str, /, **sections: dict):
+    """A validated StackConfig for one combination."""
+    return parse_config(infra_values(mode, gpu, storage, **sections), (), "test").config
+
+
+def test_version_below_compares_numerically_and_ignores_an_unpinned_version():
+    assert version_below("1.33.2-gke.999", "1.33.2-gke.4655000")
+    assert not version_below("1.33.10-gke.1", "1.33.2-gke.4655000")
+    assert not version_below(None, "1.33.2-gke.4655000")
+
+
+def test_lustre_port_is_988_from_the_floor_and_legacy_below_it():
+    assert lustre_port(config_of("standard", "b200", "lustre")) == (988, False)
+    pinned_new = config_of("standard", "b200", "lustre", cluster={"minVersion": "1.33.2-gke.4655000"})
+    assert lustre_port(pinned_new) == (988, False)
+    pinned_old = config_of("standard", "b200", "lustre", cluster={"minVersion": "1.33.2-gke.1111000"})
+    assert lustre_port(pinned_old) == (6988, True)
+
+
+def test_workload_pool_is_the_projects_svc_id_goog():
+    assert workload_pool("p-123456") == "p-123456.svc.id.goog"
+
+
+def test_shared_args_are_built_once_and_branch_only_where_modes_differ():
+    standard = cluster_args(config_of("standard", "b200", "gcs"), "net", "sub")
+    autopilot = cluster_args(config_of("autopilot", "b200", "gcs"), "net", "sub")
+    for key in ("name", "location", "network", "subnetwork", "networking_mode", "enable_multi_networking"):
+        assert getattr(standard, key) == getattr(autopilot, key), key
+    assert standard.enable_autopilot is None and autopilot.enable_autopilot is True
+    assert standard.datapath_provider == "ADVANCED_DATAPATH" and autopilot.datapath_provider is None
+
+
+def test_addons_follow_mode_and_storage():
+    gcs_standard = addons_config(config_of("standard", "h200", "gcs"))
+    assert gcs_standard.gcs_fuse_csi_driver_config.enabled is True
+    assert gcs_standard.lustre_csi_driver_config is None
+    gcs_autopilot = addons_config(config_of("autopilot", "h200", "gcs"))
+    assert gcs_autopilot.gcs_fuse_csi_driver_config is None, "Autopilot has GCS FUSE on by default"
+    lustre = addons_config(config_of("autopilot", "h200", "lustre"))
+    assert lustre.lustre_csi_driver_config.enabled is True
+    assert lustre.gcs_fuse_csi_driver_config is None
+
+
+@pytest.mark.parametrize("mode,gpu,storage", COMBINATIONS)
+def test_cluster_inputs_for_every_combination(infra_run, mode, gpu, storage):
+    recording = infra_run(mode, gpu, storage)
+    cluster = recording.one(CLUSTER)
+    inputs = cluster.inputs
+    assert (inputs["name"], inputs["location"], inputs["project"]) == ("grpo-test", "us-central1", "my-grpo-project")
+    assert (inputs["network"], inputs["subnetwork"]) == ("grpo-test-net", "grpo-test-nodes")
+    assert inputs["networkingMode"] == "VPC_NATIVE"
+    assert inputs["ipAllocationPolicy"] == {"clusterSecondaryRangeName": "pods", "servicesSecondaryRangeName": "services"}
+    assert inputs["enableMultiNetworking"] is True
+    assert inputs["releaseChannel"] == {"channel": "REGULAR"}
+    assert inputs["deletionProtection"] is False
+    assert "minMasterVersion" not in inputs
+    addons = inputs["addonsConfig"]
+    assert addons["rayOperatorConfigs"] == [{"enabled": True}]
+    if storage == "lustre":
+        assert addons["lustreCsiDriverConfig"] == {"enabled": True, "enableLegacyLustrePort": False}
+    else:
+        assert "lustreCsiDriverConfig" not in addons
+    if mode == "standard":
+        assert inputs["datapathProvider"] == "ADVANCED_DATAPATH"
+        assert inputs["workloadIdentityConfig"] == {"workloadPool": "my-grpo-project.svc.id.goog"}
+        assert (inputs["removeDefaultNodePool"], inputs["initialNodeCount"]) == (True, 1)
+        assert "enableAutopilot" not in inputs
+        assert ("gcsFuseCsiDriverConfig" in addons) == (storage == "gcs")
+    else:
+        assert inputs["enableAutopilot"] is True
+        for key in ("datapathProvider", "workloadIdentityConfig", "removeDefaultNodePool", "initialNodeCount"):
+            assert key not in inputs, key
+        assert "gcsFuseCsiDriverConfig" not in addons
+    assert cluster.protect is False and cluster.retain_on_delete is False
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_deletion_protection_and_min_version_come_from_their_keys(infra_run, mode):
+    recording = infra_run(
+        mode, "b200", "lustre", cluster={"deletionProtection": True, "minVersion": "1.33.2-gke.2000000"}
+    )
+    inputs = recording.one(CLUSTER).inputs
+    assert inputs["deletionProtection"] is True
+    assert inputs["minMasterVersion"] == "1.33.2-gke.2000000"
+    assert inputs["addonsConfig"]["lustreCsiDriverConfig"]["enableLegacyLustrePort"] is True
+
+
+def test_cluster_waits_for_its_network_and_the_container_api_only(infra_run):
+    recording = infra_run("standard", "b200", "gcs")
+    assert depends_on(recording, recording.one(CLUSTER)) == {"container", "grpo-test-net", "grpo-test-nodes"}

@@ -1,0 +1,148 @@
+"""Standard node pools: the Ray head's CPU pool and the 8-GPU pool, per GPU type and provisioning."""
+
+from __future__ import annotations
+
+import pytest
+
+from infra import facts, names
+from infra.config import parse_config
+from infra.nodepools import gpu_driver_version, reservation_affinity
+from tests.infra.conftest import COMBINATIONS, GPUS, depends_on, infra_values
+
+POOL = "gcp:container/nodePool:NodePool"
+
+
+def config_of(gpu: str, /, **sections: dict):
+    """A validated Standard gcs StackConfig."""
+    return parse_config(infra_values("standard", gpu, "gcs", **sections), (), "test").config
+
+
+def test_driver_is_default_without_a_pin_and_latest_below_the_gpus_default_driver():
+    assert gpu_driver_version(config_of("h200")) == "DEFAULT"
+    assert gpu_driver_version(config_of("h200", cluster={"minVersion": "1.31.5-gke.1169000"})) == "DEFAULT"
+    assert gpu_driver_version(config_of("h200", cluster={"minVersion": "1.31.4-gke.1183000"})) == "LATEST"
+
+
+def test_reservation_affinity_per_provisioning():
+    reserved = reservation_affinity(config_of("b200", gpu={"provisioning": "reservation", "reservation": "res-a4"}))
+    assert (reserved.consume_reservation_type, reserved.key, reserved.values) == (
+        "SPECIFIC_RESERVATION",
+        "compute.googleapis.com/reservation-name",
+        ["res-a4"],
+    )
+    for provisioning in ("spot", "on-demand", "flex-start"):
+        affinity = reservation_affinity(config_of("b200", gpu={"provisioning": provisioning}))
+        assert affinity.consume_reservation_type == "NO_RESERVATION", provisioning
+
+
+@pytest.mark.parametrize("mode,gpu,storage", COMBINATIONS)
+def test_pools_exist_on_standard_only(infra_run, mode, gpu, storage):
+    pools = infra_run(mode, gpu, storage).by_type(POOL)
+    expected = {"grpo-test-gpu", "grpo-test-ray-head"} if mode == "standard" else set()
+    assert {pool.name for pool in pools} == expected
+
+
+@pytest.mark.parametrize("gpu", GPUS)
+def test_gpu_pool_machine_accelerators_disks_and_nics(infra_run, gpu):
+    recording = infra_run("standard", gpu, "gcs", gpu={"nodes": 2})
+    pool = recording.one(POOL, "grpo-test-gpu")
+    inputs, node = pool.inputs, pool.inputs["nodeConfig"]
+    machine = facts.GPU_MACHINES[gpu]
+    assert node["machineType"] == {"b200": "a4-highgpu-8g", "h200": "a3-ultragpu-8g"}[gpu] == machine.machine_type
+    assert node["guestAccelerators"] == [
+        {
+            "count": 8,
+            "gpuDriverInstallationConfig": {"gpuDriverVersion": "DEFAULT"},
+            "type": {"b200": "nvidia-b200", "h200": "nvidia-h200-141gb"}[gpu],
+        }
+    ]
+    assert node["gvnic"] == {"enabled": True}
+    assert node["imageType"] == "COS_CONTAINERD"
+    assert node["ephemeralStorageLocalSsdConfig"] == {"localSsdCount": 32}
+    if gpu == "h200":
+        assert node["bootDisk"] == {"diskType": "hyperdisk-balanced"}
+    else:
+        assert "bootDisk" not in node
+    assert node["taints"] == [{"effect": "NO_SCHEDULE", "key": "nvidia.com/gpu", "value": "present"}]
+    assert node["workloadMetadataConfig"] == {"mode": "GKE_METADATA"}
+    assert (inputs["name"], inputs["cluster"], inputs["location"]) == ("gpu", "grpo-test", "us-central1")
+    assert inputs["nodeLocations"] == ["us-central1-b"]
+    assert inputs["nodeCount"] == 2
+    nics = inputs["networkConfig"]["additionalNodeNetworkConfigs"]
+    assert nics == [{"network": "grpo-test-gvnic", "subnetwork": "grpo-test-gvnic-sub"}] + [
+        {"network": "grpo-test-rdma", "subnetwork": f"grpo-test-rdma-sub-{index}"} for index in range(8)
+    ]
+
+
+def test_spot_has_no_reservation(infra_run):
+    node = infra_run("standard", "b200", "gcs", gpu={"provisioning": "spot"}).one(POOL, "grpo-test-gpu").inputs
+    assert node["nodeConfig"]["spot"] is True
+    assert node["nodeConfig"]["reservationAffinity"] == {"consumeReservationType": "NO_RESERVATION"}
+    assert "flexStart" not in node["nodeConfig"] and "autoscaling" not in node
+
+
+def test_on_demand_is_neither_spot_nor_reserved(infra_run):
+    pool = infra_run("standard", "b200", "gcs", gpu={"provisioning": "on-demand"}).one(POOL, "grpo-test-gpu")
+    assert "spot" not in pool.inputs["nodeConfig"]
+    assert pool.inputs["nodeConfig"]["reservationAffinity"] == {"consumeReservationType": "NO_RESERVATION"}
+    assert pool.inputs["nodeCount"] == 1
+
+
+def test_reservation_names_the_reservation(infra_run):
+    pool = infra_run(
+        "standard", "h200", "gcs", gpu={"provisioning": "reservation", "reservation": "my-a3u", "nodes": 2}
+    ).one(POOL, "grpo-test-gpu")
+    assert pool.inputs["nodeConfig"]["reservationAffinity"] == {
+        "consumeReservationType": "SPECIFIC_RESERVATION",
+        "key": "compute.googleapis.com/reservation-name",
+        "values": ["my-a3u"],
+    }
+    assert "spot" not in pool.inputs["nodeConfig"]
+    assert pool.inputs["nodeCount"] == 2
+
+
+def test_flex_start_autoscales_from_zero_without_a_static_count_or_auto_repair(infra_run):
+    pool = infra_run("standard", "b200", "gcs", gpu={"provisioning": "flex-start", "nodes": 4}).one(
+        POOL, "grpo-test-gpu"
+    )
+    inputs = pool.inputs
+    assert inputs["nodeConfig"]["flexStart"] is True
+    assert "spot" not in inputs["nodeConfig"]
+    assert inputs["nodeConfig"]["reservationAffinity"] == {"consumeReservationType": "NO_RESERVATION"}
+    assert "nodeCount" not in inputs
+    assert inputs["initialNodeCount"] == 0
+    assert inputs["autoscaling"] == {"locationPolicy": "ANY", "totalMaxNodeCount": 4, "totalMinNodeCount": 0}
+    assert inputs["management"] == {"autoRepair": False, "autoUpgrade": True}
+
+
+def test_gpu_pool_keeps_auto_repair_outside_flex_start(infra_run):
+    pool = infra_run("standard", "b200", "gcs").one(POOL, "grpo-test-gpu")
+    assert pool.inputs["management"] == {"autoRepair": True, "autoUpgrade": True}
+
+
+def test_head_pool_is_an_on_demand_cpu_pool_in_the_gpu_zone(infra_run):
+    pool = infra_run("standard", "b200", "lustre").one(POOL, "grpo-test-ray-head")
+    inputs = pool.inputs
+    assert inputs["name"] == names.HEAD_NODE_POOL
+    assert inputs["nodeConfig"]["machineType"] == "c2-standard-16"
+    assert "guestAccelerators" not in inputs["nodeConfig"] and "spot" not in inputs["nodeConfig"]
+    assert (inputs["nodeCount"], inputs["nodeLocations"]) == (1, ["us-central1-b"])
+
+
+def test_head_machine_type_comes_from_config(infra_run):
+    pool = infra_run("standard", "b200", "gcs", cluster={"headMachineType": "n2-standard-32"}).one(
+        POOL, "grpo-test-ray-head"
+    )
+    assert pool.inputs["nodeConfig"]["machineType"] == "n2-standard-32"
+
+
+def test_pools_wait_for_the_cluster_and_the_gpu_pool_for_its_networks(infra_run):
+    recording = infra_run("standard", "h200", "gcs")
+    assert depends_on(recording, recording.one(POOL, "grpo-test-ray-head")) == {"grpo-test"}
+    assert depends_on(recording, recording.one(POOL, "grpo-test-gpu")) == {
+        "grpo-test",
+        "grpo-test-gvnic",
+        "grpo-test-gvnic-sub",
+        "grpo-test-rdma",
+        *(f"grpo-test-rdma-sub-{index}" for index in range(8)),
+    }

@@ -1,0 +1,148 @@
+"""Shared storage: bucket and workload-identity grant (gcs), or private service access and Lustre
+(lustre); what is kept on destroy; what waits for what."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from infra import names
+from infra.plan.mocks import FAKE_PROJECT_NUMBER
+from infra.storage import lustre_names, workload_principal
+from tests.infra.conftest import MODES, all_dependencies, depends_on
+
+BUCKET = "gcp:storage/bucket:Bucket"
+GRANT = "gcp:storage/bucketIAMMember:BucketIAMMember"
+ADDRESS = "gcp:compute/globalAddress:GlobalAddress"
+PEERING = "gcp:servicenetworking/connection:Connection"
+FIREWALL = "gcp:compute/firewall:Firewall"
+LUSTRE = "gcp:lustre/instance:Instance"
+NETWORK = "gcp:compute/network:Network"
+CLUSTER_URN_SUFFIX = "gcp:container/cluster:Cluster::grpo-test"
+
+
+def test_workload_principal_names_the_ray_service_account_in_its_namespace():
+    assert workload_principal("p-123456", "42") == (
+        "principal://iam.googleapis.com/projects/42/locations/global/workloadIdentityPools/"
+        f"p-123456.svc.id.goog/subject/ns/{names.NAMESPACE}/sa/{names.RAY_SERVICE_ACCOUNT}"
+    )
+
+
+@pytest.mark.parametrize("prefix", ["grpo-dev", "grpo-nemo-rl-standard-b200", "a", "x" * 40])
+def test_lustre_filesystem_is_at_most_eight_alphanumerics_derived_from_the_cluster(prefix):
+    derived = lustre_names(prefix)
+    assert re.fullmatch(r"[a-z][a-z0-9]{0,7}", derived.filesystem), derived.filesystem
+    assert derived == lustre_names(prefix), "deterministic"
+    assert derived.instance_id.startswith(prefix) and len(derived.instance_id) <= 63
+
+
+def test_lustre_filesystem_drops_hyphens():
+    assert lustre_names("grpo-dev").filesystem == "grpodev"
+    assert lustre_names("grpo-nemo-rl").filesystem == "grponemo"
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("keep", [True, False])
+def test_bucket_is_uniform_hierarchical_and_kept_per_keep_on_destroy(infra_run, mode, keep):
+    recording = infra_run(mode, "b200", "gcs", storage={"keepOnDestroy": keep})
+    bucket = recording.one(BUCKET)
+    inputs = bucket.inputs
+    assert (inputs["name"], inputs["location"]) == ("my-grpo-project-grpo-test", "us-central1")
+    assert inputs["uniformBucketLevelAccess"] is True
+    assert inputs["hierarchicalNamespace"] == {"enabled": True}
+    assert inputs["forceDestroy"] is (not keep)
+    assert bucket.retain_on_delete is keep
+    assert not any(resource.protect for resource in recording.resources), "protect would make destroy fail"
+    assert not recording.by_type(LUSTRE) and not recording.by_type(ADDRESS)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_grant_gives_object_user_to_the_workload_identity_principal(infra_run, mode):
+    recording = infra_run(mode, "h200", "gcs")
+    grant = recording.one(GRANT)
+    assert grant.inputs == {
+        "bucket": "my-grpo-project-grpo-test",
+        "member": workload_principal("my-grpo-project", FAKE_PROJECT_NUMBER),
+        "role": "roles/storage.objectUser",
+    }
+
+
+def test_bucket_is_created_beside_the_cluster_and_only_the_grant_waits_for_it(infra_run):
+    recording = infra_run("standard", "b200", "gcs")
+    bucket = recording.one(BUCKET)
+    assert depends_on(recording, bucket) == {"storage"}
+    grant = recording.one(GRANT)
+    assert {"grpo-test", "my-grpo-project-grpo-test"} <= depends_on(recording, grant)
+    assert not any(urn.endswith(CLUSTER_URN_SUFFIX) for urn in all_dependencies(recording, bucket))
+
+
+def test_a_configured_bucket_name_is_used(infra_run):
+    recording = infra_run("standard", "b200", "gcs", storage={"bucket": "my-training-data"})
+    assert recording.one(BUCKET).inputs["name"] == "my-training-data"
+    assert recording.one(GRANT).inputs["bucket"] == "my-training-data"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_lustre_private_service_access_firewall_and_instance(infra_run, mode):
+    recording = infra_run(mode, "b200", "lustre")
+    network_id = "projects/my-grpo-project/global/networks/grpo-test-net"
+    address = recording.one(ADDRESS)
+    assert address.inputs == {
+        "address": "10.0.64.0",
+        "addressType": "INTERNAL",
+        "name": "grpo-test-lustre-psa",
+        "network": network_id,
+        "prefixLength": 22,
+        "project": "my-grpo-project",
+        "purpose": "VPC_PEERING",
+    }
+    peering = recording.one(PEERING)
+    assert peering.inputs == {
+        "network": network_id,
+        "reservedPeeringRanges": ["grpo-test-lustre-psa"],
+        "service": "servicenetworking.googleapis.com",
+    }
+    firewall = recording.one(FIREWALL, "grpo-test-lustre")
+    assert firewall.inputs["network"] == "grpo-test-net"
+    assert firewall.inputs["sourceRanges"] == ["10.0.64.0/22"]
+    assert firewall.inputs["allows"] == [{"ports": ["988"], "protocol": "tcp"}]
+    instance = recording.one(LUSTRE)
+    assert instance.inputs == {
+        "capacityGib": "18000",
+        "filesystem": "grpotest",
+        "gkeSupportEnabled": False,
+        "instanceId": "grpo-test-lustre",
+        "location": "us-central1-b",
+        "network": network_id,
+        "perUnitStorageThroughput": "1000",
+        "project": "my-grpo-project",
+    }
+    assert not recording.by_type(BUCKET) and not recording.by_type(GRANT)
+
+
+def test_lustre_uses_the_legacy_port_below_the_default_port_floor(infra_run):
+    recording = infra_run("standard", "h200", "lustre", cluster={"minVersion": "1.33.2-gke.1111000"})
+    assert recording.one(FIREWALL, "grpo-test-lustre").inputs["allows"] == [{"ports": ["6988"], "protocol": "tcp"}]
+    assert recording.one(LUSTRE).inputs["gkeSupportEnabled"] is True
+
+
+@pytest.mark.parametrize("keep", [True, False])
+def test_a_kept_lustre_instance_keeps_what_it_needs_to_stay_reachable(infra_run, keep):
+    recording = infra_run("standard", "b200", "lustre", storage={"keepOnDestroy": keep})
+    kept = {(r.type, r.name) for r in recording.resources if r.retain_on_delete}
+    expected = {
+        (LUSTRE, "grpo-test-lustre"),
+        (ADDRESS, "grpo-test-lustre-psa"),
+        (PEERING, "grpo-test-lustre-peering"),
+        (NETWORK, "grpo-test-net"),
+    }
+    assert kept == (expected if keep else set())
+    assert not any(resource.protect for resource in recording.resources)
+
+
+def test_lustre_is_created_beside_the_cluster_after_its_peering(infra_run):
+    recording = infra_run("standard", "b200", "lustre")
+    instance = recording.one(LUSTRE)
+    assert depends_on(recording, instance) == {"lustre", "grpo-test-net", "grpo-test-lustre-peering"}
+    assert not any(urn.endswith(CLUSTER_URN_SUFFIX) for urn in all_dependencies(recording, instance))
