@@ -38,7 +38,7 @@ def lustre_names(prefix: str) -> LustreNames:
         instance_id=f"{prefix}-lustre",
         filesystem=re.sub(r"[^a-z0-9]", "", prefix.lower())[: facts.LUSTRE_FILESYSTEM_MAX],
         peering_range=f"{prefix}-lustre-psa",
-        firewall=f"{prefix}-lustre",
+        firewall=f"{prefix}-lustre-lnet",
     )
 
 

@@ -45,3 +45,61 @@ def test_resource_names_follow_the_cluster_name(infra_run):
     assert cloud
     for resource in cloud:
         assert resource.name.startswith("rl-a-") or resource.name == "rl-a", resource.name
+
+
+RDMA_SUBNETS = [f"grpo-test-rdma-sub-{index}" for index in range(8)]
+NETWORK_EDGES = {
+    ("Service", "compute"): set(),
+    ("Service", "container"): set(),
+    ("Service", "storage"): set(),
+    ("Service", "cloudresourcemanager"): set(),
+    ("Network", "grpo-test-net"): {"compute"},
+    ("Network", "grpo-test-gvnic"): {"compute"},
+    ("Network", "grpo-test-rdma"): {"compute"},
+    ("Subnetwork", "grpo-test-nodes"): {"grpo-test-net"},
+    ("Subnetwork", "grpo-test-gvnic-sub"): {"grpo-test-gvnic"},
+    **{("Subnetwork", subnet): {"grpo-test-rdma"} for subnet in RDMA_SUBNETS},
+    ("Firewall", "grpo-test-gvnic-internal"): {"grpo-test-gvnic"},
+    ("Router", "grpo-test-router"): {"grpo-test-net"},
+    ("RouterNat", "grpo-test-nat"): {"grpo-test-router"},
+    ("Cluster", "grpo-test"): {"container", "grpo-test-net", "grpo-test-nodes"},
+}
+"""Edges every combination shares: networks after compute, subnets after their VPC only."""
+
+
+def edges_of(recording) -> dict[tuple[str, str], set[str]]:
+    """(type name, logical name) -> logical names it waits for, for the cloud resources and the provider."""
+    return {
+        (resource.type.rsplit(":", 1)[-1], resource.name): {recording.by_urn(urn).name for urn in resource.depends_on}
+        for resource in recording.resources
+        if resource.custom and resource.type.startswith(("gcp:", "pulumi:providers:kubernetes"))
+    }
+
+
+def test_every_edge_has_a_reason_standard_gcs(infra_run):
+    expected = NETWORK_EDGES | {
+        ("NodePool", "grpo-test-ray-head"): {"grpo-test"},
+        ("NodePool", "grpo-test-gpu"): {"grpo-test", "grpo-test-gvnic", "grpo-test-gvnic-sub", "grpo-test-rdma"}
+        | set(RDMA_SUBNETS),
+        ("Bucket", "my-grpo-project-grpo-test"): {"storage"},
+        ("BucketIAMMember", "my-grpo-project-grpo-test-ray-object-user"): {
+            "cloudresourcemanager",
+            "grpo-test",
+            "my-grpo-project-grpo-test",
+        },
+        ("kubernetes", "gke"): {"grpo-test", "grpo-test-nat", "grpo-test-gpu", "grpo-test-ray-head"},
+    }
+    assert edges_of(infra_run("standard", "b200", "gcs")) == expected
+
+
+def test_every_edge_has_a_reason_autopilot_lustre(infra_run):
+    expected = NETWORK_EDGES | {
+        ("Service", "lustre"): set(),
+        ("Service", "servicenetworking"): set(),
+        ("GlobalAddress", "grpo-test-lustre-psa"): {"grpo-test-net"},
+        ("Connection", "grpo-test-lustre-peering"): {"grpo-test-lustre-psa", "grpo-test-net", "servicenetworking"},
+        ("Firewall", "grpo-test-lustre-lnet"): {"grpo-test-net"},
+        ("Instance", "grpo-test-lustre"): {"grpo-test-lustre-peering", "grpo-test-net", "lustre"},
+        ("kubernetes", "gke"): {"grpo-test", "grpo-test-nat"},
+    }
+    assert edges_of(infra_run("autopilot", "h200", "lustre")) == expected

@@ -103,7 +103,7 @@ def test_lustre_private_service_access_firewall_and_instance(infra_run, mode):
         "reservedPeeringRanges": ["grpo-test-lustre-psa"],
         "service": "servicenetworking.googleapis.com",
     }
-    firewall = recording.one(FIREWALL, "grpo-test-lustre")
+    firewall = recording.one(FIREWALL, "grpo-test-lustre-lnet")
     assert firewall.inputs["network"] == "grpo-test-net"
     assert firewall.inputs["sourceRanges"] == ["10.0.64.0/22"]
     assert firewall.inputs["allows"] == [{"ports": ["988"], "protocol": "tcp"}]
@@ -123,7 +123,7 @@ def test_lustre_private_service_access_firewall_and_instance(infra_run, mode):
 
 def test_lustre_uses_the_legacy_port_below_the_default_port_floor(infra_run):
     recording = infra_run("standard", "h200", "lustre", cluster={"minVersion": "1.33.2-gke.1111000"})
-    assert recording.one(FIREWALL, "grpo-test-lustre").inputs["allows"] == [{"ports": ["6988"], "protocol": "tcp"}]
+    assert recording.one(FIREWALL, "grpo-test-lustre-lnet").inputs["allows"] == [{"ports": ["6988"], "protocol": "tcp"}]
     assert recording.one(LUSTRE).inputs["gkeSupportEnabled"] is True
 
 
