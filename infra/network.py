@@ -66,6 +66,50 @@ def cidr_address(cidr: str) -> tuple[str, int]:
     return str(network.network_address), network.prefixlen
 
 
+def vpc_args(name: str, project: str, routing_mode: str, network_profile: str | None = None) -> gcp.compute.NetworkArgs:
+    """A custom-mode VPC at the largest MTU (CT vpc and gpu-rdma-vpc defaults)."""
+    return gcp.compute.NetworkArgs(
+        name=name,
+        project=project,
+        auto_create_subnetworks=False,
+        mtu=facts.MAX_MTU,
+        routing_mode=routing_mode,
+        network_profile=network_profile,
+    )
+
+
+def subnet_args(
+    name: str,
+    project: str,
+    region: str,
+    network: pulumi.Input[str],
+    cidr: str,
+    **extra: object,
+) -> gcp.compute.SubnetworkArgs:
+    """A regional subnet of `network` (extra: further SubnetworkArgs fields)."""
+    return gcp.compute.SubnetworkArgs(
+        name=name, project=project, region=region, network=network, ip_cidr_range=cidr, **extra
+    )
+
+
+def ingress_firewall_args(
+    name: str,
+    project: str,
+    network: pulumi.Input[str],
+    source_range: str,
+    allows: list[gcp.compute.FirewallAllowArgs],
+) -> gcp.compute.FirewallArgs:
+    """An ingress rule of `network` admitting `allows` from `source_range`."""
+    return gcp.compute.FirewallArgs(
+        name=name,
+        project=project,
+        network=network,
+        direction="INGRESS",
+        source_ranges=[source_range],
+        allows=allows,
+    )
+
+
 @dataclass(frozen=True)
 class NetworksArgs:
     """Inputs of the Networks component."""
@@ -109,25 +153,19 @@ class Networks(pulumi.ComponentResource):
 
         self.cluster_vpc = gcp.compute.Network(
             names.cluster_vpc,
-            gcp.compute.NetworkArgs(
-                name=names.cluster_vpc,
-                project=args.project,
-                auto_create_subnetworks=False,
-                mtu=facts.MAX_MTU,
-                routing_mode="GLOBAL",
-            ),
+            vpc_args(names.cluster_vpc, args.project, "GLOBAL"),
             opts=pulumi.ResourceOptions.merge(
                 after_api, pulumi.ResourceOptions(retain_on_delete=args.keep_cluster_vpc)
             ),
         )
         self.node_subnet = gcp.compute.Subnetwork(
             names.node_subnet,
-            gcp.compute.SubnetworkArgs(
-                name=names.node_subnet,
-                project=args.project,
-                region=args.region,
-                network=self.cluster_vpc.name,
-                ip_cidr_range=args.ranges.node_range,
+            subnet_args(
+                names.node_subnet,
+                args.project,
+                args.region,
+                self.cluster_vpc.name,
+                args.ranges.node_range,
                 private_ip_google_access=True,
                 secondary_ip_ranges=[
                     gcp.compute.SubnetworkSecondaryIpRangeArgs(
@@ -161,36 +199,21 @@ class Networks(pulumi.ComponentResource):
         )
 
         self.gvnic_vpc = gcp.compute.Network(
-            names.gvnic_vpc,
-            gcp.compute.NetworkArgs(
-                name=names.gvnic_vpc,
-                project=args.project,
-                auto_create_subnetworks=False,
-                mtu=facts.MAX_MTU,
-                routing_mode="GLOBAL",
-            ),
-            opts=after_api,
+            names.gvnic_vpc, vpc_args(names.gvnic_vpc, args.project, "GLOBAL"), opts=after_api
         )
         self.gvnic_subnet = gcp.compute.Subnetwork(
             names.gvnic_subnet,
-            gcp.compute.SubnetworkArgs(
-                name=names.gvnic_subnet,
-                project=args.project,
-                region=args.region,
-                network=self.gvnic_vpc.name,
-                ip_cidr_range=args.ranges.gvnic_range,
-            ),
+            subnet_args(names.gvnic_subnet, args.project, args.region, self.gvnic_vpc.name, args.ranges.gvnic_range),
             opts=child,
         )
         self.gvnic_firewall = gcp.compute.Firewall(
             names.gvnic_firewall,
-            gcp.compute.FirewallArgs(
-                name=names.gvnic_firewall,
-                project=args.project,
-                network=self.gvnic_vpc.name,
-                direction="INGRESS",
-                source_ranges=[args.ranges.gvnic_range],
-                allows=[
+            ingress_firewall_args(
+                names.gvnic_firewall,
+                args.project,
+                self.gvnic_vpc.name,
+                args.ranges.gvnic_range,
+                [
                     gcp.compute.FirewallAllowArgs(protocol="tcp", ports=["0-65535"]),
                     gcp.compute.FirewallAllowArgs(protocol="udp", ports=["0-65535"]),
                     gcp.compute.FirewallAllowArgs(protocol="icmp"),
@@ -201,26 +224,13 @@ class Networks(pulumi.ComponentResource):
 
         self.rdma_vpc = gcp.compute.Network(
             names.rdma_vpc,
-            gcp.compute.NetworkArgs(
-                name=names.rdma_vpc,
-                project=args.project,
-                auto_create_subnetworks=False,
-                mtu=facts.MAX_MTU,
-                routing_mode="REGIONAL",
-                network_profile=rdma_network_profile(args.project, args.zone),
-            ),
+            vpc_args(names.rdma_vpc, args.project, "REGIONAL", rdma_network_profile(args.project, args.zone)),
             opts=after_api,
         )
         self.rdma_subnets = [
             gcp.compute.Subnetwork(
                 subnet_name,
-                gcp.compute.SubnetworkArgs(
-                    name=subnet_name,
-                    project=args.project,
-                    region=args.region,
-                    network=self.rdma_vpc.name,
-                    ip_cidr_range=cidr,
-                ),
+                subnet_args(subnet_name, args.project, args.region, self.rdma_vpc.name, cidr),
                 opts=child,
             )
             for subnet_name, cidr in zip(names.rdma_subnets, args.ranges.rdma_subnets(), strict=True)

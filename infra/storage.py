@@ -12,7 +12,7 @@ import pulumi_gcp as gcp
 from infra import facts, names
 from infra.cluster import lustre_port
 from infra.config import StackConfig
-from infra.network import cidr_address
+from infra.network import cidr_address, ingress_firewall_args
 
 
 def workload_principal(project: str, project_number: str) -> str:
@@ -154,13 +154,12 @@ class Storage(pulumi.ComponentResource):
         )
         self.lustre_firewall = gcp.compute.Firewall(
             lustre.firewall,
-            gcp.compute.FirewallArgs(
-                name=lustre.firewall,
-                project=config.project,
-                network=args.cluster_vpc,
-                direction="INGRESS",
-                source_ranges=[config.network.lustre_range],
-                allows=[gcp.compute.FirewallAllowArgs(protocol="tcp", ports=[str(port.port)])],
+            ingress_firewall_args(
+                lustre.firewall,
+                config.project,
+                args.cluster_vpc,
+                config.network.lustre_range,
+                [gcp.compute.FirewallAllowArgs(protocol="tcp", ports=[str(port.port)])],
             ),
             opts=pulumi.ResourceOptions(parent=self),
         )
