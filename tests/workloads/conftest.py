@@ -1,0 +1,112 @@
+"""Configs, strict KubeRay schema validation and cached mocked runs for the workloads tests."""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from infra.config import PROJECT_NAMESPACE, StackConfig, parse_config
+from infra.plan.harness import Recording
+from tests.conftest import SHARED, run_values, values_of
+
+MODES = ("standard", "autopilot")
+GPUS = ("b200", "h200")
+STORAGES = ("gcs", "lustre")
+FRAMEWORKS = ("verl", "nemo-rl")
+COMBINATIONS = list(itertools.product(MODES, GPUS, STORAGES))
+"""All eight mode x GPU x storage combinations."""
+
+TEST_TOKEN = "hf_WorkloadsTestToken0123456789abcdef"
+"""A recognisable fake Hugging Face token; it must never appear in clear or base64 anywhere."""
+
+LUSTRE = {"type": "lustre", "capacityGib": 18000, "throughput": 1000}
+"""A valid Lustre storage section."""
+
+WORKLOADS = {
+    "verl": {"framework": "verl", "model": "Qwen/Qwen2.5-0.5B-Instruct", "dataset": "gsm8k"},
+    "nemo-rl": {"framework": "nemo-rl", "model": "Qwen/Qwen2.5-1.5B", "dataset": "deepscaler"},
+}
+"""A valid workload section per framework."""
+
+
+def combination_values(
+    mode: str, gpu_type: str, storage_type: str, framework: str = "verl", token: str | None = None, **sections: dict
+) -> tuple[dict[str, str], tuple[str, ...]]:
+    """Config values (and secret keys) of the dev stack turned into one combination, sections merged in."""
+    storage_section = dict(LUSTRE) if storage_type == "lustre" else {"type": "gcs"}
+    values = values_of(
+        "dev",
+        cluster={"mode": mode} | sections.pop("cluster", {}),
+        gpu={"type": gpu_type} | sections.pop("gpu", {}),
+        storage=storage_section,
+        workload=WORKLOADS[framework] | sections.pop("workload", {}),
+        **sections,
+    )
+    secret_keys: tuple[str, ...] = ()
+    if token is not None:
+        values[f"{PROJECT_NAMESPACE}:hfToken"] = token
+        secret_keys = (f"{PROJECT_NAMESPACE}:hfToken",)
+    return values, secret_keys
+
+
+def config_of(mode: str = "standard", gpu_type: str = "h200", storage_type: str = "gcs", framework: str = "verl",
+              token: str | None = None, **sections: dict) -> StackConfig:
+    """A validated StackConfig of one combination, sections merged in (e.g. gpu={"nodes": 2})."""
+    values, secret_keys = combination_values(mode, gpu_type, storage_type, framework, token, **sections)
+    return parse_config(values, secret_keys, "test").config
+
+
+_RUNS: dict[tuple, Recording] = {}
+
+
+def mocked_run(mode: str, gpu: str, storage: str, framework: str = "verl", token: str | None = None) -> Recording:
+    """The recorded mocked run of the whole program for one combination (cached)."""
+    key = (mode, gpu, storage, framework, token)
+    if key not in _RUNS:
+        values, secret_keys = combination_values(mode, gpu, storage, framework, token)
+        _RUNS[key] = run_values(values, secret_keys, stack="test")
+    return _RUNS[key]
+
+
+def strict(schema: Any) -> Any:
+    """A copy of an OpenAPI schema in which every object with `properties` refuses unknown fields,
+    unless it already says otherwise or preserves unknown fields (kubectl's strict field validation)."""
+    if isinstance(schema, list):
+        return [strict(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    result = {key: strict(value) for key, value in schema.items()}
+    if (
+        "properties" in result
+        and "additionalProperties" not in result
+        and not result.get("x-kubernetes-preserve-unknown-fields")
+    ):
+        result["additionalProperties"] = False
+    return result
+
+
+_VALIDATOR: list[jsonschema.Draft7Validator] = []
+
+
+def raycluster_validator() -> jsonschema.Draft7Validator:
+    """A strict validator of whole RayCluster manifests (KubeRay v1.7.0 schema); skips without ../shared."""
+    path = Path(SHARED) / "kuberay" / "raycluster.v1.schema.json"
+    if not path.is_file():
+        pytest.skip(f"{path} is absent: the KubeRay RayCluster schema lives in ../shared/kuberay")
+    if not _VALIDATOR:
+        _VALIDATOR.append(jsonschema.Draft7Validator(strict(json.loads(path.read_text()))))
+    return _VALIDATOR[0]
+
+
+def schema_errors(manifest: dict[str, Any]) -> list[str]:
+    """Every strict-schema error of a RayCluster manifest, as `path: message`."""
+    return sorted(
+        f"{'.'.join(str(part) for part in error.absolute_path)}: {error.message}"
+        for error in raycluster_validator().iter_errors(copy.deepcopy(manifest))
+    )

@@ -1,0 +1,177 @@
+"""The RayCluster renderer: strict KubeRay v1 schema, Ray version, workers, NCCL environment, placement."""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import json
+
+import pytest
+
+from infra import facts, names
+from tests.workloads.conftest import COMBINATIONS, FRAMEWORKS, TEST_TOKEN, config_of, schema_errors
+from workloads import raycluster
+from workloads.sizing import worker_requests
+
+
+def _worker(manifest):
+    return manifest["spec"]["workerGroupSpecs"][0]
+
+
+def _env(container):
+    return {item["name"]: item.get("value", item.get("valueFrom")) for item in container["env"]}
+
+
+@pytest.mark.parametrize(("mode", "gpu", "storage", "framework"), [(*c, f) for c in COMBINATIONS for f in FRAMEWORKS])
+def test_every_rendered_raycluster_passes_the_strict_schema(mode, gpu, storage, framework):
+    manifest = raycluster.render_manifest(config_of(mode, gpu, storage, framework, token=TEST_TOKEN))
+    assert schema_errors(manifest) == []
+
+
+def test_strict_schema_refuses_a_misspelt_field_and_an_int_node_selector():
+    manifest = raycluster.render_manifest(config_of("autopilot", "b200"))
+    misspelt = copy.deepcopy(manifest)
+    misspelt["spec"]["workerGroupSpecs"][0]["template"]["spec"]["containers"][0]["resourcez"] = {}
+    assert any("resourcez" in error for error in schema_errors(misspelt))
+    unquoted = copy.deepcopy(manifest)
+    unquoted["spec"]["workerGroupSpecs"][0]["template"]["spec"]["nodeSelector"][
+        "cloud.google.com/gke-accelerator-count"
+    ] = 8
+    assert any("gke-accelerator-count" in error for error in schema_errors(unquoted))
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_ray_version_is_the_default_images_fact(framework):
+    spec = raycluster.render_spec(config_of(framework=framework))
+    assert spec["rayVersion"] == facts.DEFAULT_IMAGES[framework].ray_version
+    assert spec["headGroupSpec"]["template"]["spec"]["containers"][0]["image"] == facts.DEFAULT_IMAGES[framework].image
+
+
+def test_ray_version_of_a_users_image_is_the_configured_one():
+    config = config_of(workload={"image": "example.com/my/verl:1", "rayVersion": "2.47.1"})
+    spec = raycluster.render_spec(config)
+    assert spec["rayVersion"] == "2.47.1"
+    assert _worker({"spec": spec})["template"]["spec"]["containers"][0]["image"] == "example.com/my/verl:1"
+
+
+@pytest.mark.parametrize("nodes", [1, 3])
+def test_workers_are_fixed_at_gpu_nodes_with_eight_gpus_each(nodes):
+    config = config_of(gpu={"nodes": nodes}, grpo={"promptsPerStep": 96, "miniBatchSize": 48})
+    worker = _worker(raycluster.render_manifest(config))
+    assert worker["replicas"] == worker["minReplicas"] == worker["maxReplicas"] == nodes
+    container = worker["template"]["spec"]["containers"][0]
+    assert container["resources"]["requests"]["nvidia.com/gpu"] == "8"
+    assert container["resources"]["limits"]["nvidia.com/gpu"] == "8"
+    assert raycluster.render_spec(config)["enableInTreeAutoscaling"] is False
+
+
+@pytest.mark.parametrize("gpu", ["b200", "h200"])
+def test_worker_requests_fit_the_machine_and_shm_fits_the_memory(gpu):
+    worker = _worker(raycluster.render_manifest(config_of(gpu_type=gpu)))
+    requests = worker["template"]["spec"]["containers"][0]["resources"]["requests"]
+    machine = facts.GPU_MACHINES[gpu]
+    assert int(requests["memory"].removesuffix("Gi")) < machine.memory_gib
+    assert int(requests["cpu"]) < machine.vcpus
+    assert requests == worker_requests(machine).quantities()
+    shm = next(v for v in worker["template"]["spec"]["volumes"] if v["name"] == "dshm")
+    assert shm["emptyDir"] == {"medium": "Memory", "sizeLimit": f"{facts.SHM_GIB}Gi"}
+    assert facts.SHM_GIB < int(requests["memory"].removesuffix("Gi"))
+    assert int(worker["rayStartParams"]["object-store-memory"]) < facts.SHM_GIB * 1024**3
+
+
+def test_h200_worker_memory_is_below_the_tutorials_unschedulable_2800gi():
+    requests = _worker(raycluster.render_manifest(config_of(gpu_type="h200")))["template"]["spec"]["containers"][0]
+    assert int(requests["resources"]["requests"]["memory"].removesuffix("Gi")) < 2749 < 2800
+
+
+@pytest.mark.parametrize(("gpu", "tuner"), [("b200", "tuner_config_a4.txtpb"), ("h200", "tuner_config_a3u.txtpb")])
+def test_worker_env_carries_gib_nccl_settings_for_the_gpu(gpu, tuner):
+    env = _env(_worker(raycluster.render_manifest(config_of(gpu_type=gpu)))["template"]["spec"]["containers"][0])
+    assert env["NCCL_TUNER_CONFIG_PATH"] == f"/usr/local/gib/configs/{tuner}"
+    assert env["NCCL_NET"] == "gIB"
+    assert env["GLOO_SOCKET_IFNAME"] == "eth0"
+    assert env["LD_LIBRARY_PATH"] == "/usr/local/nvidia/lib64"
+    assert {k: env[k] for k in facts.GIB_NCCL_ENV} == facts.GIB_NCCL_ENV
+    assert "NCCL_SOCKET_IFNAME" not in env and "NCCL_IB_GID_INDEX" not in env
+
+
+def test_extra_env_is_merged_last_and_wins():
+    config = config_of(workload={"extraEnv": {"NCCL_NET": "Socket", "NCCL_PXN_DISABLE": "1"}})
+    manifest = raycluster.render_manifest(config)
+    env = _env(_worker(manifest)["template"]["spec"]["containers"][0])
+    assert env["NCCL_NET"] == "Socket" and env["NCCL_PXN_DISABLE"] == "1"
+    head_env = _env(manifest["spec"]["headGroupSpec"]["template"]["spec"]["containers"][0])
+    assert head_env["NCCL_PXN_DISABLE"] == "1"
+    plain = _env(_worker(raycluster.render_manifest(config_of()))["template"]["spec"]["containers"][0])
+    assert "NCCL_PXN_DISABLE" not in plain
+
+
+def test_token_comes_from_the_secret_only_when_set():
+    with_token = raycluster.render_manifest(config_of(token=TEST_TOKEN))
+    for container in (
+        _worker(with_token)["template"]["spec"]["containers"][0],
+        with_token["spec"]["headGroupSpec"]["template"]["spec"]["containers"][0],
+    ):
+        assert _env(container)["HF_TOKEN"] == {
+            "secretKeyRef": {"key": names.HF_TOKEN_SECRET_KEY, "name": names.HF_TOKEN_SECRET}
+        }
+    assert TEST_TOKEN not in json.dumps(with_token)
+    without = raycluster.render_manifest(config_of())
+    assert "HF_TOKEN" not in _env(_worker(without)["template"]["spec"]["containers"][0])
+
+
+@pytest.mark.parametrize(("mode", "storage"), list(itertools.product(["standard", "autopilot"], ["gcs", "lustre"])))
+def test_worker_pod_wiring(mode, storage):
+    worker = _worker(raycluster.render_manifest(config_of(mode, "b200", storage)))
+    template = worker["template"]
+    assert template["spec"]["containers"][0]["name"] == "ray-worker"
+    assert len(template["spec"]["containers"]) == 1
+    annotations = template["metadata"]["annotations"]
+    interfaces = json.loads(annotations["networking.gke.io/interfaces"])
+    assert annotations["networking.gke.io/default-interface"] == "eth0"
+    assert [i["network"] for i in interfaces] == ["default", "gvnic-1", *(f"rdma-{n}" for n in range(8))]
+    assert [i["interfaceName"] for i in interfaces] == [f"eth{n}" for n in range(10)]
+    assert (annotations.get("gke-gcsfuse/volumes") == "true") == (storage == "gcs")
+    mounts = {m["name"]: m for m in template["spec"]["containers"][0]["volumeMounts"]}
+    assert mounts["data"]["mountPath"] == names.DATA_MOUNT
+    assert mounts["gib"]["mountPath"] == "/usr/local/gib" and mounts["nvidia"]["mountPath"] == "/usr/local/nvidia"
+    assert mounts["gib"]["readOnly"] is (mode == "autopilot")
+    volumes = {v["name"]: v for v in template["spec"]["volumes"]}
+    assert volumes["data"]["persistentVolumeClaim"]["claimName"] == names.DATA_CLAIM
+    assert volumes["gib"]["hostPath"]["path"] == "/home/kubernetes/bin/gib"
+    assert template["spec"]["tolerations"] == [{"effect": "NoSchedule", "key": "nvidia.com/gpu", "operator": "Exists"}]
+    assert template["spec"]["serviceAccountName"] == names.RAY_SERVICE_ACCOUNT
+
+
+def test_autopilot_selectors_are_strings_and_standard_has_no_autopilot_keys():
+    autopilot = _worker(raycluster.render_manifest(config_of("autopilot", "b200")))["template"]["spec"]["nodeSelector"]
+    assert autopilot == {
+        "cloud.google.com/gke-accelerator": "nvidia-b200",
+        "cloud.google.com/gke-accelerator-count": "8",
+        "cloud.google.com/gke-spot": "true",
+    }
+    on_demand = config_of("autopilot", "h200", gpu={"provisioning": "on-demand"})
+    assert "cloud.google.com/gke-spot" not in _worker(raycluster.render_manifest(on_demand))["template"]["spec"][
+        "nodeSelector"
+    ]
+    standard = _worker(raycluster.render_manifest(config_of("standard", "h200")))["template"]["spec"]["nodeSelector"]
+    assert standard == {"cloud.google.com/gke-accelerator": "nvidia-h200-141gb"}
+
+
+def test_head_is_cpu_only_on_the_head_pool_and_dashboard_stays_in_the_cluster():
+    standard = raycluster.render_manifest(config_of("standard"))["spec"]["headGroupSpec"]
+    assert standard["serviceType"] == "ClusterIP"
+    assert standard["template"]["spec"]["nodeSelector"] == {"cloud.google.com/gke-nodepool": names.HEAD_NODE_POOL}
+    resources = standard["template"]["spec"]["containers"][0]["resources"]
+    assert "nvidia.com/gpu" not in resources["requests"]
+    assert "tolerations" not in standard["template"]["spec"]
+    autopilot = raycluster.render_manifest(config_of("autopilot"))["spec"]["headGroupSpec"]["template"]["spec"]
+    assert "nodeSelector" not in autopilot
+
+
+def test_up_waits_for_kuberay_ready():
+    metadata = raycluster.render_manifest(config_of(job={"readyTimeoutSeconds": 2400}))["metadata"]
+    assert metadata["annotations"]["pulumi.com/waitFor"] == "jsonpath={.status.state}=ready"
+    assert metadata["annotations"]["pulumi.com/timeoutSeconds"] == "2400"
+    assert "pulumi.com/skipAwait" not in metadata["annotations"]
+    assert (metadata["name"], metadata["namespace"]) == (names.RAY_CLUSTER, names.NAMESPACE)

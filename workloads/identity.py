@@ -1,0 +1,94 @@
+"""The namespace, the Ray pods' Kubernetes service account and, when set, the Hugging Face token Secret.
+
+The names come from infra.names, which the bucket grant of the infrastructure graph also reads
+(workload identity principal `.../ns/<NAMESPACE>/sa/<RAY_SERVICE_ACCOUNT>`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_kubernetes as k8s
+from pulumi_kubernetes.core.v1.Namespace import NamespaceInitArgs
+from pulumi_kubernetes.core.v1.Secret import SecretInitArgs
+from pulumi_kubernetes.core.v1.ServiceAccount import ServiceAccountInitArgs
+
+from infra import names
+
+LABELS = {"app.kubernetes.io/part-of": "grpo-gke"}
+"""Labels on every object the workloads create in their namespace."""
+
+
+def render_namespace() -> NamespaceInitArgs:
+    """The namespace of the RayCluster, its service account, storage claim and staging Job."""
+    return NamespaceInitArgs(metadata=k8s.meta.v1.ObjectMetaArgs(name=names.NAMESPACE, labels=dict(LABELS)))
+
+
+def render_service_account() -> ServiceAccountInitArgs:
+    """The Ray pods' service account; the bucket grant names it directly (no annotation needed)."""
+    return ServiceAccountInitArgs(
+        metadata=k8s.meta.v1.ObjectMetaArgs(
+            name=names.RAY_SERVICE_ACCOUNT, namespace=names.NAMESPACE, labels=dict(LABELS)
+        )
+    )
+
+
+def render_token_secret(token: pulumi.Input[str]) -> SecretInitArgs:
+    """The Hugging Face token Secret; `token` must be a secret Output so it never shows in clear."""
+    return SecretInitArgs(
+        metadata=k8s.meta.v1.ObjectMetaArgs(name=names.HF_TOKEN_SECRET, namespace=names.NAMESPACE, labels=dict(LABELS)),
+        type="Opaque",
+        string_data={names.HF_TOKEN_SECRET_KEY: token},
+    )
+
+
+def token_env() -> k8s.core.v1.EnvVarArgs:
+    """`HF_TOKEN` taken from the Secret at run time (the value never enters a pod spec)."""
+    return k8s.core.v1.EnvVarArgs(
+        name="HF_TOKEN",
+        value_from=k8s.core.v1.EnvVarSourceArgs(
+            secret_key_ref=k8s.core.v1.SecretKeySelectorArgs(name=names.HF_TOKEN_SECRET, key=names.HF_TOKEN_SECRET_KEY)
+        ),
+    )
+
+
+@dataclass(frozen=True)
+class IdentityArgs:
+    """Inputs of the Identity component."""
+
+    token: pulumi.Output[str] | None
+    """The Hugging Face token as a secret Output, or None for public models."""
+    provider: k8s.Provider
+    """Kubernetes provider of the cluster."""
+    depends_on: Sequence[pulumi.Resource]
+    """What must exist first: the cluster."""
+
+
+class Identity(pulumi.ComponentResource):
+    """Namespace, service account and optional token Secret."""
+
+    namespace: k8s.core.v1.Namespace
+    service_account: k8s.core.v1.ServiceAccount
+    token_secret: k8s.core.v1.Secret | None
+
+    def __init__(self, name: str, args: IdentityArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("grpo-gke:workloads:Identity", name, None, opts)
+        self.namespace = k8s.core.v1.Namespace(
+            names.NAMESPACE,
+            render_namespace(),
+            opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=list(args.depends_on)),
+        )
+        in_namespace = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[self.namespace])
+        self.service_account = k8s.core.v1.ServiceAccount(
+            names.RAY_SERVICE_ACCOUNT, render_service_account(), opts=in_namespace
+        )
+        self.token_secret = None
+        if args.token is not None:
+            self.token_secret = k8s.core.v1.Secret(
+                names.HF_TOKEN_SECRET, render_token_secret(pulumi.Output.secret(args.token)), opts=in_namespace
+            )
+        self.register_outputs(
+            {"namespace": names.NAMESPACE, "serviceAccount": names.RAY_SERVICE_ACCOUNT, "hasToken": args.token is not None}
+        )

@@ -1,0 +1,29 @@
+"""Where the pods go: node selectors and tolerations per cluster mode and GPU. Pure."""
+
+from __future__ import annotations
+
+from infra import facts, names
+from infra.config import StackConfig
+
+
+def cpu_node_selector(config: StackConfig) -> dict[str, str]:
+    """CPU pods (Ray head, staging): the head's CPU pool on Standard; on Autopilot no selector, which
+    gives on-demand general-purpose capacity (Spot only with `cloud.google.com/gke-spot`)."""
+    if config.cluster.mode == "standard":
+        return {"cloud.google.com/gke-nodepool": names.HEAD_NODE_POOL}
+    return {}
+
+
+def gpu_node_selector(config: StackConfig) -> dict[str, str]:
+    """GPU workers: the accelerator; on Autopilot also the count and Spot, as strings (map[string]string)."""
+    selector = {"cloud.google.com/gke-accelerator": config.gpu_machine.accelerator}
+    if config.cluster.mode == "autopilot":
+        selector["cloud.google.com/gke-accelerator-count"] = str(facts.GPUS_PER_NODE)
+        if config.gpu.provisioning == "spot":
+            selector["cloud.google.com/gke-spot"] = "true"
+    return selector
+
+
+def gpu_tolerations() -> list[dict[str, str]]:
+    """Tolerate the GPU nodes' taint (KES ray-cluster-*.yaml; infra's GPU pool taint)."""
+    return [{"effect": "NoSchedule", "key": facts.GPU_TAINT_KEY, "operator": "Exists"}]

@@ -1,0 +1,244 @@
+"""The KubeRay RayCluster (`ray.io/v1`): a CPU head and `gpu.nodes` 8-GPU workers wired for gIB RDMA.
+
+The spec is plain data (a custom kind), validated in tests against KubeRay's v1 schema with unknown
+fields refused. NCCL's environment is in the worker container itself, so `ray start` and every Ray
+worker process inherit it and the job layer never carries it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from infra import facts, names
+from infra.config import StackConfig
+from workloads import paths, placement, storage
+from workloads.identity import LABELS
+from workloads.sizing import worker_requests
+
+API_VERSION = "ray.io/v1"
+KIND = "RayCluster"
+WORKER_GROUP = "gpu"
+"""Name of the single worker group."""
+
+HEAD_SHM_GIB = 8
+"""/dev/shm of the head (Ray's object store there instead of /tmp), inside its memory request."""
+
+HEAD_PORTS = {"gcs-server": 6379, "dashboard": names.RAY_DASHBOARD_PORT, "client": 10001}
+"""Ports the head exposes on its ClusterIP service (KES ray-cluster-standard.yaml)."""
+
+
+def rdma_interfaces() -> list[dict[str, str]]:
+    """Pod interfaces: eth0 the pod network, eth1 gvnic-1, eth2 .. eth9 rdma-0 .. rdma-7 (A.7)."""
+    interfaces = [{"interfaceName": "eth0", "network": "default"}, {"interfaceName": "eth1", "network": names.GVNIC_NETWORK}]
+    interfaces += [
+        {"interfaceName": f"eth{facts.RDMA_INTERFACES_START + index}", "network": network}
+        for index, network in enumerate(names.RDMA_NETWORKS)
+    ]
+    return interfaces
+
+
+def worker_annotations(config: StackConfig) -> dict[str, str]:
+    """Multi-NIC annotations, plus the GCS FUSE sidecar and its resources (gcs)."""
+    annotations = {
+        "networking.gke.io/default-interface": "eth0",
+        "networking.gke.io/interfaces": json.dumps(rdma_interfaces(), separators=(",", ":")),
+        **storage.pod_annotations(config),
+    }
+    if config.storage.type == "gcs":
+        annotations.update(facts.GCSFUSE_SIDECAR_ANNOTATIONS[config.cluster.mode])
+    return dict(sorted(annotations.items()))
+
+
+def _env_list(values: dict[str, str], config: StackConfig) -> list[dict[str, Any]]:
+    env: list[dict[str, Any]] = [{"name": name, "value": value} for name, value in sorted(values.items())]
+    if config.hf_token is not None:
+        env.append(
+            {
+                "name": "HF_TOKEN",
+                "valueFrom": {"secretKeyRef": {"key": names.HF_TOKEN_SECRET_KEY, "name": names.HF_TOKEN_SECRET}},
+            }
+        )
+    return env
+
+
+def worker_env(config: StackConfig) -> list[dict[str, Any]]:
+    """The GPU worker's environment: gIB's NCCL settings for this GPU, Gloo's interface, the shared
+    HF_HOME, then workload.extraEnv (which wins), and HF_TOKEN from the Secret when one is set."""
+    values = {
+        "LD_LIBRARY_PATH": f"{facts.NVIDIA_POD_DIR}/lib64",
+        **facts.GIB_NCCL_ENV,
+        "NCCL_TUNER_CONFIG_PATH": config.gpu_machine.nccl_tuner_config,
+        "GLOO_SOCKET_IFNAME": facts.GLOO_SOCKET_IFNAME,
+        "HF_HOME": paths.hf_home(),
+    }
+    values.update(config.workload.extra_env)
+    return _env_list(values, config)
+
+
+def head_env(config: StackConfig) -> list[dict[str, Any]]:
+    """The head's environment: the shared HF_HOME and workload.extraEnv, and HF_TOKEN when set."""
+    return _env_list({"HF_HOME": paths.hf_home(), **config.workload.extra_env}, config)
+
+
+def _shm_volume(size_gib: int) -> dict[str, Any]:
+    return {"emptyDir": {"medium": "Memory", "sizeLimit": f"{size_gib}Gi"}, "name": "dshm"}
+
+
+def _host_volume(name: str, path: str) -> dict[str, Any]:
+    return {"hostPath": {"path": path}, "name": name}
+
+
+def _data_volume() -> dict[str, Any]:
+    return {"name": "data", "persistentVolumeClaim": {"claimName": names.DATA_CLAIM}}
+
+
+def render_head(config: StackConfig) -> dict[str, Any]:
+    """The head group: CPU only, dashboard on the ClusterIP service (reachable only inside the cluster)."""
+    requests = dict(facts.HEAD_REQUESTS)
+    pod_spec: dict[str, Any] = {
+        "containers": [
+            {
+                "env": head_env(config),
+                "image": config.workload.resolved_image().image,
+                "name": "ray-head",
+                "ports": [{"containerPort": port, "name": name} for name, port in HEAD_PORTS.items()],
+                "resources": {"limits": {"memory": requests["memory"]}, "requests": requests},
+                "volumeMounts": [
+                    {"mountPath": "/dev/shm", "name": "dshm"},
+                    {"mountPath": names.DATA_MOUNT, "name": "data"},
+                ],
+            }
+        ],
+        "serviceAccountName": names.RAY_SERVICE_ACCOUNT,
+        "volumes": [_data_volume(), _shm_volume(HEAD_SHM_GIB)],
+    }
+    selector = placement.cpu_node_selector(config)
+    if selector:
+        pod_spec["nodeSelector"] = selector
+    metadata: dict[str, Any] = {"labels": dict(LABELS)}
+    if storage.pod_annotations(config):
+        metadata["annotations"] = storage.pod_annotations(config)
+    return {
+        "rayStartParams": {"dashboard-host": "0.0.0.0"},
+        "serviceType": "ClusterIP",
+        "template": {"metadata": metadata, "spec": pod_spec},
+    }
+
+
+def render_worker_group(config: StackConfig) -> dict[str, Any]:
+    """The GPU worker group: one pod per node, the whole node's GPUs, RDMA NICs and gIB mounts."""
+    requests = worker_requests(config.gpu_machine)
+    quantities = requests.quantities()
+    read_only = config.cluster.mode == "autopilot"
+    container = {
+        "env": worker_env(config),
+        "image": config.workload.resolved_image().image,
+        "name": "ray-worker",
+        "resources": {
+            "limits": {"memory": quantities["memory"], "nvidia.com/gpu": quantities["nvidia.com/gpu"]},
+            "requests": quantities,
+        },
+        "volumeMounts": [
+            {"mountPath": "/dev/shm", "name": "dshm"},
+            {"mountPath": facts.NVIDIA_POD_DIR, "name": "nvidia", "readOnly": read_only},
+            {"mountPath": facts.GIB_POD_DIR, "name": "gib", "readOnly": read_only},
+            {"mountPath": names.DATA_MOUNT, "name": "data"},
+        ],
+    }
+    pod_spec = {
+        "containers": [container],
+        "nodeSelector": placement.gpu_node_selector(config),
+        "serviceAccountName": names.RAY_SERVICE_ACCOUNT,
+        "tolerations": placement.gpu_tolerations(),
+        "volumes": [
+            _data_volume(),
+            _shm_volume(facts.SHM_GIB),
+            _host_volume("gib", facts.GIB_HOST_DIR),
+            _host_volume("nvidia", facts.NVIDIA_HOST_DIR),
+        ],
+    }
+    return {
+        "groupName": WORKER_GROUP,
+        "maxReplicas": config.gpu.nodes,
+        "minReplicas": config.gpu.nodes,
+        "rayStartParams": {
+            "num-cpus": str(requests.cpu),
+            "object-store-memory": str(facts.OBJECT_STORE_GIB * 1024**3),
+        },
+        "replicas": config.gpu.nodes,
+        "template": {
+            "metadata": {"annotations": worker_annotations(config), "labels": dict(LABELS)},
+            "spec": pod_spec,
+        },
+    }
+
+
+def render_spec(config: StackConfig) -> dict[str, Any]:
+    """The RayCluster spec: fixed size (no autoscaler), rayVersion = the image's Ray version."""
+    return {
+        "enableInTreeAutoscaling": False,
+        "headGroupSpec": render_head(config),
+        "rayVersion": config.workload.resolved_image().ray_version,
+        "workerGroupSpecs": [render_worker_group(config)],
+    }
+
+
+def render_metadata(config: StackConfig) -> dict[str, Any]:
+    """Name, namespace and the annotations that make `up` wait for KubeRay's `ready`."""
+    return {
+        "annotations": {
+            "pulumi.com/timeoutSeconds": str(config.job.ready_timeout_seconds),
+            "pulumi.com/waitFor": facts.KUBERAY_READY_WAIT,
+        },
+        "labels": dict(LABELS),
+        "name": names.RAY_CLUSTER,
+        "namespace": names.NAMESPACE,
+    }
+
+
+def render_manifest(config: StackConfig) -> dict[str, Any]:
+    """The whole RayCluster object, as `kubectl apply` would take it."""
+    return {"apiVersion": API_VERSION, "kind": KIND, "metadata": render_metadata(config), "spec": render_spec(config)}
+
+
+@dataclass(frozen=True)
+class RayClusterArgs:
+    """Inputs of the RayCluster component."""
+
+    config: StackConfig
+    """The stack config."""
+    provider: k8s.Provider
+    """Kubernetes provider of the cluster."""
+    depends_on: Sequence[pulumi.Resource]
+    """Node pools, network objects, gIB installer, service account, claim and token Secret."""
+
+
+class RayCluster(pulumi.ComponentResource):
+    """The RayCluster custom resource; `up` waits until KubeRay reports it ready."""
+
+    cluster: k8s.apiextensions.CustomResource
+
+    def __init__(self, name: str, args: RayClusterArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("grpo-gke:workloads:RayCluster", name, None, opts)
+        manifest = render_manifest(args.config)
+        pulumi.log.info(
+            f"ray: `up` waits up to {args.config.job.ready_timeout_seconds} s for RayCluster"
+            f" {names.NAMESPACE}/{names.RAY_CLUSTER} to be ready ({args.config.gpu.nodes} GPU workers);"
+            f" follow it with kubectl -n {names.NAMESPACE} get raycluster,pods",
+            resource=self,
+        )
+        self.cluster = k8s.apiextensions.CustomResource(
+            names.RAY_CLUSTER,
+            api_version=API_VERSION,
+            kind=KIND,
+            metadata=manifest["metadata"],
+            spec=manifest["spec"],
+            opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=list(args.depends_on)),
+        )
+        self.register_outputs({"name": names.RAY_CLUSTER, "rayVersion": manifest["spec"]["rayVersion"]})

@@ -1,0 +1,66 @@
+"""What a Ray GPU worker can request on its node: GKE's allocatable minus headroom. Pure."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from infra import facts
+
+
+def _banded(total: float, bands: tuple[tuple[float, float], ...]) -> float:
+    """Sum of share x amount over consecutive bands, from the first unit up."""
+    reserved, left = 0.0, total
+    for size, share in bands:
+        part = min(left, size)
+        reserved += part * share
+        left -= part
+        if left <= 0:
+            break
+    return reserved
+
+
+def gke_reserved_memory_gib(memory_gib: float) -> float:
+    """Memory GKE keeps from pods on a node of `memory_gib`: the banded reservation plus eviction."""
+    return _banded(memory_gib, facts.GKE_MEMORY_RESERVATION) + facts.GKE_EVICTION_MIB / 1024
+
+
+def gke_reserved_cpu(vcpus: float) -> float:
+    """CPU GKE keeps from pods on a node of `vcpus`."""
+    return _banded(vcpus, facts.GKE_CPU_RESERVATION)
+
+
+@dataclass(frozen=True)
+class WorkerRequests:
+    """Requests of one Ray GPU worker container (whole node: eight GPUs)."""
+
+    cpu: int
+    """Whole CPUs; also Ray's num-cpus."""
+    memory_gib: int
+    """Memory in GiB, /dev/shm included (a memory emptyDir counts against the pod)."""
+    ephemeral_gib: int
+    """Local-SSD ephemeral storage in GiB."""
+
+    def quantities(self) -> dict[str, str]:
+        """The requests as Kubernetes quantities, GPUs included."""
+        return {
+            "cpu": str(self.cpu),
+            "ephemeral-storage": f"{self.ephemeral_gib}Gi",
+            "memory": f"{self.memory_gib}Gi",
+            "nvidia.com/gpu": str(facts.GPUS_PER_NODE),
+        }
+
+
+def worker_requests(machine: facts.GpuMachine) -> WorkerRequests:
+    """Requests that fit `machine` after GKE's reservation, the kernel margin and DaemonSet headroom."""
+    memory = machine.memory_gib
+    memory -= gke_reserved_memory_gib(machine.memory_gib)
+    memory -= machine.memory_gib * facts.NODE_MEMORY_MARGIN
+    memory -= facts.NODE_DAEMON_HEADROOM["memory_gib"]
+    cpu = machine.vcpus - gke_reserved_cpu(machine.vcpus) - facts.NODE_DAEMON_HEADROOM["cpu"]
+    ephemeral = machine.local_ssd_count * facts.LOCAL_SSD_GIB * facts.EPHEMERAL_SHARE_OF_LOCAL_SSD
+    return WorkerRequests(
+        cpu=math.floor(cpu),
+        memory_gib=math.floor(memory / 8) * 8,
+        ephemeral_gib=math.floor(ephemeral),
+    )

@@ -1,0 +1,71 @@
+"""Builds every in-cluster object of the stack through the cluster's Kubernetes provider."""
+
+from __future__ import annotations
+
+import pulumi
+
+from infra.config import StackConfig
+from infra.outputs import InfraOutputs
+from workloads.gib import GibInstaller, GibInstallerArgs
+from workloads.identity import Identity, IdentityArgs
+from workloads.network import GkeNetworks, GkeNetworksArgs, network_specs
+from workloads.outputs import WorkloadOutputs
+from workloads.raycluster import RayCluster, RayClusterArgs
+from workloads.staging import Staging, StagingArgs
+from workloads.storage import SharedStorage, SharedStorageArgs, StorageTarget
+
+
+def _token(config: StackConfig) -> pulumi.Output[str] | None:
+    if config.hf_token is None:
+        return None
+    return pulumi.Output.secret(config.hf_token.get_secret_value())
+
+
+def build_workloads(config: StackConfig, infra: InfraOutputs) -> WorkloadOutputs:
+    """Network objects, gIB installer, identity, storage, staging Job and RayCluster, in that order of need."""
+    provider = infra.k8s_provider
+    cluster = list(infra.cluster_ready)
+    networks = GkeNetworks(
+        "pod-networks",
+        GkeNetworksArgs(
+            specs=network_specs(infra.gvnic_network, infra.gvnic_subnet, infra.rdma_network, infra.rdma_subnets),
+            provider=provider,
+            depends_on=cluster,
+        ),
+    )
+    installer = GibInstaller("gib", GibInstallerArgs(mode=config.cluster.mode, provider=provider, depends_on=cluster))
+    identity = Identity("identity", IdentityArgs(token=_token(config), provider=provider, depends_on=cluster))
+    shared = SharedStorage(
+        "shared-storage",
+        SharedStorageArgs(
+            config=config,
+            target=StorageTarget(
+                bucket=infra.bucket_name,
+                lustre_instance=infra.lustre_instance_id,
+                lustre_mount_point=infra.lustre_mount_point,
+                lustre_filesystem=infra.lustre_filesystem,
+            ),
+            provider=provider,
+            namespace=identity.namespace,
+            depends_on=list(infra.storage_ready),
+        ),
+    )
+    # Both pod kinds run as the service account (workload identity for the bucket), mount the claim
+    # and, when set, read the token Secret.
+    pod_needs = [identity.service_account, shared.claim]
+    if identity.token_secret is not None:
+        pod_needs.append(identity.token_secret)
+    staging = Staging(
+        "staging",
+        StagingArgs(config=config, provider=provider, namespace=identity.namespace, depends_on=pod_needs),
+    )
+    ray = RayCluster(
+        "ray",
+        RayClusterArgs(config=config, provider=provider, depends_on=[*cluster, networks, installer, *pod_needs]),
+    )
+    return WorkloadOutputs(
+        ray_cluster=ray.cluster,
+        staging_job=staging.job,
+        data_claim=shared.claim,
+        token_secret=identity.token_secret,
+    )

@@ -1,0 +1,169 @@
+"""The staging Job: model, verl and data onto the shared storage once, before training.
+
+One pod downloads the model (so N nodes never race on one Hugging Face cache), installs the pinned
+verl release with the transformers it needs (the verl images carry no verl), converts GSM8K into
+verl's parquet rows, or, for NeMo-RL, caches the Hub data sets in the shared HF_HOME. The script is
+workloads/staging_script.py, shipped in a ConfigMap. pulumi-kubernetes waits for a Job to complete
+and fails `up` when it fails (Job await logic: `Complete` condition, immediate failure on `Failed`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pulumi
+import pulumi_kubernetes as k8s
+from pulumi_kubernetes.batch.v1.Job import JobInitArgs
+from pulumi_kubernetes.core.v1.ConfigMap import ConfigMapInitArgs
+
+from infra import facts, names
+from infra.config import StackConfig
+from workloads import paths, placement, storage
+from workloads.identity import LABELS, token_env
+
+NAME = "grpo-staging"
+"""Name of the Job and of the ConfigMap holding its script."""
+
+SCRIPT = Path(__file__).with_name("staging_script.py")
+"""The staging program, a real module with its own tests."""
+
+SCRIPT_DIR = "/opt/grpo-staging"
+"""Where the ConfigMap is mounted in the staging pod."""
+
+SCRIPT_DIGEST_ANNOTATION = "grpo-gke/staging-script-sha256"
+"""Pod annotation carrying the script's digest, so an edited script replaces the Job."""
+
+TIMEOUT_MARGIN_SECONDS = 900
+"""How much longer Pulumi waits than the Job's own deadline (image pull, scheduling)."""
+
+
+def staging_command(config: StackConfig) -> list[str]:
+    """The staging program's command line for this stack."""
+    command = [
+        "python3", f"{SCRIPT_DIR}/{SCRIPT.name}",
+        "--model", config.workload.model,
+        "--model-dir", paths.model_dir(config),
+        "--markers", paths.staging_markers_dir(),
+    ]
+    if config.workload.framework == "verl":
+        command += [
+            "--verl-version", facts.VERL_VERSION,
+            "--transformers-version", facts.VERL_TRANSFORMERS,
+            "--verl-dir", paths.verl_site_dir(),
+            "--gsm8k-dir", paths.gsm8k_dir(),
+        ]
+    for repo in facts.HUB_DATASETS.get(config.workload.dataset, ()):
+        command += ["--dataset", repo]
+    return command
+
+
+def render_script_config_map() -> ConfigMapInitArgs:
+    """The ConfigMap carrying the staging program."""
+    return ConfigMapInitArgs(
+        metadata=k8s.meta.v1.ObjectMetaArgs(name=NAME, namespace=names.NAMESPACE, labels=dict(LABELS)),
+        data={SCRIPT.name: SCRIPT.read_text()},
+    )
+
+
+def render_job(config: StackConfig) -> JobInitArgs:
+    """The staging Job: one pod, few retries, a bounded deadline, kept after it finishes."""
+    env = [k8s.core.v1.EnvVarArgs(name="HF_HOME", value=paths.hf_home())]
+    if config.hf_token is not None:
+        env.append(token_env())
+    container = k8s.core.v1.ContainerArgs(
+        name="stage",
+        image=config.workload.resolved_image().image,
+        command=staging_command(config),
+        env=env,
+        resources=k8s.core.v1.ResourceRequirementsArgs(
+            requests=dict(facts.STAGING_REQUESTS), limits={"memory": facts.STAGING_REQUESTS["memory"]}
+        ),
+        volume_mounts=[
+            storage.data_mount(),
+            k8s.core.v1.VolumeMountArgs(name="script", mount_path=SCRIPT_DIR, read_only=True),
+        ],
+    )
+    pod = k8s.core.v1.PodSpecArgs(
+        service_account_name=names.RAY_SERVICE_ACCOUNT,
+        restart_policy="Never",
+        node_selector=placement.cpu_node_selector(config) or None,
+        containers=[container],
+        volumes=[
+            storage.data_volume(),
+            k8s.core.v1.VolumeArgs(name="script", config_map=k8s.core.v1.ConfigMapVolumeSourceArgs(name=NAME)),
+        ],
+    )
+    return JobInitArgs(
+        metadata=k8s.meta.v1.ObjectMetaArgs(
+            name=NAME,
+            namespace=names.NAMESPACE,
+            labels=dict(LABELS),
+            annotations={
+                "pulumi.com/timeoutSeconds": str(facts.STAGING_DEADLINE_SECONDS + TIMEOUT_MARGIN_SECONDS),
+            },
+        ),
+        spec=k8s.batch.v1.JobSpecArgs(
+            backoff_limit=facts.STAGING_BACKOFF_LIMIT,
+            active_deadline_seconds=facts.STAGING_DEADLINE_SECONDS,
+            completions=1,
+            parallelism=1,
+            template=k8s.core.v1.PodTemplateSpecArgs(
+                metadata=k8s.meta.v1.ObjectMetaArgs(
+                    labels={**LABELS, "app.kubernetes.io/component": "staging"},
+                    annotations={
+                        **storage.pod_annotations(config),
+                        SCRIPT_DIGEST_ANNOTATION: hashlib.sha256(SCRIPT.read_bytes()).hexdigest(),
+                    },
+                ),
+                spec=pod,
+            ),
+        ),
+    )
+
+
+@dataclass(frozen=True)
+class StagingArgs:
+    """Inputs of the Staging component."""
+
+    config: StackConfig
+    """The stack config."""
+    provider: k8s.Provider
+    """Kubernetes provider of the cluster."""
+    namespace: pulumi.Resource
+    """The namespace of the Job and its ConfigMap."""
+    depends_on: Sequence[pulumi.Resource]
+    """What the Job's pod needs first: the claim, the service account and the token Secret."""
+
+
+class Staging(pulumi.ComponentResource):
+    """The staging program's ConfigMap and the Job that runs it; `up` waits for the Job."""
+
+    config_map: k8s.core.v1.ConfigMap
+    job: k8s.batch.v1.Job
+
+    def __init__(self, name: str, args: StagingArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("grpo-gke:workloads:Staging", name, None, opts)
+        self.config_map = k8s.core.v1.ConfigMap(
+            f"{NAME}-script",
+            render_script_config_map(),
+            opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[args.namespace]),
+        )
+        pulumi.log.info(
+            f"staging: `up` waits for Job {names.NAMESPACE}/{NAME} (model, data; at most"
+            f" {facts.STAGING_DEADLINE_SECONDS // 3600} h); follow it with kubectl -n {names.NAMESPACE} logs -f job/{NAME}",
+            resource=self,
+        )
+        self.job = k8s.batch.v1.Job(
+            NAME,
+            render_job(args.config),
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                provider=args.provider,
+                depends_on=[self.config_map, *args.depends_on],
+                delete_before_replace=True,
+            ),
+        )
+        self.register_outputs({"job": NAME})

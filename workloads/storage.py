@@ -1,0 +1,160 @@
+"""The shared storage as a static PersistentVolume and the claim bound to it by name.
+
+gcs: `gcsfuse.csi.storage.gke.io`, handle = bucket, the tutorial's tuned mount options (K5).
+lustre: `lustre.csi.storage.gke.io`, handle `<project>/<zone>/<instance>`, `ip` and `filesystem` (K6).
+Both `Retain`: deleting the claim never touches the data (the drivers do not delete buckets or instances).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_kubernetes as k8s
+from pulumi_kubernetes.core.v1.PersistentVolume import PersistentVolumeInitArgs
+from pulumi_kubernetes.core.v1.PersistentVolumeClaim import PersistentVolumeClaimInitArgs
+
+from infra import facts, names
+from infra.config import StackConfig
+from workloads.identity import LABELS
+
+GCS_NOMINAL_CAPACITY = "64Ti"
+"""Capacity written on the bucket's PV and claim; Cloud Storage has no size, Kubernetes needs one."""
+
+ACCESS_MODES = ["ReadWriteMany"]
+"""Every Ray pod and the staging Job mount the same volume."""
+
+
+@dataclass(frozen=True)
+class StorageTarget:
+    """Where the shared storage lives, as the infrastructure graph created it."""
+
+    bucket: pulumi.Input[str] | None = None
+    """Bucket name (gcs)."""
+    lustre_instance: pulumi.Input[str] | None = None
+    """Lustre instance id (lustre)."""
+    lustre_mount_point: pulumi.Input[str] | None = None
+    """Lustre mount point `<ip>@tcp:/<fs>` (lustre)."""
+    lustre_filesystem: str | None = None
+    """Lustre filesystem name (lustre)."""
+
+
+def capacity(config: StackConfig) -> str:
+    """Capacity of the PV and claim: the Lustre size, or a nominal size for a bucket."""
+    if config.storage.type == "lustre":
+        return f"{config.storage.capacity_gib}Gi"
+    return GCS_NOMINAL_CAPACITY
+
+
+def lustre_ip(mount_point: str) -> str:
+    """The address part of a Lustre mount point `<ip>@tcp:/<fs>`."""
+    return mount_point.split("@", 1)[0]
+
+
+def _csi(config: StackConfig, target: StorageTarget) -> k8s.core.v1.CSIPersistentVolumeSourceArgs:
+    if config.storage.type == "gcs":
+        if target.bucket is None:
+            raise ValueError("storage.type gcs needs the bucket name")
+        return k8s.core.v1.CSIPersistentVolumeSourceArgs(
+            driver="gcsfuse.csi.storage.gke.io",
+            volume_handle=target.bucket,
+            volume_attributes=dict(facts.GCSFUSE_VOLUME_ATTRIBUTES),
+        )
+    if target.lustre_instance is None or target.lustre_mount_point is None or target.lustre_filesystem is None:
+        raise ValueError("storage.type lustre needs the instance id, mount point and filesystem")
+    handle = pulumi.Output.concat(config.project, "/", config.zone, "/", target.lustre_instance)
+    return k8s.core.v1.CSIPersistentVolumeSourceArgs(
+        driver="lustre.csi.storage.gke.io",
+        volume_handle=handle,
+        volume_attributes={
+            "filesystem": target.lustre_filesystem,
+            "ip": pulumi.Output.from_input(target.lustre_mount_point).apply(lustre_ip),
+        },
+    )
+
+
+def render_volume(config: StackConfig, target: StorageTarget) -> PersistentVolumeInitArgs:
+    """The static PersistentVolume, reserved for the claim by `claimRef`."""
+    return PersistentVolumeInitArgs(
+        metadata=k8s.meta.v1.ObjectMetaArgs(name=names.DATA_CLAIM, labels=dict(LABELS)),
+        spec=k8s.core.v1.PersistentVolumeSpecArgs(
+            access_modes=list(ACCESS_MODES),
+            capacity={"storage": capacity(config)},
+            claim_ref=k8s.core.v1.ObjectReferenceArgs(namespace=names.NAMESPACE, name=names.DATA_CLAIM),
+            csi=_csi(config, target),
+            mount_options=list(facts.GCSFUSE_MOUNT_OPTIONS) if config.storage.type == "gcs" else None,
+            persistent_volume_reclaim_policy="Retain",
+            storage_class_name="",
+        ),
+    )
+
+
+def render_claim(config: StackConfig) -> PersistentVolumeClaimInitArgs:
+    """The claim bound to the PersistentVolume by name (no StorageClass, no dynamic provisioning)."""
+    return PersistentVolumeClaimInitArgs(
+        metadata=k8s.meta.v1.ObjectMetaArgs(name=names.DATA_CLAIM, namespace=names.NAMESPACE, labels=dict(LABELS)),
+        spec=k8s.core.v1.PersistentVolumeClaimSpecArgs(
+            access_modes=list(ACCESS_MODES),
+            resources=k8s.core.v1.VolumeResourceRequirementsArgs(requests={"storage": capacity(config)}),
+            storage_class_name="",
+            volume_name=names.DATA_CLAIM,
+        ),
+    )
+
+
+def pod_annotations(config: StackConfig) -> dict[str, str]:
+    """Annotations a pod mounting the storage needs: GKE injects the GCS FUSE sidecar (gcs)."""
+    return {facts.GCSFUSE_POD_ANNOTATION: "true"} if config.storage.type == "gcs" else {}
+
+
+def data_volume() -> k8s.core.v1.VolumeArgs:
+    """The pod volume of the claim."""
+    return k8s.core.v1.VolumeArgs(
+        name="data",
+        persistent_volume_claim=k8s.core.v1.PersistentVolumeClaimVolumeSourceArgs(claim_name=names.DATA_CLAIM),
+    )
+
+
+def data_mount() -> k8s.core.v1.VolumeMountArgs:
+    """The claim mounted at infra.names.DATA_MOUNT."""
+    return k8s.core.v1.VolumeMountArgs(name="data", mount_path=names.DATA_MOUNT)
+
+
+@dataclass(frozen=True)
+class SharedStorageArgs:
+    """Inputs of the SharedStorage component."""
+
+    config: StackConfig
+    """The stack config."""
+    target: StorageTarget
+    """The bucket or Lustre instance."""
+    provider: k8s.Provider
+    """Kubernetes provider of the cluster."""
+    namespace: pulumi.Resource
+    """The namespace of the claim."""
+    depends_on: Sequence[pulumi.Resource]
+    """What the volume waits for: the bucket grant or the Lustre instance."""
+
+
+class SharedStorage(pulumi.ComponentResource):
+    """The PersistentVolume and its claim."""
+
+    volume: k8s.core.v1.PersistentVolume
+    claim: k8s.core.v1.PersistentVolumeClaim
+
+    def __init__(self, name: str, args: SharedStorageArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("grpo-gke:workloads:SharedStorage", name, None, opts)
+        self.volume = k8s.core.v1.PersistentVolume(
+            f"{names.DATA_CLAIM}-volume",
+            render_volume(args.config, args.target),
+            opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=list(args.depends_on)),
+        )
+        self.claim = k8s.core.v1.PersistentVolumeClaim(
+            names.DATA_CLAIM,
+            render_claim(args.config),
+            opts=pulumi.ResourceOptions(
+                parent=self, provider=args.provider, depends_on=[self.volume, args.namespace]
+            ),
+        )
+        self.register_outputs({"claim": names.DATA_CLAIM, "type": args.config.storage.type})
