@@ -14,6 +14,11 @@ import yaml
 from infra import facts
 
 
+def gcloud_context_name(project: str, location: str, cluster: str) -> str:
+    """The name `gcloud container clusters get-credentials` gives a cluster's kubeconfig entries."""
+    return f"gke_{project}_{location}_{cluster}"
+
+
 def gke_kubeconfig(name: str, endpoint: str, ca_cert: str) -> str:
     """A kubeconfig for cluster `name` whose user runs gke-gcloud-auth-plugin (no stored credential)."""
     document = {
@@ -43,6 +48,8 @@ def gke_kubeconfig(name: str, endpoint: str, ca_cert: str) -> str:
 class KubernetesAccessArgs:
     """Inputs of the KubernetesAccess component."""
 
+    project: str
+    """Project of the cluster (part of the kubeconfig context name)."""
     cluster: gcp.container.Cluster
     """The cluster to reach."""
     ready: Sequence[pulumi.Resource]
@@ -58,8 +65,11 @@ class KubernetesAccess(pulumi.ComponentResource):
     def __init__(self, name: str, args: KubernetesAccessArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("grpo-gke:infra:KubernetesAccess", name, None, opts)
         cluster = args.cluster
+        context = pulumi.Output.all(cluster.location, cluster.name).apply(
+            lambda parts: gcloud_context_name(args.project, *parts)
+        )
         self.kubeconfig = pulumi.Output.secret(
-            pulumi.Output.all(cluster.name, cluster.endpoint, cluster.master_auth.cluster_ca_certificate).apply(
+            pulumi.Output.all(context, cluster.endpoint, cluster.master_auth.cluster_ca_certificate).apply(
                 lambda parts: gke_kubeconfig(*parts)
             )
         )

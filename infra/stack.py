@@ -68,7 +68,7 @@ def build_infra(config: StackConfig) -> InfraOutputs:
             cluster_vpc_id=networks.cluster_vpc_id,
         ),
     )
-    access = KubernetesAccess("gke", KubernetesAccessArgs(cluster=cluster, ready=cluster_ready))
+    access = KubernetesAccess("gke", KubernetesAccessArgs(project=config.project, cluster=cluster, ready=cluster_ready))
 
     pulumi.export("clusterName", cluster.name)
     pulumi.export("clusterLocation", cluster.location)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from infra.kubernetes import gke_kubeconfig
+from infra.kubernetes import gcloud_context_name, gke_kubeconfig
 from tests.infra.conftest import COMBINATIONS, depends_on
 
 PROVIDER = "pulumi:providers:kubernetes"
@@ -21,6 +21,12 @@ def test_kubeconfig_authenticates_through_the_gke_plugin_without_a_stored_creden
     assert user["exec"]["command"] == "gke-gcloud-auth-plugin"
     assert user["exec"]["provideClusterInfo"] is True
     assert user["exec"]["apiVersion"] == "client.authentication.k8s.io/v1beta1"
+
+
+def test_context_is_named_like_gcloud_get_credentials():
+    assert gcloud_context_name("p-123456", "us-central1", "grpo-dev") == "gke_p-123456_us-central1_grpo-dev"
+    document = yaml.safe_load(gke_kubeconfig(gcloud_context_name("p", "r", "c"), "e", "ca"))
+    assert document["contexts"] == [{"name": "gke_p_r_c", "context": {"cluster": "gke_p_r_c", "user": "gke_p_r_c"}}]
 
 
 def test_kubeconfig_is_deterministic():
