@@ -1,0 +1,115 @@
+"""Renderers of the GKE network objects, the gIB installer, identity, storage and worker sizing."""
+
+from __future__ import annotations
+
+import pytest
+
+from infra import facts, names
+from tests.workloads.conftest import config_of
+from workloads import gib, identity, network, sizing, storage
+
+SUBNETS = [f"sub-{n}" for n in range(8)]
+
+
+def test_nine_networks_name_the_vpcs_and_subnets_in_interface_order():
+    specs = network.network_specs("gvnic-vpc", "gvnic-sub", "rdma-vpc", SUBNETS)
+    assert [s.name for s in specs] == ["gvnic-1", *(f"rdma-{n}" for n in range(8))]
+    assert network.render_param_set_spec(specs[0]) == {"deviceMode": "NetDevice", "vpc": "gvnic-vpc", "vpcSubnet": "gvnic-sub"}
+    assert network.render_param_set_spec(specs[3]) == {"deviceMode": "RDMA", "vpc": "rdma-vpc", "vpcSubnet": "sub-2"}
+    assert network.render_network_spec(specs[5]) == {
+        "parametersRef": {"group": "networking.gke.io", "kind": "GKENetworkParamSet", "name": "rdma-4"},
+        "type": "Device",
+    }
+
+
+def test_networks_refuse_a_wrong_number_of_rdma_subnets():
+    with pytest.raises(ValueError, match="8 RDMA subnets"):
+        network.network_specs("g", "gs", "r", SUBNETS[:7])
+
+
+@pytest.mark.parametrize(
+    ("mode", "namespace", "command", "priority"),
+    [
+        ("standard", "kube-system", "/scripts/container_entry.sh install\n", "system-node-critical"),
+        ("autopilot", "rdma-system", "/scripts/container_entry.sh install --install-nccl\n", None),
+    ],
+)
+def test_gib_installer_follows_the_pinned_cea_manifest(mode, namespace, command, priority):
+    daemonset = gib.render_daemonset(mode)
+    pod = daemonset.spec.template.spec
+    assert daemonset.metadata.namespace == namespace
+    assert pod.priority_class_name == priority
+    assert command in pod.init_containers[0].args[0]
+    assert pod.init_containers[0].image == facts.GIB_INSTALLER_IMAGE
+    assert pod.init_containers[0].image.endswith(":v1.1.1")
+    assert pod.containers[0].image == facts.PAUSE_IMAGE and "@sha256:" in pod.containers[0].image
+    assert pod.host_network and pod.host_pid and pod.init_containers[0].security_context.privileged
+    terms = pod.affinity.node_affinity.required_during_scheduling_ignored_during_execution.node_selector_terms
+    assert sorted(terms[0].match_expressions[0].values) == ["nvidia-b200", "nvidia-h200-141gb"]
+    assert [v.host_path.path for v in pod.volumes] == ["/home/kubernetes/bin/nvidia/lib64", "/home/kubernetes/bin/gib"]
+
+
+def test_gib_namespace_only_on_autopilot():
+    assert gib.render_namespace("standard") is None
+    assert gib.render_namespace("autopilot").metadata.name == "rdma-system"
+
+
+def test_identity_uses_the_shared_names_and_the_token_never_enters_a_pod_spec():
+    assert identity.render_namespace().metadata.name == names.NAMESPACE
+    account = identity.render_service_account().metadata
+    assert (account.name, account.namespace) == (names.RAY_SERVICE_ACCOUNT, names.NAMESPACE)
+    secret = identity.render_token_secret("value")
+    assert secret.string_data == {names.HF_TOKEN_SECRET_KEY: "value"} and secret.data is None
+    env = identity.token_env()
+    assert env.value is None and env.value_from.secret_key_ref.name == names.HF_TOKEN_SECRET
+
+
+def test_gcs_volume_is_static_retained_and_tuned():
+    config = config_of(storage_type="gcs")
+    volume = storage.render_volume(config, storage.StorageTarget(bucket="my-bucket")).spec
+    assert volume.csi.driver == "gcsfuse.csi.storage.gke.io" and volume.csi.volume_handle == "my-bucket"
+    assert volume.persistent_volume_reclaim_policy == "Retain"
+    assert volume.claim_ref.name == names.DATA_CLAIM and volume.claim_ref.namespace == names.NAMESPACE
+    options = set(volume.mount_options)
+    assert {"file-cache:enable-parallel-downloads:true", "write:enable-streaming-writes:true",
+            "metadata-cache:ttl-secs:-1", "file-cache:max-size-mb:-1"} <= options
+    claim = storage.render_claim(config).spec
+    assert claim.volume_name == names.DATA_CLAIM and claim.storage_class_name == volume.storage_class_name == ""
+    assert claim.access_modes == volume.access_modes == ["ReadWriteMany"]
+    assert storage.pod_annotations(config) == {"gke-gcsfuse/volumes": "true"}
+
+
+def test_lustre_volume_has_no_fuse_options_and_needs_the_instance():
+    config = config_of(storage_type="lustre")
+    target = storage.StorageTarget(lustre_instance="inst", lustre_mount_point="192.0.2.20@tcp:/grpo", lustre_filesystem="grpo")
+    volume = storage.render_volume(config, target).spec
+    assert volume.csi.driver == "lustre.csi.storage.gke.io" and volume.mount_options is None
+    assert volume.capacity == {"storage": "18000Gi"} and volume.persistent_volume_reclaim_policy == "Retain"
+    assert storage.pod_annotations(config) == {}
+    assert storage.lustre_ip("192.0.2.20@tcp:/grpo") == "192.0.2.20"
+    with pytest.raises(ValueError, match="lustre needs"):
+        storage.render_volume(config, storage.StorageTarget(bucket="b"))
+    with pytest.raises(ValueError, match="gcs needs"):
+        storage.render_volume(config_of(storage_type="gcs"), storage.StorageTarget())
+
+
+def test_gke_reservation_matches_the_documented_example():
+    # GKE's plan-node-sizes formula: 150 GiB reserves 9.86 GiB (incl. the 100 MiB eviction threshold).
+    assert sizing.gke_reserved_memory_gib(150) == pytest.approx(9.8577, abs=1e-4)
+    assert sizing.gke_reserved_cpu(4) == pytest.approx(0.08)
+
+
+@pytest.mark.parametrize("gpu", sorted(facts.GPU_MACHINES))
+def test_worker_requests_leave_gke_and_daemonset_headroom(gpu):
+    machine = facts.GPU_MACHINES[gpu]
+    requests = sizing.worker_requests(machine)
+    allocatable = machine.memory_gib - sizing.gke_reserved_memory_gib(machine.memory_gib)
+    assert requests.memory_gib + facts.NODE_DAEMON_HEADROOM["memory_gib"] <= allocatable
+    assert requests.cpu + facts.NODE_DAEMON_HEADROOM["cpu"] <= machine.vcpus - sizing.gke_reserved_cpu(machine.vcpus)
+    assert requests.ephemeral_gib < machine.local_ssd_count * facts.LOCAL_SSD_GIB * 0.9
+    assert requests.memory_gib > facts.SHM_GIB
+
+
+def test_the_tutorials_2800gi_does_not_fit_an_a3_ultra():
+    machine = facts.GPU_MACHINES["h200"]
+    assert 2800 > machine.memory_gib - sizing.gke_reserved_memory_gib(machine.memory_gib)

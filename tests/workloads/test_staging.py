@@ -1,0 +1,115 @@
+"""The staging Job's renderer and the staging program's pure parts (no network)."""
+
+from __future__ import annotations
+
+import pytest
+
+from infra import facts, names
+from tests.workloads.conftest import TEST_TOKEN, config_of
+from workloads import paths, staging, staging_script
+
+SAMPLE = [
+    ("Tom has 3 apples and buys 2. How many?", "He has 3+2=<<3+2=5>>5 apples.\n#### 5"),
+    ("A farm earns $1,250 a day. Weekly?", "1,250*7=<<1250*7=8750>>8,750\n#### 8,750"),
+    ("Temperature drops 4 from 1. Now?", "1-4=-3\n#### -3"),
+]
+
+
+def test_gsm8k_rows_follow_verls_row_format():
+    rows = staging_script.gsm8k_rows("train", [q for q, _ in SAMPLE], [a for _, a in SAMPLE])
+    assert [row["reward_model"]["ground_truth"] for row in rows] == ["5", "8750", "-3"]
+    first = rows[0]
+    assert set(first) == {"data_source", "prompt", "ability", "reward_model", "extra_info"}
+    assert first["data_source"] == "openai/gsm8k" and first["ability"] == "math"
+    assert first["prompt"] == [
+        {"role": "user", "content": SAMPLE[0][0] + ' Let\'s think step by step and output the final answer after "####".'}
+    ]
+    assert first["reward_model"] == {"style": "rule", "ground_truth": "5"}
+    assert first["extra_info"] == {"split": "train", "index": 0, "answer": SAMPLE[0][1], "question": SAMPLE[0][0]}
+    assert [row["extra_info"]["index"] for row in rows] == [0, 1, 2]
+
+
+def test_a_solution_without_a_final_answer_is_refused():
+    with pytest.raises(ValueError, match="####"):
+        staging_script.final_answer("no answer here")
+    with pytest.raises(ValueError):
+        staging_script.gsm8k_rows("test", ["q1", "q2"], ["#### 1"])
+
+
+def test_finished_steps_are_skipped_on_a_rerun(tmp_path, capsys):
+    markers = tmp_path / "markers"
+    staging_script.mark(markers, staging_script.marker_key("gsm8k", "v1"))
+    staging_script.mark(markers, staging_script.marker_key("model", "Qwen/Qwen2.5-0.5B-Instruct"))
+    staging_script.stage_gsm8k(tmp_path / "gsm8k", markers)
+    staging_script.stage_model("Qwen/Qwen2.5-0.5B-Instruct", tmp_path / "model", markers)
+    out = capsys.readouterr().out
+    assert "gsm8k: already in" in out and "already staged" in out
+    assert not (tmp_path / "gsm8k").exists() and not (tmp_path / "model").exists()
+    assert not staging_script.done(markers, staging_script.marker_key("model", "Qwen/Other"))
+
+
+def test_interrupted_step_output_is_replaced(tmp_path):
+    final, temporary = tmp_path / "out", tmp_path / "out.partial"
+    final.mkdir()
+    (final / "stale").write_text("x")
+    temporary.mkdir()
+    (temporary / "fresh").write_text("y")
+    staging_script.replace_dir(temporary, final)
+    assert sorted(p.name for p in final.iterdir()) == ["fresh"] and not temporary.exists()
+
+
+def test_verl_options_go_together():
+    with pytest.raises(SystemExit):
+        staging_script.parse_args(["--model", "a/b", "--model-dir", "/d", "--markers", "/m", "--verl-version", "0.9.1"])
+
+
+def test_command_stages_verl_and_gsm8k_for_verl():
+    config = config_of(framework="verl")
+    command = staging.staging_command(config)
+    args = staging_script.parse_args(command[2:])
+    assert str(args.model_dir) == paths.model_dir(config) and args.model == config.workload.model
+    assert args.verl_version == facts.VERL_VERSION and args.transformers_version == facts.VERL_TRANSFORMERS
+    assert str(args.verl_dir) == paths.verl_site_dir() and str(args.gsm8k_dir) == paths.gsm8k_dir()
+    assert args.dataset == []
+
+
+def test_command_caches_the_hub_data_sets_for_nemo_rl():
+    args = staging_script.parse_args(staging.staging_command(config_of(framework="nemo-rl"))[2:])
+    assert args.verl_version is None and args.gsm8k_dir is None
+    assert args.dataset == list(facts.HUB_DATASETS["deepscaler"])
+
+
+def test_job_waits_fails_fast_and_is_kept_for_pulumi():
+    job = staging.render_job(config_of())
+    annotations = job.metadata.annotations
+    assert "pulumi.com/skipAwait" not in annotations
+    assert int(annotations["pulumi.com/timeoutSeconds"]) > job.spec.active_deadline_seconds
+    assert job.spec.backoff_limit <= 3 and job.spec.ttl_seconds_after_finished is None
+    assert job.spec.active_deadline_seconds == facts.STAGING_DEADLINE_SECONDS
+    pod = job.spec.template.spec
+    assert pod.restart_policy == "Never" and pod.service_account_name == names.RAY_SERVICE_ACCOUNT
+    assert pod.containers[0].image == facts.DEFAULT_IMAGES["verl"].image
+    assert [m.mount_path for m in pod.containers[0].volume_mounts] == [names.DATA_MOUNT, staging.SCRIPT_DIR]
+
+
+def test_job_reads_the_token_from_the_secret_only_when_set():
+    with_token = staging.render_job(config_of(token=TEST_TOKEN)).spec.template.spec.containers[0].env
+    token = [e for e in with_token if e.name == "HF_TOKEN"]
+    assert len(token) == 1 and token[0].value is None
+    assert token[0].value_from.secret_key_ref.name == names.HF_TOKEN_SECRET
+    without = staging.render_job(config_of()).spec.template.spec.containers[0].env
+    assert [e.name for e in without] == ["HF_HOME"] and without[0].value == paths.hf_home()
+
+
+@pytest.mark.parametrize(("mode", "selector"), [("standard", {"cloud.google.com/gke-nodepool": names.HEAD_NODE_POOL}), ("autopilot", None)])
+def test_job_runs_on_cpu_capacity(mode, selector):
+    assert staging.render_job(config_of(mode)).spec.template.spec.node_selector == selector
+
+
+def test_the_script_ships_in_the_config_map_and_its_digest_marks_the_pod():
+    config_map = staging.render_script_config_map()
+    assert config_map.data == {"staging_script.py": staging.SCRIPT.read_text()}
+    gcs = staging.render_job(config_of(storage_type="gcs")).spec.template.metadata.annotations
+    lustre = staging.render_job(config_of(storage_type="lustre")).spec.template.metadata.annotations
+    assert gcs["gke-gcsfuse/volumes"] == "true" and "gke-gcsfuse/volumes" not in lustre
+    assert len(gcs[staging.SCRIPT_DIGEST_ANNOTATION]) == 64

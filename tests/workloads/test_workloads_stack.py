@@ -1,0 +1,115 @@
+"""Mocked runs of the whole program: the in-cluster objects per mode x GPU x storage, their ordering,
+the recorded RayCluster against KubeRay's strict schema, and the token kept out of every file."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from infra.plan.writer import render_k8s_yaml, write_plan
+from tests.conftest import SHIPPED_STACKS
+from tests.workloads.conftest import COMBINATIONS, TEST_TOKEN, mocked_run, schema_errors
+
+GOLDEN = Path(__file__).with_name("golden")
+RAY = "kubernetes:ray.io/v1:RayCluster"
+JOB = "kubernetes:batch/v1:Job"
+
+
+def _kinds(recording, urns):
+    return {urn.split("::")[-2].split("$")[-1] for urn in urns}
+
+
+def _by_urn(recording):
+    return {resource.urn: resource for resource in recording.resources}
+
+
+@pytest.mark.parametrize(("mode", "gpu", "storage"), COMBINATIONS)
+def test_in_cluster_objects_per_combination(mode, gpu, storage):
+    recording = mocked_run(mode, gpu, storage)
+    kubernetes = [r for r in recording.resources if r.type.startswith("kubernetes:")]
+    providers = recording.by_type("pulumi:providers:kubernetes")
+    assert len(providers) == 1
+    assert all(r.provider.startswith(providers[0].urn) for r in kubernetes)
+    by_urn = _by_urn(recording)
+    assert all(by_urn[r.parent].type.startswith("grpo-gke:workloads:") for r in kubernetes)
+    assert len(recording.by_type("kubernetes:networking.gke.io/v1:GKENetworkParamSet")) == 9
+    assert len(recording.by_type("kubernetes:networking.gke.io/v1:Network")) == 9
+    daemonset = recording.one("kubernetes:apps/v1:DaemonSet")
+    assert daemonset.inputs["metadata"]["namespace"] == ("rdma-system" if mode == "autopilot" else "kube-system")
+    assert len(recording.by_type("kubernetes:core/v1:Namespace")) == (2 if mode == "autopilot" else 1)
+    volume = recording.one("kubernetes:core/v1:PersistentVolume").inputs["spec"]
+    if storage == "gcs":
+        bucket = recording.one("gcp:storage/bucket:Bucket").inputs["name"]
+        assert volume["csi"]["volumeHandle"] == bucket and "mountOptions" in volume
+    else:
+        instance = recording.one("gcp:lustre/instance:Instance").inputs["instanceId"]
+        assert volume["csi"]["volumeHandle"] == f"my-grpo-project/us-central1-b/{instance}"
+        assert volume["csi"]["volumeAttributes"]["ip"] == "192.0.2.20"
+    assert volume["persistentVolumeReclaimPolicy"] == "Retain"
+    ray = recording.one(RAY)
+    manifest = {"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": ray.inputs["metadata"], "spec": ray.inputs["spec"]}
+    assert schema_errors(manifest) == []
+    assert ray.inputs["spec"]["workerGroupSpecs"][0]["replicas"] == 1
+
+
+@pytest.mark.parametrize(("mode", "gpu", "storage"), [("standard", "h200", "gcs"), ("autopilot", "b200", "lustre")])
+def test_ray_cluster_waits_for_what_its_pods_need(mode, gpu, storage):
+    recording = mocked_run(mode, gpu, storage, token=TEST_TOKEN)
+    ray = recording.one(RAY)
+    needed = {
+        "kubernetes:apps/v1:DaemonSet", "kubernetes:networking.gke.io/v1:Network",
+        "kubernetes:networking.gke.io/v1:GKENetworkParamSet", "kubernetes:core/v1:PersistentVolumeClaim",
+        "kubernetes:core/v1:Secret", "kubernetes:core/v1:ServiceAccount", "gcp:container/cluster:Cluster",
+    }
+    if mode == "standard":
+        needed.add("gcp:container/nodePool:NodePool")
+    assert needed <= _kinds(recording, ray.depends_on)
+    assert not {JOB, "kubernetes:core/v1:ConfigMap"} & _kinds(recording, ray.depends_on)
+    pools = {r.urn for r in recording.by_type("gcp:container/nodePool:NodePool")}
+    assert pools <= set(ray.depends_on)
+
+
+def test_staging_job_waits_only_for_claim_account_secret_and_script():
+    recording = mocked_run("standard", "h200", "gcs", token=TEST_TOKEN)
+    job = recording.one(JOB)
+    assert _kinds(recording, job.depends_on) == {
+        "kubernetes:core/v1:PersistentVolumeClaim", "kubernetes:core/v1:Secret",
+        "kubernetes:core/v1:ServiceAccount", "kubernetes:core/v1:ConfigMap",
+    }
+    without = mocked_run("standard", "h200", "gcs")
+    assert "kubernetes:core/v1:Secret" not in _kinds(without, without.one(JOB).depends_on)
+    assert without.by_type("kubernetes:core/v1:Secret") == []
+
+
+def test_claim_waits_for_its_volume_and_the_volume_for_the_storage():
+    recording = mocked_run("standard", "b200", "lustre")
+    claim = recording.one("kubernetes:core/v1:PersistentVolumeClaim")
+    assert {"kubernetes:core/v1:PersistentVolume", "kubernetes:core/v1:Namespace"} <= _kinds(recording, claim.depends_on)
+    volume = recording.one("kubernetes:core/v1:PersistentVolume")
+    assert "gcp:lustre/instance:Instance" in _kinds(recording, volume.depends_on)
+
+
+def test_the_token_is_in_no_file_output_or_recorded_input(tmp_path):
+    recording = mocked_run("standard", "h200", "gcs", token=TEST_TOKEN)
+    secret = recording.one("kubernetes:core/v1:Secret")
+    assert secret.inputs["stringData"] == "[secret]"
+    encoded = base64.b64encode(TEST_TOKEN.encode()).decode()
+    forbidden = [TEST_TOKEN, encoded, encoded.rstrip("=")]
+    written = [path.read_text() for path in write_plan(recording, tmp_path)]
+    recorded = json.dumps([r.inputs for r in recording.resources], default=str)
+    for text in [*written, recorded, json.dumps(recording.outputs, default=str), *recording.warnings]:
+        assert not any(value in text for value in forbidden)
+
+
+@pytest.mark.parametrize("stack", SHIPPED_STACKS)
+def test_rendered_k8s_yaml_matches_the_golden_file(stack, plan_of):
+    text = render_k8s_yaml(plan_of(stack))
+    golden = GOLDEN / f"{stack}.k8s.yaml"
+    if os.environ.get("UPDATE_GOLDEN") == "1":
+        golden.write_text(text)
+    assert golden.is_file(), f"missing {golden}; regenerate on purpose with UPDATE_GOLDEN=1"
+    assert text == golden.read_text(), f"{golden} differs; if the change is intended, rerun with UPDATE_GOLDEN=1"
