@@ -83,24 +83,19 @@ class GkeNetworks(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: GkeNetworksArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("grpo-gke:workloads:GkeNetworks", name, None, opts)
+        def declare(kind: str, name: str, spec: dict[str, Any], after: list[pulumi.Resource]):
+            return k8s.apiextensions.CustomResource(
+                name,
+                api_version=API_VERSION,
+                kind=kind,
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=name),
+                spec=spec,
+                opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=after),
+            )
+
         self.param_sets, self.networks = [], []
         for spec in args.specs:
-            param_set = k8s.apiextensions.CustomResource(
-                spec.name,
-                api_version=API_VERSION,
-                kind="GKENetworkParamSet",
-                metadata=k8s.meta.v1.ObjectMetaArgs(name=spec.name),
-                spec=render_param_set_spec(spec),
-                opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=list(args.depends_on)),
-            )
-            network = k8s.apiextensions.CustomResource(
-                spec.name,
-                api_version=API_VERSION,
-                kind="Network",
-                metadata=k8s.meta.v1.ObjectMetaArgs(name=spec.name),
-                spec=render_network_spec(spec),
-                opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[param_set]),
-            )
+            param_set = declare("GKENetworkParamSet", spec.name, render_param_set_spec(spec), list(args.depends_on))
             self.param_sets.append(param_set)
-            self.networks.append(network)
+            self.networks.append(declare("Network", spec.name, render_network_spec(spec), [param_set]))
         self.register_outputs({"networks": [spec.name for spec in args.specs]})

@@ -74,6 +74,14 @@ def marker_key(*parts: str) -> str:
     return "--".join(re.sub(r"[^A-Za-z0-9._-]+", "_", part) for part in parts)
 
 
+def partial_dir(final: Path) -> Path:
+    """An empty scratch directory beside `final`, cleared of an interrupted run's leftovers."""
+    temporary = final.with_name(f"{final.name}.partial")
+    if temporary.exists():
+        shutil.rmtree(temporary)
+    return temporary
+
+
 def replace_dir(temporary: Path, final: Path) -> None:
     """Move a finished directory into place, replacing a leftover of an interrupted run."""
     if final.exists():
@@ -102,9 +110,7 @@ def stage_verl(version: str, transformers: str, target: Path, markers: Path) -> 
     if done(markers, key):
         log(f"verl {version}: already installed in {target}")
         return
-    temporary = target.with_name(f"{target.name}.partial")
-    if temporary.exists():
-        shutil.rmtree(temporary)
+    temporary = partial_dir(target)
     log(f"verl {version}: pip install --no-deps verl=={version} transformers=={transformers} into {target}")
     subprocess.run(
         [sys.executable, "-m", "pip", "install", "--no-deps", "--no-cache-dir", "--target", str(temporary),
@@ -126,9 +132,7 @@ def stage_gsm8k(target: Path, markers: Path) -> None:
     import pyarrow.parquet as pq
     from huggingface_hub import hf_hub_download
 
-    temporary = target.with_name(f"{target.name}.partial")
-    if temporary.exists():
-        shutil.rmtree(temporary)
+    temporary = partial_dir(target)
     temporary.mkdir(parents=True)
     for split, filename in sorted(GSM8K_FILES.items()):
         source = pq.read_table(hf_hub_download(GSM8K_REPO, filename, repo_type="dataset"))
