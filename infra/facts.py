@@ -416,4 +416,5 @@ GCSFUSE_SIDECAR_ANNOTATIONS: dict[str, dict[str, str]] = {
         "gke-gcsfuse/memory-limit": "16Gi",
     },
 }
-"""Sidecar resource annotations of the GPU workers, whose file cache holds the model's files."""
+"""Sidecar resource annotations of GCS FUSE pods (on Autopilot only the GPU workers'), whose file
+cache holds the model's files and whose writes may be staged on local disk."""

@@ -48,10 +48,8 @@ def worker_annotations(config: StackConfig) -> dict[str, str]:
     annotations = {
         "networking.gke.io/default-interface": "eth0",
         "networking.gke.io/interfaces": json.dumps(rdma_interfaces(), separators=(",", ":")),
-        **storage.pod_annotations(config),
+        **storage.pod_annotations(config, gpu_node=True),
     }
-    if config.storage.type == "gcs":
-        annotations.update(facts.GCSFUSE_SIDECAR_ANNOTATIONS[config.cluster.mode])
     return dict(sorted(annotations.items()))
 
 

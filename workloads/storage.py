@@ -103,9 +103,16 @@ def render_claim(config: StackConfig) -> PersistentVolumeClaimInitArgs:
     )
 
 
-def pod_annotations(config: StackConfig) -> dict[str, str]:
-    """Annotations a pod mounting the storage needs: GKE injects the GCS FUSE sidecar (gcs)."""
-    return {facts.GCSFUSE_POD_ANNOTATION: "true"} if config.storage.type == "gcs" else {}
+def pod_annotations(config: StackConfig, gpu_node: bool = False) -> dict[str, str]:
+    """Annotations a pod mounting the storage needs (gcs): GKE injects the GCS FUSE sidecar, whose
+    resource limits are lifted on Standard and, on Autopilot, raised on the GPU nodes' local SSDs
+    (Autopilot's CPU capacity keeps the defaults)."""
+    if config.storage.type != "gcs":
+        return {}
+    annotations = {facts.GCSFUSE_POD_ANNOTATION: "true"}
+    if config.cluster.mode == "standard" or gpu_node:
+        annotations.update(facts.GCSFUSE_SIDECAR_ANNOTATIONS[config.cluster.mode])
+    return dict(sorted(annotations.items()))
 
 
 def data_volume() -> k8s.core.v1.VolumeArgs:

@@ -76,7 +76,7 @@ def test_gcs_volume_is_static_retained_and_tuned():
     claim = storage.render_claim(config).spec
     assert claim.volume_name == names.DATA_CLAIM and claim.storage_class_name == volume.storage_class_name == ""
     assert claim.access_modes == volume.access_modes == ["ReadWriteMany"]
-    assert storage.pod_annotations(config) == {"gke-gcsfuse/volumes": "true"}
+    assert storage.pod_annotations(config)["gke-gcsfuse/volumes"] == "true"
 
 
 def test_lustre_volume_has_no_fuse_options_and_needs_the_instance():
@@ -113,3 +113,14 @@ def test_worker_requests_leave_gke_and_daemonset_headroom(gpu):
 def test_the_tutorials_2800gi_does_not_fit_an_a3_ultra():
     machine = facts.GPU_MACHINES["h200"]
     assert 2800 > machine.memory_gib - sizing.gke_reserved_memory_gib(machine.memory_gib)
+
+
+@pytest.mark.parametrize(
+    ("mode", "gpu_node", "limits"),
+    [("standard", False, "0"), ("standard", True, "0"), ("autopilot", True, "1Ti"), ("autopilot", False, None)],
+)
+def test_gcs_fuse_sidecar_limits_per_mode_and_node(mode, gpu_node, limits):
+    annotations = storage.pod_annotations(config_of(mode, storage_type="gcs"), gpu_node=gpu_node)
+    assert annotations["gke-gcsfuse/volumes"] == "true"
+    assert annotations.get("gke-gcsfuse/ephemeral-storage-limit") == limits
+    assert storage.pod_annotations(config_of(mode, storage_type="lustre"), gpu_node=gpu_node) == {}
