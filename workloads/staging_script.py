@@ -1,8 +1,8 @@
 """Stage the model, verl and the data set onto the shared storage, once, before training.
 
-Runs inside the workload image as the staging Job (shipped in a ConfigMap). Each step writes into
-a temporary directory, moves it into place and leaves a marker file, so a rerun skips what is done
-and a half-finished step never looks finished. Uses only the standard library plus what the
+Runs inside the workload image as the staging Job (shipped in a ConfigMap). Each step leaves a
+marker file when it has finished, so a rerun skips what is done, and a step without its marker
+starts again from an empty directory: a half-finished step never looks finished. Uses only the standard library plus what the
 images carry (huggingface_hub, pyarrow, pip). Never prints the token.
 """
 
@@ -74,20 +74,13 @@ def marker_key(*parts: str) -> str:
     return "--".join(re.sub(r"[^A-Za-z0-9._-]+", "_", part) for part in parts)
 
 
-def partial_dir(final: Path) -> Path:
-    """An empty scratch directory beside `final`, cleared of an interrupted run's leftovers."""
-    temporary = final.with_name(f"{final.name}.partial")
-    if temporary.exists():
-        shutil.rmtree(temporary)
-    return temporary
-
-
-def replace_dir(temporary: Path, final: Path) -> None:
-    """Move a finished directory into place, replacing a leftover of an interrupted run."""
-    if final.exists():
-        shutil.rmtree(final)
-    final.parent.mkdir(parents=True, exist_ok=True)
-    temporary.rename(final)
+def fresh_dir(path: Path) -> Path:
+    """`path` as an empty directory: whatever an interrupted run left there (no marker) is removed.
+    Nothing is renamed, which a flat bucket under GCS FUSE would refuse for directories."""
+    if path.exists():
+        shutil.rmtree(path)
+    path.mkdir(parents=True)
+    return path
 
 
 def stage_model(model: str, target: Path, markers: Path) -> None:
@@ -110,14 +103,12 @@ def stage_verl(version: str, transformers: str, target: Path, markers: Path) -> 
     if done(markers, key):
         log(f"verl {version}: already installed in {target}")
         return
-    temporary = partial_dir(target)
     log(f"verl {version}: pip install --no-deps verl=={version} transformers=={transformers} into {target}")
     subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--no-deps", "--no-cache-dir", "--target", str(temporary),
+        [sys.executable, "-m", "pip", "install", "--no-deps", "--no-cache-dir", "--target", str(fresh_dir(target)),
          f"verl=={version}", f"transformers=={transformers}"],
         check=True,
     )
-    replace_dir(temporary, target)
     mark(markers, key)
     log(f"verl {version}: done")
 
@@ -132,14 +123,12 @@ def stage_gsm8k(target: Path, markers: Path) -> None:
     import pyarrow.parquet as pq
     from huggingface_hub import hf_hub_download
 
-    temporary = partial_dir(target)
-    temporary.mkdir(parents=True)
+    fresh_dir(target)
     for split, filename in sorted(GSM8K_FILES.items()):
         source = pq.read_table(hf_hub_download(GSM8K_REPO, filename, repo_type="dataset"))
         rows = gsm8k_rows(split, source.column("question").to_pylist(), source.column("answer").to_pylist())
-        pq.write_table(pa.Table.from_pylist(rows), temporary / f"{split}.parquet")
+        pq.write_table(pa.Table.from_pylist(rows), target / f"{split}.parquet")
         log(f"gsm8k: {split}: {len(rows)} rows")
-    replace_dir(temporary, target)
     mark(markers, key)
 
 

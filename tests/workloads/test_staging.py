@@ -48,14 +48,13 @@ def test_finished_steps_are_skipped_on_a_rerun(tmp_path, capsys):
     assert not staging_script.done(markers, staging_script.marker_key("model", "Qwen/Other"))
 
 
-def test_interrupted_step_output_is_replaced(tmp_path):
-    final, temporary = tmp_path / "out", tmp_path / "out.partial"
-    final.mkdir()
-    (final / "stale").write_text("x")
-    temporary.mkdir()
-    (temporary / "fresh").write_text("y")
-    staging_script.replace_dir(temporary, final)
-    assert sorted(p.name for p in final.iterdir()) == ["fresh"] and not temporary.exists()
+def test_an_unfinished_step_starts_from_an_empty_directory(tmp_path):
+    leftover = tmp_path / "gsm8k"
+    (leftover / "sub").mkdir(parents=True)
+    (leftover / "train.parquet").write_text("half")
+    assert staging_script.fresh_dir(leftover) == leftover
+    assert list(leftover.iterdir()) == []
+    assert staging_script.fresh_dir(tmp_path / "new" / "dir").is_dir()
 
 
 def test_verl_options_go_together():
