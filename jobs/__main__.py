@@ -1,0 +1,5 @@
+"""Entry point of `python -m jobs`."""
+
+from jobs.cli import main
+
+raise SystemExit(main())

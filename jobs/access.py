@@ -1,0 +1,164 @@
+"""How the job layer reaches the Ray dashboard without exposing it: the API server's service proxy.
+
+`https://<api-server>/api/v1/namespaces/<ns>/services/<svc>:<port>/proxy` forwards to the head
+service's dashboard port, authorised by the caller's Google access token (the kubeconfig's
+exec plugin, `gke-gcloud-auth-plugin`, or `gcloud auth print-access-token`). The cluster CA
+comes from the kubeconfig. URL and header construction are pure; only getting a token runs a
+command.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from infra import names
+
+
+class AccessError(Exception):
+    """The cluster cannot be reached or authorised; the message is one line."""
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where and how to talk to a Ray dashboard."""
+
+    address: str
+    """Dashboard base URL (a service-proxy URL or any `http(s)://host:port`)."""
+    headers: dict[str, str] = field(default_factory=dict, repr=False)
+    """Request headers (the Authorization bearer token through the proxy); never printed."""
+    verify: str | bool = True
+    """TLS verification: True, or a CA bundle path (the cluster CA)."""
+
+
+@dataclass(frozen=True)
+class KubeTarget:
+    """The API server, CA and user of one kubeconfig context."""
+
+    server: str
+    ca_data: str | None
+    user: dict[str, Any]
+    insecure: bool = False
+
+
+def service_proxy_url(
+    server: str,
+    namespace: str = names.NAMESPACE,
+    service: str = names.RAY_HEAD_SERVICE,
+    port: int = names.RAY_DASHBOARD_PORT,
+) -> str:
+    """The API server URL that proxies to `service`'s `port` in `namespace`."""
+    return f"{server.rstrip('/')}/api/v1/namespaces/{namespace}/services/{service}:{port}/proxy"
+
+
+def bearer_headers(token: str) -> dict[str, str]:
+    """Request headers carrying `token` as a bearer token."""
+    return {"Authorization": f"Bearer {token}"}
+
+
+def kube_target(kubeconfig: dict[str, Any], context: str | None = None) -> KubeTarget:
+    """The server, CA and user of `context` (default: the current context) of a parsed kubeconfig."""
+    context_name = context or kubeconfig.get("current-context")
+    if not context_name:
+        raise AccessError("the kubeconfig has no current context; pass --context or --address")
+    by_name = lambda section: {item["name"]: item.get(section[:-1], {}) for item in kubeconfig.get(section) or []}  # noqa: E731
+    contexts = by_name("contexts")
+    if context_name not in contexts:
+        raise AccessError(f"the kubeconfig has no context {context_name!r} (has: {', '.join(sorted(contexts))})")
+    cluster = by_name("clusters").get(contexts[context_name].get("cluster"))
+    user = by_name("users").get(contexts[context_name].get("user"), {})
+    if not cluster or not cluster.get("server"):
+        raise AccessError(f"the kubeconfig context {context_name!r} names no cluster server")
+    return KubeTarget(
+        server=cluster["server"],
+        ca_data=cluster.get("certificate-authority-data"),
+        user=user or {},
+        insecure=bool(cluster.get("insecure-skip-tls-verify")),
+    )
+
+
+def exec_credential_token(output: str) -> str:
+    """The token of a client-go ExecCredential (`status.token`) printed by a credential plugin."""
+    try:
+        token = json.loads(output)["status"]["token"]
+    except (ValueError, KeyError, TypeError):
+        raise AccessError("the kubeconfig's credential plugin printed no ExecCredential token") from None
+    if not token:
+        raise AccessError("the kubeconfig's credential plugin returned an empty token")
+    return token
+
+
+def _run(command: list[str], env: dict[str, str] | None = None) -> str:
+    try:
+        result = subprocess.run(command, capture_output=True, text=True, timeout=60, env=env, check=False)
+    except FileNotFoundError:
+        raise AccessError(
+            f"{command[0]} is not installed; it is needed to get a Google access token"
+            " (gcloud components install gke-gcloud-auth-plugin; gcloud auth login)"
+        ) from None
+    except subprocess.TimeoutExpired:
+        raise AccessError(f"{command[0]} did not answer within 60 s") from None
+    if result.returncode != 0:
+        reason = (result.stderr.strip().splitlines() or ["no output"])[-1]
+        raise AccessError(f"{command[0]} failed ({reason}); run gcloud auth login")
+    return result.stdout
+
+
+def user_token(user: dict[str, Any]) -> str:
+    """A bearer token for the kubeconfig `user`: its token, its exec plugin's, or gcloud's."""
+    if user.get("token"):
+        return user["token"]
+    plugin = user.get("exec")
+    if plugin:
+        env = {**os.environ, **{item["name"]: item["value"] for item in plugin.get("env") or []}}
+        return exec_credential_token(_run([plugin["command"], *(plugin.get("args") or [])], env))
+    return _run(["gcloud", "auth", "print-access-token"]).strip()
+
+
+def ca_bundle(ca_data: str) -> str:
+    """Path of a file holding the base64 `ca_data` certificate (public), written once per content."""
+    pem = base64.b64decode(ca_data)
+    path = Path(tempfile.gettempdir()) / f"grpo-gke-ca-{hashlib.sha256(pem).hexdigest()[:16]}.crt"
+    if not path.exists():
+        path.write_bytes(pem)
+    return str(path)
+
+
+def endpoint_from_kubeconfig(text: str, context: str | None = None) -> Endpoint:
+    """The Ray dashboard of the stack's cluster through the API server's service proxy."""
+    try:
+        kubeconfig = yaml.safe_load(text) or {}
+    except yaml.YAMLError:
+        raise AccessError("the kubeconfig is not valid YAML") from None
+    if not isinstance(kubeconfig, dict):
+        raise AccessError("the kubeconfig is not a kubeconfig mapping")
+    target = kube_target(kubeconfig, context)
+    verify: str | bool = ca_bundle(target.ca_data) if target.ca_data else not target.insecure
+    return Endpoint(
+        address=service_proxy_url(target.server), headers=bearer_headers(user_token(target.user)), verify=verify
+    )
+
+
+def endpoint_from_kubeconfig_file(path: Path, context: str | None = None) -> Endpoint:
+    """`endpoint_from_kubeconfig` of the file at `path`."""
+    try:
+        text = path.read_text()
+    except OSError as error:
+        raise AccessError(f"cannot read the kubeconfig {path}: {error.strerror}") from None
+    return endpoint_from_kubeconfig(text, context)
+
+
+def default_kubeconfig_path() -> Path:
+    """The kubeconfig kubectl uses: the first file in $KUBECONFIG, else ~/.kube/config."""
+    configured = os.environ.get("KUBECONFIG", "")
+    first = next((item for item in configured.split(os.pathsep) if item), None)
+    return Path(first) if first else Path.home() / ".kube" / "config"

@@ -1,0 +1,267 @@
+"""`python -m jobs submit|status|logs|stop|list|validate --stack NAME [--address URL]`.
+
+Without `--address` the CLI reaches the stack's cluster the way the post-deploy step does:
+the API server's service proxy to the Ray head service, with the cluster and Google access
+token of a kubeconfig (`--kubeconfig`, default $KUBECONFIG or ~/.kube/config, as written by
+`gcloud container clusters get-credentials`). Exit codes: 0 done; 1 the followed job FAILED or
+was STOPPED; 2 bad input or an unreachable cluster (one line, no traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from infra.config import PROJECT_NAMESPACE, ConfigError, StackConfig, parse_config
+from infra.stackfile import StackFileError, read_stack_file, stack_file
+from jobs import access, control
+from jobs.spec import training_spec
+
+if TYPE_CHECKING:
+    from ray.job_submission import JobDetails, JobSubmissionClient
+
+LAST_LINES = 20
+"""Log lines shown when a followed job ends badly."""
+
+
+class UsageError(Exception):
+    """Bad input; the message is one line."""
+
+
+def load_stack(stack: str, directory: Path) -> StackConfig:
+    """The validated config of `Pulumi.<stack>.yaml` in `directory`."""
+    values = read_stack_file(stack_file(directory, stack), PROJECT_NAMESPACE, stack)
+    return parse_config(values.values, values.secret_keys, stack).config
+
+
+def stack_context(config: StackConfig) -> str:
+    """The kubeconfig context `gcloud container clusters get-credentials` gives the stack's cluster."""
+    from infra.kubernetes import gcloud_context_name
+
+    return gcloud_context_name(config.project, config.region, config.cluster_name)
+
+
+def endpoint_of(args: argparse.Namespace, config: StackConfig) -> access.Endpoint:
+    """`--address`, else the stack's cluster through the service proxy of the kubeconfig."""
+    if args.address:
+        return control.endpoint_for_address(args.address)
+    path = Path(args.kubeconfig) if args.kubeconfig else access.default_kubeconfig_path()
+    context = args.context
+    if context is None and path.is_file():
+        import yaml
+
+        known = {item.get("name") for item in (yaml.safe_load(path.read_text()) or {}).get("contexts") or []}
+        context = stack_context(config) if stack_context(config) in known else None
+    return access.endpoint_from_kubeconfig_file(path, context)
+
+
+class _ProgressLine:
+    """One progress line on stderr: rewritten in place on a terminal, a new line per change otherwise."""
+
+    def __init__(self) -> None:
+        self.tty = sys.stderr.isatty()
+        self.open = False
+
+    def __call__(self, text: str) -> None:
+        if self.tty:
+            sys.stderr.write(f"\r\033[K{text}")
+            self.open = True
+        else:
+            sys.stderr.write(f"{text}\n")
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.open:
+            sys.stderr.write("\n")
+            self.open = False
+
+
+def _status(job: JobDetails) -> str:
+    return str(job.status.value if hasattr(job.status, "value") else job.status)
+
+
+def _job_line(job: JobDetails) -> str:
+    meta = job.metadata or {}
+    started = (
+        datetime.fromtimestamp(job.start_time / 1000, timezone.utc).strftime("%Y-%m-%d %H:%M:%SZ")
+        if job.start_time
+        else "-"
+    )
+    return f"{job.submission_id}  {_status(job)}  run={meta.get('run', '-')}  attempt={meta.get('attempt', '-')}  started={started}"
+
+
+def _pick_job(client: JobSubmissionClient, stack: str, job_id: str | None) -> JobDetails:
+    if job_id:
+        try:
+            return client.get_job_info(job_id)
+        except Exception:  # noqa: BLE001 - the Jobs API answers an unknown id with an HTTP error
+            raise UsageError(f"no job {job_id!r} on the cluster") from None
+    jobs = control.stack_jobs(client, stack)
+    if not jobs:
+        raise UsageError(f"stack {stack!r} has no job on the cluster; python -m jobs submit --stack {stack}")
+    return jobs[-1]
+
+
+def _finish(client: JobSubmissionClient, submission_id: str, status: str, show_lines: bool) -> int:
+    if status == "SUCCEEDED":
+        print(f"{submission_id} SUCCEEDED", file=sys.stderr)
+        return 0
+    info = client.get_job_info(submission_id)
+    reason = (info.message or "").strip().splitlines()
+    print(f"{submission_id} {status}: {reason[0] if reason else 'no message'}", file=sys.stderr)
+    if show_lines:
+        lines = control.last_lines(client, submission_id, LAST_LINES)
+        print(f"last {len(lines)} log lines:", file=sys.stderr)
+        for line in lines:
+            print(f"  {line}", file=sys.stderr)
+    return 1
+
+
+def _follow(client: JobSubmissionClient, submission_id: str, framework: str, stream: bool) -> int:
+    progress = _ProgressLine()
+
+    def on_line(line: str) -> None:
+        progress.close()
+        print(line, flush=True)
+
+    try:
+        status = control.follow(client, submission_id, framework, on_line if stream else None, progress)
+    finally:
+        progress.close()
+    return _finish(client, submission_id, status, show_lines=not stream)
+
+
+def cmd_validate(args: argparse.Namespace, config: StackConfig) -> int:
+    """Check the stack's job spec offline."""
+    from jobs.validate import check
+
+    check(config)
+    spec = training_spec(config)
+    target = f"verl {spec.release}'s Hydra config" if spec.framework == "verl" else f"NeMo-RL {spec.release}'s keys"
+    print(f"{config.stack}: run {spec.run}: {len(spec.overrides)} overrides fit {target}")
+    return 0
+
+
+def cmd_submit(args: argparse.Namespace, config: StackConfig) -> int:
+    """Submit the stack's run (idempotent); with --wait follow it to the end."""
+    from jobs.spec import submission_of
+    from jobs.validate import check
+
+    if args.entrypoint is None:
+        check(config)
+    spec = training_spec(config, args.entrypoint)
+    endpoint = endpoint_of(args, config)
+    client = control.connect(endpoint)
+    timeout = args.ready_timeout if args.ready_timeout is not None else config.job.ready_timeout_seconds
+    progress = _ProgressLine()
+    try:
+        control.wait_for_gpus(endpoint, config.gpu.nodes, timeout, progress)
+    finally:
+        progress.close()
+    outcome = control.ensure_run(client, submission_of(config, spec, 1))
+    print(outcome.sentence(), file=sys.stderr)
+    print(outcome.submission_id, flush=True)
+    if not args.wait:
+        return 0
+    return _follow(client, outcome.submission_id, spec.framework, stream=False)
+
+
+def cmd_status(args: argparse.Namespace, config: StackConfig) -> int:
+    """Show the status of a job (default: the stack's newest)."""
+    client = control.connect(endpoint_of(args, config))
+    job = _pick_job(client, config.stack, args.job)
+    print(_job_line(job))
+    if job.message:
+        print(f"  {job.message.strip().splitlines()[0]}")
+    return 0
+
+
+def cmd_logs(args: argparse.Namespace, config: StackConfig) -> int:
+    """Print a job's log; with --follow stream it with a progress line."""
+    client = control.connect(endpoint_of(args, config))
+    job = _pick_job(client, config.stack, args.job)
+    framework = (job.metadata or {}).get("framework", config.workload.framework)
+    if args.follow:
+        return _follow(client, job.submission_id, framework, stream=True)
+    sys.stdout.write(client.get_job_logs(job.submission_id))
+    return 0
+
+
+def cmd_stop(args: argparse.Namespace, config: StackConfig) -> int:
+    """Stop a job, or every live job of the stack."""
+    client = control.connect(endpoint_of(args, config))
+    jobs = [_pick_job(client, config.stack, args.job)] if args.job else control.stack_jobs(client, config.stack)
+    stopped = control.stop_jobs(client, jobs)
+    print(f"stopped {', '.join(stopped)}" if stopped else f"no live job of stack {config.stack!r}")
+    return 0
+
+
+def cmd_list(args: argparse.Namespace, config: StackConfig) -> int:
+    """List the stack's jobs, oldest first."""
+    client = control.connect(endpoint_of(args, config))
+    jobs = control.stack_jobs(client, config.stack)
+    for job in jobs:
+        print(_job_line(job))
+    if not jobs:
+        print(f"no job of stack {config.stack!r}", file=sys.stderr)
+    return 0
+
+
+COMMANDS = {
+    "submit": cmd_submit,
+    "status": cmd_status,
+    "logs": cmd_logs,
+    "stop": cmd_stop,
+    "list": cmd_list,
+    "validate": cmd_validate,
+}
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(message)
+
+
+def parser() -> argparse.ArgumentParser:
+    """The command line."""
+    common = _Parser(add_help=False)
+    common.add_argument("--stack", required=True, help="stack name: reads Pulumi.<stack>.yaml in --dir")
+    common.add_argument("--dir", default=".", help="directory of the stack files (default: .)")
+    common.add_argument("--address", help="Ray dashboard URL; default: the stack's cluster via the kubeconfig")
+    common.add_argument("--kubeconfig", help="kubeconfig (default: $KUBECONFIG or ~/.kube/config)")
+    common.add_argument("--context", help="kubeconfig context (default: the stack's gke_ context, else current)")
+    top = _Parser(prog="python -m jobs", description=__doc__.splitlines()[0])
+    commands = top.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    submit = commands.add_parser("submit", parents=[common], help=cmd_submit.__doc__)
+    submit.add_argument("--wait", action="store_true", help="follow the job to its end with a progress line")
+    submit.add_argument("--ready-timeout", type=float, help="seconds to wait for the GPU nodes (default: config)")
+    submit.add_argument("--entrypoint", help="run this command instead of the trainer (smoke tests); another run")
+    for name in ("status", "stop"):
+        sub = commands.add_parser(name, parents=[common], help=COMMANDS[name].__doc__)
+        sub.add_argument("job", nargs="?", help="submission id (default: the stack's newest job)")
+    logs = commands.add_parser("logs", parents=[common], help=cmd_logs.__doc__)
+    logs.add_argument("job", nargs="?", help="submission id (default: the stack's newest job)")
+    logs.add_argument("--follow", action="store_true", help="stream until the job ends, with a progress line")
+    commands.add_parser("list", parents=[common], help=cmd_list.__doc__)
+    commands.add_parser("validate", parents=[common], help=cmd_validate.__doc__)
+    return top
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; return its exit code."""
+    try:
+        args = parser().parse_args(argv)
+        config = load_stack(args.stack, Path(args.dir))
+        return COMMANDS[args.command](args, config)
+    except (UsageError, StackFileError, access.AccessError, control.JobError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except ConfigError as error:
+        print(f"error: the stack config was refused: {'; '.join(map(str, error.problems))}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted; the job keeps running (python -m jobs stop to end it)", file=sys.stderr)
+        return 130

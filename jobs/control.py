@@ -1,0 +1,294 @@
+"""Runs and attempts on a Ray cluster: readiness gate, idempotent submit, stop, follow.
+
+Ray refuses a reused submission id, so a run is submitted as attempts `<run>-1`, `<run>-2`, ...
+Submitting a run with a live (PENDING/RUNNING) or SUCCEEDED attempt does nothing; after a
+FAILED or STOPPED one it starts the next attempt, which resumes from the run's checkpoints.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from infra import facts
+from jobs.access import AccessError, Endpoint
+from jobs.progress import Progress, advance
+
+if TYPE_CHECKING:
+    from ray.job_submission import JobDetails, JobSubmissionClient
+
+LIVE = ("PENDING", "RUNNING")
+"""Statuses of an attempt that holds (or waits for) the cluster."""
+
+TERMINAL = ("SUCCEEDED", "FAILED", "STOPPED")
+"""Statuses after which an attempt never changes again."""
+
+Report = Callable[[str], None]
+"""Where a long wait writes its progress line."""
+
+
+class JobError(Exception):
+    """A refused or failed job operation; the message is one line fit for the user."""
+
+
+class Unreachable(JobError):
+    """The Ray dashboard cannot be reached."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What `ensure_run` did."""
+
+    action: str
+    """`submitted`, `live` (an attempt is PENDING or RUNNING) or `succeeded` (the run is done)."""
+    submission_id: str
+    """The attempt submitted or found."""
+    status: str
+    """Its status when `ensure_run` returned."""
+
+    def sentence(self) -> str:
+        """What happened, for the user."""
+        if self.action == "submitted":
+            return f"submitted {self.submission_id}"
+        if self.action == "live":
+            return f"{self.submission_id} is already {self.status}; nothing submitted"
+        return f"{self.submission_id} already SUCCEEDED; nothing submitted (change the spec for a new run)"
+
+
+@contextlib.contextmanager
+def _explicit_address() -> Iterator[None]:
+    """Stop RAY_ADDRESS / RAY_API_SERVER_ADDRESS from silently replacing the address we pass."""
+    saved = {name: os.environ.pop(name) for name in ("RAY_API_SERVER_ADDRESS", "RAY_ADDRESS") if name in os.environ}
+    try:
+        yield
+    finally:
+        os.environ.update(saved)
+
+
+def connect(endpoint: Endpoint) -> JobSubmissionClient:
+    """A Jobs API client for `endpoint`; Unreachable when the dashboard does not answer."""
+    from ray.job_submission import JobSubmissionClient
+
+    # The SDK logs every closed log stream at INFO; the CLI shows its own progress instead.
+    logging.getLogger("ray.dashboard.modules.job.sdk").setLevel(logging.WARNING)
+    try:
+        with _explicit_address():
+            return JobSubmissionClient(endpoint.address, headers=dict(endpoint.headers), verify=endpoint.verify)
+    except Exception as error:  # noqa: BLE001 - requests/ray raise many types for one cause
+        raise Unreachable(f"cannot reach the Ray dashboard at {endpoint.address}: {_short(error)}") from None
+
+
+def _short(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    reason = text[-1] if text else type(error).__name__
+    return reason if len(reason) <= 200 else reason[:197] + "..."
+
+
+def gpu_nodes(endpoint: Endpoint) -> list[float]:
+    """GPUs of each ALIVE Ray node, from the dashboard's state API (`/api/v0/nodes`)."""
+    request = urllib.request.Request(f"{endpoint.address}/api/v0/nodes?detail=1", headers=dict(endpoint.headers))
+    context = None
+    if endpoint.address.startswith("https://"):
+        import ssl
+
+        context = ssl.create_default_context(cafile=endpoint.verify if isinstance(endpoint.verify, str) else None)
+        if endpoint.verify is False:
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+    try:
+        with urllib.request.urlopen(request, timeout=30, context=context) as response:
+            nodes = json.load(response)["data"]["result"]["result"]
+    except (OSError, urllib.error.URLError) as error:
+        raise Unreachable(f"cannot read the Ray nodes at {endpoint.address}: {_short(error)}") from None
+    except (ValueError, KeyError, TypeError):
+        raise JobError(f"the Ray dashboard at {endpoint.address} returned no node list") from None
+    return [float(node.get("resources_total", {}).get("GPU", 0)) for node in nodes if node.get("state") == "ALIVE"]
+
+
+def readiness(gpus_by_node: list[float], nodes: int) -> str | None:
+    """What is missing for `nodes` Ray nodes with 8 GPUs each, or None when they are there."""
+    full = sum(1 for gpus in gpus_by_node if gpus >= facts.GPUS_PER_NODE)
+    if full >= nodes:
+        return None
+    partial = sorted(int(gpus) for gpus in gpus_by_node if 0 < gpus < facts.GPUS_PER_NODE)
+    detail = f" (and nodes with only {', '.join(map(str, partial))} GPUs)" if partial else ""
+    return (
+        f"{full} of {nodes} Ray nodes with {facts.GPUS_PER_NODE} GPUs are up{detail}; missing {nodes - full}"
+        f" (gpu.nodes={nodes}; verl places one STRICT_PACK group of {facts.GPUS_PER_NODE} GPUs per node)"
+    )
+
+
+def wait_for_gpus(
+    endpoint: Endpoint,
+    nodes: int,
+    timeout: float,
+    report: Report,
+    poll: float = 2.0,
+) -> None:
+    """Wait, at most `timeout` seconds, until `nodes` Ray nodes show 8 GPUs; JobError says what is missing."""
+    deadline = time.monotonic() + timeout
+    while True:
+        missing = readiness(gpu_nodes(endpoint), nodes)
+        if missing is None:
+            return
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise JobError(
+                f"refused: the job can never be placed: {missing} after {timeout:.0f} s."
+                f" Ray would keep it PENDING for {facts.RAY_JOB_START_TIMEOUT_SECONDS} s; check the GPU node pool"
+                " (kubectl -n grpo get pods) and job.readyTimeoutSeconds"
+            )
+        report(f"waiting for GPU nodes: {missing}; {left:.0f} s left")
+        time.sleep(min(poll, max(left, 0.1)))
+
+
+def attempt_number(details: JobDetails) -> int:
+    """The attempt number recorded in a job's metadata (0 when it is not one of ours)."""
+    try:
+        return int((details.metadata or {}).get("attempt", "0"))
+    except ValueError:
+        return 0
+
+
+def attempts(client: JobSubmissionClient, run: str) -> list[JobDetails]:
+    """The attempts of `run` on the cluster, oldest first."""
+    found = [job for job in client.list_jobs() if (job.metadata or {}).get("run") == run]
+    return sorted(found, key=attempt_number)
+
+
+def stack_jobs(client: JobSubmissionClient, stack: str) -> list[JobDetails]:
+    """Every job the stack submitted, oldest first."""
+    found = [job for job in client.list_jobs() if (job.metadata or {}).get("stack") == stack]
+    return sorted(found, key=lambda job: (job.start_time or 0, job.submission_id or ""))
+
+
+def _with_attempt(submission: dict[str, Any], attempt: int) -> dict[str, Any]:
+    run = submission["metadata"]["run"]
+    return {
+        **submission,
+        "submission_id": f"{run}-{attempt}",
+        "metadata": {**submission["metadata"], "attempt": str(attempt)},
+    }
+
+
+def ensure_run(client: JobSubmissionClient, submission: dict[str, Any]) -> Outcome:
+    """Submit the run of `submission` (attempt-1 kwargs) unless an attempt is live or SUCCEEDED."""
+    run = submission["metadata"]["run"]
+    previous = attempts(client, run)
+    if previous:
+        newest = previous[-1]
+        status = _status_text(newest.status)
+        if status in LIVE:
+            return Outcome("live", newest.submission_id, status)
+        if status == "SUCCEEDED":
+            return Outcome("succeeded", newest.submission_id, status)
+    attempt = attempt_number(previous[-1]) + 1 if previous else 1
+    kwargs = _with_attempt(submission, attempt)
+    try:
+        submission_id = client.submit_job(**kwargs)
+    except Exception as error:  # noqa: BLE001 - the Jobs API answers with RuntimeError and HTTP errors
+        raise JobError(f"Ray refused {kwargs['submission_id']}: {_short(error)}") from None
+    return Outcome("submitted", submission_id, status_of(client, submission_id))
+
+
+def status_of(client: JobSubmissionClient, submission_id: str) -> str:
+    """The job's status as text (PENDING, RUNNING, STOPPED, SUCCEEDED or FAILED)."""
+    return _status_text(client.get_job_status(submission_id))
+
+
+def _status_text(status: Any) -> str:
+    return str(status.value if hasattr(status, "value") else status)
+
+
+def stop_jobs(client: JobSubmissionClient, jobs: list[JobDetails], timeout: float = 30.0) -> list[str]:
+    """Stop the live ones of `jobs` and wait, at most `timeout` seconds, until they have ended; return their ids."""
+    stopped = []
+    for job in jobs:
+        if _status_text(job.status) in LIVE:
+            client.stop_job(job.submission_id)
+            stopped.append(job.submission_id)
+    deadline = time.monotonic() + timeout
+    for submission_id in stopped:
+        while status_of(client, submission_id) in LIVE:
+            if time.monotonic() > deadline:
+                raise JobError(f"{submission_id} did not stop within {timeout:.0f} s; Ray still shows it live")
+            time.sleep(0.3)
+    return stopped
+
+
+def last_lines(client: JobSubmissionClient, submission_id: str, count: int = 20) -> list[str]:
+    """The job's last `count` log lines."""
+    return client.get_job_logs(submission_id).rstrip("\n").splitlines()[-count:]
+
+
+def follow(
+    client: JobSubmissionClient,
+    submission_id: str,
+    framework: str,
+    on_line: Callable[[str], None] | None,
+    on_progress: Report,
+    poll: float = 1.0,
+) -> str:
+    """Stream the job's log until it ends, reporting progress; return its final status.
+
+    The log streams over the Jobs API's websocket while the status is polled every `poll`
+    seconds: Ray closes the stream seconds after the job ends and may drop its last lines
+    (ray-project/ray#48701), so at the end the rest comes from the full log.
+    """
+    progress = Progress()
+    shown = ""
+    emitted = 0
+
+    def emit(line: str) -> None:
+        nonlocal progress, shown, emitted
+        emitted += 1
+        if on_line is not None:
+            on_line(line)
+        progress = advance(progress, line, framework)
+        text = progress.line(framework)
+        if text != shown and progress.step is not None:
+            on_progress(text)
+            shown = text
+
+    async def tail() -> None:
+        pending = ""
+        async for chunk in client.tail_job_logs(submission_id):
+            *lines, pending = (pending + chunk).split("\n")
+            for line in lines:
+                emit(line)
+
+    async def watch() -> str:
+        streaming = asyncio.ensure_future(tail())
+        try:
+            while True:
+                status = await asyncio.to_thread(status_of, client, submission_id)
+                if status in TERMINAL:
+                    return status
+                await asyncio.wait([streaming], timeout=poll)
+        finally:
+            streaming.cancel()
+            await asyncio.gather(streaming, return_exceptions=True)
+
+    status = asyncio.run(watch())
+    text = client.get_job_logs(submission_id).rstrip("\n")
+    for line in (text.split("\n") if text else [])[emitted:]:
+        emit(line)
+    return status
+
+
+def endpoint_for_address(address: str) -> Endpoint:
+    """An Endpoint for a dashboard URL given on the command line (`host:port` means http)."""
+    if "://" not in address:
+        address = f"http://{address}"
+    if not address.startswith(("http://", "https://")):
+        raise AccessError(f"--address must be an http(s) dashboard URL, got {address!r}")
+    return Endpoint(address=address.rstrip("/"))

@@ -1,0 +1,274 @@
+"""The GRPO job as plain data: config in, entrypoint, runtime env and Ray submission out.
+
+A *run* is identified by a stable hash of its training spec: the same spec is the same run,
+writing to (and resuming from) the same checkpoint directory; a changed spec is a new run.
+Each submission of a run is an *attempt* with the Ray submission id `<run>-<n>`.
+Pure: no Ray, no Pulumi, no I/O.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shlex
+from dataclasses import dataclass, field
+
+from infra import facts
+from infra.config import PROJECT_NAMESPACE, ConfigError, Problem, StackConfig, WorkloadConfig, sanitize_name
+from workloads import paths
+
+RUN_DIR_PLACEHOLDER = "@RUN_DIR@"
+"""Stands for the run's directory while the spec is hashed (the directory is named after the hash)."""
+
+RUN_PLACEHOLDER = "@RUN@"
+"""Stands for the run id while the spec is hashed."""
+
+EXPERIMENT_PROJECT = "grpo-gke"
+"""verl `trainer.project_name` of every run."""
+
+
+@dataclass(frozen=True)
+class TrainingSpec:
+    """Everything that defines one training run, before it becomes a Ray submission."""
+
+    framework: str
+    """`verl` or `nemo-rl`."""
+    release: str
+    """Framework release the spec is written for (verl version or NeMo-RL tag)."""
+    run: str
+    """Run id: `<stack>-<hash of the spec>`."""
+    run_dir: str
+    """Absolute directory of the run's checkpoints and logs on the shared storage."""
+    entrypoint: str
+    """Shell command Ray runs as the job's driver."""
+    overrides: tuple[str, ...] = field(default_factory=tuple)
+    """The framework's config overrides inside `entrypoint`, in order."""
+    env_vars: dict[str, str] = field(default_factory=dict)
+    """Environment of the driver and every worker of the job (no secrets)."""
+
+
+def model_size_b(workload: WorkloadConfig) -> float | None:
+    """Parameters in billions: `workload.modelSizeB`, else the size the model id names (`...-72B-...`)."""
+    if workload.model_size_b is not None:
+        return workload.model_size_b
+    name = workload.model.split("/", 1)[1]
+    match = re.search(r"(?<![\d.])(\d+(?:\.\d+)?)[Bb](?![A-Za-z])", name)
+    return float(match.group(1)) if match else None
+
+
+def nemo_rl_recipe(config: StackConfig) -> facts.NemoRlRecipe:
+    """The release's example recipe that fits the model size; ConfigError when the size is unknown."""
+    size = model_size_b(config.workload)
+    if size is None:
+        raise ConfigError(
+            [
+                Problem(
+                    f"{PROJECT_NAMESPACE}:workload.modelSizeB",
+                    f"is required: the model id {config.workload.model!r} names no size such as 7B,"
+                    " and NeMo-RL's recipe is chosen by size",
+                )
+            ]
+        )
+    return next(recipe for recipe in facts.NEMO_RL_RECIPES if size <= recipe.max_size_b)
+
+
+def hf_architecture(model: str) -> str | None:
+    """The Hugging Face architecture of `model`'s family (NeMo-RL's converter_type), or None."""
+    for prefix, architecture in sorted(facts.HF_ARCHITECTURES.items(), key=lambda item: -len(item[0])):
+        if model.startswith(prefix):
+            return architecture
+    return None
+
+
+def _override(key: str, value: object) -> str:
+    if isinstance(value, bool):
+        text = "true" if value else "false"
+    elif value is None:
+        text = "null"
+    elif isinstance(value, (list, tuple)):
+        text = "[" + ",".join(json.dumps(item) for item in value) + "]"
+    elif isinstance(value, float):
+        text = repr(value)
+    else:
+        text = str(value)
+    return f"{key}={text}"
+
+
+def verl_overrides(config: StackConfig, run: str, run_dir: str) -> list[str]:
+    """Hydra overrides of `verl.trainer.main_ppo` for GRPO with KL as a loss (verl's GRPO examples)."""
+    grpo = config.grpo
+    data = paths.gsm8k_files()
+    micro = grpo.micro_batch_size_per_gpu
+    values: list[tuple[str, object]] = [
+        ("algorithm.adv_estimator", "grpo"),
+        ("algorithm.use_kl_in_reward", False),
+        ("data.train_files", data.train),
+        ("data.val_files", data.test),
+        ("data.train_batch_size", grpo.prompts_per_step),
+        ("data.max_prompt_length", grpo.max_prompt_length),
+        ("data.max_response_length", grpo.max_response_length),
+        ("actor_rollout_ref.model.path", paths.model_dir(config)),
+        ("actor_rollout_ref.actor.strategy", "fsdp2"),
+        ("actor_rollout_ref.actor.optim.lr", grpo.learning_rate),
+        ("actor_rollout_ref.actor.ppo_mini_batch_size", grpo.effective_mini_batch()),
+        ("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu", micro),
+        ("actor_rollout_ref.actor.use_kl_loss", True),
+        ("actor_rollout_ref.actor.kl_loss_coef", grpo.kl_loss_coef),
+        ("actor_rollout_ref.actor.kl_loss_type", "low_var_kl"),
+        ("actor_rollout_ref.actor.entropy_coeff", 0),
+        ("actor_rollout_ref.rollout.name", "vllm"),
+        ("actor_rollout_ref.rollout.n", grpo.generations_per_prompt),
+        ("actor_rollout_ref.rollout.tensor_model_parallel_size", grpo.rollout_tensor_parallel),
+        ("actor_rollout_ref.rollout.gpu_memory_utilization", grpo.gpu_memory_utilization),
+        ("actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu", micro),
+        ("actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu", micro),
+        ("trainer.logger", ["console", "file"]),
+        ("trainer.project_name", EXPERIMENT_PROJECT),
+        ("trainer.experiment_name", run),
+        ("trainer.nnodes", config.gpu.nodes),
+        ("trainer.n_gpus_per_node", facts.GPUS_PER_NODE),
+        ("trainer.total_epochs", grpo.epochs),
+        ("trainer.save_freq", grpo.save_every),
+        ("trainer.test_freq", grpo.validate_every),
+        ("trainer.default_local_dir", run_dir),
+        ("trainer.max_actor_ckpt_to_keep", grpo.keep_checkpoints),
+        ("trainer.resume_mode", "auto"),
+    ]
+    if grpo.max_steps is not None:
+        values.append(("trainer.total_training_steps", grpo.max_steps))
+    return [_override(key, value) for key, value in values]
+
+
+def nemo_rl_overrides(config: StackConfig, run_dir: str) -> list[str]:
+    """Overrides of the release's GRPO entry script, on the keys of the recipe that fits the model."""
+    grpo = config.grpo
+    release = facts.NEMO_RL_RELEASE_FACTS[config.workload.resolved_image().release]
+    recipe = nemo_rl_recipe(config)
+    values: list[tuple[str, object]] = [
+        ("policy.model_name", paths.model_dir(config)),
+        ("grpo.num_prompts_per_step", grpo.prompts_per_step),
+        ("grpo.num_generations_per_prompt", grpo.generations_per_prompt),
+        ("grpo.max_num_epochs", grpo.epochs),
+        ("grpo.val_period", grpo.validate_every),
+        ("loss_fn.reference_policy_kl_penalty", grpo.kl_loss_coef),
+        ("policy.train_global_batch_size", grpo.effective_mini_batch() * grpo.generations_per_prompt),
+        ("policy.train_micro_batch_size", grpo.micro_batch_size_per_gpu),
+        ("policy.max_total_sequence_length", grpo.max_prompt_length + grpo.max_response_length),
+        (recipe.learning_rate_key, grpo.learning_rate),
+        ("policy.generation.vllm_cfg.tensor_parallel_size", grpo.rollout_tensor_parallel),
+        ("policy.generation.vllm_cfg.gpu_memory_utilization", grpo.gpu_memory_utilization),
+        ("data.max_input_seq_length", grpo.max_prompt_length),
+        ("cluster.num_nodes", config.gpu.nodes),
+        ("cluster.gpus_per_node", facts.GPUS_PER_NODE),
+        ("checkpointing.enabled", True),
+        ("checkpointing.checkpoint_dir", run_dir),
+        ("checkpointing.save_period", grpo.save_every),
+        ("checkpointing.keep_top_k", grpo.keep_checkpoints),
+        ("checkpointing.metric_name", None),
+        ("logger.log_dir", f"{run_dir}/logs"),
+    ]
+    if grpo.max_steps is not None:
+        values.append(("grpo.max_num_steps", grpo.max_steps))
+    train, validation, repeat = facts.NEMO_RL_DEEPSCALER
+    if release.dataset_layout == "flat":
+        values.append(("data.dataset_name", train))
+    else:
+        values.append(("data.train.dataset_name", train))
+        values.append(("data.validation", f"{{dataset_name:{validation},repeat:{repeat}}}"))
+    if recipe.backend == "megatron" and release.recipes_carry_converter_type:
+        architecture = hf_architecture(config.workload.model)
+        if architecture is None:
+            known = ", ".join(sorted(facts.HF_ARCHITECTURES))
+            raise ConfigError(
+                [
+                    Problem(
+                        f"{PROJECT_NAMESPACE}:workload.model",
+                        f"NeMo-RL {config.workload.resolved_image().release} needs the model family's"
+                        f" converter_type, unknown for {config.workload.model!r} (known families: {known})",
+                    )
+                ]
+            )
+        values.append(("policy.megatron_cfg.converter_type", architecture))
+    return [_override(key, value) for key, value in values]
+
+
+def _entrypoint(config: StackConfig, overrides: list[str]) -> str:
+    if config.workload.framework == "verl":
+        return shlex.join(["python3", "-m", facts.VERL_ENTRY_MODULE, *overrides])
+    release = facts.NEMO_RL_RELEASE_FACTS[config.workload.resolved_image().release]
+    command = ["uv", "run", "python", release.entry_script, "--config", nemo_rl_recipe(config).config, *overrides]
+    return f"cd {facts.NEMO_RL_WORKDIR} && {shlex.join(command)}"
+
+
+def _env_vars(config: StackConfig, run_dir: str) -> dict[str, str]:
+    env = {"HF_HOME": paths.hf_home()}
+    if config.workload.framework == "verl":
+        env["PYTHONPATH"] = paths.verl_site_dir()
+        env["VERL_FILE_LOGGER_PATH"] = f"{run_dir}/metrics.jsonl"
+    else:
+        # NeMo-RL's init_ray passes os.environ as ray.init's runtime env, which clashes with the
+        # job's env_vars unless the job's runtime env may be overridden (jobs-and-frameworks.md §2).
+        env["RAY_OVERRIDE_JOB_RUNTIME_ENV"] = "1"
+    return dict(sorted(env.items()))
+
+
+def _spec_hash(framework: str, release: str, entrypoint: str, env_vars: dict[str, str]) -> str:
+    canonical = json.dumps(
+        {"framework": framework, "release": release, "entrypoint": entrypoint, "env_vars": env_vars},
+        sort_keys=True,
+        separators=(",", ":"),
+    )
+    return hashlib.sha256(canonical.encode()).hexdigest()[:10]
+
+
+def _substitute(text: str, run: str, run_dir: str) -> str:
+    return text.replace(RUN_DIR_PLACEHOLDER, run_dir).replace(RUN_PLACEHOLDER, run)
+
+
+def training_spec(config: StackConfig, entrypoint: str | None = None) -> TrainingSpec:
+    """The run of `config`; `entrypoint` replaces the trainer command (smoke tests) and so names another run."""
+    framework = config.workload.framework
+    release = config.workload.resolved_image().release
+    if framework == "verl":
+        overrides = verl_overrides(config, RUN_PLACEHOLDER, RUN_DIR_PLACEHOLDER)
+    else:
+        overrides = nemo_rl_overrides(config, RUN_DIR_PLACEHOLDER)
+    command = entrypoint if entrypoint is not None else _entrypoint(config, overrides)
+    env = _env_vars(config, RUN_DIR_PLACEHOLDER)
+    run = f"{sanitize_name(config.stack, 40)}-{_spec_hash(framework, release, command, env)}"
+    run_dir = f"{paths.checkpoint_root()}/{run}"
+    return TrainingSpec(
+        framework=framework,
+        release=release,
+        run=run,
+        run_dir=run_dir,
+        entrypoint=_substitute(command, run, run_dir),
+        overrides=tuple(_substitute(item, run, run_dir) for item in overrides),
+        env_vars={key: _substitute(value, run, run_dir) for key, value in env.items()},
+    )
+
+
+def attempt_id(run: str, attempt: int) -> str:
+    """Ray submission id of attempt `attempt` (1, 2, ...) of `run`."""
+    return f"{run}-{attempt}"
+
+
+def submission_of(config: StackConfig, spec: TrainingSpec, attempt: int) -> dict:
+    """Keyword arguments of JobSubmissionClient.submit_job for one attempt of `spec`."""
+    return {
+        "entrypoint": spec.entrypoint,
+        "submission_id": attempt_id(spec.run, attempt),
+        "runtime_env": {"env_vars": dict(spec.env_vars)},
+        "metadata": {
+            "stack": config.stack,
+            "framework": spec.framework,
+            "run": spec.run,
+            "attempt": str(attempt),
+        },
+    }
+
+
+def submission_for(config: StackConfig, attempt: int = 1, entrypoint: str | None = None) -> dict:
+    """Keyword arguments of JobSubmissionClient.submit_job for attempt `attempt` of the stack's run."""
+    return submission_of(config, training_spec(config, entrypoint), attempt)

@@ -1,0 +1,99 @@
+"""The job layer's part of the Pulumi program: the post-deploy submission of the GRPO run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi.dynamic
+
+from infra.config import ConfigError, StackConfig
+from infra.outputs import InfraOutputs
+from jobs.provider import JobProvider
+from jobs.spec import submission_for
+from jobs.validate import check
+
+
+@dataclass(frozen=True)
+class GrpoJobArgs:
+    """Inputs of the post-deploy step."""
+
+    submission: dict[str, Any]
+    """Keyword arguments of JobSubmissionClient.submit_job for attempt 1 (plain, deterministic)."""
+    kubeconfig: pulumi.Input[str]
+    """The cluster's kubeconfig (secret): reaches the dashboard through the API server's service proxy."""
+    gpu_nodes: int
+    """Ray nodes with 8 GPUs to wait for before submitting."""
+    ready_timeout_seconds: int
+    """How long to wait for them before refusing the job."""
+    cluster_uid: pulumi.Input[str | None]
+    """The RayCluster's uid: a replaced cluster lost its jobs, so the run is submitted again."""
+
+
+class PostDeployJob(pulumi.dynamic.Resource):
+    """The submitted run; `pulumi up` submits it, `pulumi destroy` stops it."""
+
+    submission: pulumi.Output[dict]
+    run: pulumi.Output[str]
+    submission_id: pulumi.Output[str]
+
+    def __init__(self, name: str, args: GrpoJobArgs, opts: pulumi.ResourceOptions | None = None):
+        props = {
+            "submission": args.submission,
+            "kubeconfig": pulumi.Output.secret(args.kubeconfig),
+            "address": "",
+            "gpu_nodes": args.gpu_nodes,
+            "ready_timeout_seconds": args.ready_timeout_seconds,
+            "cluster_uid": args.cluster_uid,
+            "run": None,
+            "submission_id": None,
+        }
+        opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(additional_secret_outputs=["kubeconfig"]))
+        super().__init__(JobProvider(), name, props, opts)
+
+
+class GrpoJob(pulumi.ComponentResource):
+    """The GRPO run of the stack, submitted after the RayCluster is ready and staging has finished."""
+
+    def __init__(
+        self,
+        name: str,
+        args: GrpoJobArgs,
+        depends_on: list[pulumi.Resource],
+        opts: pulumi.ResourceOptions | None = None,
+    ):
+        super().__init__("grpo-gke:jobs:GrpoJob", name, None, opts)
+        self.submission = PostDeployJob(
+            f"{name}-submission",
+            args,
+            pulumi.ResourceOptions(parent=self, depends_on=depends_on),
+        )
+        """The dynamic resource that submits, replaces and stops the run."""
+        self.register_outputs({"run": self.submission.run, "submissionId": self.submission.submission_id})
+
+
+def _uid(metadata: Any) -> str | None:
+    return (metadata or {}).get("uid") if isinstance(metadata, dict) else None
+
+
+def build_job(config: StackConfig, infra: InfraOutputs, workloads: Any) -> None:
+    """Register the post-deploy submission (unless job.submit is false); it waits for the RayCluster and staging."""
+    try:
+        check(config)
+    except ConfigError as error:
+        raise pulumi.RunError(f"the GRPO job was refused:\n{error}") from None
+    if not config.job.submit:
+        return
+    submission = submission_for(config)
+    args = GrpoJobArgs(
+        submission=submission,
+        kubeconfig=infra.kubeconfig,
+        gpu_nodes=config.gpu.nodes,
+        ready_timeout_seconds=config.job.ready_timeout_seconds,
+        cluster_uid=workloads.ray_cluster.metadata.apply(_uid),
+    )
+    job = GrpoJob("grpo-job", args, depends_on=[workloads.ray_cluster, workloads.staging_job])
+    pulumi.export("jobRun", submission["metadata"]["run"])
+    pulumi.export("jobSubmissionId", job.submission.submission_id)
+    pulumi.export("jobStatusCommand", f"python -m jobs status --stack {config.stack}")

@@ -1,0 +1,185 @@
+"""Check a job's overrides before it is submitted.
+
+verl overrides are composed against the pinned verl release's own Hydra config in struct mode
+(verl is installed `--no-deps`; only its config files are read). NeMo-RL overrides are checked
+against a typed model of the keys of each supported release, per training backend.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.metadata
+import importlib.util
+import re
+from pathlib import Path
+from typing import Any
+
+from infra import facts
+from infra.config import PROJECT_NAMESPACE, ConfigError, Problem, StackConfig
+from jobs.spec import nemo_rl_recipe, training_spec
+
+_NUMBER = (int, float)
+_OPTIONAL_TEXT = (str, type(None))
+
+NEMO_RL_COMMON_KEYS: dict[str, tuple[type, ...]] = {
+    "policy.model_name": (str,),
+    "grpo.num_prompts_per_step": (int,),
+    "grpo.num_generations_per_prompt": (int,),
+    "grpo.max_num_epochs": (int,),
+    "grpo.max_num_steps": (int,),
+    "grpo.val_period": (int,),
+    "loss_fn.reference_policy_kl_penalty": _NUMBER,
+    "policy.train_global_batch_size": (int,),
+    "policy.train_micro_batch_size": (int,),
+    "policy.max_total_sequence_length": (int,),
+    "policy.generation.vllm_cfg.tensor_parallel_size": (int,),
+    "policy.generation.vllm_cfg.gpu_memory_utilization": _NUMBER,
+    "data.max_input_seq_length": (int,),
+    "cluster.num_nodes": (int,),
+    "cluster.gpus_per_node": (int,),
+    "checkpointing.enabled": (bool,),
+    "checkpointing.checkpoint_dir": (str,),
+    "checkpointing.save_period": (int,),
+    "checkpointing.keep_top_k": (int,),
+    "checkpointing.metric_name": _OPTIONAL_TEXT,
+    "logger.log_dir": (str,),
+}
+"""Keys every supported release's GRPO recipes have (grpo_math_1B.yaml and its children, v0.4.0 to v0.7.0)."""
+
+NEMO_RL_BACKEND_KEYS: dict[str, dict[str, tuple[type, ...]]] = {
+    "dtensor": {"policy.optimizer.kwargs.lr": _NUMBER},
+    "megatron": {"policy.megatron_cfg.optimizer.lr": _NUMBER},
+}
+"""Where the learning rate lives: DTensor recipes keep the torch optimizer, Megatron ones null it."""
+
+NEMO_RL_LAYOUT_KEYS: dict[str, dict[str, tuple[type, ...]]] = {
+    "flat": {"data.dataset_name": (str,)},
+    "split": {"data.train.dataset_name": (str,), "data.validation": (dict, type(None))},
+}
+"""Data set keys: flat up to v0.5.0, train/validation from v0.6.0."""
+
+NEMO_RL_CONVERTER_KEYS: dict[str, tuple[type, ...]] = {"policy.megatron_cfg.converter_type": (str,)}
+"""Present in the Megatron recipes of releases whose recipes carry converter_type."""
+
+
+def nemo_rl_keys(release: str, backend: str) -> dict[str, tuple[type, ...]]:
+    """The typed model of the override keys of `release`'s recipes for `backend`: key -> accepted types."""
+    facts_of = facts.NEMO_RL_RELEASE_FACTS[release]
+    keys = {**NEMO_RL_COMMON_KEYS, **NEMO_RL_BACKEND_KEYS[backend], **NEMO_RL_LAYOUT_KEYS[facts_of.dataset_layout]}
+    if backend == "megatron" and facts_of.recipes_carry_converter_type:
+        keys.update(NEMO_RL_CONVERTER_KEYS)
+    return keys
+
+
+def parse_override(text: str) -> tuple[str, Any]:
+    """Split a Hydra override `key=value` into its key and the value Hydra's grammar gives it."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    override = OverridesParser.create().parse_override(text)
+    return override.key_or_group, override.value()
+
+
+def nemo_rl_problems(overrides: list[str] | tuple[str, ...], release: str, backend: str) -> list[str]:
+    """What is wrong with NeMo-RL `overrides` for `release` and `backend`; empty when they fit."""
+    keys = nemo_rl_keys(release, backend)
+    problems = []
+    for text in overrides:
+        try:
+            key, value = parse_override(text)
+        except Exception as error:  # noqa: BLE001 - Hydra raises several parse error types
+            problems.append(f"{text!r} is not a valid override: {error}")
+            continue
+        if key not in keys:
+            problems.append(f"NeMo-RL {release} ({backend} recipes) has no key {key!r}")
+        elif isinstance(value, bool) and bool not in keys[key]:
+            problems.append(f"{key} must be {_type_names(keys[key])}, got {value!r}")
+        elif not isinstance(value, keys[key]):
+            problems.append(f"{key} must be {_type_names(keys[key])}, got {value!r}")
+    return problems
+
+
+def _type_names(types: tuple[type, ...]) -> str:
+    return " or ".join("null" if kind is type(None) else kind.__name__ for kind in types)
+
+
+def verl_config_dir() -> Path:
+    """verl's Hydra config directory in the installed (pinned, `--no-deps`) verl, without importing verl."""
+    spec = importlib.util.find_spec("verl")
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError(f"verl is not installed: pip install --no-deps verl=={facts.VERL_VERSION}")
+    installed = importlib.metadata.version("verl")
+    if installed != facts.VERL_VERSION:
+        raise FileNotFoundError(
+            f"verl {installed} is installed, the job runs {facts.VERL_VERSION}:"
+            f" pip install --no-deps verl=={facts.VERL_VERSION}"
+        )
+    return Path(spec.submodule_search_locations[0]) / "trainer" / "config"
+
+
+@functools.lru_cache(maxsize=32)
+def verl_problems(overrides: tuple[str, ...]) -> tuple[str, ...]:
+    """What is wrong with verl `overrides` when composed in struct mode; empty when they compose."""
+    from hydra import compose, initialize_config_dir
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    try:
+        config_dir = verl_config_dir()
+    except FileNotFoundError as error:
+        return (str(error),)
+    problems = []
+    remaining = list(overrides)
+    with initialize_config_dir(config_dir=str(config_dir), version_base=None):
+        while True:
+            try:
+                compose(facts.VERL_CONFIG_NAME, overrides=remaining)
+                break
+            except (HydraException, OmegaConfBaseException) as error:
+                # Name the offender, drop it and compose again, so every bad override is reported.
+                message = _first_line(error)
+                quoted = set(re.findall(r"'([^']+)'", message))
+                offender = next((item for item in remaining if item.split("=", 1)[0].lstrip("+~") in quoted), None)
+                if offender is None:
+                    problems.append(message)
+                    break
+                problems.append(f"{offender!r}: {message}")
+                remaining.remove(offender)
+    return tuple(problems)
+
+
+def _first_line(error: Exception) -> str:
+    return str(error).strip().splitlines()[0]
+
+
+def job_problems(config: StackConfig) -> list[Problem]:
+    """Every reason the stack's job would be refused, each naming the key to change."""
+    ns = PROJECT_NAMESPACE
+    try:
+        spec = training_spec(config)
+    except ConfigError as error:
+        return list(error.problems)
+    if spec.framework == "verl":
+        found = verl_problems(spec.overrides)
+        label = f"verl {spec.release} override"
+        return [Problem(f"{ns}:grpo", f"{label} {problem}") for problem in found]
+    recipe = nemo_rl_recipe(config)
+    problems = [
+        Problem(f"{ns}:workload.nemoRlRelease", f"NeMo-RL override: {problem}")
+        for problem in nemo_rl_problems(spec.overrides, spec.release, recipe.backend)
+    ]
+    if config.total_gpus % recipe.model_parallel_gpus:
+        problems.append(
+            Problem(
+                f"{ns}:gpu.nodes",
+                f"NeMo-RL's recipe {recipe.config} splits one model over {recipe.model_parallel_gpus} GPUs;"
+                f" the {config.total_gpus} GPUs of gpu.nodes={config.gpu.nodes} are not a multiple of that",
+            )
+        )
+    return problems
+
+
+def check(config: StackConfig) -> None:
+    """Raise ConfigError when the stack's job would be refused."""
+    problems = job_problems(config)
+    if problems:
+        raise ConfigError(problems)

@@ -1,0 +1,153 @@
+"""The job CLI against a real local Ray head, with the real spec and a stand-in trainer entrypoint."""
+
+from __future__ import annotations
+
+import pytest
+
+from jobs.cli import main
+from jobs.local_head import free_port
+from tests.jobs.conftest import stand_in
+
+pytestmark = pytest.mark.usefixtures("ray_head")
+
+
+def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
+    """Exit code, stdout and stderr of `python -m jobs ARGV`."""
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def common(name: str, directory, address: str) -> list[str]:
+    return ["--stack", name, "--dir", str(directory), "--address", address]
+
+
+def ray_jobs(address: str, stack: str) -> list:
+    from jobs.control import connect, endpoint_for_address, stack_jobs
+
+    return stack_jobs(connect(endpoint_for_address(address)), stack)
+
+
+def test_submit_prints_the_attempt_id_and_the_same_spec_twice_makes_one_job(ray_head, make_stack, capsys):
+    name, directory = make_stack("cli-idem")
+    args = common(name, directory, ray_head)
+
+    code, out, err = run_cli(capsys, "submit", *args, "--entrypoint", "sleep 60")
+    assert code == 0, err
+    first = out.strip()
+    assert first.startswith("cli-idem-") and first.endswith("-1")
+    assert f"submitted {first}" in err
+
+    code, out, err = run_cli(capsys, "submit", *args, "--entrypoint", "sleep 60")
+    assert code == 0, err
+    assert out.strip() == first
+    assert "nothing submitted" in err
+    assert [job.submission_id for job in ray_jobs(ray_head, name)] == [first]
+
+    code, out, err = run_cli(capsys, "stop", *args)
+    assert code == 0, err
+    assert out.strip() == f"stopped {first}"
+    code, out, _ = run_cli(capsys, "status", *args)
+    assert code == 0 and f"{first}  STOPPED" in out
+
+
+def test_wait_follows_to_success_with_a_progress_line_then_status_and_logs(ray_head, make_stack, capsys):
+    name, directory = make_stack("cli-ok")
+    args = common(name, directory, ray_head)
+
+    code, out, err = run_cli(capsys, "submit", *args, "--entrypoint", stand_in(0, 3), "--wait")
+    assert code == 0, err
+    job = out.strip()
+    assert "step 3  critic/score/mean 0.7500" in err
+    assert f"{job} SUCCEEDED" in err
+
+    code, out, _ = run_cli(capsys, "status", *args)
+    assert code == 0 and f"{job}  SUCCEEDED  run={job[:-2]}  attempt=1" in out
+
+    code, out, _ = run_cli(capsys, "logs", *args, job)
+    assert code == 0 and "step:2 - critic/score/mean:np.float64(0.5)" in out
+
+    code, out, err = run_cli(capsys, "logs", *args, "--follow")
+    assert code == 0 and "step:3" in out and "step 3  critic/score/mean 0.7500" in err
+
+    code, out, err = run_cli(capsys, "submit", *args, "--entrypoint", stand_in(0, 3))
+    assert code == 0 and out.strip() == job and "already SUCCEEDED" in err
+
+
+def test_failing_entrypoint_exits_1_with_its_last_lines_and_the_next_submit_is_attempt_2(
+    ray_head, make_stack, capsys
+):
+    name, directory = make_stack("cli-fail")
+    args = common(name, directory, ray_head)
+
+    code, out, err = run_cli(capsys, "submit", *args, "--entrypoint", stand_in(3, 1), "--wait")
+    assert code == 1
+    first = out.strip()
+    assert f"{first} FAILED" in err
+    assert "stand-in trainer failing with exit code 3" in err
+    assert "Traceback" not in err
+
+    code, out, err = run_cli(capsys, "submit", *args, "--entrypoint", stand_in(3, 1))
+    assert code == 0, err
+    second = out.strip()
+    assert second == first[:-1] + "2"
+    jobs = ray_jobs(ray_head, name)
+    assert [job.metadata["attempt"] for job in jobs] == ["1", "2"]
+    assert jobs[0].runtime_env == jobs[1].runtime_env
+
+    code, out, err = run_cli(capsys, "logs", *args, second, "--follow")
+    assert code == 1 and f"{second} FAILED" in err
+
+
+def test_stop_and_follow_of_a_stopped_job_exits_1(ray_head, make_stack, capsys):
+    name, directory = make_stack("cli-stop")
+    args = common(name, directory, ray_head)
+    code, out, _ = run_cli(capsys, "submit", *args, "--entrypoint", "sleep 60")
+    job = out.strip()
+    assert code == 0
+
+    code, out, err = run_cli(capsys, "stop", *args, job)
+    assert code == 0 and out.strip() == f"stopped {job}"
+    code, out, _ = run_cli(capsys, "list", *args)
+    assert code == 0 and f"{job}  STOPPED" in out
+    code, _, err = run_cli(capsys, "logs", *args, job, "--follow")
+    assert code == 1 and f"{job} STOPPED" in err
+    code, out, _ = run_cli(capsys, "stop", *args)
+    assert code == 0 and "no live job" in out
+
+
+def test_a_job_that_can_never_be_placed_is_refused_without_submitting(ray_head, make_stack, capsys):
+    name, directory = make_stack("cli-unplaceable", gpu={"nodes": 2})
+    args = common(name, directory, ray_head)
+    code, out, err = run_cli(capsys, "submit", *args, "--entrypoint", "sleep 60", "--ready-timeout", "1")
+    assert code == 2
+    assert out == ""
+    assert "never be placed" in err and "1 of 2 Ray nodes with 8 GPUs are up" in err and "missing 1" in err
+    assert ray_jobs(ray_head, name) == []
+
+
+def test_one_full_node_passes_the_readiness_gate(ray_head, make_stack, capsys):
+    name, directory = make_stack("cli-ready", gpu={"nodes": 1})
+    code, out, err = run_cli(
+        capsys, "submit", *common(name, directory, ray_head), "--entrypoint", stand_in(0, 1), "--ready-timeout", "1"
+    )
+    assert code == 0, err
+    assert out.strip().endswith("-1")
+
+
+def test_an_unreachable_address_exits_2_with_one_line(make_stack, capsys):
+    name, directory = make_stack("cli-unreachable")
+    for command in ("submit", "status", "list", "stop", "logs"):
+        code, out, err = run_cli(capsys, command, *common(name, directory, f"http://127.0.0.1:{free_port()}"))
+        assert code == 2, command
+        assert err.startswith("error: cannot reach the Ray dashboard") and err.count("\n") == 1, err
+
+
+def test_bad_input_exits_2_with_one_line(make_stack, tmp_path, capsys):
+    code, _, err = run_cli(capsys, "status", "--stack", "absent", "--dir", str(tmp_path))
+    assert code == 2 and "no such stack file" in err and err.count("\n") == 1
+    code, _, err = run_cli(capsys, "frobnicate", "--stack", "dev")
+    assert code == 2 and err.startswith("error: argument command")
+    name, directory = make_stack("cli-bad", grpo={"learningRate": 5})
+    code, _, err = run_cli(capsys, "validate", "--stack", name, "--dir", str(directory))
+    assert code == 2 and "grpo-gke:grpo.learningRate" in err and err.count("\n") == 1

@@ -1,0 +1,196 @@
+"""The job spec builders: overrides per framework and release, run identity, the Ray submission."""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+import pytest
+
+from infra import facts
+from infra.config import ConfigError, StackConfig, parse_config
+from jobs.spec import (
+    hf_architecture,
+    model_size_b,
+    nemo_rl_recipe,
+    submission_for,
+    training_spec,
+)
+from jobs.validate import parse_override
+from tests.conftest import SHIPPED_STACKS, stack_values, values_of
+from workloads import paths
+
+RAY_RUNTIME_ENV_FIELDS = {
+    # ray.runtime_env.RuntimeEnv.known_fields in ray 2.60.0 (jobs-and-frameworks.md §3)
+    "env_vars", "working_dir", "py_modules", "py_executable", "pip", "uv", "conda", "container",
+    "image_uri", "worker_process_setup_hook", "excludes", "config", "java_jars",
+}  # fmt: skip
+SUBMIT_JOB_KWARGS = {
+    # JobSubmissionClient.submit_job keyword arguments in ray 2.60.0
+    "entrypoint", "job_id", "runtime_env", "metadata", "submission_id", "entrypoint_num_cpus",
+    "entrypoint_num_gpus", "entrypoint_memory", "entrypoint_resources", "entrypoint_label_selector",
+}  # fmt: skip
+
+
+def config_of(base: str, stack: str | None = None, secret_token: bool = False, **sections: dict) -> StackConfig:
+    """A validated config from a shipped stack with sections changed, under another stack name if given."""
+    values = values_of(base, **sections)
+    secret_keys = set(stack_values(base).secret_keys)
+    if secret_token:
+        values["grpo-gke:hfToken"] = "hf_do_not_leak_0123456789"
+        secret_keys.add("grpo-gke:hfToken")
+    return parse_config(values, secret_keys, stack or base).config
+
+
+def overrides_of(config: StackConfig) -> dict[str, object]:
+    """The spec's overrides as key -> value, parsed with Hydra's grammar."""
+    return dict(parse_override(item) for item in training_spec(config).overrides)
+
+
+def nemo_rl(release: str, **sections: dict) -> StackConfig:
+    """The shipped NeMo-RL stack on the image of `release`."""
+    workload = {"image": f"nvcr.io/nvidia/nemo-rl:{release}", "rayVersion": "2.46.0", "nemoRlRelease": release}
+    return config_of("nemo-rl-standard-b200", workload={**workload, **sections.pop("workload", {})}, **sections)
+
+
+def test_verl_spec_is_grpo_with_kl_loss_on_the_staged_model_data_and_pool():
+    config = config_of("verl-standard-h200")
+    spec = training_spec(config)
+    values = overrides_of(config)
+    assert values["algorithm.adv_estimator"] == "grpo"
+    assert values["actor_rollout_ref.actor.use_kl_loss"] is True
+    assert values["actor_rollout_ref.actor.kl_loss_coef"] == config.grpo.kl_loss_coef
+    assert values["algorithm.use_kl_in_reward"] is False
+    assert values["data.train_files"] == paths.gsm8k_files().train
+    assert values["data.val_files"] == paths.gsm8k_files().test
+    assert values["actor_rollout_ref.model.path"] == paths.model_dir(config) == "/data/models/Qwen/Qwen2.5-32B-Instruct"
+    assert values["data.train_batch_size"] == 256 and values["actor_rollout_ref.actor.ppo_mini_batch_size"] == 256
+    assert values["actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu"] == 8
+    assert values["actor_rollout_ref.rollout.name"] == "vllm"
+    assert values["actor_rollout_ref.rollout.tensor_model_parallel_size"] == 8
+    assert values["actor_rollout_ref.rollout.n"] == 8
+    assert values["trainer.nnodes"] == 2 and values["trainer.n_gpus_per_node"] == 8
+    assert values["trainer.logger"] == ["console", "file"]
+    assert values["trainer.default_local_dir"] == spec.run_dir == f"{paths.checkpoint_root()}/{spec.run}"
+    assert values["trainer.max_actor_ckpt_to_keep"] == config.grpo.keep_checkpoints
+    assert values["trainer.resume_mode"] == "auto"
+    assert "trainer.total_training_steps" not in values
+    assert shlex.split(spec.entrypoint)[:3] == ["python3", "-m", facts.VERL_ENTRY_MODULE]
+    assert shlex.split(spec.entrypoint)[3:] == list(spec.overrides)
+    assert spec.env_vars["PYTHONPATH"] == paths.verl_site_dir()
+    assert spec.env_vars["VERL_FILE_LOGGER_PATH"].startswith(spec.run_dir + "/")
+
+
+def test_verl_max_steps_maps_to_total_training_steps():
+    assert overrides_of(config_of("dev", grpo={"maxSteps": 7}))["trainer.total_training_steps"] == 7
+
+
+@pytest.mark.parametrize(
+    ("release", "script", "dataset_keys", "converter"),
+    [
+        ("v0.4.0", "examples/run_grpo_math.py", {"data.dataset_name"}, True),
+        ("v0.5.0", "examples/run_grpo_math.py", {"data.dataset_name"}, True),
+        ("v0.6.0", "examples/run_grpo.py", {"data.train.dataset_name", "data.validation"}, True),
+        ("v0.7.0", "examples/run_grpo.py", {"data.train.dataset_name", "data.validation"}, False),
+    ],
+)
+def test_nemo_rl_spec_follows_the_release_in_the_image(release, script, dataset_keys, converter):
+    config = nemo_rl(release)
+    spec = training_spec(config)
+    words = shlex.split(spec.entrypoint)
+    assert words[:4] == ["cd", facts.NEMO_RL_WORKDIR, "&&", "uv"]
+    assert words[6] == script
+    assert words[7:9] == ["--config", "examples/configs/grpo_math_70B_megatron.yaml"]
+    values = overrides_of(config)
+    assert dataset_keys <= set(values)
+    assert ("data.dataset_name" in values) == (dataset_keys == {"data.dataset_name"})
+    if "data.validation" in values:
+        assert values["data.validation"] == {"dataset_name": "AIME2024", "repeat": 16}
+    assert ("policy.megatron_cfg.converter_type" in values) == converter
+    if converter:
+        assert values["policy.megatron_cfg.converter_type"] == "Qwen2ForCausalLM"
+    assert values["policy.megatron_cfg.optimizer.lr"] == 3e-7
+    assert "policy.optimizer.kwargs.lr" not in values
+    assert values["checkpointing.checkpoint_dir"] == spec.run_dir
+    assert values["checkpointing.enabled"] is True
+    assert values["logger.log_dir"] == f"{spec.run_dir}/logs"
+    assert values["cluster.num_nodes"] == 8 and values["cluster.gpus_per_node"] == 8
+    assert values["policy.train_global_batch_size"] == 32 * 8
+    assert values["grpo.max_num_steps"] == 500
+    assert spec.env_vars["RAY_OVERRIDE_JOB_RUNTIME_ENV"] == "1"
+    assert "PYTHONPATH" not in spec.env_vars
+
+
+def test_nemo_rl_recipe_and_learning_rate_key_follow_the_model_size():
+    small = nemo_rl("v0.7.0", workload={"model": "Qwen/Qwen2.5-1.5B-Instruct"}, gpu={"nodes": 1})
+    assert nemo_rl_recipe(small).config == "examples/configs/grpo_math_1B.yaml"
+    values = overrides_of(small)
+    assert values["policy.optimizer.kwargs.lr"] == 3e-7 and "policy.megatron_cfg.optimizer.lr" not in values
+    middle = nemo_rl("v0.4.0", workload={"model": "meta-llama/Llama-3.1-8B-Instruct"}, gpu={"nodes": 1})
+    assert nemo_rl_recipe(middle).config == "examples/configs/grpo_math_8B.yaml"
+    assert "policy.megatron_cfg.converter_type" not in overrides_of(middle)
+    large = nemo_rl("v0.4.0", workload={"model": "meta-llama/Llama-3.3-70B-Instruct"})
+    assert overrides_of(large)["policy.megatron_cfg.converter_type"] == "LlamaForCausalLM"
+
+
+def test_model_size_comes_from_the_config_or_the_model_id():
+    assert model_size_b(config_of("dev").workload) == 0.5
+    assert model_size_b(config_of("verl-standard-h200").workload) == 32
+    assert model_size_b(config_of("dev", workload={"model": "meta-llama/Llama-3.1-8B-Instruct"}).workload) == 8
+    assert model_size_b(config_of("dev", workload={"model": "org/mystery"}).workload) is None
+    assert model_size_b(config_of("dev", workload={"model": "org/mystery", "modelSizeB": 13}).workload) == 13
+
+
+def test_unknown_size_or_family_is_refused_with_the_key_to_change():
+    with pytest.raises(ConfigError, match=r"grpo-gke:workload.modelSizeB: is required"):
+        training_spec(nemo_rl("v0.7.0", workload={"model": "org/mystery"}))
+    with pytest.raises(ConfigError, match=r"grpo-gke:workload.model: NeMo-RL v0.4.0 needs the model family"):
+        training_spec(nemo_rl("v0.4.0", workload={"model": "org/mystery-70B"}))
+    assert training_spec(nemo_rl("v0.7.0", workload={"model": "org/mystery-70B"})).run
+    assert hf_architecture("Qwen/Qwen3-32B") == "Qwen3ForCausalLM"
+    assert hf_architecture("mistralai/Mistral-7B") is None
+
+
+def test_framework_and_dataset_without_a_mapping_are_refused_by_the_config_model():
+    with pytest.raises(ConfigError, match="grpo-gke:workload.dataset: workload.framework 'verl' with dataset 'deepscaler'"):
+        config_of("dev", workload={"dataset": "deepscaler"})
+
+
+def test_the_same_spec_is_the_same_run_and_a_changed_spec_a_new_one():
+    first, again = training_spec(config_of("dev")), training_spec(config_of("dev"))
+    assert first == again
+    assert first.run.startswith("dev-") and len(first.run) == len("dev-") + 10
+    changed = training_spec(config_of("dev", grpo={"learningRate": 2e-6}))
+    assert changed.run != first.run and changed.run_dir != first.run_dir
+    assert training_spec(config_of("dev", job={"readyTimeoutSeconds": 60})).run == first.run
+    assert training_spec(config_of("dev"), entrypoint="echo hi").run != first.run
+    assert training_spec(config_of("dev", stack="other")).run.startswith("other-")
+
+
+def test_submission_holds_only_submit_job_kwargs_known_runtime_env_fields_and_no_token():
+    for stack in SHIPPED_STACKS:
+        config = config_of(stack, secret_token=True)
+        submission = submission_for(config)
+        assert set(submission) <= SUBMIT_JOB_KWARGS
+        assert set(submission["runtime_env"]) <= RAY_RUNTIME_ENV_FIELDS
+        assert set(submission["runtime_env"]) == {"env_vars"}
+        text = json.dumps(submission)
+        assert "hf_do_not_leak" not in text and "HF_TOKEN" not in text
+        run = submission["metadata"]["run"]
+        assert submission["submission_id"] == f"{run}-1"
+        assert submission["metadata"] == {
+            "stack": stack, "framework": config.workload.framework, "run": run, "attempt": "1",
+        }  # fmt: skip
+        assert all(isinstance(value, str) for value in submission["runtime_env"]["env_vars"].values())
+
+
+def test_attempts_share_the_run_and_differ_only_in_id_and_attempt():
+    config = config_of("dev")
+    first, third = submission_for(config), submission_for(config, attempt=3)
+    assert third["submission_id"] == f"{first['metadata']['run']}-3" and third["metadata"]["attempt"] == "3"
+    assert {**third, "submission_id": None, "metadata": None} == {**first, "submission_id": None, "metadata": None}
+
+
+def test_submission_is_deterministic_json():
+    config = config_of("verl-autopilot-b200")
+    assert json.dumps(submission_for(config), sort_keys=True) == json.dumps(submission_for(config), sort_keys=True)
