@@ -7,7 +7,7 @@ Both `Retain`: deleting the claim never touches the data (the drivers do not del
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import pulumi
@@ -52,6 +52,11 @@ def lustre_ip(mount_point: str) -> str:
     return mount_point.split("@", 1)[0]
 
 
+def _map(value: pulumi.Input[str], function: Callable[[str], str]) -> pulumi.Input[str]:
+    """`function` of a plain value now, or of an Output once it resolves."""
+    return function(value) if isinstance(value, str) else pulumi.Output.from_input(value).apply(function)
+
+
 def _csi(config: StackConfig, target: StorageTarget) -> k8s.core.v1.CSIPersistentVolumeSourceArgs:
     if config.storage.type == "gcs":
         if target.bucket is None:
@@ -63,14 +68,10 @@ def _csi(config: StackConfig, target: StorageTarget) -> k8s.core.v1.CSIPersisten
         )
     if target.lustre_instance is None or target.lustre_mount_point is None or target.lustre_filesystem is None:
         raise ValueError("storage.type lustre needs the instance id, mount point and filesystem")
-    handle = pulumi.Output.concat(config.project, "/", config.zone, "/", target.lustre_instance)
     return k8s.core.v1.CSIPersistentVolumeSourceArgs(
         driver="lustre.csi.storage.gke.io",
-        volume_handle=handle,
-        volume_attributes={
-            "filesystem": target.lustre_filesystem,
-            "ip": pulumi.Output.from_input(target.lustre_mount_point).apply(lustre_ip),
-        },
+        volume_handle=_map(target.lustre_instance, lambda instance: f"{config.project}/{config.zone}/{instance}"),
+        volume_attributes={"filesystem": target.lustre_filesystem, "ip": _map(target.lustre_mount_point, lustre_ip)},
     )
 
 

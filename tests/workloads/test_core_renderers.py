@@ -84,6 +84,8 @@ def test_lustre_volume_has_no_fuse_options_and_needs_the_instance():
     target = storage.StorageTarget(lustre_instance="inst", lustre_mount_point="192.0.2.20@tcp:/grpo", lustre_filesystem="grpo")
     volume = storage.render_volume(config, target).spec
     assert volume.csi.driver == "lustre.csi.storage.gke.io" and volume.mount_options is None
+    assert volume.csi.volume_handle == "my-grpo-project/us-central1-b/inst"
+    assert volume.csi.volume_attributes == {"filesystem": "grpo", "ip": "192.0.2.20"}
     assert volume.capacity == {"storage": "18000Gi"} and volume.persistent_volume_reclaim_policy == "Retain"
     assert storage.pod_annotations(config) == {}
     assert storage.lustre_ip("192.0.2.20@tcp:/grpo") == "192.0.2.20"
