@@ -82,10 +82,24 @@ def kubernetes_objects(recording: Recording) -> list[dict[str, Any]]:
     return sorted(objects, key=order)
 
 
+class _ManifestDumper(yaml.SafeDumper):
+    """Writes multi-line strings (scripts in ConfigMaps) as readable literal blocks."""
+
+
+def _represent_string(dumper: yaml.SafeDumper, text: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in text else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", text, style=style)
+
+
+_ManifestDumper.add_representer(str, _represent_string)
+
+
 def render_k8s_yaml(recording: Recording) -> str:
     """k8s.yaml: the Kubernetes objects as multi-document YAML."""
     documents = kubernetes_objects(recording)
-    return yaml.safe_dump_all(documents, sort_keys=True, explicit_start=True, default_flow_style=False, width=120)
+    return yaml.dump_all(
+        documents, Dumper=_ManifestDumper, sort_keys=True, explicit_start=True, default_flow_style=False, width=120
+    )
 
 
 def job_submission(recording: Recording) -> dict[str, Any]:
@@ -122,8 +136,30 @@ def hash_stable(text: str) -> int:
     return value
 
 
+def transitive_reduction(edges: dict[tuple[str, str], None]) -> dict[tuple[str, str], None]:
+    """Drop every edge a -> c that another path a -> ... -> c already implies."""
+    successors: dict[str, set[str]] = defaultdict(set)
+    for source, target in edges:
+        successors[source].add(target)
+
+    def reachable_without(source: str, target: str) -> bool:
+        stack = [node for node in successors[source] if node != target]
+        seen = set(stack)
+        while stack:
+            node = stack.pop()
+            if node == target:
+                return True
+            for following in successors[node] - seen:
+                seen.add(following)
+                stack.append(following)
+        return False
+
+    return {edge: None for edge in edges if not reachable_without(*edge)}
+
+
 def render_graph_mmd(recording: Recording) -> str:
-    """graph.mmd: the top-level components and what waits for what (Mermaid flowchart)."""
+    """graph.mmd: the top-level components and what waits for what (Mermaid flowchart), each
+    ordering shown once: an edge implied by a longer path is left out."""
     tops: dict[str, Recorded] = {}
     owner: dict[str, str] = {}
     counts: Counter[str] = Counter()
@@ -139,6 +175,7 @@ def render_graph_mmd(recording: Recording) -> str:
         for dependency in waits_for:
             if dependency in owner and owner[dependency] != owner[resource.urn]:
                 edges[(owner[dependency], owner[resource.urn])] = None
+    edges = transitive_reduction(edges)
     lines = ["flowchart LR"]
     for urn in sorted(tops):
         top = tops[urn]
