@@ -278,7 +278,13 @@ def follow(
             streaming.cancel()
             await asyncio.gather(streaming, return_exceptions=True)
 
-    status = asyncio.run(watch())
+    # A private loop: asyncio.run would leave the thread without a current loop, which the
+    # Pulumi runtime in the same process still expects.
+    loop = asyncio.new_event_loop()
+    try:
+        status = loop.run_until_complete(watch())
+    finally:
+        loop.close()
     text = client.get_job_logs(submission_id).rstrip("\n")
     for line in (text.split("\n") if text else [])[emitted:]:
         emit(line)

@@ -1,0 +1,37 @@
+"""NeMo-RL's init_ray inside a Ray job: the spec's runtime env lets it attach (RAY_OVERRIDE_JOB_RUNTIME_ENV)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from jobs.control import connect, endpoint_for_address, ensure_run, follow
+from jobs.spec import submission_for
+from tests.jobs.test_spec import nemo_rl
+
+INIT_STAND_IN = Path(__file__).with_name("nemo_rl_init_stand_in.py")
+
+
+def run_to_end(address: str, submission: dict) -> tuple[str, str]:
+    client = connect(endpoint_for_address(address))
+    submission_id = ensure_run(client, submission).submission_id
+    status = follow(client, submission_id, "nemo-rl", None, lambda _: None)
+    return status, client.get_job_logs(submission_id)
+
+
+def test_nemo_rl_attaches_with_the_spec_runtime_env(ray_head):
+    config = nemo_rl("v0.7.0", stack="env-ok")
+    submission = submission_for(config, entrypoint=f"{sys.executable} {INIT_STAND_IN}")
+    status, logs = run_to_end(ray_head, submission)
+    assert status == "SUCCEEDED", logs
+    assert "worker HF_HOME=/data/hf-home" in logs
+
+
+def test_without_the_override_the_runtime_envs_clash(ray_head):
+    config = nemo_rl("v0.7.0", stack="env-clash")
+    submission = submission_for(config, entrypoint=f"{sys.executable} {INIT_STAND_IN}")
+    env_vars = {k: v for k, v in submission["runtime_env"]["env_vars"].items() if k != "RAY_OVERRIDE_JOB_RUNTIME_ENV"}
+    submission = {**submission, "runtime_env": {"env_vars": env_vars}, "metadata": {**submission["metadata"], "run": "env-clash-x"}}
+    status, logs = run_to_end(ray_head, submission)
+    assert status == "FAILED"
+    assert "Failed to merge the Job's runtime env" in logs

@@ -1,0 +1,46 @@
+"""The post-deploy step in the mocked run of the real program: inputs, ordering, secrets, refusals."""
+
+from __future__ import annotations
+
+import pulumi
+import pytest
+
+from infra.plan.harness import run_values
+from jobs.spec import submission_for
+from tests.conftest import SHIPPED_STACKS, stack_values, values_of
+from tests.jobs.test_spec import config_of
+
+DYNAMIC = "pulumi-python:dynamic:Resource"
+
+
+@pytest.mark.parametrize("stack", SHIPPED_STACKS)
+def test_the_submission_is_registered_after_the_raycluster_and_staging(plan_of, stack):
+    recording = plan_of(stack)
+    job = recording.one(DYNAMIC)
+    component = recording.one("grpo-gke:jobs:GrpoJob")
+    assert job.parent == component.urn
+    assert job.inputs["submission"] == submission_for(config_of(stack))
+    assert job.inputs["kubeconfig"] == "[secret]"
+    assert job.inputs["address"] == ""
+    assert job.inputs["gpu_nodes"] == config_of(stack).gpu.nodes
+    assert job.inputs["ready_timeout_seconds"] == config_of(stack).job.ready_timeout_seconds
+    ray_cluster = recording.one("kubernetes:ray.io/v1:RayCluster")
+    staging = recording.one("kubernetes:batch/v1:Job")
+    assert {ray_cluster.urn, staging.urn} <= set(job.depends_on)
+    assert recording.outputs["jobRun"] == job.inputs["submission"]["metadata"]["run"]
+
+
+def test_no_submission_when_job_submit_is_false():
+    recording = run_values(values_of("dev", job={"submit": False}), stack_values("dev").secret_keys, stack="dev")
+    assert recording.by_type(DYNAMIC) == []
+    assert recording.by_type("kubernetes:ray.io/v1:RayCluster")
+
+
+def test_a_refused_job_spec_fails_the_program_with_the_key_to_change():
+    values = values_of(
+        "nemo-rl-standard-b200",
+        workload={"model": "org/mystery-70B", "image": "nvcr.io/nvidia/nemo-rl:v0.4.0", "rayVersion": "2.46.0",
+                  "nemoRlRelease": "v0.4.0"},
+    )  # fmt: skip
+    with pytest.raises(pulumi.RunError, match=r"GRPO job was refused:\ngrpo-gke:workload.model: NeMo-RL v0.4.0"):
+        run_values(values, stack="nemo-rl-standard-b200")
