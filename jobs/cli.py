@@ -79,10 +79,6 @@ class _ProgressLine:
             self.open = False
 
 
-def _status(job: JobDetails) -> str:
-    return str(job.status.value if hasattr(job.status, "value") else job.status)
-
-
 def _job_line(job: JobDetails) -> str:
     meta = job.metadata or {}
     started = (
@@ -90,7 +86,7 @@ def _job_line(job: JobDetails) -> str:
         if job.start_time
         else "-"
     )
-    return f"{job.submission_id}  {_status(job)}  run={meta.get('run', '-')}  attempt={meta.get('attempt', '-')}  started={started}"
+    return f"{job.submission_id}  {control.status_text(job.status)}  run={meta.get('run', '-')}  attempt={meta.get('attempt', '-')}  started={started}"
 
 
 def _pick_job(client: JobSubmissionClient, stack: str, job_id: str | None) -> JobDetails:

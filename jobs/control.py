@@ -186,7 +186,7 @@ def ensure_run(client: JobSubmissionClient, submission: dict[str, Any]) -> Outco
     previous = attempts(client, run)
     if previous:
         newest = previous[-1]
-        status = _status_text(newest.status)
+        status = status_text(newest.status)
         if status in LIVE:
             return Outcome("live", newest.submission_id, status)
         if status == "SUCCEEDED":
@@ -202,10 +202,11 @@ def ensure_run(client: JobSubmissionClient, submission: dict[str, Any]) -> Outco
 
 def status_of(client: JobSubmissionClient, submission_id: str) -> str:
     """The job's status as text (PENDING, RUNNING, STOPPED, SUCCEEDED or FAILED)."""
-    return _status_text(client.get_job_status(submission_id))
+    return status_text(client.get_job_status(submission_id))
 
 
-def _status_text(status: Any) -> str:
+def status_text(status: Any) -> str:
+    """A JobStatus (or its text) as text."""
     return str(status.value if hasattr(status, "value") else status)
 
 
@@ -213,7 +214,7 @@ def stop_jobs(client: JobSubmissionClient, jobs: list[JobDetails], timeout: floa
     """Stop the live ones of `jobs` and wait, at most `timeout` seconds, until they have ended; return their ids."""
     stopped = []
     for job in jobs:
-        if _status_text(job.status) in LIVE:
+        if status_text(job.status) in LIVE:
             client.stop_job(job.submission_id)
             stopped.append(job.submission_id)
     deadline = time.monotonic() + timeout

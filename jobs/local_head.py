@@ -7,7 +7,6 @@ Ray moves to the machine's routable address). It is ended by its process id.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import signal
@@ -57,9 +56,9 @@ def _ray_executable() -> str:
     return str(beside) if beside.exists() else "ray"
 
 
-def _dashboard_up(url: str) -> bool:
+def _answers(url: str) -> bool:
     try:
-        with urllib.request.urlopen(f"{url}/api/version", timeout=2) as response:
+        with urllib.request.urlopen(url, timeout=2) as response:
             return response.status == 200
     except OSError:
         return False
@@ -97,8 +96,8 @@ def start(num_cpus: int = 4, num_gpus: int = 0, timeout: float = 60.0) -> LocalH
     env = {**os.environ, "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_USAGE_STATS_ENABLED": "0"}
     for name in ("RAY_ADDRESS", "RAY_API_SERVER_ADDRESS"):
         env.pop(name, None)
-    log = open(temp_dir / "head.log", "wb")  # noqa: SIM115 - the head writes to it for its whole life
-    process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    with open(temp_dir / "head.log", "wb") as log:
+        process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     head = LocalHead(process=process, temp_dir=temp_dir, dashboard_url=f"http://{HOST}:{dashboard_port}")
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -106,25 +105,19 @@ def start(num_cpus: int = 4, num_gpus: int = 0, timeout: float = 60.0) -> LocalH
             output = (temp_dir / "head.log").read_text(errors="replace")[-2000:]
             shutil.rmtree(temp_dir, ignore_errors=True)
             raise RuntimeError(f"ray start exited with {process.returncode}:\n{output}")
-        if _dashboard_up(head.dashboard_url) and _jobs_api_up(head.dashboard_url) and _node_alive(head.dashboard_url):
+        url = head.dashboard_url
+        if _answers(f"{url}/api/version") and _answers(f"{url}/api/jobs/") and _node_alive(url):
             return head
         time.sleep(0.3)
     head.stop()
     raise RuntimeError(f"the local Ray head did not answer within {timeout:.0f} s")
 
 
-def _jobs_api_up(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(f"{url}/api/jobs/", timeout=2) as response:
-            return response.status == 200
-    except OSError:
-        return False
-
-
 def _node_alive(url: str) -> bool:
+    from jobs.access import Endpoint
+    from jobs.control import JobError, gpu_nodes
+
     try:
-        with urllib.request.urlopen(f"{url}/api/v0/nodes?detail=1", timeout=2) as response:
-            nodes = json.load(response)["data"]["result"]["result"]
-    except (OSError, ValueError, KeyError, TypeError):
+        return bool(gpu_nodes(Endpoint(address=url)))
+    except JobError:
         return False
-    return any(node.get("state") == "ALIVE" for node in nodes)
