@@ -65,17 +65,22 @@ def bearer_headers(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
 
 
+def _entries(kubeconfig: dict[str, Any], section: str) -> dict[str, dict[str, Any]]:
+    """A kubeconfig list section (`clusters`, `users`, `contexts`) as name -> its inner mapping."""
+    inner = section[:-1]
+    return {item["name"]: item.get(inner) or {} for item in kubeconfig.get(section) or []}
+
+
 def kube_target(kubeconfig: dict[str, Any], context: str | None = None) -> KubeTarget:
     """The server, CA and user of `context` (default: the current context) of a parsed kubeconfig."""
     context_name = context or kubeconfig.get("current-context")
     if not context_name:
         raise AccessError("the kubeconfig has no current context; pass --context or --address")
-    by_name = lambda section: {item["name"]: item.get(section[:-1], {}) for item in kubeconfig.get(section) or []}  # noqa: E731
-    contexts = by_name("contexts")
+    contexts = _entries(kubeconfig, "contexts")
     if context_name not in contexts:
         raise AccessError(f"the kubeconfig has no context {context_name!r} (has: {', '.join(sorted(contexts))})")
-    cluster = by_name("clusters").get(contexts[context_name].get("cluster"))
-    user = by_name("users").get(contexts[context_name].get("user"), {})
+    cluster = _entries(kubeconfig, "clusters").get(contexts[context_name].get("cluster"))
+    user = _entries(kubeconfig, "users").get(contexts[context_name].get("user"), {})
     if not cluster or not cluster.get("server"):
         raise AccessError(f"the kubeconfig context {context_name!r} names no cluster server")
     return KubeTarget(

@@ -86,7 +86,8 @@ def _job_line(job: JobDetails) -> str:
         if job.start_time
         else "-"
     )
-    return f"{job.submission_id}  {control.status_text(job.status)}  run={meta.get('run', '-')}  attempt={meta.get('attempt', '-')}  started={started}"
+    run, attempt = meta.get("run", "-"), meta.get("attempt", "-")
+    return f"{job.submission_id}  {control.status_text(job.status)}  run={run}  attempt={attempt}  started={started}"
 
 
 def _pick_job(client: JobSubmissionClient, stack: str, job_id: str | None) -> JobDetails:
@@ -257,6 +258,14 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except ConfigError as error:
         print(f"error: the stack config was refused: {'; '.join(map(str, error.problems))}", file=sys.stderr)
+        return 2
+    except Exception as error:
+        # requests' connection errors are OSErrors; the Jobs API answers HTTP errors with RuntimeError
+        # and refused credentials (an expired token) with ray.exceptions.AuthenticationError.
+        if not isinstance(error, (OSError, RuntimeError)) and not type(error).__module__.startswith("ray."):
+            raise
+        reason = (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
+        print(f"error: the Ray dashboard failed: {reason}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted; the job keeps running (python -m jobs stop to end it)", file=sys.stderr)

@@ -151,3 +151,31 @@ def test_bad_input_exits_2_with_one_line(make_stack, tmp_path, capsys):
     name, directory = make_stack("cli-bad", grpo={"learningRate": 5})
     code, _, err = run_cli(capsys, "validate", "--stack", name, "--dir", str(directory))
     assert code == 2 and "grpo-gke:grpo.learningRate" in err and err.count("\n") == 1
+
+
+def test_a_dashboard_that_fails_mid_command_exits_2_with_one_line(make_stack, capsys):
+    import http.server
+    import threading
+
+    class HalfBroken(http.server.BaseHTTPRequestHandler):
+        """Answers the version check, then refuses every Jobs API call as an expired token would."""
+
+        def do_GET(self) -> None:  # noqa: N802 - the http.server hook name
+            body, code = (b'{"ray_version": "2.60.0", "version": "4"}', 200) if self.path == "/api/version" else (b"Unauthorized", 401)
+            self.send_response(code)
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), HalfBroken)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        name, directory = make_stack("cli-halfbroken")
+        address = f"http://127.0.0.1:{server.server_address[1]}"
+        code, _, err = run_cli(capsys, "list", *common(name, directory, address))
+    finally:
+        server.shutdown()
+    assert code == 2
+    assert err.startswith("error: the Ray dashboard failed") and err.count("\n") == 1, err
