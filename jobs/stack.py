@@ -13,6 +13,7 @@ from infra.outputs import InfraOutputs
 from jobs.provider import JobProvider
 from jobs.spec import submission_for
 from jobs.validate import check
+from workloads.outputs import WorkloadOutputs
 
 
 @dataclass(frozen=True)
@@ -77,7 +78,7 @@ def _uid(metadata: Any) -> str | None:
     return (metadata or {}).get("uid") if isinstance(metadata, dict) else None
 
 
-def build_job(config: StackConfig, infra: InfraOutputs, workloads: Any) -> None:
+def build_job(config: StackConfig, infra: InfraOutputs, workloads: WorkloadOutputs) -> None:
     """Register the post-deploy submission (unless job.submit is false); it waits for the RayCluster and staging."""
     try:
         check(config)
