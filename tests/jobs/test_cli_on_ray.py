@@ -179,3 +179,12 @@ def test_a_dashboard_that_fails_mid_command_exits_2_with_one_line(make_stack, ca
         server.shutdown()
     assert code == 2
     assert err.startswith("error: the Ray dashboard failed") and err.count("\n") == 1, err
+
+
+def test_an_inherited_ray_address_does_not_redirect_an_explicit_one(ray_head, make_stack, capsys, monkeypatch):
+    monkeypatch.setenv("RAY_ADDRESS", f"http://127.0.0.1:{free_port()}")
+    monkeypatch.setenv("RAY_API_SERVER_ADDRESS", f"http://127.0.0.1:{free_port()}")
+    name, directory = make_stack("cli-envaddr")
+    code, _, err = run_cli(capsys, "list", *common(name, directory, ray_head))
+    assert code == 0, err
+    assert "no job of stack 'cli-envaddr'" in err
