@@ -1,14 +1,16 @@
-"""The grpo-gke Pulumi program: validate the stack config, then build the graph."""
+"""The grpo-gke Pulumi program: validate the stack config and its GRPO job, then build the graph."""
 
 import pulumi
 
 from infra.config import ConfigError, load_from_pulumi
 from infra.stack import build_infra
 from jobs.stack import build_job
+from jobs.validate import check as check_job
 from workloads.stack import build_workloads
 
 try:
     loaded = load_from_pulumi()
+    check_job(loaded.config)
 except ConfigError as error:
     raise pulumi.RunError(f"the stack config was refused:\n{error}") from None
 for warning in loaded.warnings:

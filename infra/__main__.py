@@ -42,12 +42,14 @@ def plan(args: argparse.Namespace) -> int:
     """Validate the stack config, run the program under mocks and write the plan files."""
     from infra.plan.harness import REPO_ROOT, run_values
     from infra.plan.writer import summary, write_plan
+    from jobs.validate import check as check_job
 
     path = args.config if args.config else stack_file(REPO_ROOT, args.stack)
     stack = args.stack or stack_name_of(path)
     try:
         values = read_stack_file(path, PROJECT_NAMESPACE, stack)
         loaded = parse_config(values.values, values.secret_keys, stack)
+        check_job(loaded.config)
     except StackFileError as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -8,11 +8,10 @@ from typing import Any
 import pulumi
 import pulumi.dynamic
 
-from infra.config import ConfigError, StackConfig
+from infra.config import StackConfig
 from infra.outputs import InfraOutputs
 from jobs.provider import JobProvider
 from jobs.spec import submission_for
-from jobs.validate import check
 from workloads.outputs import WorkloadOutputs
 
 
@@ -79,11 +78,10 @@ def _uid(metadata: Any) -> str | None:
 
 
 def build_job(config: StackConfig, infra: InfraOutputs, workloads: WorkloadOutputs) -> None:
-    """Register the post-deploy submission (unless job.submit is false); it waits for the RayCluster and staging."""
-    try:
-        check(config)
-    except ConfigError as error:
-        raise pulumi.RunError(f"the GRPO job was refused:\n{error}") from None
+    """Register the post-deploy submission (unless job.submit is false); it waits for the RayCluster and staging.
+
+    The program has already validated the job (jobs.validate.check) with the rest of the config.
+    """
     if not config.job.submit:
         return
     submission = submission_for(config)

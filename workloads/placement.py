@@ -15,8 +15,12 @@ def cpu_node_selector(config: StackConfig) -> dict[str, str]:
 
 
 def gpu_node_selector(config: StackConfig) -> dict[str, str]:
-    """GPU workers: the accelerator; on Autopilot also the count and Spot, as strings (map[string]string)."""
-    selector = {"cloud.google.com/gke-accelerator": config.gpu_machine.accelerator}
+    """GPU workers: the accelerator in the RDMA profile's zone (the profile is zonal); on Autopilot also
+    the count and Spot, as strings (map[string]string)."""
+    selector = {
+        "cloud.google.com/gke-accelerator": config.gpu_machine.accelerator,
+        "topology.kubernetes.io/zone": config.zone,
+    }
     if config.cluster.mode == "autopilot":
         selector["cloud.google.com/gke-accelerator-count"] = str(facts.GPUS_PER_NODE)
         if config.gpu.provisioning == "spot":

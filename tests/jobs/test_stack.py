@@ -5,6 +5,7 @@ from __future__ import annotations
 import pulumi
 import pytest
 
+from infra.plan import harness
 from infra.plan.harness import run_values
 from jobs.spec import submission_for
 from tests.conftest import SHIPPED_STACKS, stack_values, values_of
@@ -36,11 +37,21 @@ def test_no_submission_when_job_submit_is_false():
     assert recording.by_type("kubernetes:ray.io/v1:RayCluster")
 
 
-def test_a_refused_job_spec_fails_the_program_with_the_key_to_change():
+def test_a_refused_job_spec_fails_the_program_before_any_resource(monkeypatch):
     values = values_of(
         "nemo-rl-standard-b200",
         workload={"model": "org/mystery-70B", "image": "nvcr.io/nvidia/nemo-rl:v0.4.0", "rayVersion": "2.46.0",
                   "nemoRlRelease": "v0.4.0"},
     )  # fmt: skip
-    with pytest.raises(pulumi.RunError, match=r"GRPO job was refused:\ngrpo-gke:workload.model: NeMo-RL v0.4.0"):
+    registered = []
+    original = harness.RecordingMonitor.RegisterResource
+
+    def spy(self, request):
+        if request.type != "pulumi:pulumi:Stack":
+            registered.append(request.type)
+        return original(self, request)
+
+    monkeypatch.setattr(harness.RecordingMonitor, "RegisterResource", spy)
+    with pytest.raises(pulumi.RunError, match=r"config was refused:\ngrpo-gke:workload.model: NeMo-RL v0.4.0"):
         run_values(values, stack="nemo-rl-standard-b200")
+    assert registered == [], "the job is checked before any resource is registered"

@@ -143,19 +143,23 @@ def test_worker_pod_wiring(mode, storage):
     assert template["spec"]["serviceAccountName"] == names.RAY_SERVICE_ACCOUNT
 
 
-def test_autopilot_selectors_are_strings_and_standard_has_no_autopilot_keys():
+def test_gpu_workers_stay_in_the_rdma_zone_and_autopilot_selectors_are_strings():
     autopilot = _worker(raycluster.render_manifest(config_of("autopilot", "b200")))["template"]["spec"]["nodeSelector"]
     assert autopilot == {
         "cloud.google.com/gke-accelerator": "nvidia-b200",
         "cloud.google.com/gke-accelerator-count": "8",
         "cloud.google.com/gke-spot": "true",
+        "topology.kubernetes.io/zone": "us-central1-b",
     }
     on_demand = config_of("autopilot", "h200", gpu={"provisioning": "on-demand"})
     assert "cloud.google.com/gke-spot" not in _worker(raycluster.render_manifest(on_demand))["template"]["spec"][
         "nodeSelector"
     ]
     standard = _worker(raycluster.render_manifest(config_of("standard", "h200")))["template"]["spec"]["nodeSelector"]
-    assert standard == {"cloud.google.com/gke-accelerator": "nvidia-h200-141gb"}
+    assert standard == {
+        "cloud.google.com/gke-accelerator": "nvidia-h200-141gb",
+        "topology.kubernetes.io/zone": "us-central1-b",
+    }
 
 
 def test_head_is_cpu_only_on_the_head_pool_and_dashboard_stays_in_the_cluster():
