@@ -1,0 +1,175 @@
+"""The offline plan: the real program under mocks, its recording and the files it writes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pulumi
+import pytest
+import yaml
+
+from infra.__main__ import main
+from infra.plan import harness
+from infra.plan.monitor import SECRET_PLACEHOLDER, UNKNOWN, UNKNOWN_PLACEHOLDER, wire_value
+from infra.plan.writer import hash_stable, render_graph_mmd, render_plan_json
+from tests.conftest import REPO_ROOT, SHIPPED_STACKS, values_of
+
+GOLDEN = Path(__file__).parent / "golden"
+PLAN_KEYS = {"urn", "type", "name", "custom", "parent", "provider", "dependsOn", "protect", "retainOnDelete", "inputs"}
+
+
+def test_wire_value_turns_floats_secrets_and_unknowns_into_stable_json():
+    secret = {"4dabf18193072939515e22adb298388d": "1b47061264138c4ac30d75fd1eb44270", "value": "hf_x"}
+    assert wire_value({"b": 8896.0, "a": [0.5, 2.0], "s": secret, "u": UNKNOWN}) == {
+        "a": [0.5, 2],
+        "b": 8896,
+        "s": SECRET_PLACEHOLDER,
+        "u": UNKNOWN_PLACEHOLDER,
+    }
+    assert isinstance(wire_value(8896.0), int)
+
+
+def test_stable_hash_does_not_depend_on_the_process():
+    code = "from infra.plan.writer import hash_stable; print(hash_stable('urn:x'))"
+    env = {**os.environ, "PYTHONHASHSEED": "123", "PYTHONPATH": str(REPO_ROOT)}
+    other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert int(other.stdout) == hash_stable("urn:x")
+
+
+def test_urns_are_in_the_engines_form(plan_of):
+    recording = plan_of("dev")
+    assert recording.resources
+    for resource in recording.resources:
+        assert resource.urn.startswith("urn:pulumi:dev::grpo-gke::"), resource.urn
+        assert "pulumi:pulumi:Stack$" not in resource.urn
+        assert resource.urn.endswith(f"::{resource.name}")
+    children = [r for r in recording.resources if r.parent and "::pulumi:pulumi:Stack::" not in r.parent]
+    assert children, "components own their children"
+    for child in children:
+        parent = recording.by_urn(child.parent)
+        parent_chain = parent.urn.split("::")[2]
+        assert child.urn.split("::")[2] == f"{parent_chain}${child.type}"
+
+
+def test_plan_json_has_the_documented_shape_and_redacts_secrets(plan_of):
+    document = json.loads(render_plan_json(plan_of("dev")))
+    assert set(document) == {"project", "stack", "resources", "outputs"}
+    assert (document["project"], document["stack"]) == ("grpo-gke", "dev")
+    urns = [resource["urn"] for resource in document["resources"]]
+    assert urns == sorted(urns)
+    for resource in document["resources"]:
+        assert set(resource) == PLAN_KEYS
+        assert resource["dependsOn"] == sorted(resource["dependsOn"])
+        assert set(resource["dependsOn"]) <= set(urns), resource["urn"]
+    assert document["outputs"]["kubeconfig"] == SECRET_PLACEHOLDER
+
+
+def test_plan_of_dev_matches_its_golden_file(plan_of):
+    rendered = render_plan_json(plan_of("dev"))
+    golden = GOLDEN / "dev.plan.json"
+    if os.environ.get("UPDATE_GOLDEN") == "1":
+        golden.write_text(rendered)
+    assert golden.is_file(), "run UPDATE_GOLDEN=1 make test to create the golden file"
+    assert rendered == golden.read_text(), "the dev plan changed: review it, then UPDATE_GOLDEN=1 make test"
+
+
+def test_the_cli_writes_four_byte_identical_files_on_every_run(tmp_path, capsys):
+    first, second = tmp_path / "first", tmp_path / "second"
+    assert main(["plan", "--stack", "dev", "--out", str(first)]) == 0
+    assert main(["plan", "--stack", "dev", "--out", str(second)]) == 0
+    names = sorted(path.name for path in first.iterdir())
+    assert names == ["graph.mmd", "job.json", "k8s.yaml", "plan.json"]
+    for name in names:
+        assert (first / name).read_bytes() == (second / name).read_bytes(), name
+    summary = capsys.readouterr().out
+    assert "a3-ultragpu-8g x 1 (spot)" in summary
+    assert "verl GRPO on Qwen/Qwen2.5-0.5B-Instruct with gsm8k" in summary
+    assert str(first) in summary
+    assert list(yaml.safe_load_all((first / "k8s.yaml").read_text()))
+    assert (first / "graph.mmd").read_text().startswith("flowchart LR\n")
+
+
+def test_the_cli_plans_from_a_config_path(tmp_path):
+    path = tmp_path / "Pulumi.elsewhere.yaml"
+    path.write_text((REPO_ROOT / "Pulumi.dev.yaml").read_text())
+    assert main(["plan", "--config", str(path), "--out", str(tmp_path / "out")]) == 0
+    assert json.loads((tmp_path / "out" / "plan.json").read_text())["stack"] == "elsewhere"
+
+
+def _run_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "infra", *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120
+    )
+
+
+def test_a_refused_config_exits_2_with_one_line_per_problem_and_writes_nothing(tmp_path):
+    text = (REPO_ROOT / "Pulumi.dev.yaml").read_text().replace("nodes: 1", "nodes: 0").replace("type: h200", "tpye: h200")
+    path = tmp_path / "Pulumi.bad.yaml"
+    path.write_text(text)
+    out = tmp_path / "out"
+    result = _run_cli("plan", "--config", str(path), "--out", str(out))
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert lines[1:] == [
+        "  grpo-gke:gpu.nodes: must be at least 1, got 0",
+        "  grpo-gke:gpu.tpye: unknown key; did you mean 'type'? (known: nodes, provisioning, reservation, type)",
+        "  grpo-gke:gpu.type: is required",
+    ]
+    assert not out.exists()
+
+
+def test_a_missing_stack_file_exits_2(tmp_path):
+    result = _run_cli("plan", "--stack", "no-such-stack", "--out", str(tmp_path / "out"))
+    assert result.returncode == 2
+    assert "Pulumi.no-such-stack.yaml: no such stack file" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_under_pulumi_up_a_refused_config_stops_the_program_before_any_resource(monkeypatch):
+    monitors = []
+
+    class KeptMonitor(harness.RecordingMonitor):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            monitors.append(self)
+
+    monkeypatch.setattr(harness, "RecordingMonitor", KeptMonitor)
+    with pytest.raises(pulumi.RunError, match=r"grpo-gke:gpu\.nodes: must be at least 1, got 0"):
+        harness.run_values(values_of("dev", gpu={"nodes": 0}), stack="dev")
+    assert monitors and monitors[0].records == {}
+
+
+def test_a_plaintext_token_plans_with_a_warning(tmp_path, capsys):
+    text = (REPO_ROOT / "Pulumi.dev.yaml").read_text() + "  grpo-gke:hfToken: hf_plaintext_for_test\n"
+    path = tmp_path / "Pulumi.plain.yaml"
+    path.write_text(text)
+    assert main(["plan", "--config", str(path), "--out", str(tmp_path / "out")]) == 0
+    err = capsys.readouterr().err
+    assert "grpo-gke:hfToken is set in plaintext" in err
+    assert "hf_plaintext_for_test" not in err
+
+
+def test_every_shipped_stack_plans_cleanly(plan_of):
+    assert {"dev", "verl-standard-h200", "verl-autopilot-b200", "nemo-rl-standard-b200"} <= set(SHIPPED_STACKS)
+    for stack in SHIPPED_STACKS:
+        recording = plan_of(stack)
+        assert recording.resources, stack
+        assert recording.warnings == [], (stack, recording.warnings)
+
+
+def test_graph_shows_what_waits_for_what(plan_of):
+    graph = render_graph_mmd(plan_of("dev"))
+    assert " --> " in graph
+    assert graph == render_graph_mmd(plan_of("dev"))
+
+
+def test_transitive_reduction_keeps_reachability_and_drops_implied_edges():
+    from infra.plan.writer import transitive_reduction
+
+    edges = {("a", "b"): None, ("b", "c"): None, ("a", "c"): None, ("c", "d"): None}
+    assert list(transitive_reduction(edges)) == [("a", "b"), ("b", "c"), ("c", "d")]
