@@ -26,6 +26,9 @@ PROJECT_NAMESPACE = "grpo-gke"
 PROVIDER_NAMESPACE = "gcp"
 """Namespace of the Google provider's own config keys."""
 
+RFC1918_BLOCKS = tuple(ipaddress.IPv4Network(block) for block in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"))
+"""The private address blocks of RFC 1918, which every VPC range must lie in."""
+
 
 class _Section(BaseModel):
     """Base of every config section: camelCase keys, unknown keys refused, immutable."""
@@ -130,8 +133,10 @@ class NetworkConfig(_Section):
         try:
             network = ipaddress.IPv4Network(value)
         except ValueError:
-            raise ValueError(f"must be an IPv4 CIDR range such as 10.0.0.0/20, got {value!r}") from None
-        if not network.is_private:
+            network = None
+        if network is None or "/" not in value:
+            raise ValueError(f"must be an IPv4 CIDR range such as 10.0.0.0/20, got {value!r}")
+        if not any(network.subnet_of(block) for block in RFC1918_BLOCKS):
             raise ValueError(f"must be a private (RFC 1918) range, got {value!r}")
         return value
 
@@ -179,9 +184,12 @@ class WorkloadConfig(_Section):
     def _env(cls, value: dict[str, str]) -> dict[str, str]:
         for name in value:
             if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
-                raise ValueError(f"{name!r} is not an environment variable name")
+                raise ValueError(
+                    f"keys must be environment variable names (letters, digits and _, not starting with a digit),"
+                    f" got {name!r}"
+                )
             if name in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"):
-                raise ValueError(f"{name} comes from grpo-gke:hfToken, which keeps it secret")
+                raise ValueError(f"must not set {name}: it comes from grpo-gke:hfToken, which keeps it secret")
         return value
 
     def resolved_image(self) -> facts.FrameworkImage:
@@ -370,12 +378,13 @@ def _describe(error: Mapping[str, Any]) -> str:
     if kind == "extra_forbidden":
         loc = tuple(error["loc"])
         allowed = [k for k in _allowed_keys(_section_model(loc[:-1])) if k not in _INTERNAL_FIELDS]
-        if len(loc) == 1:
-            allowed = [k for k in allowed if k not in _TOP_LEVEL_PROVIDER_FIELDS]
         close = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
         hint = f"; did you mean '{close[0]}'?" if close else ""
         return f"unknown key{hint} (known: {', '.join(allowed)})"
     if kind == "missing":
+        loc = tuple(error["loc"])
+        if len(loc) == 1 and loc[0] in _TOP_LEVEL_PROVIDER_FIELDS:
+            return f"is required (pulumi config set {_TOP_LEVEL_PROVIDER_FIELDS[loc[0]]} ...)"
         return "is required"
     if kind == "greater_than_equal":
         return f"must be at least {ctx['ge']}, got {value!r}"
@@ -406,6 +415,8 @@ def _pydantic_problems(error: ValidationError) -> list[Problem]:
     problems = []
     for item in error.errors(include_url=False):
         loc = tuple(item["loc"])
+        if loc[:1] == ("hfToken",):
+            item = {**item, "input": "[secret]"}
         # A value error on a dict key (extraEnv) names the dict.
         problems.append(Problem(key_path(loc), _describe(item)))
     return problems
@@ -571,8 +582,6 @@ def _grpo_problems(cfg: StackConfig) -> list[Problem]:
         add("miniBatchSize", f"must be at most grpo.promptsPerStep ({grpo.prompts_per_step}), got {mini}")
     elif grpo.prompts_per_step % mini:
         add("miniBatchSize", f"must divide grpo.promptsPerStep ({grpo.prompts_per_step}), got {mini}")
-    if grpo.max_prompt_length + grpo.max_response_length > 262144:
-        add("maxResponseLength", "maxPromptLength + maxResponseLength must be at most 262144 tokens")
 
     if cfg.workload.framework == "verl":
         # verl validate_config: the real batch (prompts x n) divides across all GPUs, and each
@@ -640,9 +649,6 @@ def parse_config(
     data: dict[str, Any] = {"stack": stack}
     structured = {"cluster", "gpu", "storage", "network", "workload", "grpo", "job"}
 
-    for key in ("gcp:project", "gcp:region"):
-        if key not in values:
-            problems.append(Problem(key, f"is required (pulumi config set {key} ...)"))
     if "gcp:project" in values:
         data["project"] = values["gcp:project"]
     if "gcp:region" in values:
@@ -677,11 +683,9 @@ def parse_config(
     except ValidationError as error:
         problems.extend(_pydantic_problems(error))
         raise ConfigError(problems) from None
+    problems.extend(cross_check(config))
     if problems:
         raise ConfigError(problems)
-    cross = cross_check(config)
-    if cross:
-        raise ConfigError(cross)
     return LoadedConfig(config=config, warnings=tuple(warnings))
 
 

@@ -80,7 +80,7 @@ def read_stack_file(path: Path, project: str, stack: str | None = None) -> Stack
         document = yaml.safe_load(path.read_text()) or {}
     except yaml.YAMLError as error:
         raise StackFileError(f"{path}: not valid YAML: {error}") from None
-    if not isinstance(document, dict) or not isinstance(document.get("config", {}), dict):
+    if not isinstance(document, dict) or not isinstance(document.get("config") or {}, dict):
         raise StackFileError(f"{path}: expected a mapping with a 'config:' mapping")
     values: dict[str, str] = {}
     secret_keys: set[str] = set()

@@ -1,0 +1,1010 @@
+"""Every validation rule of the stack config: a good case and a bad case each.
+
+Each case starts from BASE (a small valid stack in the raw form the engine passes: `ns:key` ->
+string, objects JSON-encoded) and changes one thing; a bad case names the exact problem lines.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import pytest
+
+from infra import facts
+from infra.config import ConfigError, Problem, StackConfig, parse_config
+
+DELETE = object()
+"""A change value that removes the key or field."""
+
+BASE: dict[str, Any] = {
+    "gcp:project": "my-grpo-project",
+    "gcp:region": "us-central1",
+    "grpo-gke:zone": "us-central1-b",
+    "grpo-gke:gpu": {"type": "h200", "nodes": 1},
+    "grpo-gke:storage": {"type": "gcs"},
+    "grpo-gke:workload": {"framework": "verl", "model": "Qwen/Qwen2.5-0.5B-Instruct", "dataset": "gsm8k"},
+}
+
+LUSTRE = {"grpo-gke:storage": {"type": "lustre", "capacityGib": 9000, "throughput": 1000}}
+"""Change to the smallest Managed Lustre instance."""
+
+NEMO = {
+    "grpo-gke:workload": {"framework": "nemo-rl", "model": "Qwen/Qwen2.5-1.5B-Instruct", "dataset": "deepscaler"},
+    "grpo-gke:grpo": {"promptsPerStep": 32, "generationsPerPrompt": 8, "microBatchSizePerGpu": 4},
+}
+"""Change to a valid NeMo-RL workload (32 x 8 = 256 samples over 8 GPUs x 4 per micro-batch)."""
+
+LIGHT = {"grpo-gke:grpo": {"microBatchSizePerGpu": 1}}
+"""GRPO knobs whose range boundaries meet no cross-key rule (one micro-batch sample per GPU)."""
+
+KNOWN_TOP = "cluster, gpu, grpo, hfToken, job, network, storage, workload, zone"
+KNOWN_GPU = "nodes, provisioning, reservation, type"
+
+
+def raw_values(changes: dict[str, Any]) -> dict[str, str]:
+    """BASE with `changes` applied, JSON-encoded like infra/stackfile.py does.
+
+    A change key is a config key (`grpo-gke:gpu`, replaced whole) or a dotted path to a field of
+    one (`grpo-gke:gpu.nodes`); whole keys apply first; DELETE removes the key or field.
+    """
+    data = copy.deepcopy(BASE)
+    for path in sorted(changes, key=lambda path: "." in path):
+        key, _, field = path.partition(".")
+        value = changes[path]
+        target, name = (data.setdefault(key, {}), field) if field else (data, key)
+        if value is DELETE:
+            target.pop(name, None)
+        else:
+            target[name] = copy.deepcopy(value)
+    return {key: value if isinstance(value, str) else json.dumps(value, sort_keys=True) for key, value in data.items()}
+
+
+def problem_lines(changes: dict[str, Any], secret_keys: tuple[str, ...] = (), stack: str = "test") -> list[str]:
+    """The refused config's problem lines, or [] when it loads."""
+    try:
+        parse_config(raw_values(changes), secret_keys, stack)
+    except ConfigError as error:
+        lines = [str(problem) for problem in error.problems]
+        assert str(error) == "\n".join(lines)
+        return lines
+    return []
+
+
+def ok(case_id: str, changes: dict[str, Any]) -> Any:
+    """A case that must load."""
+    return pytest.param(changes, [], id=f"ok-{case_id}")
+
+
+def bad(case_id: str, changes: dict[str, Any], *lines: str) -> Any:
+    """A case that must be refused with exactly `lines`."""
+    return pytest.param(changes, list(lines), id=f"bad-{case_id}")
+
+
+# ---------------------------------------------------------------- provider keys, unknown keys, shapes
+
+TOP_LEVEL = [
+    ok("base", {}),
+    bad("project-missing", {"gcp:project": DELETE}, "gcp:project: is required (pulumi config set gcp:project ...)"),
+    bad("region-missing", {"gcp:region": DELETE}, "gcp:region: is required (pulumi config set gcp:region ...)"),
+    ok("project-6-chars", {"gcp:project": "abcdef"}),
+    ok("project-30-chars", {"gcp:project": "a" * 29 + "1"}),
+    ok("project-digits", {"gcp:project": "my-project-42"}),
+    bad(
+        "project-5-chars",
+        {"gcp:project": "abcde"},
+        "gcp:project: must be a project id (6 to 30 lowercase letters, digits, hyphens), got 'abcde'",
+    ),
+    bad(
+        "project-31-chars",
+        {"gcp:project": "a" * 31},
+        f"gcp:project: must be a project id (6 to 30 lowercase letters, digits, hyphens), got {'a' * 31!r}",
+    ),
+    bad(
+        "project-uppercase",
+        {"gcp:project": "My-Project"},
+        "gcp:project: must be a project id (6 to 30 lowercase letters, digits, hyphens), got 'My-Project'",
+    ),
+    bad(
+        "project-trailing-hyphen",
+        {"gcp:project": "my-project-"},
+        "gcp:project: must be a project id (6 to 30 lowercase letters, digits, hyphens), got 'my-project-'",
+    ),
+    ok("region-other", {"gcp:region": "europe-west4", "grpo-gke:zone": "europe-west4-a"}),
+    bad(
+        "region-malformed",
+        {"gcp:region": "us_central1"},
+        "gcp:region: must be a region such as us-central1, got 'us_central1'",
+    ),
+    ok("other-gcp-keys-pass-through", {"gcp:impersonateServiceAccount": "deployer@p.iam.gserviceaccount.com"}),
+    ok("other-namespaces-pass-through", {"kubernetes:context": "somewhere"}),
+    bad("zone-missing", {"grpo-gke:zone": DELETE}, "grpo-gke:zone: is required"),
+    ok("zone-a", {"grpo-gke:zone": "us-central1-a"}),
+    bad(
+        "zone-other-region",
+        {"grpo-gke:zone": "us-east1-b"},
+        "grpo-gke:zone: must be a zone of gcp:region us-central1 (such as us-central1-b), got 'us-east1-b'",
+    ),
+    bad(
+        "zone-is-region",
+        {"grpo-gke:zone": "us-central1"},
+        "grpo-gke:zone: must be a zone of gcp:region us-central1 (such as us-central1-b), got 'us-central1'",
+    ),
+    bad(
+        "zone-two-letters",
+        {"grpo-gke:zone": "us-central1-bb"},
+        "grpo-gke:zone: must be a zone of gcp:region us-central1 (such as us-central1-b), got 'us-central1-bb'",
+    ),
+    bad(
+        "unknown-top-level-typo",
+        {"grpo-gke:gpus": {"type": "h200", "nodes": 1}},
+        f"grpo-gke:gpus: unknown key; did you mean 'grpo-gke:gpu'? (known: {KNOWN_TOP})",
+    ),
+    bad("unknown-top-level", {"grpo-gke:xyzzy": "1"}, f"grpo-gke:xyzzy: unknown key (known: {KNOWN_TOP})"),
+    bad("internal-stack-refused", {"grpo-gke:stack": "prod"}, f"grpo-gke:stack: unknown key (known: {KNOWN_TOP})"),
+    bad(
+        "internal-secret-flag-refused",
+        {"grpo-gke:hfTokenIsSecret": "true"},
+        f"grpo-gke:hfTokenIsSecret: unknown key; did you mean 'grpo-gke:hfToken'? (known: {KNOWN_TOP})",
+    ),
+    bad(
+        "provider-key-in-project-namespace",
+        {"grpo-gke:project": "my-grpo-project"},
+        f"grpo-gke:project: unknown key (known: {KNOWN_TOP})",
+    ),
+    bad(
+        "unknown-section-key-typo",
+        {"grpo-gke:gpu": {"tpye": "h200", "nodes": 1}},
+        f"grpo-gke:gpu.tpye: unknown key; did you mean 'type'? (known: {KNOWN_GPU})",
+        "grpo-gke:gpu.type: is required",
+    ),
+    bad(
+        "unknown-section-key-snake-and-camel",
+        {"grpo-gke:gpu.nodes_count": 2},
+        f"grpo-gke:gpu.nodes_count: unknown key; did you mean 'nodes'? (known: {KNOWN_GPU})",
+    ),
+    bad(
+        "unknown-key-and-cross-problem-together",
+        {"grpo-gke:xyzzy": "1", "grpo-gke:zone": "us-east1-b"},
+        f"grpo-gke:xyzzy: unknown key (known: {KNOWN_TOP})",
+        "grpo-gke:zone: must be a zone of gcp:region us-central1 (such as us-central1-b), got 'us-east1-b'",
+    ),
+    bad("section-not-json", {"grpo-gke:gpu": "h200"}, "grpo-gke:gpu: must be an object of keys, got 'h200'"),
+    bad("section-a-list", {"grpo-gke:gpu": "[1]"}, "grpo-gke:gpu: must be an object of keys, got [1]"),
+    bad("section-null", {"grpo-gke:cluster": "null"}, "grpo-gke:cluster: must be an object of keys, got None"),
+    bad("gpu-missing", {"grpo-gke:gpu": DELETE}, "grpo-gke:gpu: is required"),
+    bad("storage-missing", {"grpo-gke:storage": DELETE}, "grpo-gke:storage: is required"),
+    bad("workload-missing", {"grpo-gke:workload": DELETE}, "grpo-gke:workload: is required"),
+    ok("optional-sections-empty", {f"grpo-gke:{name}": {} for name in ("cluster", "network", "grpo", "job")}),
+]
+
+# ---------------------------------------------------------------- grpo-gke:cluster
+
+CLUSTER = [
+    ok("mode-standard", {"grpo-gke:cluster.mode": "standard"}),
+    ok("mode-autopilot", {"grpo-gke:cluster.mode": "autopilot"}),
+    bad(
+        "mode-capitalised",
+        {"grpo-gke:cluster.mode": "Standard"},
+        "grpo-gke:cluster.mode: must be one of 'standard' or 'autopilot', got 'Standard'",
+    ),
+    ok("name-1-char", {"grpo-gke:cluster.name": "g"}),
+    ok("name-2-chars", {"grpo-gke:cluster.name": "g7"}),
+    ok("name-40-chars", {"grpo-gke:cluster.name": "g" * 39 + "1"}),
+    ok("name-digits", {"grpo-gke:cluster.name": "grpo-9-8"}),
+    *(
+        bad(
+            f"name-{label}",
+            {"grpo-gke:cluster.name": name},
+            "grpo-gke:cluster.name: must be 1 to 40 lowercase letters, digits or hyphens, starting with a letter"
+            f" and not ending with a hyphen, got {name!r}",
+        )
+        for label, name in (
+            ("41-chars", "g" * 41),
+            ("digit-first", "1grpo"),
+            ("trailing-hyphen", "grpo-"),
+            ("uppercase", "Grpo"),
+            ("empty", ""),
+        )
+    ),
+    *(ok(f"channel-{channel}", {"grpo-gke:cluster.releaseChannel": channel}) for channel in ("RAPID", "REGULAR", "STABLE", "EXTENDED")),
+    ok("channel-none", {"grpo-gke:cluster.releaseChannel": None}),
+    bad(
+        "channel-lowercase",
+        {"grpo-gke:cluster.releaseChannel": "rapid"},
+        "grpo-gke:cluster.releaseChannel: must be one of 'RAPID', 'REGULAR', 'STABLE' or 'EXTENDED', got 'rapid'",
+    ),
+    ok("min-version-full", {"grpo-gke:cluster.minVersion": "1.33.5-gke.1000000"}),
+    *(
+        bad(
+            f"min-version-{label}",
+            {"grpo-gke:cluster.minVersion": version},
+            f"grpo-gke:cluster.minVersion: must be a full GKE version such as 1.32.2-gke.1475000, got {version!r}",
+        )
+        for label, version in (("minor-only", "1.33"), ("no-gke-part", "1.33.5"), ("prefixed", "v1.33.5-gke.1000000"))
+    ),
+    ok("deletion-protection-on", {"grpo-gke:cluster.deletionProtection": True}),
+    bad(
+        "deletion-protection-not-bool",
+        {"grpo-gke:cluster.deletionProtection": "maybe"},
+        "grpo-gke:cluster.deletionProtection: must be true or false, got 'maybe'",
+    ),
+    ok("head-16-vcpus", {"grpo-gke:cluster.headMachineType": "n2-highmem-16"}),
+    bad(
+        "head-8-vcpus",
+        {"grpo-gke:cluster.headMachineType": "c2-standard-8"},
+        "grpo-gke:cluster.headMachineType: must have at least 16 vCPUs (the Ray head asks for 12), got 'c2-standard-8'",
+    ),
+    bad(
+        "head-not-a-machine-type",
+        {"grpo-gke:cluster.headMachineType": "a3-ultragpu-8g"},
+        "grpo-gke:cluster.headMachineType: must be a machine type such as c2-standard-16, got 'a3-ultragpu-8g'",
+    ),
+    bad(
+        "unknown-key",
+        {"grpo-gke:cluster.releaseChanel": "RAPID"},
+        "grpo-gke:cluster.releaseChanel: unknown key; did you mean 'releaseChannel'? (known: deletionProtection,"
+        " headMachineType, minVersion, mode, name, releaseChannel)",
+    ),
+]
+
+
+def _below(version: str) -> str:
+    """The GKE version just below `version` (its gke build number minus one)."""
+    parsed = facts.GkeVersion.parse(version)
+    return str(facts.GkeVersion(parsed.major, parsed.minor, parsed.patch, parsed.gke - 1))
+
+
+RDMA_FLOORS = [
+    # gcp-infrastructure.md §3, "GKE min (GPUDirect RDMA)" (DOC-AIH): same floor in both modes.
+    ("h200", "standard", "1.31.4-gke.1183000"),
+    ("h200", "autopilot", "1.31.4-gke.1183000"),
+    ("b200", "standard", "1.32.2-gke.1475000"),
+    ("b200", "autopilot", "1.32.2-gke.1475000"),
+]
+LUSTRE_CSI_FLOOR = "1.33.2-gke.1111000"  # gcp-infrastructure.md §4
+FLEX_START_FLOOR = "1.32.2-gke.1652000"  # CT gke-node-pool preconditions
+RAY_OPERATOR_FLOOR = "1.29.8-gke.1054000"  # gcp-infrastructure.md §1 row 8
+
+
+def _gpu_mode(gpu: str, mode: str) -> dict[str, Any]:
+    return {"grpo-gke:gpu.type": gpu, "grpo-gke:cluster.mode": mode}
+
+
+VERSION_FLOORS = [
+    *(ok(f"rdma-{gpu}-{mode}-at-floor", {**_gpu_mode(gpu, mode), "grpo-gke:cluster.minVersion": floor}) for gpu, mode, floor in RDMA_FLOORS),
+    *(
+        bad(
+            f"rdma-{gpu}-{mode}-below-floor",
+            {**_gpu_mode(gpu, mode), "grpo-gke:cluster.minVersion": _below(floor)},
+            f"grpo-gke:cluster.minVersion: must be at least {floor} for GPUDirect RDMA on {gpu.upper()} ({mode}),"
+            f" got {_below(floor)}",
+        )
+        for gpu, mode, floor in RDMA_FLOORS
+    ),
+    ok("lustre-at-floor", {**LUSTRE, "grpo-gke:cluster.minVersion": LUSTRE_CSI_FLOOR}),
+    bad(
+        "lustre-below-floor",
+        {**LUSTRE, "grpo-gke:cluster.minVersion": _below(LUSTRE_CSI_FLOOR)},
+        f"grpo-gke:cluster.minVersion: must be at least {LUSTRE_CSI_FLOOR} for the Managed Lustre CSI driver,"
+        f" got {_below(LUSTRE_CSI_FLOOR)}",
+    ),
+    ok("gcs-ignores-lustre-floor", {"grpo-gke:cluster.minVersion": _below(LUSTRE_CSI_FLOOR)}),
+    *(
+        ok(f"flex-start-{gpu}-at-floor", {"grpo-gke:gpu.type": gpu, "grpo-gke:gpu.provisioning": "flex-start", "grpo-gke:cluster.minVersion": FLEX_START_FLOOR})
+        for gpu in ("h200", "b200")
+    ),
+    *(
+        bad(
+            f"flex-start-{gpu}-below-floor",
+            {"grpo-gke:gpu.type": gpu, "grpo-gke:gpu.provisioning": "flex-start", "grpo-gke:cluster.minVersion": _below(FLEX_START_FLOOR)},
+            f"grpo-gke:cluster.minVersion: must be at least {FLEX_START_FLOOR} for flex-start node pools,"
+            f" got {_below(FLEX_START_FLOOR)}",
+        )
+        for gpu in ("h200", "b200")
+    ),
+    ok("spot-ignores-flex-start-floor", {"grpo-gke:cluster.minVersion": _below(FLEX_START_FLOOR)}),
+    bad(
+        "ray-operator-and-every-floor",
+        {**LUSTRE, "grpo-gke:cluster.minVersion": "1.29.8-gke.1053999"},
+        f"grpo-gke:cluster.minVersion: must be at least {RAY_OPERATOR_FLOOR} for the Ray operator add-on, got 1.29.8-gke.1053999",
+        "grpo-gke:cluster.minVersion: must be at least 1.31.4-gke.1183000 for GPUDirect RDMA on H200 (standard), got 1.29.8-gke.1053999",
+        f"grpo-gke:cluster.minVersion: must be at least {LUSTRE_CSI_FLOOR} for the Managed Lustre CSI driver, got 1.29.8-gke.1053999",
+    ),
+    ok("numeric-not-lexical-order", {"grpo-gke:cluster.minVersion": "1.100.0-gke.1"}),
+]
+
+# ---------------------------------------------------------------- grpo-gke:gpu
+
+GPU = [
+    ok("type-b200", {"grpo-gke:gpu.type": "b200"}),
+    bad("type-other", {"grpo-gke:gpu.type": "a100"}, "grpo-gke:gpu.type: must be one of 'b200' or 'h200', got 'a100'"),
+    bad("type-missing", {"grpo-gke:gpu.type": DELETE}, "grpo-gke:gpu.type: is required"),
+    ok("nodes-64", {"grpo-gke:gpu.nodes": 64}),
+    bad("nodes-0", {"grpo-gke:gpu.nodes": 0}, "grpo-gke:gpu.nodes: must be at least 1, got 0"),
+    bad("nodes-65", {"grpo-gke:gpu.nodes": 65}, "grpo-gke:gpu.nodes: must be at most 64, got 65"),
+    bad("nodes-fraction", {"grpo-gke:gpu.nodes": 1.5}, "grpo-gke:gpu.nodes: must be a whole number, got 1.5"),
+    bad("nodes-text", {"grpo-gke:gpu.nodes": "two"}, "grpo-gke:gpu.nodes: must be a whole number, got 'two'"),
+    bad("nodes-missing", {"grpo-gke:gpu.nodes": DELETE}, "grpo-gke:gpu.nodes: is required"),
+    ok("provisioning-on-demand", {"grpo-gke:gpu.provisioning": "on-demand"}),
+    ok("provisioning-flex-start", {"grpo-gke:gpu.provisioning": "flex-start"}),
+    bad(
+        "provisioning-other",
+        {"grpo-gke:gpu.provisioning": "preemptible"},
+        "grpo-gke:gpu.provisioning: must be one of 'spot', 'on-demand', 'reservation' or 'flex-start', got 'preemptible'",
+    ),
+    *(
+        ok(f"reservation-{label}", {"grpo-gke:gpu.provisioning": "reservation", "grpo-gke:gpu.reservation": name})
+        for label, name in (("named", "my-a3u-res-9"), ("2-chars", "r9"), ("63-chars", "r" * 62 + "9"))
+    ),
+    bad(
+        "reservation-64-chars",
+        {"grpo-gke:gpu.provisioning": "reservation", "grpo-gke:gpu.reservation": "r" * 64},
+        f"grpo-gke:gpu.reservation: must be a reservation name (lowercase letters, digits, hyphens), got {'r' * 64!r}",
+    ),
+    bad(
+        "reservation-missing",
+        {"grpo-gke:gpu.provisioning": "reservation"},
+        "grpo-gke:gpu.reservation: is required when gpu.provisioning is 'reservation'",
+    ),
+    bad(
+        "reservation-without-reservation-provisioning",
+        {"grpo-gke:gpu.reservation": "my-a3u-res"},
+        "grpo-gke:gpu.reservation: is only allowed when gpu.provisioning is 'reservation', not 'spot'",
+    ),
+    bad(
+        "reservation-bad-name",
+        {"grpo-gke:gpu.provisioning": "reservation", "grpo-gke:gpu.reservation": "My_Res"},
+        "grpo-gke:gpu.reservation: must be a reservation name (lowercase letters, digits, hyphens), got 'My_Res'",
+    ),
+    ok("autopilot-on-demand", {"grpo-gke:cluster.mode": "autopilot", "grpo-gke:gpu.provisioning": "on-demand"}),
+    bad(
+        "autopilot-flex-start",
+        {"grpo-gke:cluster.mode": "autopilot", "grpo-gke:gpu.provisioning": "flex-start"},
+        "grpo-gke:gpu.provisioning: must be 'spot' or 'on-demand' on Autopilot, got 'flex-start'",
+    ),
+    bad(
+        "autopilot-reservation",
+        {
+            "grpo-gke:cluster.mode": "autopilot",
+            "grpo-gke:gpu.provisioning": "reservation",
+            "grpo-gke:gpu.reservation": "my-a3u-res",
+        },
+        "grpo-gke:gpu.provisioning: must be 'spot' or 'on-demand' on Autopilot, got 'reservation'",
+    ),
+]
+
+# ---------------------------------------------------------------- grpo-gke:storage
+
+BUCKET_CHARS = "must use lowercase letters, digits, '-', '_' and '.', starting and ending with a letter or digit"
+
+STORAGE = [
+    ok("type-lustre", LUSTRE),
+    bad("type-other", {"grpo-gke:storage.type": "nfs"}, "grpo-gke:storage.type: must be one of 'gcs' or 'lustre', got 'nfs'"),
+    bad("type-missing", {"grpo-gke:storage.type": DELETE}, "grpo-gke:storage.type: is required"),
+    ok("bucket-3-chars", {"grpo-gke:storage.bucket": "abc"}),
+    ok("bucket-63-chars", {"grpo-gke:storage.bucket": "b" * 63}),
+    ok("bucket-dots-underscores-digits", {"grpo-gke:storage.bucket": "9my.data_bucket-9"}),
+    bad("bucket-2-chars", {"grpo-gke:storage.bucket": "ab"}, "grpo-gke:storage.bucket: must be 3 to 63 characters, got 2 ('ab')"),
+    bad(
+        "bucket-64-chars",
+        {"grpo-gke:storage.bucket": "b" * 64},
+        f"grpo-gke:storage.bucket: must be 3 to 63 characters, got 64 ({'b' * 64!r})",
+    ),
+    bad("bucket-uppercase", {"grpo-gke:storage.bucket": "My-Bucket"}, f"grpo-gke:storage.bucket: {BUCKET_CHARS}, got 'My-Bucket'"),
+    bad("bucket-leading-hyphen", {"grpo-gke:storage.bucket": "-bucket"}, f"grpo-gke:storage.bucket: {BUCKET_CHARS}, got '-bucket'"),
+    bad(
+        "bucket-goog-prefix",
+        {"grpo-gke:storage.bucket": "goog-data"},
+        "grpo-gke:storage.bucket: must not start with 'goog' or contain 'google', got 'goog-data'",
+    ),
+    bad(
+        "bucket-contains-google",
+        {"grpo-gke:storage.bucket": "my-google-data"},
+        "grpo-gke:storage.bucket: must not start with 'goog' or contain 'google', got 'my-google-data'",
+    ),
+    bad("bucket-ip-address", {"grpo-gke:storage.bucket": "192.168.1.1"}, "grpo-gke:storage.bucket: must not be an IP address, got '192.168.1.1'"),
+    ok("default-bucket-bad-but-bucket-set", {"gcp:project": "my-google-proj", "grpo-gke:storage.bucket": "my-bucket"}),
+    ok("default-bucket-bad-but-lustre", {**LUSTRE, "gcp:project": "my-google-proj"}),
+    bad(
+        "default-bucket-invalid",
+        {"gcp:project": "my-google-proj"},
+        "grpo-gke:storage.bucket: the default name derived from project and stack is invalid (must not start with"
+        " 'goog' or contain 'google', got 'my-google-proj-grpo-test'); set one",
+    ),
+    bad("gcs-capacity", {"grpo-gke:storage.capacityGib": 9000}, "grpo-gke:storage.capacityGib: is only for storage.type 'lustre'"),
+    bad("gcs-throughput", {"grpo-gke:storage.throughput": 1000}, "grpo-gke:storage.throughput: is only for storage.type 'lustre'"),
+    bad("lustre-bucket", {**LUSTRE, "grpo-gke:storage.bucket": "my-bucket"}, "grpo-gke:storage.bucket: is only for storage.type 'gcs'"),
+    bad(
+        "lustre-throughput-missing",
+        {**LUSTRE, "grpo-gke:storage.throughput": DELETE},
+        "grpo-gke:storage.throughput: is required for Lustre: one of [125, 250, 500, 1000] MB/s per TiB",
+    ),
+    bad("lustre-capacity-missing", {**LUSTRE, "grpo-gke:storage.capacityGib": DELETE}, "grpo-gke:storage.capacityGib: is required for Lustre"),
+    bad(
+        "lustre-throughput-other",
+        {**LUSTRE, "grpo-gke:storage.throughput": 300},
+        "grpo-gke:storage.throughput: must be one of 125, 250, 500 or 1000, got 300",
+    ),
+    bad(
+        "lustre-capacity-text",
+        {**LUSTRE, "grpo-gke:storage.capacityGib": "lots"},
+        "grpo-gke:storage.capacityGib: must be a whole number, got 'lots'",
+    ),
+    ok("keep-on-destroy-off", {"grpo-gke:storage.keepOnDestroy": False}),
+    bad(
+        "keep-on-destroy-not-bool",
+        {"grpo-gke:storage.keepOnDestroy": "maybe"},
+        "grpo-gke:storage.keepOnDestroy: must be true or false, got 'maybe'",
+    ),
+]
+
+LUSTRE_TIERS = [
+    # gcp-infrastructure.md §4 (DOC-LUS): in the lower band the step equals the tier minimum.
+    (1000, 9000),
+    (500, 18000),
+    (250, 36000),
+    (125, 72000),
+]
+
+
+def _lustre(throughput: int, capacity: int) -> dict[str, Any]:
+    return {"grpo-gke:storage": {"type": "lustre", "throughput": throughput, "capacityGib": capacity}}
+
+
+LUSTRE_SIZES = [
+    *(ok(f"{tp}-at-minimum", _lustre(tp, minimum)) for tp, minimum in LUSTRE_TIERS),
+    *(ok(f"{tp}-two-steps", _lustre(tp, 2 * minimum)) for tp, minimum in LUSTRE_TIERS),
+    *(
+        bad(
+            f"{tp}-one-below-minimum",
+            _lustre(tp, minimum - 1),
+            f"grpo-gke:storage.capacityGib: must be at least {minimum} at {tp} MB/s per TiB, got {minimum - 1}",
+        )
+        for tp, minimum in LUSTRE_TIERS
+    ),
+    *(
+        bad(
+            f"{tp}-minimum-minus-step",
+            _lustre(tp, 0),
+            f"grpo-gke:storage.capacityGib: must be at least {minimum} at {tp} MB/s per TiB, got 0",
+        )
+        for tp, minimum in LUSTRE_TIERS
+    ),
+    *(
+        bad(
+            f"{tp}-not-a-multiple",
+            _lustre(tp, minimum + minimum // 2),
+            f"grpo-gke:storage.capacityGib: must be a multiple of {minimum} at {tp} MB/s per TiB,"
+            f" got {minimum + minimum // 2}",
+        )
+        for tp, minimum in LUSTRE_TIERS
+    ),
+]
+
+# ---------------------------------------------------------------- grpo-gke:network
+
+RANGE_KEYS = ("nodeRange", "podRange", "serviceRange", "gvnicRange", "rdmaRange", "lustreRange")
+DEFAULT_RANGES = {
+    "nodeRange": "192.168.0.0/18",
+    "podRange": "10.4.0.0/14",
+    "serviceRange": "10.0.32.0/20",
+    "gvnicRange": "192.168.64.0/18",
+    "rdmaRange": "192.168.128.0/18",
+    "lustreRange": "10.0.64.0/22",
+}
+
+NETWORK = [
+    *(ok(f"{key}-custom", {**LUSTRE, f"grpo-gke:network.{key}": value}) for key, value in (
+        ("nodeRange", "172.16.0.0/20"),
+        ("podRange", "10.8.0.0/14"),
+        ("serviceRange", "10.1.0.0/20"),
+        ("gvnicRange", "172.17.0.0/20"),
+        ("rdmaRange", "172.18.0.0/16"),
+        ("lustreRange", "172.20.0.0/22"),
+    )),
+    *(
+        bad(f"{key}-{label}", {**LUSTRE, f"grpo-gke:network.{key}": value}, f"grpo-gke:network.{key}: {message}, got {value!r}")
+        for key in RANGE_KEYS
+        for label, value, message in (
+            ("not-cidr", "not-a-range", "must be an IPv4 CIDR range such as 10.0.0.0/20"),
+            ("host-bits", "10.200.0.1/16", "must be an IPv4 CIDR range such as 10.0.0.0/20"),
+            ("no-prefix", "10.200.0.0", "must be an IPv4 CIDR range such as 10.0.0.0/20"),
+            ("ipv6", "fd00::/64", "must be an IPv4 CIDR range such as 10.0.0.0/20"),
+            ("public", "8.8.8.0/24", "must be a private (RFC 1918) range"),
+            ("loopback", "127.0.0.0/16", "must be a private (RFC 1918) range"),
+            ("straddles-rfc1918", "172.0.0.0/8", "must be a private (RFC 1918) range"),
+        )
+    ),
+    *(
+        bad(
+            f"{second}-overlaps-{first}",
+            {**LUSTRE, f"grpo-gke:network.{second}": DEFAULT_RANGES[first]},
+            f"grpo-gke:network.{second}: must not overlap network.{first} ({DEFAULT_RANGES[first]}),"
+            f" got {DEFAULT_RANGES[first]}",
+        )
+        for index, first in enumerate(RANGE_KEYS)
+        for second in RANGE_KEYS[index + 1 :]
+    ),
+    ok("rfc1918-upper-10", {"grpo-gke:network.podRange": "10.252.0.0/14"}),
+    ok("rfc1918-upper-172", {"grpo-gke:network.nodeRange": "172.31.0.0/18"}),
+    ok("gcs-ignores-lustre-range-overlap", {"grpo-gke:network.lustreRange": DEFAULT_RANGES["nodeRange"]}),
+    ok("rdma-26", {"grpo-gke:network.rdmaRange": "192.168.128.0/26"}),
+    bad(
+        "rdma-27",
+        {"grpo-gke:network.rdmaRange": "192.168.128.0/27"},
+        "grpo-gke:network.rdmaRange: must be /26 or larger to hold eight subnets, got 192.168.128.0/27",
+    ),
+    bad(
+        "lustre-23",
+        {**LUSTRE, "grpo-gke:network.lustreRange": "10.0.64.0/23"},
+        "grpo-gke:network.lustreRange: must be /22 or larger, got 10.0.64.0/23",
+    ),
+    ok("gcs-ignores-lustre-range-size", {"grpo-gke:network.lustreRange": "10.0.64.0/23"}),
+]
+
+# ---------------------------------------------------------------- grpo-gke:workload
+
+IMAGE = {"grpo-gke:workload.image": "example.com/verl:custom", "grpo-gke:workload.rayVersion": "2.49.2"}
+NEMO_IMAGE = {
+    **NEMO,
+    "grpo-gke:workload.image": "example.com/nemo-rl:custom",
+    "grpo-gke:workload.rayVersion": "2.55.1",
+    "grpo-gke:workload.nemoRlRelease": "v0.7.0",
+}
+
+WORKLOAD = [
+    ok("framework-nemo-rl", NEMO),
+    bad(
+        "framework-other",
+        {"grpo-gke:workload.framework": "trl"},
+        "grpo-gke:workload.framework: must be one of 'verl' or 'nemo-rl', got 'trl'",
+    ),
+    bad("framework-missing", {"grpo-gke:workload.framework": DELETE}, "grpo-gke:workload.framework: is required"),
+    ok("model-dotted", {"grpo-gke:workload.model": "meta-llama/Llama-3.1-8B-Instruct"}),
+    ok("model-digit-owner", {"grpo-gke:workload.model": "2noise/ChatTTS"}),
+    *(
+        bad(
+            f"model-{label}",
+            {"grpo-gke:workload.model": model},
+            f"grpo-gke:workload.model: must be a Hugging Face model id such as Qwen/Qwen2.5-7B-Instruct, got {model!r}",
+        )
+        for label, model in (("empty", ""), ("no-owner", "Qwen2.5-7B"), ("three-parts", "a/b/c"), ("space", "Qwen/Qwen 7B"))
+    ),
+    bad("model-missing", {"grpo-gke:workload.model": DELETE}, "grpo-gke:workload.model: is required"),
+    bad(
+        "dataset-other",
+        {"grpo-gke:workload.dataset": "math"},
+        "grpo-gke:workload.dataset: must be one of 'gsm8k' or 'deepscaler', got 'math'",
+    ),
+    bad("dataset-missing", {"grpo-gke:workload.dataset": DELETE}, "grpo-gke:workload.dataset: is required"),
+    bad(
+        "verl-deepscaler",
+        {"grpo-gke:workload.dataset": "deepscaler"},
+        "grpo-gke:workload.dataset: workload.framework 'verl' with dataset 'deepscaler' has no staging or job"
+        " mapping; use one of 'gsm8k'",
+    ),
+    bad(
+        "nemo-rl-gsm8k",
+        {**NEMO, "grpo-gke:workload.dataset": "gsm8k"},
+        "grpo-gke:workload.dataset: workload.framework 'nemo-rl' with dataset 'gsm8k' has no staging or job"
+        " mapping; use one of 'deepscaler'",
+    ),
+    ok("image-with-ray-version", IMAGE),
+    bad(
+        "image-without-ray-version",
+        {**IMAGE, "grpo-gke:workload.rayVersion": DELETE},
+        "grpo-gke:workload.rayVersion: is required with workload.image: the Ray version inside that image",
+    ),
+    bad(
+        "ray-version-without-image",
+        {**IMAGE, "grpo-gke:workload.image": DELETE},
+        "grpo-gke:workload.rayVersion: is only allowed with workload.image (the default image's is known)",
+    ),
+    bad(
+        "ray-version-malformed",
+        {**IMAGE, "grpo-gke:workload.rayVersion": "2.49"},
+        "grpo-gke:workload.rayVersion: must be a Ray version such as 2.55.1, got '2.49'",
+    ),
+    ok("nemo-rl-image-with-release", NEMO_IMAGE),
+    bad(
+        "nemo-rl-image-without-release",
+        {**NEMO_IMAGE, "grpo-gke:workload.nemoRlRelease": DELETE},
+        "grpo-gke:workload.nemoRlRelease: is required with workload.image for nemo-rl: one of v0.4.0, v0.5.0,"
+        " v0.6.0, v0.7.0",
+    ),
+    bad(
+        "release-without-image",
+        {**NEMO, "grpo-gke:workload.nemoRlRelease": "v0.7.0"},
+        "grpo-gke:workload.nemoRlRelease: is only allowed with framework 'nemo-rl' and workload.image",
+    ),
+    bad(
+        "release-with-verl",
+        {**IMAGE, "grpo-gke:workload.nemoRlRelease": "v0.7.0"},
+        "grpo-gke:workload.nemoRlRelease: is only allowed with framework 'nemo-rl' and workload.image",
+    ),
+    bad(
+        "release-unknown",
+        {**NEMO_IMAGE, "grpo-gke:workload.nemoRlRelease": "v0.3.0"},
+        "grpo-gke:workload.nemoRlRelease: must be one of v0.4.0, v0.5.0, v0.6.0, v0.7.0, got 'v0.3.0'",
+    ),
+    ok("model-size", {"grpo-gke:workload.modelSizeB": 0.5}),
+    bad("model-size-zero", {"grpo-gke:workload.modelSizeB": 0}, "grpo-gke:workload.modelSizeB: must be greater than 0.0, got 0"),
+    ok("extra-env", {"grpo-gke:workload.extraEnv": {"NCCL_DEBUG": "INFO", "_X1": ""}}),
+    bad(
+        "extra-env-bad-name",
+        {"grpo-gke:workload.extraEnv": {"1X": "a"}},
+        "grpo-gke:workload.extraEnv: keys must be environment variable names (letters, digits and _, not starting"
+        " with a digit), got '1X'",
+    ),
+    *(
+        bad(
+            f"extra-env-{name}",
+            {"grpo-gke:workload.extraEnv": {name: "hf_x"}},
+            f"grpo-gke:workload.extraEnv: must not set {name}: it comes from grpo-gke:hfToken, which keeps it secret",
+        )
+        for name in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
+    ),
+    bad(
+        "extra-env-number-value",
+        {"grpo-gke:workload.extraEnv": {"NCCL_DEBUG": 1}},
+        "grpo-gke:workload.extraEnv.NCCL_DEBUG: must be a string, got 1",
+    ),
+]
+
+# ---------------------------------------------------------------- grpo-gke:grpo
+
+
+def _knob(name: str, value: Any) -> dict[str, Any]:
+    return {**LIGHT, f"grpo-gke:grpo.{name}": value}
+
+
+GRPO_RANGES = [
+    ok("light-base", LIGHT),
+    ok("prompts-1", _knob("promptsPerStep", 1)),
+    ok("prompts-65536", _knob("promptsPerStep", 65536)),
+    bad("prompts-0", _knob("promptsPerStep", 0), "grpo-gke:grpo.promptsPerStep: must be at least 1, got 0"),
+    bad("prompts-65537", _knob("promptsPerStep", 65537), "grpo-gke:grpo.promptsPerStep: must be at most 65536, got 65537"),
+    ok("generations-2", _knob("generationsPerPrompt", 2)),
+    ok("generations-256", _knob("generationsPerPrompt", 256)),
+    bad("generations-1", _knob("generationsPerPrompt", 1), "grpo-gke:grpo.generationsPerPrompt: must be at least 2, got 1"),
+    bad("generations-257", _knob("generationsPerPrompt", 257), "grpo-gke:grpo.generationsPerPrompt: must be at most 256, got 257"),
+    *(ok(f"tensor-parallel-{tp}", _knob("rolloutTensorParallel", tp)) for tp in (1, 2, 4, 8)),
+    *(
+        bad(
+            f"tensor-parallel-{tp}",
+            _knob("rolloutTensorParallel", tp),
+            f"grpo-gke:grpo.rolloutTensorParallel: must divide 8 (1, 2, 4 or 8), got {tp}",
+        )
+        for tp in (3, 5, 6, 7)
+    ),
+    bad("tensor-parallel-0", _knob("rolloutTensorParallel", 0), "grpo-gke:grpo.rolloutTensorParallel: must be at least 1, got 0"),
+    bad("tensor-parallel-16", _knob("rolloutTensorParallel", 16), "grpo-gke:grpo.rolloutTensorParallel: must be at most 8, got 16"),
+    ok("learning-rate-max", _knob("learningRate", 1e-3)),
+    ok("learning-rate-tiny", _knob("learningRate", 1e-9)),
+    bad("learning-rate-0", _knob("learningRate", 0), "grpo-gke:grpo.learningRate: must be greater than 0.0, got 0"),
+    bad("learning-rate-above", _knob("learningRate", 0.002), "grpo-gke:grpo.learningRate: must be at most 0.001, got 0.002"),
+    bad("learning-rate-text", _knob("learningRate", "fast"), "grpo-gke:grpo.learningRate: must be a number, got 'fast'"),
+    *(ok(f"{key}-{value}", _knob(key, value)) for key in ("maxPromptLength", "maxResponseLength") for value in (16, 131072)),
+    *(
+        bad(f"{key}-15", _knob(key, 15), f"grpo-gke:grpo.{key}: must be at least 16, got 15")
+        for key in ("maxPromptLength", "maxResponseLength")
+    ),
+    *(
+        bad(f"{key}-131073", _knob(key, 131073), f"grpo-gke:grpo.{key}: must be at most 131072, got 131073")
+        for key in ("maxPromptLength", "maxResponseLength")
+    ),
+    ok("mini-batch-1", _knob("miniBatchSize", 1)),
+    bad("mini-batch-0", _knob("miniBatchSize", 0), "grpo-gke:grpo.miniBatchSize: must be at least 1, got 0"),
+    ok("micro-batch-1024", {**_knob("microBatchSizePerGpu", 1024), "grpo-gke:grpo.promptsPerStep": 1024}),
+    bad("micro-batch-0", _knob("microBatchSizePerGpu", 0), "grpo-gke:grpo.microBatchSizePerGpu: must be at least 1, got 0"),
+    bad("micro-batch-1025", _knob("microBatchSizePerGpu", 1025), "grpo-gke:grpo.microBatchSizePerGpu: must be at most 1024, got 1025"),
+    ok("kl-0", _knob("klLossCoef", 0)),
+    ok("kl-10", _knob("klLossCoef", 10)),
+    bad("kl-negative", _knob("klLossCoef", -0.1), "grpo-gke:grpo.klLossCoef: must be at least 0.0, got -0.1"),
+    bad("kl-above", _knob("klLossCoef", 10.5), "grpo-gke:grpo.klLossCoef: must be at most 10.0, got 10.5"),
+    ok("gpu-memory-0.06", _knob("gpuMemoryUtilization", 0.06)),
+    ok("gpu-memory-0.95", _knob("gpuMemoryUtilization", 0.95)),
+    bad("gpu-memory-0.05", _knob("gpuMemoryUtilization", 0.05), "grpo-gke:grpo.gpuMemoryUtilization: must be greater than 0.05, got 0.05"),
+    bad("gpu-memory-0.96", _knob("gpuMemoryUtilization", 0.96), "grpo-gke:grpo.gpuMemoryUtilization: must be at most 0.95, got 0.96"),
+    ok("epochs-1000", _knob("epochs", 1000)),
+    bad("epochs-0", _knob("epochs", 0), "grpo-gke:grpo.epochs: must be at least 1, got 0"),
+    bad("epochs-1001", _knob("epochs", 1001), "grpo-gke:grpo.epochs: must be at most 1000, got 1001"),
+    bad("epochs-fraction", _knob("epochs", 1.5), "grpo-gke:grpo.epochs: must be a whole number, got 1.5"),
+    ok("max-steps-1", _knob("maxSteps", 1)),
+    bad("max-steps-0", _knob("maxSteps", 0), "grpo-gke:grpo.maxSteps: must be at least 1, got 0"),
+    ok("save-every-1", _knob("saveEvery", 1)),
+    bad("save-every-0", _knob("saveEvery", 0), "grpo-gke:grpo.saveEvery: must be at least 1, got 0"),
+    ok("validate-every-1", _knob("validateEvery", 1)),
+    bad("validate-every-0", _knob("validateEvery", 0), "grpo-gke:grpo.validateEvery: must be at least 1, got 0"),
+    ok("keep-checkpoints-1", _knob("keepCheckpoints", 1)),
+    ok("keep-checkpoints-100", _knob("keepCheckpoints", 100)),
+    bad("keep-checkpoints-0", _knob("keepCheckpoints", 0), "grpo-gke:grpo.keepCheckpoints: must be at least 1, got 0"),
+    bad("keep-checkpoints-101", _knob("keepCheckpoints", 101), "grpo-gke:grpo.keepCheckpoints: must be at most 100, got 101"),
+]
+
+
+def _grpo(**knobs: Any) -> dict[str, Any]:
+    return {"grpo-gke:grpo": knobs}
+
+
+GRPO_CROSS = [
+    ok("mini-equals-prompts", _grpo(promptsPerStep=64, miniBatchSize=64, microBatchSizePerGpu=1)),
+    bad(
+        "mini-above-prompts",
+        _grpo(promptsPerStep=64, miniBatchSize=128, microBatchSizePerGpu=1),
+        "grpo-gke:grpo.miniBatchSize: must be at most grpo.promptsPerStep (64), got 128",
+    ),
+    ok("mini-divides-prompts", _grpo(promptsPerStep=64, miniBatchSize=16, microBatchSizePerGpu=1)),
+    bad(
+        "mini-does-not-divide-prompts",
+        _grpo(promptsPerStep=64, miniBatchSize=24, microBatchSizePerGpu=1),
+        "grpo-gke:grpo.miniBatchSize: must divide grpo.promptsPerStep (64), got 24",
+    ),
+    ok("verl-samples-divide-gpus", {**_grpo(promptsPerStep=2, microBatchSizePerGpu=1), "grpo-gke:gpu.nodes": 2}),
+    bad(
+        "verl-samples-not-divisible-by-gpus",
+        {**_grpo(promptsPerStep=1, microBatchSizePerGpu=1), "grpo-gke:gpu.nodes": 2},
+        "grpo-gke:grpo.promptsPerStep: promptsPerStep x generationsPerPrompt (1 x 8 = 8) must be divisible by the"
+        " 16 GPUs of gpu.nodes=2",
+    ),
+    ok("verl-mini-divides-gpus", {**_grpo(promptsPerStep=4, miniBatchSize=2, microBatchSizePerGpu=1), "grpo-gke:gpu.nodes": 2}),
+    bad(
+        "verl-mini-not-divisible-by-gpus",
+        {**_grpo(promptsPerStep=4, miniBatchSize=1, microBatchSizePerGpu=1), "grpo-gke:gpu.nodes": 2},
+        "grpo-gke:grpo.miniBatchSize: miniBatchSize x generationsPerPrompt (8) must be divisible by the 16 GPUs",
+    ),
+    ok("verl-micro-divides-share", {"grpo-gke:grpo.microBatchSizePerGpu": 4}),
+    bad(
+        "verl-micro-does-not-divide-share",
+        {"grpo-gke:grpo.microBatchSizePerGpu": 3},
+        "grpo-gke:grpo.microBatchSizePerGpu: must divide each GPU's share of a mini-batch (256), got 3",
+    ),
+    ok("nemo-rl-samples-divide-gpus-times-micro", NEMO),
+    bad(
+        "nemo-rl-samples-not-divisible",
+        {**NEMO, "grpo-gke:grpo.microBatchSizePerGpu": 3},
+        "grpo-gke:grpo.promptsPerStep: promptsPerStep x generationsPerPrompt (256) must be divisible by the 8 GPUs"
+        " x microBatchSizePerGpu (3)",
+    ),
+    ok("nemo-rl-has-no-verl-share-rule", {**NEMO, "grpo-gke:grpo.miniBatchSize": 1}),
+    bad(
+        "verl-share-rule",
+        {**NEMO, "grpo-gke:grpo.miniBatchSize": 1, "grpo-gke:workload": BASE["grpo-gke:workload"]},
+        "grpo-gke:grpo.microBatchSizePerGpu: must divide each GPU's share of a mini-batch (1), got 4",
+    ),
+    bad(
+        "unknown-knob",
+        {"grpo-gke:grpo.prompts": 64},
+        "grpo-gke:grpo.prompts: unknown key; did you mean 'promptsPerStep'? (known: epochs, generationsPerPrompt,"
+        " gpuMemoryUtilization, keepCheckpoints, klLossCoef, learningRate, maxPromptLength, maxResponseLength,"
+        " maxSteps, microBatchSizePerGpu, miniBatchSize, promptsPerStep, rolloutTensorParallel, saveEvery,"
+        " validateEvery)",
+    ),
+]
+
+# ---------------------------------------------------------------- grpo-gke:job and grpo-gke:hfToken
+
+JOB_AND_TOKEN = [
+    ok("submit-off", {"grpo-gke:job.submit": False}),
+    bad("submit-not-bool", {"grpo-gke:job.submit": "maybe"}, "grpo-gke:job.submit: must be true or false, got 'maybe'"),
+    ok("timeout-10", {"grpo-gke:job.readyTimeoutSeconds": 10}),
+    ok("timeout-86400", {"grpo-gke:job.readyTimeoutSeconds": 86400}),
+    bad("timeout-9", {"grpo-gke:job.readyTimeoutSeconds": 9}, "grpo-gke:job.readyTimeoutSeconds: must be at least 10, got 9"),
+    bad(
+        "timeout-86401",
+        {"grpo-gke:job.readyTimeoutSeconds": 86401},
+        "grpo-gke:job.readyTimeoutSeconds: must be at most 86400, got 86401",
+    ),
+    ok("token-set", {"grpo-gke:hfToken": "hf_abc"}),
+    *(
+        bad(
+            f"token-{label}",
+            {"grpo-gke:hfToken": token},
+            "grpo-gke:hfToken: must not be empty; unset it for public models (pulumi config rm grpo-gke:hfToken)",
+        )
+        for label, token in (("empty", ""), ("blank", "  "))
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("changes", "expected"),
+    TOP_LEVEL + CLUSTER + VERSION_FLOORS + GPU + STORAGE + LUSTRE_SIZES + NETWORK + WORKLOAD + GRPO_RANGES + GRPO_CROSS + JOB_AND_TOKEN,
+)
+def test_rule(changes: dict[str, Any], expected: list[str]) -> None:
+    """Each rule: the good case loads, the bad case gives exactly the expected problem lines."""
+    assert problem_lines(changes) == expected
+
+
+# ---------------------------------------------------------------- reporting, defaults, secrets
+
+
+def test_every_problem_on_its_own_line_sorted() -> None:
+    """Independent mistakes are all reported, one line each, sorted by key path."""
+    changes = {
+        "gcp:project": "BAD",
+        "grpo-gke:gpu.nodes": 0,
+        "grpo-gke:workload.model": "",
+        "grpo-gke:grpo": {"epochs": 0},
+        "grpo-gke:xyzzy": "1",
+    }
+    assert problem_lines(changes) == [
+        "gcp:project: must be a project id (6 to 30 lowercase letters, digits, hyphens), got 'BAD'",
+        "grpo-gke:gpu.nodes: must be at least 1, got 0",
+        "grpo-gke:grpo.epochs: must be at least 1, got 0",
+        "grpo-gke:workload.model: must be a Hugging Face model id such as Qwen/Qwen2.5-7B-Instruct, got ''",
+        f"grpo-gke:xyzzy: unknown key (known: {KNOWN_TOP})",
+    ]
+
+
+def test_cross_problems_all_reported() -> None:
+    """Cross-key problems of different sections come together, sorted."""
+    changes = {"grpo-gke:zone": "us-east1-b", "grpo-gke:gpu.reservation": "res", "grpo-gke:workload.dataset": "deepscaler"}
+    assert [line.split(":", 2)[1] for line in problem_lines(changes)] == [
+        "gpu.reservation",
+        "workload.dataset",
+        "zone",
+    ]
+
+
+def test_config_error_deduplicates() -> None:
+    """The same problem twice is one line."""
+    problem = Problem("grpo-gke:gpu.nodes", "must be at least 1, got 0")
+    assert ConfigError([problem, problem]).problems == [problem]
+
+
+def test_base_config_defaults() -> None:
+    """The documented defaults: Standard on REGULAR, spot, keepOnDestroy, derived names, pinned image."""
+    loaded = parse_config(raw_values({}), (), "test")
+    config = loaded.config
+    assert loaded.warnings == ()
+    assert (config.stack, config.project, config.region, config.zone) == ("test", "my-grpo-project", "us-central1", "us-central1-b")
+    assert (config.cluster.mode, config.cluster.release_channel, config.cluster.min_version) == ("standard", "REGULAR", None)
+    assert config.cluster.deletion_protection is False
+    assert (config.gpu.provisioning, config.gpu.reservation) == ("spot", None)
+    assert config.storage.keep_on_destroy is True
+    assert config.cluster_name == "grpo-test"
+    assert config.bucket_name == "my-grpo-project-grpo-test"
+    assert config.total_gpus == 8
+    assert config.gpu_machine.machine_type == "a3-ultragpu-8g"
+    assert config.hf_token is None
+    assert config.workload.resolved_image() == facts.DEFAULT_IMAGES["verl"]
+    assert config.grpo.effective_mini_batch() == config.grpo.prompts_per_step == 256
+    assert config.job.submit is True
+
+
+def test_section_defaults() -> None:
+    """The defaults of the optional sections, as users see them (camelCase)."""
+    config = parse_config(raw_values({}), (), "test").config
+    assert config.cluster.model_dump(by_alias=True) == {
+        "mode": "standard",
+        "name": None,
+        "releaseChannel": "REGULAR",
+        "minVersion": None,
+        "deletionProtection": False,
+        "headMachineType": "c2-standard-16",
+    }
+    assert config.network.model_dump(by_alias=True) == {
+        "nodeRange": "192.168.0.0/18",
+        "podRange": "10.4.0.0/14",
+        "serviceRange": "10.0.32.0/20",
+        "gvnicRange": "192.168.64.0/18",
+        "rdmaRange": "192.168.128.0/18",
+        "lustreRange": "10.0.64.0/22",
+    }
+    assert config.grpo.model_dump(by_alias=True) == {
+        "promptsPerStep": 256,
+        "generationsPerPrompt": 8,
+        "rolloutTensorParallel": 1,
+        "learningRate": 1e-6,
+        "maxPromptLength": 512,
+        "maxResponseLength": 1024,
+        "miniBatchSize": None,
+        "microBatchSizePerGpu": 4,
+        "klLossCoef": 0.001,
+        "gpuMemoryUtilization": 0.6,
+        "epochs": 1,
+        "maxSteps": None,
+        "saveEvery": 10,
+        "validateEvery": 10,
+        "keepCheckpoints": 2,
+    }
+    assert config.job.model_dump(by_alias=True) == {"submit": True, "readyTimeoutSeconds": 1800}
+
+
+def test_derived_names_are_sanitised() -> None:
+    """A stack name with capitals and dots still yields valid cluster and bucket names."""
+    config = parse_config(raw_values({}), (), "My.Stack_9").config
+    assert config.cluster_name == "grpo-my-stack-9"
+    assert config.bucket_name == "my-grpo-project-grpo-my-stack-9"
+
+
+def test_derived_names_are_truncated() -> None:
+    """A long stack name is cut to the 40-character cluster and 63-character bucket limits."""
+    config = parse_config(raw_values({}), (), "s" * 100).config
+    assert config.cluster_name == "grpo-" + "s" * 35
+    assert config.bucket_name == "my-grpo-project-grpo-" + "s" * 42
+
+
+def test_configured_names_win() -> None:
+    """Configured cluster and bucket names are used as given."""
+    config = parse_config(
+        raw_values({"grpo-gke:cluster.name": "mine", "grpo-gke:storage.bucket": "my-bucket"}), (), "test"
+    ).config
+    assert (config.cluster_name, config.bucket_name) == ("mine", "my-bucket")
+
+
+def test_custom_image_resolution() -> None:
+    """A configured image carries its Ray version, and NeMo-RL's release."""
+    verl = parse_config(raw_values(IMAGE), (), "t").config.workload.resolved_image()
+    assert verl == facts.FrameworkImage("example.com/verl:custom", "2.49.2", facts.VERL_VERSION)
+    nemo = parse_config(raw_values(NEMO_IMAGE), (), "t").config.workload.resolved_image()
+    assert nemo == facts.FrameworkImage("example.com/nemo-rl:custom", "2.55.1", "v0.7.0")
+    assert parse_config(raw_values(NEMO), (), "t").config.workload.resolved_image() == facts.DEFAULT_IMAGES["nemo-rl"]
+
+
+def test_rdma_subnets() -> None:
+    """The RDMA range splits into eight equal subnets, in order."""
+    config = parse_config(raw_values({"grpo-gke:network.rdmaRange": "192.168.128.0/26"}), (), "t").config
+    assert config.network.rdma_subnets() == [f"192.168.128.{8 * index}/29" for index in range(8)]
+
+
+def test_config_is_frozen() -> None:
+    """The config cannot be changed after validation."""
+    config = parse_config(raw_values({}), (), "t").config
+    with pytest.raises(ValueError):
+        config.gpu.nodes = 2  # type: ignore[misc]
+
+
+def test_secret_token_loads_without_warning() -> None:
+    """A token stored as a secret loads quietly and is marked secret."""
+    loaded = parse_config(raw_values({"grpo-gke:hfToken": "hf_s3cr3t"}), ("grpo-gke:hfToken",), "t")
+    assert loaded.warnings == ()
+    assert loaded.config.hf_token is not None
+    assert loaded.config.hf_token.get_secret_value() == "hf_s3cr3t"
+    assert loaded.config.hf_token_is_secret is True
+
+
+def test_plaintext_token_works_but_warns() -> None:
+    """A plaintext token loads, is marked not secret, and yields one warning saying how to fix it."""
+    loaded = parse_config(raw_values({"grpo-gke:hfToken": "hf_s3cr3t"}), (), "t")
+    assert loaded.config.hf_token is not None
+    assert loaded.config.hf_token_is_secret is False
+    assert loaded.warnings == (
+        "grpo-gke:hfToken is set in plaintext; store it as a secret: pulumi config set --secret grpo-gke:hfToken <token>",
+    )
+    assert all("hf_s3cr3t" not in warning for warning in loaded.warnings)
+
+
+def test_token_never_in_config_text() -> None:
+    """str and repr of the config (and its dump) never show the token."""
+    config = parse_config(raw_values({"grpo-gke:hfToken": "hf_s3cr3t"}), ("grpo-gke:hfToken",), "t").config
+    for text in (str(config), repr(config), str(config.model_dump()), config.model_dump_json()):
+        assert "hf_s3cr3t" not in text
+
+
+@pytest.mark.parametrize("token", ["hf_s3cr3t", 123456789])
+def test_token_never_in_error_text(token: Any) -> None:
+    """When the config is refused, the error shows no token, even a token of the wrong type."""
+    values = raw_values({"grpo-gke:gpu.nodes": 0})
+    values["grpo-gke:hfToken"] = token
+    with pytest.raises(ConfigError) as caught:
+        parse_config(values, ("grpo-gke:hfToken",), "t")
+    for text in (str(caught.value), repr(caught.value), repr(caught.value.problems)):
+        assert str(token) not in text
+    assert "grpo-gke:gpu.nodes: must be at least 1, got 0" in str(caught.value)
+
+
+def test_problem_paths_use_camel_case() -> None:
+    """Problem paths use the camelCase keys users write, never the Python field names."""
+    lines = problem_lines({"grpo-gke:grpo.miniBatchSize": 0, "grpo-gke:storage.keepOnDestroy": "maybe"})
+    assert [line.split(":", 2)[1] for line in lines] == ["grpo.miniBatchSize", "storage.keepOnDestroy"]
+
+
+def test_model_is_strict() -> None:
+    """StackConfig and its sections refuse extra keys and are frozen (the contract other code relies on)."""
+    for model in (StackConfig, *(StackConfig.model_fields[name].annotation for name in ("gpu", "storage", "workload", "grpo"))):
+        assert model.model_config["extra"] == "forbid"  # type: ignore[union-attr]
+        assert model.model_config["frozen"] is True  # type: ignore[union-attr]
