@@ -246,13 +246,13 @@ class StackConfig(_Section):
     project: str = Field(description="`gcp:project`: the Google Cloud project id.")
     region: str = Field(description="`gcp:region`: region of the cluster, subnets and bucket.")
     zone: str = Field(description="Zone of the GPU nodes, the RDMA network profile and Lustre.")
-    cluster: ClusterConfig = Field(default_factory=ClusterConfig)
-    gpu: GpuConfig
-    storage: StorageConfig
-    network: NetworkConfig = Field(default_factory=NetworkConfig)
-    workload: WorkloadConfig
-    grpo: GrpoConfig = Field(default_factory=GrpoConfig)
-    job: JobConfig = Field(default_factory=JobConfig)
+    cluster: ClusterConfig = Field(default_factory=ClusterConfig, description="`grpo-gke:cluster`: the GKE cluster.")
+    gpu: GpuConfig = Field(description="`grpo-gke:gpu`: the 8-GPU nodes.")
+    storage: StorageConfig = Field(description="`grpo-gke:storage`: the shared storage.")
+    network: NetworkConfig = Field(default_factory=NetworkConfig, description="`grpo-gke:network`: VPC ranges.")
+    workload: WorkloadConfig = Field(description="`grpo-gke:workload`: framework, model, data, image.")
+    grpo: GrpoConfig = Field(default_factory=GrpoConfig, description="`grpo-gke:grpo`: the GRPO knobs.")
+    job: JobConfig = Field(default_factory=JobConfig, description="`grpo-gke:job`: the post-deploy submission.")
     hf_token: SecretStr | None = Field(None, description="Hugging Face token; a Pulumi secret.")
     hf_token_is_secret: bool = Field(True, description="False when the token was set in plaintext.")
 

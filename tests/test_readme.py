@@ -1,0 +1,64 @@
+"""The README's commands and config reference match the code."""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import BaseModel
+
+from infra.config import StackConfig
+from tests.conftest import REPO_ROOT
+
+README = (REPO_ROOT / "README.md").read_text()
+INTERNAL = {"stack", "project", "region", "hfTokenIsSecret"}
+
+
+def config_keys() -> set[str]:
+    """Every documented key of the model, as `grpo-gke:<section>.<key>` or `grpo-gke:<key>`."""
+    keys = set()
+    for name, field in StackConfig.model_fields.items():
+        alias = field.alias or name
+        if alias in INTERNAL:
+            continue
+        annotation = field.annotation
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            keys |= {f"grpo-gke:{alias}.{sub.alias or sub_name}" for sub_name, sub in annotation.model_fields.items()}
+        else:
+            keys.add(f"grpo-gke:{alias}")
+    return keys
+
+
+def test_the_quick_start_gives_the_two_commands():
+    quick_start = README.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    assert "make plan" in quick_start and "make test" in quick_start
+
+
+def test_every_config_key_is_documented_and_every_documented_key_exists():
+    table = README.split("<!-- config-reference", 1)[1].split("\n## ", 1)[0]
+    documented = set(re.findall(r"^\| `(grpo-gke:[A-Za-z.]+)` \|", table, flags=re.M))
+    assert documented == config_keys()
+
+
+def test_every_config_field_has_a_description():
+    models = [StackConfig] + [
+        field.annotation
+        for field in StackConfig.model_fields.values()
+        if isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel)
+    ]
+    for model in models:
+        for name, field in model.model_fields.items():
+            assert field.description, f"{model.__name__}.{name} has no description"
+
+
+def test_the_versions_table_matches_the_pinned_facts():
+    from infra import facts
+
+    versions = README.split("## Versions", 1)[1].split("\n## ", 1)[0]
+    for image in facts.DEFAULT_IMAGES.values():
+        assert f"`{image.image}`, Ray {image.ray_version}" in versions
+    assert facts.GIB_INSTALLER_IMAGE.rsplit("/", 1)[1] in versions
+    assert f"| {facts.VERL_VERSION} |" in versions
+    requirements = (REPO_ROOT / "requirements.txt").read_text()
+    for package, version in (("pulumi", "3.272.0"), ("pulumi-gcp", "10.2.0"), ("pulumi-kubernetes", "4.34.2")):
+        assert f"{package}=={version}\n" in requirements
+        assert version in versions
