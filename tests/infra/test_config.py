@@ -82,6 +82,15 @@ def bad(case_id: str, changes: dict[str, Any], *lines: str) -> Any:
     return pytest.param(changes, list(lines), id=f"bad-{case_id}")
 
 
+def bad_values(key: str, message: str, cases: tuple[tuple[str, Any], ...], base: dict[str, Any] | None = None) -> list[Any]:
+    """One bad case per (label, value) of `key` (a change path, which is also the problem path):
+    each is refused with `<key>: <message>, got <value!r>`."""
+    return [
+        bad(f"{key.split(':')[1]}-{label}", {**(base or {}), key: value}, f"{key}: {message}, got {value!r}")
+        for label, value in cases
+    ]
+
+
 # ---------------------------------------------------------------- provider keys, unknown keys, shapes
 
 TOP_LEVEL = [
@@ -91,25 +100,10 @@ TOP_LEVEL = [
     ok("project-6-chars", {"gcp:project": "abcdef"}),
     ok("project-30-chars", {"gcp:project": "a" * 29 + "1"}),
     ok("project-digits", {"gcp:project": "my-project-42"}),
-    bad(
-        "project-5-chars",
-        {"gcp:project": "abcde"},
-        "gcp:project: must be a project id (6 to 30 lowercase letters, digits, hyphens), got 'abcde'",
-    ),
-    bad(
-        "project-31-chars",
-        {"gcp:project": "a" * 31},
-        f"gcp:project: must be a project id (6 to 30 lowercase letters, digits, hyphens), got {'a' * 31!r}",
-    ),
-    bad(
-        "project-uppercase",
-        {"gcp:project": "My-Project"},
-        "gcp:project: must be a project id (6 to 30 lowercase letters, digits, hyphens), got 'My-Project'",
-    ),
-    bad(
-        "project-trailing-hyphen",
-        {"gcp:project": "my-project-"},
-        "gcp:project: must be a project id (6 to 30 lowercase letters, digits, hyphens), got 'my-project-'",
+    *bad_values(
+        "gcp:project",
+        "must be a project id (6 to 30 lowercase letters, digits, hyphens)",
+        (("5-chars", "abcde"), ("31-chars", "a" * 31), ("uppercase", "My-Project"), ("trailing-hyphen", "my-project-")),
     ),
     ok("region-other", {"gcp:region": "europe-west4", "grpo-gke:zone": "europe-west4-a"}),
     bad(
@@ -121,20 +115,10 @@ TOP_LEVEL = [
     ok("other-namespaces-pass-through", {"kubernetes:context": "somewhere"}),
     bad("zone-missing", {"grpo-gke:zone": DELETE}, "grpo-gke:zone: is required"),
     ok("zone-a", {"grpo-gke:zone": "us-central1-a"}),
-    bad(
-        "zone-other-region",
-        {"grpo-gke:zone": "us-east1-b"},
-        "grpo-gke:zone: must be a zone of gcp:region us-central1 (such as us-central1-b), got 'us-east1-b'",
-    ),
-    bad(
-        "zone-is-region",
-        {"grpo-gke:zone": "us-central1"},
-        "grpo-gke:zone: must be a zone of gcp:region us-central1 (such as us-central1-b), got 'us-central1'",
-    ),
-    bad(
-        "zone-two-letters",
-        {"grpo-gke:zone": "us-central1-bb"},
-        "grpo-gke:zone: must be a zone of gcp:region us-central1 (such as us-central1-b), got 'us-central1-bb'",
+    *bad_values(
+        "grpo-gke:zone",
+        "must be a zone of gcp:region us-central1 (such as us-central1-b)",
+        (("other-region", "us-east1-b"), ("is-region", "us-central1"), ("two-letters", "us-central1-bb")),
     ),
     bad(
         "unknown-top-level-typo",
@@ -193,20 +177,10 @@ CLUSTER = [
     ok("name-2-chars", {"grpo-gke:cluster.name": "g7"}),
     ok("name-40-chars", {"grpo-gke:cluster.name": "g" * 39 + "1"}),
     ok("name-digits", {"grpo-gke:cluster.name": "grpo-9-8"}),
-    *(
-        bad(
-            f"name-{label}",
-            {"grpo-gke:cluster.name": name},
-            "grpo-gke:cluster.name: must be 1 to 40 lowercase letters, digits or hyphens, starting with a letter"
-            f" and not ending with a hyphen, got {name!r}",
-        )
-        for label, name in (
-            ("41-chars", "g" * 41),
-            ("digit-first", "1grpo"),
-            ("trailing-hyphen", "grpo-"),
-            ("uppercase", "Grpo"),
-            ("empty", ""),
-        )
+    *bad_values(
+        "grpo-gke:cluster.name",
+        "must be 1 to 40 lowercase letters, digits or hyphens, starting with a letter and not ending with a hyphen",
+        (("41-chars", "g" * 41), ("digit-first", "1grpo"), ("trailing-hyphen", "grpo-"), ("uppercase", "Grpo"), ("empty", "")),
     ),
     *(ok(f"channel-{channel}", {"grpo-gke:cluster.releaseChannel": channel}) for channel in ("RAPID", "REGULAR", "STABLE", "EXTENDED")),
     ok("channel-none", {"grpo-gke:cluster.releaseChannel": None}),
@@ -216,13 +190,10 @@ CLUSTER = [
         "grpo-gke:cluster.releaseChannel: must be one of 'RAPID', 'REGULAR', 'STABLE' or 'EXTENDED', got 'rapid'",
     ),
     ok("min-version-full", {"grpo-gke:cluster.minVersion": "1.33.5-gke.1000000"}),
-    *(
-        bad(
-            f"min-version-{label}",
-            {"grpo-gke:cluster.minVersion": version},
-            f"grpo-gke:cluster.minVersion: must be a full GKE version such as 1.32.2-gke.1475000, got {version!r}",
-        )
-        for label, version in (("minor-only", "1.33"), ("no-gke-part", "1.33.5"), ("prefixed", "v1.33.5-gke.1000000"))
+    *bad_values(
+        "grpo-gke:cluster.minVersion",
+        "must be a full GKE version such as 1.32.2-gke.1475000",
+        (("minor-only", "1.33"), ("no-gke-part", "1.33.5"), ("prefixed", "v1.33.5-gke.1000000")),
     ),
     ok("deletion-protection-on", {"grpo-gke:cluster.deletionProtection": True}),
     bad(
@@ -564,13 +535,10 @@ WORKLOAD = [
     bad("framework-missing", {"grpo-gke:workload.framework": DELETE}, "grpo-gke:workload.framework: is required"),
     ok("model-dotted", {"grpo-gke:workload.model": "meta-llama/Llama-3.1-8B-Instruct"}),
     ok("model-digit-owner", {"grpo-gke:workload.model": "2noise/ChatTTS"}),
-    *(
-        bad(
-            f"model-{label}",
-            {"grpo-gke:workload.model": model},
-            f"grpo-gke:workload.model: must be a Hugging Face model id such as Qwen/Qwen2.5-7B-Instruct, got {model!r}",
-        )
-        for label, model in (("empty", ""), ("no-owner", "Qwen2.5-7B"), ("three-parts", "a/b/c"), ("space", "Qwen/Qwen 7B"))
+    *bad_values(
+        "grpo-gke:workload.model",
+        "must be a Hugging Face model id such as Qwen/Qwen2.5-7B-Instruct",
+        (("empty", ""), ("no-owner", "Qwen2.5-7B"), ("three-parts", "a/b/c"), ("space", "Qwen/Qwen 7B")),
     ),
     bad("model-missing", {"grpo-gke:workload.model": DELETE}, "grpo-gke:workload.model: is required"),
     bad(
