@@ -104,8 +104,16 @@ class StorageConfig(_Section):
     type: Literal["gcs", "lustre"] = Field(description="Cloud Storage through FUSE, or Managed Lustre.")
     bucket: str | None = Field(None, description="Bucket name (gcs); default derived from project and stack.")
     capacity_gib: int | None = Field(None, description="Lustre capacity in GiB (lustre).")
-    throughput: Literal[125, 250, 500, 1000] | None = Field(None, description="Lustre MB/s per TiB (lustre).")
+    throughput: int | None = Field(None, description="Lustre MB/s per TiB (lustre): 125, 250, 500 or 1000.")
     keep_on_destroy: bool = Field(True, description="Keep the bucket or Lustre instance on `pulumi destroy`.")
+
+    @field_validator("throughput")
+    @classmethod
+    def _tier(cls, value: int | None) -> int | None:
+        if value is not None and value not in facts.LUSTRE_TIERS:
+            tiers = sorted(facts.LUSTRE_TIERS)
+            raise ValueError(f"must be one of {', '.join(map(str, tiers[:-1]))} or {tiers[-1]}, got {value!r}")
+        return value
 
     @field_validator("bucket")
     @classmethod
@@ -679,7 +687,7 @@ def parse_config(
         data[key] = _decode(key, raw) if key in structured else raw
 
     try:
-        config = StackConfig.model_validate(data)
+        config = StackConfig.model_validate(data, by_alias=True, by_name=False)
     except ValidationError as error:
         problems.extend(_pydantic_problems(error))
         raise ConfigError(problems) from None

@@ -41,7 +41,7 @@ class GkeVersion:
     @classmethod
     def parse(cls, text: str) -> "GkeVersion":
         """Parse `1.32.2-gke.1475000`; raise ValueError on any other form."""
-        match = cls.PATTERN.match(text)
+        match = cls.PATTERN.fullmatch(text)
         if not match:
             raise ValueError(f"must be a full GKE version such as 1.32.2-gke.1475000, got {text!r}")
         return cls(*(int(part) for part in match.groups()))

@@ -185,6 +185,12 @@ CLUSTER = [
     *(ok(f"channel-{channel}", {"grpo-gke:cluster.releaseChannel": channel}) for channel in ("RAPID", "REGULAR", "STABLE", "EXTENDED")),
     ok("channel-none", {"grpo-gke:cluster.releaseChannel": None}),
     bad(
+        "snake-case-key",
+        {"grpo-gke:cluster.release_channel": "RAPID"},
+        "grpo-gke:cluster.release_channel: unknown key; did you mean 'releaseChannel'? (known: deletionProtection,"
+        " headMachineType, minVersion, mode, name, releaseChannel)",
+    ),
+    bad(
         "channel-lowercase",
         {"grpo-gke:cluster.releaseChannel": "rapid"},
         "grpo-gke:cluster.releaseChannel: must be one of 'RAPID', 'REGULAR', 'STABLE' or 'EXTENDED', got 'rapid'",
@@ -193,7 +199,12 @@ CLUSTER = [
     *bad_values(
         "grpo-gke:cluster.minVersion",
         "must be a full GKE version such as 1.32.2-gke.1475000",
-        (("minor-only", "1.33"), ("no-gke-part", "1.33.5"), ("prefixed", "v1.33.5-gke.1000000")),
+        (
+            ("minor-only", "1.33"),
+            ("no-gke-part", "1.33.5"),
+            ("prefixed", "v1.33.5-gke.1000000"),
+            ("trailing-newline", "1.33.5-gke.1000000\n"),
+        ),
     ),
     ok("deletion-protection-on", {"grpo-gke:cluster.deletionProtection": True}),
     bad(
@@ -393,6 +404,7 @@ STORAGE = [
         "grpo-gke:storage.throughput: is required for Lustre: one of [125, 250, 500, 1000] MB/s per TiB",
     ),
     bad("lustre-capacity-missing", {**LUSTRE, "grpo-gke:storage.capacityGib": DELETE}, "grpo-gke:storage.capacityGib: is required for Lustre"),
+    ok("lustre-throughput-as-text", {**LUSTRE, "grpo-gke:storage.throughput": "1000"}),
     bad(
         "lustre-throughput-other",
         {**LUSTRE, "grpo-gke:storage.throughput": 300},
