@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -35,8 +36,14 @@ def sdk_floor_script() -> str:
     sys.path.insert(0, str(REPO))
     from infra.plan.harness import run_stack
 
+    recording = run_stack("dev")
     lines = ["import pulumi", "import pulumi_gcp", "import pulumi_kubernetes"]
-    for type_ in sorted({resource.type for resource in run_stack("dev").resources}):
+    for token in recording.invokes:
+        package, module, name = token.split(":")
+        if package == "gcp":
+            function = re.sub(r"(?<!^)([A-Z])", r"_\1", name).lower()
+            lines.append(f"pulumi_gcp.{module.split('/')[0]}.{function}")
+    for type_ in sorted({resource.type for resource in recording.resources}):
         package, module, name = type_.split(":")
         if package == "gcp":
             lines.append(f"pulumi_gcp.{module.split('/')[0]}.{name}")

@@ -34,6 +34,8 @@ class Recording:
     outputs: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     """Warnings the program logged (pulumi.warn), in order."""
+    invokes: list[str] = field(default_factory=list)
+    """Tokens of the provider functions the program called, sorted."""
 
     def by_type(self, type_: str) -> list[Recorded]:
         """Resources of one type token, in URN order."""
@@ -115,6 +117,7 @@ def run_values(
         resources=resources,
         outputs=wire_value(outputs),
         warnings=engine_log.messages,
+        invokes=sorted(mocks.invoked),
     )
 
 

@@ -47,6 +47,10 @@ def _computed_outputs(type_: str, name: str, inputs: dict[str, Any]) -> dict[str
 class OfflineMocks(pulumi.runtime.Mocks):
     """Mocks that echo inputs and add fixed computed outputs per resource type."""
 
+    def __init__(self) -> None:
+        self.invoked: set[str] = set()
+        """Tokens of the provider functions the program called."""
+
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict]:
         """Give every resource a stable id and its inputs plus computed outputs."""
         state = dict(args.inputs)
@@ -56,6 +60,7 @@ class OfflineMocks(pulumi.runtime.Mocks):
 
     def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict, list]:
         """Answer the provider functions the program calls."""
+        self.invoked.add(args.token)
         if args.token == "gcp:organizations/getProject:getProject":
             project = args.args.get("projectId") or "offline"
             return {"number": FAKE_PROJECT_NUMBER, "projectId": project, "name": project, "id": f"projects/{project}"}, []
