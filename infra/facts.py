@@ -280,9 +280,6 @@ GIB_POD_DIR = "/usr/local/gib"
 NVIDIA_POD_DIR = "/usr/local/nvidia"
 """Where pods mount NVIDIA_HOST_DIR (DOC-AIH-CUSTOM, A.7)."""
 
-GIB_SET_NCCL_ENV = f"{GIB_POD_DIR}/scripts/set_nccl_env.sh"
-"""gIB's own NCCL environment script, which Google says to source in the workload container (A.5)."""
-
 GIB_NCCL_ENV: dict[str, str] = {
     # CT examples/machine-learning/a3-ultragpu-8g/nemo-framework/Dockerfile @1535522 (gIB v1.1.0),
     # "Set the following to match what is in /usr/local/gib/scripts/set_nccl_env.sh" (A.5), without
@@ -351,11 +348,13 @@ LOCAL_SSD_GIB = 375
 """Size of one local SSD on A4 and A3 Ultra (CT gke-node-pool/disk_definitions.tf; 32 per node)."""
 
 GCSFUSE_MOUNT_OPTIONS: tuple[str, ...] = (
-    # KES ai-ml/verl-on-gke/gcsfuse-storage.yaml (gcp-infrastructure.md K5): metadata cache without TTL,
-    # unlimited file cache with parallel downloads, kernel read-ahead, streaming writes.
+    # KES ai-ml/verl-on-gke/gcsfuse-storage.yaml @616b442 (gcp-infrastructure.md K5), in its order: unbounded
+    # stat and type caches whose entries expire at once (ttl 0, so a file another pod overwrites, such as
+    # verl's checkpoint tracker, is never read stale), unlimited file cache with parallel downloads,
+    # kernel read-ahead, streaming writes.
     "implicit-dirs",
     "metadata-cache:negative-ttl-secs:0",
-    "metadata-cache:ttl-secs:-1",
+    "metadata-cache:ttl-secs:0",
     "metadata-cache:stat-cache-max-size-mb:-1",
     "metadata-cache:type-cache-max-size-mb:-1",
     "file-cache:max-size-mb:-1",

@@ -49,6 +49,26 @@ def test_gib_installer_follows_the_pinned_cea_manifest(mode, namespace, command,
     assert [v.host_path.path for v in pod.volumes] == ["/home/kubernetes/bin/nvidia/lib64", "/home/kubernetes/bin/gib"]
 
 
+CEA_INSTALLER_ARGS = {
+    # The `args` block of CEA gpudirect-rdma/nccl-rdma-installer{,-autopilot}.yaml @992db81, as YAML parses it.
+    "standard": (
+        "set -ex\n/scripts/container_entry.sh install\n"
+        "cp -r /var/lib/gib/lib64/. /usr/local/home/kubernetes/bin/nvidia/lib64\n"
+        "cp -r /var/lib/gib/. /usr/local/home/kubernetes/bin/gib\necho \"installation finishes\"\n"
+    ),
+    "autopilot": (
+        "set -ex\n/scripts/container_entry.sh install --install-nccl\n"
+        "cp -r /var/lib/gib/lib64/. /usr/local/home/kubernetes/bin/nvidia/lib64\n"
+        "cp -r /var/lib/gib/. /usr/local/home/kubernetes/bin/gib\necho \"installation finishes\"\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("mode", sorted(CEA_INSTALLER_ARGS))
+def test_gib_installer_script_is_ceas_text_byte_for_byte(mode):
+    assert gib.render_daemonset(mode).spec.template.spec.init_containers[0].args == [CEA_INSTALLER_ARGS[mode]]
+
+
 def test_gib_namespace_only_on_autopilot():
     assert gib.render_namespace("standard") is None
     assert gib.render_namespace("autopilot").metadata.name == "rdma-system"
@@ -64,15 +84,24 @@ def test_identity_uses_the_shared_names_and_the_token_never_enters_a_pod_spec():
     assert env.value is None and env.value_from.secret_key_ref.name == names.HF_TOKEN_SECRET
 
 
+KES_GCSFUSE_MOUNT_OPTIONS = [
+    # kubernetes-engine-samples ai-ml/verl-on-gke/gcsfuse-storage.yaml @616b442, the tutorial's tuned PV.
+    "implicit-dirs", "metadata-cache:negative-ttl-secs:0", "metadata-cache:ttl-secs:0",
+    "metadata-cache:stat-cache-max-size-mb:-1", "metadata-cache:type-cache-max-size-mb:-1",
+    "file-cache:max-size-mb:-1", "file-cache:cache-file-for-range-read:true",
+    "file-cache:enable-parallel-downloads:true", "read_ahead_kb=1024", "write:enable-streaming-writes:true",
+    "write:global-max-blocks:200000",
+]
+
+
 def test_gcs_volume_is_static_retained_and_tuned():
     config = config_of(storage_type="gcs")
     volume = storage.render_volume(config, storage.StorageTarget(bucket="my-bucket")).spec
     assert volume.csi.driver == "gcsfuse.csi.storage.gke.io" and volume.csi.volume_handle == "my-bucket"
     assert volume.persistent_volume_reclaim_policy == "Retain"
     assert volume.claim_ref.name == names.DATA_CLAIM and volume.claim_ref.namespace == names.NAMESPACE
-    options = set(volume.mount_options)
-    assert {"file-cache:enable-parallel-downloads:true", "write:enable-streaming-writes:true",
-            "metadata-cache:ttl-secs:-1", "file-cache:max-size-mb:-1"} <= options
+    assert volume.mount_options == KES_GCSFUSE_MOUNT_OPTIONS
+    assert volume.csi.volume_attributes == {"gcsfuseMetadataPrefetchOnMount": "true", "skipCSIBucketAccessCheck": "true"}
     claim = storage.render_claim(config).spec
     assert claim.volume_name == names.DATA_CLAIM and claim.storage_class_name == volume.storage_class_name == ""
     assert claim.access_modes == volume.access_modes == ["ReadWriteMany"]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from infra.plan.writer import render_k8s_yaml, write_plan
+from infra.plan.writer import render_k8s_yaml, summary, write_plan
 from tests.conftest import SHIPPED_STACKS
 from tests.workloads.conftest import COMBINATIONS, TEST_TOKEN, mocked_run, schema_errors
 
@@ -93,16 +93,40 @@ def test_claim_waits_for_its_volume_and_the_volume_for_the_storage():
     assert "gcp:lustre/instance:Instance" in _kinds(recording, volume.depends_on)
 
 
-def test_the_token_is_in_no_file_output_or_recorded_input(tmp_path):
-    recording = mocked_run("standard", "h200", "gcs", token=TEST_TOKEN)
+def _encodings_of(secret: str) -> list[str]:
+    """The token in clear and every base64 form it can take, alone or inside a longer encoded text
+    (the stable core of each of the three byte alignments)."""
+    forms = [secret]
+    for offset in range(3):
+        encoded = base64.b64encode(b"\0" * offset + secret.encode()).decode()
+        start = 4 * ((offset + 2) // 3)
+        core = encoded[start:len(encoded) - 4]
+        forms += [core, core.translate(str.maketrans("+/", "-_"))]
+    return forms
+
+
+def test_encodings_find_the_token_inside_any_base64_text():
+    forms = _encodings_of(TEST_TOKEN)
+    for prefix in (b"", b"x", b"xy", b"xyz", b'{"token":"'):
+        text = base64.b64encode(prefix + TEST_TOKEN.encode() + b'"}').decode()
+        assert any(form in text for form in forms), prefix
+
+
+@pytest.mark.parametrize(("mode", "gpu", "storage", "framework"),
+                         [("standard", "h200", "gcs", "verl"), ("autopilot", "b200", "lustre", "nemo-rl")])
+def test_the_token_is_in_no_file_output_log_or_recorded_input(tmp_path, mode, gpu, storage, framework):
+    recording = mocked_run(mode, gpu, storage, framework, token=TEST_TOKEN)
     secret = recording.one("kubernetes:core/v1:Secret")
     assert secret.inputs["stringData"] == "[secret]"
-    encoded = base64.b64encode(TEST_TOKEN.encode()).decode()
-    forbidden = [TEST_TOKEN, encoded, encoded.rstrip("=")]
-    written = [path.read_text() for path in write_plan(recording, tmp_path)]
+    write_plan(recording, tmp_path)
+    written = [path.read_text() for path in sorted(tmp_path.rglob("*")) if path.is_file()]
+    assert len(written) >= 4
     recorded = json.dumps([r.inputs for r in recording.resources], default=str)
-    for text in [*written, recorded, json.dumps(recording.outputs, default=str), *recording.warnings]:
-        assert not any(value in text for value in forbidden)
+    texts = [*written, recorded, json.dumps(recording.outputs, default=str), *recording.warnings,
+             summary(recording, {}, tmp_path)]
+    forms = _encodings_of(TEST_TOKEN)
+    for text in texts:
+        assert not any(form in text for form in forms)
 
 
 @pytest.mark.parametrize("stack", SHIPPED_STACKS)
