@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -113,6 +114,10 @@ class ClusterArgs:
     """The node subnet with the pod and service secondary ranges."""
     container_api: pulumi.Resource
     """The container API; the cluster waits for it."""
+    node_networks: Sequence[pulumi.Resource] = ()
+    """Autopilot: the gVNIC and RDMA subnets its GPU nodes attach to. The cluster waits for them, so that
+    `pulumi destroy` deletes them only once the cluster has removed the nodes that use them (a subnet in
+    use cannot be deleted). On Standard the GPU node pool carries this ordering."""
 
 
 class Cluster(pulumi.ComponentResource):
@@ -125,6 +130,6 @@ class Cluster(pulumi.ComponentResource):
         self.cluster = gcp.container.Cluster(
             args.config.cluster_name,
             cluster_args(args.config, args.network, args.subnetwork),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[args.container_api]),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[args.container_api, *args.node_networks]),
         )
         self.register_outputs({})

@@ -40,6 +40,7 @@ def build_infra(config: StackConfig) -> InfraOutputs:
             network=networks.cluster_vpc.name,
             subnetwork=networks.node_subnet.name,
             container_api=apis.service("container.googleapis.com"),
+            node_networks=[] if config.cluster.mode == "standard" else [networks.gvnic_subnet, *networks.rdma_subnets],
         ),
     ).cluster
     cluster_ready: list[pulumi.Resource] = [cluster, networks.nat]

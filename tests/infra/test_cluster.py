@@ -98,6 +98,11 @@ def test_deletion_protection_and_min_version_come_from_their_keys(infra_run, mod
     assert inputs["addonsConfig"]["lustreCsiDriverConfig"]["enableLegacyLustrePort"] is True
 
 
-def test_cluster_waits_for_its_network_and_the_container_api_only(infra_run):
-    recording = infra_run("standard", "b200", "gcs")
-    assert depends_on(recording, recording.one(CLUSTER)) == {"container", "grpo-test-net", "grpo-test-nodes"}
+@pytest.mark.parametrize("mode", MODES)
+def test_cluster_waits_for_its_network_the_container_api_and_on_autopilot_its_nodes_networks(infra_run, mode):
+    recording = infra_run(mode, "b200", "gcs")
+    expected = {"container", "grpo-test-net", "grpo-test-nodes"}
+    if mode == "autopilot":
+        # Autopilot creates the GPU nodes on these subnets itself; on Standard the GPU pool waits for them.
+        expected |= {"grpo-test-gvnic-sub", *(f"grpo-test-rdma-sub-{index}" for index in range(8))}
+    assert depends_on(recording, recording.one(CLUSTER)) == expected

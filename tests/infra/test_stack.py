@@ -101,5 +101,7 @@ def test_every_edge_has_a_reason_autopilot_lustre(infra_run):
         ("Firewall", "grpo-test-lustre-lnet"): {"grpo-test-net"},
         ("Instance", "grpo-test-lustre"): {"grpo-test-lustre-peering", "grpo-test-net", "lustre"},
         ("kubernetes", "gke"): {"grpo-test", "grpo-test-nat"},
+        # Autopilot's own GPU nodes attach to these subnets: destroy must remove the cluster first.
+        ("Cluster", "grpo-test"): NETWORK_EDGES[("Cluster", "grpo-test")] | {"grpo-test-gvnic-sub", *RDMA_SUBNETS},
     }
     assert edges_of(infra_run("autopilot", "h200", "lustre")) == expected
