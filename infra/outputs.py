@@ -16,8 +16,6 @@ class InfraOutputs:
     """Kubernetes provider for the cluster, ordered after the node pools."""
     kubeconfig: pulumi.Output[str]
     """The provider's kubeconfig (secret; exec auth through gke-gcloud-auth-plugin)."""
-    cluster_name: pulumi.Output[str]
-    cluster_location: pulumi.Output[str]
     gvnic_network: pulumi.Output[str]
     """Name of the gVNIC VPC."""
     gvnic_subnet: pulumi.Output[str]
@@ -39,5 +37,3 @@ class InfraOutputs:
     """The Lustre mount point `<ip>@tcp:/<fs>` (lustre)."""
     lustre_filesystem: str | None = None
     """The Lustre filesystem name (lustre)."""
-    head_node_pool: str | None = None
-    """Standard: the node pool of the Ray head (names.HEAD_NODE_POOL); None on Autopilot."""

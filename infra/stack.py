@@ -44,7 +44,6 @@ def build_infra(config: StackConfig) -> InfraOutputs:
         ),
     ).cluster
     cluster_ready: list[pulumi.Resource] = [cluster, networks.nat]
-    head_node_pool = None
     if config.cluster.mode == "standard":
         pools = NodePools(
             "node-pools",
@@ -58,7 +57,6 @@ def build_infra(config: StackConfig) -> InfraOutputs:
             ),
         )
         cluster_ready += pools.pools
-        head_node_pool = names.HEAD_NODE_POOL
     storage = Storage(
         "storage",
         StorageArgs(
@@ -85,8 +83,6 @@ def build_infra(config: StackConfig) -> InfraOutputs:
     return InfraOutputs(
         k8s_provider=access.provider,
         kubeconfig=access.kubeconfig,
-        cluster_name=cluster.name,
-        cluster_location=cluster.location,
         gvnic_network=networks.gvnic_vpc.name,
         gvnic_subnet=networks.gvnic_subnet.name,
         rdma_network=networks.rdma_vpc.name,
@@ -97,5 +93,4 @@ def build_infra(config: StackConfig) -> InfraOutputs:
         lustre_instance_id=storage.lustre.instance_id if storage.lustre is not None else None,
         lustre_mount_point=storage.lustre.mount_point if storage.lustre is not None else None,
         lustre_filesystem=storage.lustre_filesystem,
-        head_node_pool=head_node_pool,
     )

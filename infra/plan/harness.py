@@ -56,10 +56,6 @@ class Recording:
                 return resource
         raise LookupError(urn)
 
-    def children_of(self, urn: str) -> list[Recorded]:
-        """Direct children of the resource with this URN."""
-        return [resource for resource in self.resources if resource.parent == urn]
-
 
 def _resolve_output(value: Any) -> Any:
     if isinstance(value, pulumi.Output):

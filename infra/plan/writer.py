@@ -19,7 +19,6 @@ DYNAMIC_PROVIDER_INPUT = "__provider"
 """Input holding a dynamic resource's pickled provider: code, not configuration."""
 
 REDACTED = "[redacted]"
-K8S_PROVIDER_TYPE = "pulumi:providers:kubernetes"
 
 
 def _dumps(document: Any) -> str:
