@@ -5,19 +5,43 @@ stop the old run's live attempts, then submit the new run; when only the RayClus
 replaced, submit the same run again (it resumes from its checkpoints). delete (`pulumi
 destroy`): stop the run's live attempts. A failure fails `pulumi up` with the one-line reason.
 
-Pulumi pickles the provider (dill, by reference for this importable module), so it stays
-small and imports Ray only inside its methods.
+Pulumi stores the provider in the state as a dill pickle and unpickles it in a separate provider
+process. dill pickles a class of an importable module by reference (`jobs.provider.JobProvider`),
+which that process can import only if the project directory is on its path; so the pickle carries
+a small loader, pickled by value, that puts the project directory on `sys.path` first. The
+provider imports Ray only inside its methods.
 """
 
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Any
 
 from pulumi.dynamic import CreateResult, DiffResult, ResourceProvider, UpdateResult
 
 WATCHED_INPUTS = ("submission", "cluster_uid", "gpu_nodes", "address")
 """Inputs whose change makes `pulumi up` run `update`."""
+
+PROJECT_DIR = str(Path(__file__).resolve().parents[1])
+"""The directory holding the `jobs` package, put on the provider process's path."""
+
+
+def load_provider(project_dir: str) -> JobProvider:
+    """A JobProvider, imported from `project_dir` when it exists (else from the process's own path)."""
+    import os
+    import sys
+
+    if os.path.isdir(project_dir) and project_dir not in sys.path:
+        sys.path.insert(0, project_dir)
+    from jobs.provider import JobProvider
+
+    return JobProvider()
+
+
+# dill pickles a function of `__main__` by value (code, no module reference), so the provider
+# process needs nothing importable to run the loader above.
+load_provider.__module__ = "__main__"
 
 
 def _report(line: str) -> None:
@@ -67,6 +91,10 @@ def _stop_run(props: dict[str, Any]) -> None:
 
 class JobProvider(ResourceProvider):
     """Submits, replaces and stops the stack's GRPO run on its RayCluster."""
+
+    def __reduce__(self) -> tuple[Any, tuple[str]]:
+        """Pickle as `load_provider(PROJECT_DIR)`, importable from any working directory."""
+        return (load_provider, (PROJECT_DIR,))
 
     def create(self, props: dict[str, Any]) -> CreateResult:
         """Submit the run once the GPU nodes are up."""
