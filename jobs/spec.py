@@ -205,7 +205,9 @@ def _env_vars(config: StackConfig, run_dir: str) -> dict[str, str]:
     env = {"HF_HOME": paths.hf_home()}
     if config.workload.framework == "verl":
         env["PYTHONPATH"] = paths.verl_site_dir()
-        env["VERL_FILE_LOGGER_PATH"] = f"{run_dir}/metrics.jsonl"
+        # verl's file logger writes <root>/<project>/<experiment>.jsonl and creates that directory
+        # itself; VERL_FILE_LOGGER_PATH would be opened as-is, before the run directory exists.
+        env["VERL_FILE_LOGGER_ROOT"] = run_dir
     else:
         # NeMo-RL's init_ray passes os.environ as ray.init's runtime env, which clashes with the
         # job's env_vars unless the job's runtime env may be overridden (jobs-and-frameworks.md §2).
