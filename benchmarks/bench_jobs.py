@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from jobs import local_head  # noqa: E402
-from jobs.control import connect, endpoint_for_address  # noqa: E402
+from jobs.control import TERMINAL, connect, endpoint_for_address  # noqa: E402
 
 PAIRS = int(os.environ.get("BENCH_PAIRS", "7"))
 TARGET = 1.5
@@ -31,7 +31,9 @@ TARGET = 1.5
 
 
 def _until_running(client, submission_id: str, started: float) -> float:
-    while client.get_job_status(submission_id).value != "RUNNING":
+    while (status := client.get_job_status(submission_id).value) != "RUNNING":
+        if status in TERMINAL:
+            raise SystemExit(f"{submission_id} ended {status} before RUNNING: {client.get_job_logs(submission_id)}")
         time.sleep(0.02)
     return time.perf_counter() - started
 

@@ -71,12 +71,12 @@ def _entries(kubeconfig: dict[str, Any], section: str) -> dict[str, dict[str, An
     return {item["name"]: item.get(inner) or {} for item in kubeconfig.get(section) or []}
 
 
-def kube_target(kubeconfig: dict[str, Any], context: str | None = None) -> KubeTarget:
-    """The server, CA and user of `context` (default: the current context) of a parsed kubeconfig."""
-    context_name = context or kubeconfig.get("current-context")
+def kube_target(kubeconfig: dict[str, Any], context: str | None = None, preferred: str | None = None) -> KubeTarget:
+    """The server, CA and user of `context`, else of `preferred` if the kubeconfig has it, else of the current one."""
+    contexts = _entries(kubeconfig, "contexts")
+    context_name = context or (preferred if preferred in contexts else None) or kubeconfig.get("current-context")
     if not context_name:
         raise AccessError("the kubeconfig has no current context; pass --context or --address")
-    contexts = _entries(kubeconfig, "contexts")
     if context_name not in contexts:
         raise AccessError(f"the kubeconfig has no context {context_name!r} (has: {', '.join(sorted(contexts))})")
     cluster = _entries(kubeconfig, "clusters").get(contexts[context_name].get("cluster"))
@@ -138,28 +138,28 @@ def ca_bundle(ca_data: str) -> str:
     return str(path)
 
 
-def endpoint_from_kubeconfig(text: str, context: str | None = None) -> Endpoint:
-    """The Ray dashboard of the stack's cluster through the API server's service proxy."""
+def endpoint_from_kubeconfig(text: str, context: str | None = None, preferred: str | None = None) -> Endpoint:
+    """The Ray dashboard of the stack's cluster through the API server's service proxy (contexts as kube_target)."""
     try:
         kubeconfig = yaml.safe_load(text) or {}
     except yaml.YAMLError:
         raise AccessError("the kubeconfig is not valid YAML") from None
     if not isinstance(kubeconfig, dict):
         raise AccessError("the kubeconfig is not a kubeconfig mapping")
-    target = kube_target(kubeconfig, context)
+    target = kube_target(kubeconfig, context, preferred)
     verify: str | bool = ca_bundle(target.ca_data) if target.ca_data else not target.insecure
     return Endpoint(
         address=service_proxy_url(target.server), headers=bearer_headers(user_token(target.user)), verify=verify
     )
 
 
-def endpoint_from_kubeconfig_file(path: Path, context: str | None = None) -> Endpoint:
+def endpoint_from_kubeconfig_file(path: Path, context: str | None = None, preferred: str | None = None) -> Endpoint:
     """`endpoint_from_kubeconfig` of the file at `path`."""
     try:
         text = path.read_text()
     except OSError as error:
         raise AccessError(f"cannot read the kubeconfig {path}: {error.strerror}") from None
-    return endpoint_from_kubeconfig(text, context)
+    return endpoint_from_kubeconfig(text, context, preferred)
 
 
 def default_kubeconfig_path() -> Path:

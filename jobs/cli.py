@@ -49,13 +49,7 @@ def endpoint_of(args: argparse.Namespace, config: StackConfig) -> access.Endpoin
     if args.address:
         return control.endpoint_for_address(args.address)
     path = Path(args.kubeconfig) if args.kubeconfig else access.default_kubeconfig_path()
-    context = args.context
-    if context is None and path.is_file():
-        import yaml
-
-        known = {item.get("name") for item in (yaml.safe_load(path.read_text()) or {}).get("contexts") or []}
-        context = stack_context(config) if stack_context(config) in known else None
-    return access.endpoint_from_kubeconfig_file(path, context)
+    return access.endpoint_from_kubeconfig_file(path, args.context, preferred=stack_context(config))
 
 
 class _ProgressLine:

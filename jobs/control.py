@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from infra import facts
 from jobs.access import AccessError, Endpoint
 from jobs.progress import Progress, advance
+from jobs.spec import attempt_id
 
 if TYPE_CHECKING:
     from ray.job_submission import JobDetails, JobSubmissionClient
@@ -172,10 +173,9 @@ def stack_jobs(client: JobSubmissionClient, stack: str) -> list[JobDetails]:
 
 
 def _with_attempt(submission: dict[str, Any], attempt: int) -> dict[str, Any]:
-    run = submission["metadata"]["run"]
     return {
         **submission,
-        "submission_id": f"{run}-{attempt}",
+        "submission_id": attempt_id(submission["metadata"]["run"], attempt),
         "metadata": {**submission["metadata"], "attempt": str(attempt)},
     }
 
@@ -274,7 +274,11 @@ def follow(
                 status = await asyncio.to_thread(status_of, client, submission_id)
                 if status in TERMINAL:
                     return status
-                await asyncio.wait([streaming], timeout=poll)
+                if streaming.done():
+                    # The stream ended or failed (a proxy refusing the websocket): poll, do not spin.
+                    await asyncio.sleep(poll)
+                else:
+                    await asyncio.wait([streaming], timeout=poll)
         finally:
             streaming.cancel()
             await asyncio.gather(streaming, return_exceptions=True)

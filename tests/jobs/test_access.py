@@ -103,3 +103,16 @@ def test_cli_without_address_prefers_the_stacks_gcloud_context_over_the_current_
     assert endpoint_of(args, config).address.startswith("https://10.1.1.1/")
     args = parser().parse_args(["status", "--stack", "dev", "--address", "127.0.0.1:8265"])
     assert endpoint_of(args, config).address == "http://127.0.0.1:8265"
+
+
+@pytest.mark.parametrize(("text", "reason"), [("a: [unclosed\n", "not valid YAML"), ("- a\n- b\n", "not a kubeconfig")])
+def test_cli_with_a_broken_kubeconfig_exits_2_with_one_line(tmp_path, capsys, text, reason):
+    from infra.plan.harness import REPO_ROOT
+    from jobs.cli import main
+
+    path = tmp_path / "kubeconfig"
+    path.write_text(text)
+    code = main(["status", "--stack", "dev", "--dir", str(REPO_ROOT), "--kubeconfig", str(path)])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert reason in err and err.count("\n") == 1, err

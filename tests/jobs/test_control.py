@@ -1,0 +1,81 @@
+"""Run control without a Ray head: the readiness gate on a scripted node list, and following a job
+through a fake Jobs API client whose log stream fails at once."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from jobs import control
+from jobs.access import Endpoint
+
+
+def scripted_nodes(monkeypatch, *answers: list[float]) -> list[int]:
+    """Make control.gpu_nodes return `answers` in turn (the last one for ever); return the call counter."""
+    calls = [0]
+
+    def gpu_nodes(_endpoint: Endpoint) -> list[float]:
+        calls[0] += 1
+        return answers[min(calls[0], len(answers)) - 1]
+
+    monkeypatch.setattr(control, "gpu_nodes", gpu_nodes)
+    return calls
+
+
+def test_the_gate_reports_progress_until_every_node_shows_8_gpus(monkeypatch):
+    calls = scripted_nodes(monkeypatch, [0.0, 8.0], [0.0, 8.0, 4.0], [0.0, 8.0, 8.0])
+    lines: list[str] = []
+    control.wait_for_gpus(Endpoint("http://ray"), 2, timeout=60, report=lines.append, poll=0)
+    assert calls[0] == 3
+    assert all("missing 1 (gpu.nodes=2;" in line and line.endswith(" s left") for line in lines)
+    assert [line.split(";")[0] for line in lines] == [
+        "waiting for GPU nodes: 1 of 2 Ray nodes with 8 GPUs are up",
+        "waiting for GPU nodes: 1 of 2 Ray nodes with 8 GPUs are up (and nodes with only 4 GPUs)",
+    ]
+
+
+def test_the_gate_refuses_a_job_that_can_never_be_placed_and_says_what_is_missing(monkeypatch):
+    scripted_nodes(monkeypatch, [0.0, 8.0])
+    lines: list[str] = []
+    with pytest.raises(control.JobError, match=r"can never be placed: 1 of 2 Ray nodes with 8 GPUs are up; missing 1"):
+        control.wait_for_gpus(Endpoint("http://ray"), 2, timeout=0, report=lines.append, poll=0)
+
+
+class DeadStreamClient:
+    """RUNNING for `running_polls` status calls, then SUCCEEDED; the log websocket fails immediately."""
+
+    def __init__(self, running_polls: int) -> None:
+        self.running_polls = running_polls
+        self.status_calls = 0
+
+    def get_job_status(self, _submission_id: str) -> str:
+        self.status_calls += 1
+        return "RUNNING" if self.status_calls <= self.running_polls else "SUCCEEDED"
+
+    async def tail_job_logs(self, _submission_id: str):
+        raise RuntimeError("websocket refused by the proxy")
+        yield  # an async generator, like the real one
+
+    def get_job_logs(self, _submission_id: str) -> str:
+        return "step:1 - critic/score/mean:np.float64(0.25)\nstep:2 - critic/score/mean:0.5\n"
+
+
+def test_a_failed_log_stream_falls_back_to_polling_and_the_full_log(monkeypatch):
+    sleeps: list[float] = []
+    real_sleep = asyncio.sleep
+
+    async def counting_sleep(delay: float, *args, **kwargs):
+        sleeps.append(delay)
+        return await real_sleep(0)
+
+    monkeypatch.setattr(control.asyncio, "sleep", counting_sleep)
+    client = DeadStreamClient(running_polls=3)
+    lines, progress = [], []
+    status = control.follow(client, "job-1", "verl", lines.append, progress.append, poll=0.5)
+    assert status == "SUCCEEDED"
+    assert client.status_calls == 4
+    # one pause of `poll` between status polls instead of a busy loop once the stream is gone
+    assert sleeps == [0.5, 0.5, 0.5]
+    assert lines == ["step:1 - critic/score/mean:np.float64(0.25)", "step:2 - critic/score/mean:0.5"]
+    assert progress[-1] == "step 2  critic/score/mean 0.5000"
