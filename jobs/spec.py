@@ -176,19 +176,11 @@ def nemo_rl_overrides(config: StackConfig, run_dir: str) -> list[str]:
     else:
         values.append(("data.train.dataset_name", train))
         values.append(("data.validation", f"{{dataset_name:{validation},repeat:{repeat}}}"))
-    if recipe.backend == "megatron" and release.recipes_carry_converter_type:
-        architecture = hf_architecture(config.workload.model)
-        if architecture is None:
-            known = ", ".join(sorted(facts.HF_ARCHITECTURES))
-            raise ConfigError(
-                [
-                    Problem(
-                        f"{PROJECT_NAMESPACE}:workload.model",
-                        f"NeMo-RL {config.workload.resolved_image().release} needs the model family's"
-                        f" converter_type, unknown for {config.workload.model!r} (known families: {known})",
-                    )
-                ]
-            )
+    architecture = hf_architecture(config.workload.model)
+    if recipe.backend == "megatron" and release.recipes_carry_converter_type and architecture is not None:
+        # The recipe's converter_type names the recipe's own model (Llama); no supported release
+        # reads it (Megatron-Bridge's AutoBridge takes the architecture from the model's HF config,
+        # v0.4.0 on), so it is set for a known family and left alone, never refused, otherwise.
         values.append(("policy.megatron_cfg.converter_type", architecture))
     return [_override(key, value) for key, value in values]
 

@@ -147,11 +147,18 @@ def test_model_size_comes_from_the_config_or_the_model_id():
 def test_unknown_size_or_family_is_refused_with_the_key_to_change():
     with pytest.raises(ConfigError, match=r"grpo-gke:workload.modelSizeB: is required"):
         training_spec(nemo_rl("v0.7.0", workload={"model": "org/mystery"}))
-    with pytest.raises(ConfigError, match=r"grpo-gke:workload.model: NeMo-RL v0.4.0 needs the model family"):
-        training_spec(nemo_rl("v0.4.0", workload={"model": "org/mystery-70B"}))
     assert training_spec(nemo_rl("v0.7.0", workload={"model": "org/mystery-70B"})).run
     assert hf_architecture("Qwen/Qwen3-32B") == "Qwen3ForCausalLM"
     assert hf_architecture("mistralai/Mistral-7B") is None
+
+
+def test_an_unknown_family_keeps_the_recipes_unread_converter_type_instead_of_being_refused():
+    # converter_type is in the v0.4.0-v0.6.0 Megatron recipes but no release reads it (AutoBridge
+    # takes the architecture from the model's config.json), so an unknown family is no reason to refuse.
+    for release in ("v0.4.0", "v0.6.0"):
+        config = nemo_rl(release, workload={"model": "org/mystery-70B"})
+        assert "policy.megatron_cfg.converter_type" not in overrides_of(config)
+        assert nemo_rl_recipe(config).backend == "megatron"
 
 
 def test_framework_and_dataset_without_a_mapping_are_refused_by_the_config_model():

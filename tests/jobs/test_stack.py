@@ -40,7 +40,7 @@ def test_no_submission_when_job_submit_is_false():
 def test_a_refused_job_spec_fails_the_program_before_any_resource(monkeypatch):
     values = values_of(
         "nemo-rl-standard-b200",
-        workload={"model": "org/mystery-70B", "image": "nvcr.io/nvidia/nemo-rl:v0.4.0", "rayVersion": "2.46.0",
+        workload={"model": "org/mystery", "image": "nvcr.io/nvidia/nemo-rl:v0.4.0", "rayVersion": "2.46.0",
                   "nemoRlRelease": "v0.4.0"},
     )  # fmt: skip
     registered = []
@@ -52,6 +52,6 @@ def test_a_refused_job_spec_fails_the_program_before_any_resource(monkeypatch):
         return original(self, request)
 
     monkeypatch.setattr(harness.RecordingMonitor, "RegisterResource", spy)
-    with pytest.raises(pulumi.RunError, match=r"config was refused:\ngrpo-gke:workload.model: NeMo-RL v0.4.0"):
+    with pytest.raises(pulumi.RunError, match=r"config was refused:\ngrpo-gke:workload.modelSizeB: is required"):
         run_values(values, stack="nemo-rl-standard-b200")
     assert registered == [], "the job is checked before any resource is registered"
