@@ -370,7 +370,11 @@ GCSFUSE_VOLUME_ATTRIBUTES = {"skipCSIBucketAccessCheck": "true", "gcsfuseMetadat
 """Volume attributes of the tutorial's static PV (KES gcsfuse-storage.yaml, K5)."""
 
 GCSFUSE_POD_ANNOTATION = "gke-gcsfuse/volumes"
-"""Pod annotation that makes GKE inject the GCS FUSE sidecar (DOC-FUSE, K5)."""
+"""Pod annotation that makes GKE inject the GCS FUSE sidecar (DOC-FUSE, K5). When every node runs
+Kubernetes >= 1.29 (all floors here are higher), the webhook injects it as a native sidecar, an init
+container, so the Ray container stays `containers[0]`, the one that receives the RDMA devices (A.7;
+GoogleCloudPlatform/gcs-fuse-csi-driver pkg/webhook/injection.go `supportsNativeSidecar`,
+`injectSidecarContainer` @5fcdc04)."""
 
 KUBERAY_READY_WAIT = "jsonpath={.status.state}=ready"
 """`pulumi.com/waitFor` of the RayCluster: KubeRay sets status.state to `ready` once every pod runs
@@ -401,9 +405,10 @@ STAGING_REQUESTS = {"cpu": "1", "memory": "8Gi", "ephemeral-storage": "20Gi"}
 
 GCSFUSE_SIDECAR_ANNOTATIONS: dict[str, dict[str, str]] = {
     # GKE Cloud Storage FUSE CSI docs, "Configure resources for the sidecar container": the file cache
-    # lives in the sidecar's ephemeral storage, whose default limit is small. "0" lifts a limit on
-    # Standard; Autopilot refuses "0", so it gets explicit limits (requests follow them there), which
-    # NODE_DAEMON_HEADROOM and EPHEMERAL_SHARE_OF_LOCAL_SSD leave room for. (Not re-verified offline.)
+    # lives in the sidecar's ephemeral storage, whose default limit is small (5Gi). gcs-fuse-csi-driver
+    # pkg/webhook/config.go @5fcdc04: a "0" limit is left off the container (no limit), and a request
+    # left unset follows its limit. Autopilot refuses "0" (GKE docs; not re-verified offline), so it
+    # gets explicit limits, which NODE_DAEMON_HEADROOM and EPHEMERAL_SHARE_OF_LOCAL_SSD leave room for.
     "standard": {
         "gke-gcsfuse/cpu-limit": "0",
         "gke-gcsfuse/ephemeral-storage-limit": "0",

@@ -29,6 +29,12 @@ WORKER_GROUP = "gpu"
 HEAD_SHM_GIB = 8
 """/dev/shm of the head (Ray's object store there instead of /tmp), inside its memory request."""
 
+REPLACE_ON_CHANGES = ["spec"]
+"""KubeRay applies a changed pod template to no running pod (ray-project/kuberay#289, #2534; only
+`spec.upgradeStrategy`, KubeRay >= 1.6, recreates them), and the cluster would stay `ready`, so
+`up` would report success with the old pods. Any spec change therefore replaces the RayCluster
+(deleted first: its name is fixed)."""
+
 HEAD_PORTS = {"gcs-server": 6379, "dashboard": names.RAY_DASHBOARD_PORT, "client": 10001}
 """Ports the head exposes on its ClusterIP service (KES ray-cluster-standard.yaml)."""
 
@@ -237,6 +243,12 @@ class RayCluster(pulumi.ComponentResource):
             kind=KIND,
             metadata=manifest["metadata"],
             spec=manifest["spec"],
-            opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=list(args.depends_on)),
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                provider=args.provider,
+                depends_on=list(args.depends_on),
+                replace_on_changes=list(REPLACE_ON_CHANGES),
+                delete_before_replace=True,
+            ),
         )
         self.register_outputs({"name": names.RAY_CLUSTER, "rayVersion": manifest["spec"]["rayVersion"]})

@@ -179,3 +179,14 @@ def test_up_waits_for_kuberay_ready():
     assert metadata["annotations"]["pulumi.com/timeoutSeconds"] == "2400"
     assert "pulumi.com/skipAwait" not in metadata["annotations"]
     assert (metadata["name"], metadata["namespace"]) == (names.RAY_CLUSTER, names.NAMESPACE)
+
+
+@pytest.mark.parametrize(("mode", "storage"), list(itertools.product(["standard", "autopilot"], ["gcs", "lustre"])))
+def test_every_mount_names_a_declared_volume(mode, storage):
+    spec = raycluster.render_spec(config_of(mode, "b200", storage))
+    for group in (spec["headGroupSpec"], *spec["workerGroupSpecs"]):
+        pod = group["template"]["spec"]
+        volumes = [volume["name"] for volume in pod["volumes"]]
+        assert len(set(volumes)) == len(volumes)
+        for container in pod["containers"]:
+            assert {mount["name"] for mount in container["volumeMounts"]} == set(volumes)

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from infra.plan.monitor import RecordingMonitor
 from infra.plan.writer import render_k8s_yaml, summary, write_plan
-from tests.conftest import SHIPPED_STACKS
-from tests.workloads.conftest import COMBINATIONS, TEST_TOKEN, mocked_run, schema_errors
+from tests.conftest import SHIPPED_STACKS, run_values
+from tests.workloads.conftest import COMBINATIONS, TEST_TOKEN, combination_values, mocked_run, schema_errors
 
 GOLDEN = Path(__file__).with_name("golden")
 RAY = "kubernetes:ray.io/v1:RayCluster"
@@ -71,6 +72,21 @@ def test_ray_cluster_waits_for_what_its_pods_need(mode, gpu, storage):
     assert not {JOB, "kubernetes:core/v1:ConfigMap"} & _kinds(recording, ray.depends_on)
     pools = {r.urn for r in recording.by_type("gcp:container/nodePool:NodePool")}
     assert pools <= set(ray.depends_on)
+
+
+def test_a_changed_ray_cluster_spec_replaces_the_cluster(monkeypatch):
+    registered = {}
+    original = RecordingMonitor.RegisterResource
+
+    def register(self, request):
+        registered[request.type] = (list(request.replaceOnChanges), request.deleteBeforeReplace)
+        return original(self, request)
+
+    monkeypatch.setattr(RecordingMonitor, "RegisterResource", register)
+    values, secret_keys = combination_values("standard", "h200", "gcs")
+    run_values(values, secret_keys, stack="test")
+    assert registered[RAY] == (["spec"], True)
+    assert registered["kubernetes:core/v1:PersistentVolume"] == ([], False)
 
 
 def test_staging_job_waits_only_for_claim_account_secret_and_script():
