@@ -38,13 +38,19 @@ def key_facts(config: StackConfig) -> dict[str, str]:
     }
 
 
+def shown_path(path: Path) -> Path:
+    """`path` as the user would type it: relative to the working directory when it lies below it."""
+    absolute, here = path.resolve(), Path.cwd().resolve()
+    return absolute.relative_to(here) if absolute.is_relative_to(here) else path
+
+
 def plan(args: argparse.Namespace) -> int:
     """Validate the stack config, run the program under mocks and write the plan files."""
     from infra.plan.harness import REPO_ROOT, run_values
     from infra.plan.writer import summary, write_plan
     from jobs.validate import check as check_job
 
-    path = args.config if args.config else stack_file(REPO_ROOT, args.stack)
+    path = shown_path(args.config if args.config else stack_file(REPO_ROOT, args.stack))
     stack = args.stack or stack_name_of(path)
     try:
         values = read_stack_file(path, PROJECT_NAMESPACE, stack)

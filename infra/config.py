@@ -29,6 +29,9 @@ PROVIDER_NAMESPACE = "gcp"
 RFC1918_BLOCKS = tuple(ipaddress.IPv4Network(block) for block in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"))
 """The private address blocks of RFC 1918, which every VPC range must lie in."""
 
+RDMA_SPLIT_BITS = (facts.RDMA_SUBNET_COUNT - 1).bit_length()
+"""Prefix bits added to `network.rdmaRange` to split it into the RDMA subnets (3 for eight)."""
+
 
 class _Section(BaseModel):
     """Base of every config section: camelCase keys, unknown keys refused, immutable."""
@@ -151,7 +154,7 @@ class NetworkConfig(_Section):
     def rdma_subnets(self) -> list[str]:
         """The eight equal RDMA subnets carved from `rdma_range`, in order."""
         network = ipaddress.IPv4Network(self.rdma_range)
-        return [str(subnet) for subnet in network.subnets(prefixlen_diff=3)]
+        return [str(subnet) for subnet in network.subnets(prefixlen_diff=RDMA_SPLIT_BITS)]
 
 
 class WorkloadConfig(_Section):
@@ -526,10 +529,19 @@ def _network_problems(cfg: StackConfig) -> list[Problem]:
                         f"must not overlap network.{first} ({ranges[first]}), got {ranges[second]}",
                     )
                 )
-    if parsed["rdmaRange"].prefixlen > 26:
+    largest_rdma_prefix = facts.SUBNET_MAX_PREFIX - RDMA_SPLIT_BITS
+    if parsed["rdmaRange"].prefixlen > largest_rdma_prefix:
         problems.append(
-            Problem(f"{ns}:network.rdmaRange", f"must be /26 or larger to hold eight subnets, got {ranges['rdmaRange']}")
+            Problem(
+                f"{ns}:network.rdmaRange",
+                f"must be /{largest_rdma_prefix} or larger to hold {facts.RDMA_SUBNET_COUNT} subnets"
+                f" of at least /{facts.SUBNET_MAX_PREFIX}, got {ranges['rdmaRange']}",
+            )
         )
+    elif _node_addresses(parsed["rdmaRange"].prefixlen + RDMA_SPLIT_BITS) < cfg.gpu.nodes:
+        problems.append(_too_small("rdmaRange", ranges, "each RDMA subnet", RDMA_SPLIT_BITS, cfg.gpu.nodes))
+    if _node_addresses(parsed["gvnicRange"].prefixlen) < cfg.gpu.nodes:
+        problems.append(_too_small("gvnicRange", ranges, "the gVNIC subnet", 0, cfg.gpu.nodes))
     if cfg.storage.type == "lustre" and parsed["lustreRange"].prefixlen > facts.LUSTRE_PEERING_PREFIX_MAX:
         problems.append(
             Problem(
@@ -538,6 +550,21 @@ def _network_problems(cfg: StackConfig) -> list[Problem]:
             )
         )
     return problems
+
+
+def _node_addresses(prefix_length: int) -> int:
+    """Node addresses a subnet of this prefix length holds (Google Cloud keeps four)."""
+    return 2 ** (32 - prefix_length) - facts.SUBNET_RESERVED_ADDRESSES
+
+
+def _too_small(key: str, ranges: Mapping[str, str], what: str, split_bits: int, nodes: int) -> Problem:
+    """`network.<key>` is too small for one address per GPU node in `what`."""
+    largest_prefix = 32 - (nodes + facts.SUBNET_RESERVED_ADDRESSES - 1).bit_length() - split_bits
+    return Problem(
+        f"{PROJECT_NAMESPACE}:network.{key}",
+        f"must be /{largest_prefix} or larger: {what} needs an address for each of the gpu.nodes={nodes}"
+        f" GPU nodes, got {ranges[key]}",
+    )
 
 
 def _workload_problems(cfg: StackConfig) -> list[Problem]:

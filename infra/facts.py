@@ -12,16 +12,18 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-GpuType = Literal["b200", "h200"]
-ClusterMode = Literal["standard", "autopilot"]
-Framework = Literal["verl", "nemo-rl"]
-Dataset = Literal["gsm8k", "deepscaler"]
-
 GPUS_PER_NODE = 8
 """Both A4 and A3 Ultra carry eight GPUs and eight RDMA NICs (CT machine_mappings.json)."""
 
 RDMA_SUBNET_COUNT = 8
 """One RDMA subnet per GPU NIC (CT gpu-rdma-vpc `subnetworks_template.count: 8`)."""
+
+SUBNET_MAX_PREFIX = 29
+"""The smallest IPv4 subnet range Google Cloud accepts is a /29 (VPC docs, "Subnets": IPv4 ranges)."""
+
+SUBNET_RESERVED_ADDRESSES = 4
+"""Addresses Google Cloud keeps in every subnet's primary IPv4 range: network, default gateway,
+second-to-last and broadcast (VPC docs, "Reserved IPv4 addresses in IPv4 subnets")."""
 
 MAX_MTU = 8896
 """MTU of the gVNIC and RDMA VPCs (CT vpc and gpu-rdma-vpc defaults; RDMA profile default)."""
@@ -122,7 +124,11 @@ FLEX_START_FLOOR = "1.32.2-gke.1652000"
 """Flex-start node pools need this version (CT gke-node-pool preconditions, DOC-AIH)."""
 
 LUSTRE_PORT = 988
+"""LNet port of Managed Lustre for GKE nodes at or above LUSTRE_DEFAULT_PORT_FLOOR (gcp-infrastructure.md §1
+row 15; CT managed-lustre/README.md)."""
+
 LUSTRE_LEGACY_PORT = 6988
+"""LNet port of instances with `gke_support_enabled`, for older nodes (same sources)."""
 
 
 @dataclass(frozen=True)

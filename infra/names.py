@@ -5,6 +5,8 @@ workloads create; the dashboard command names the RayCluster's head service. Bot
 these constants so the two can never disagree.
 """
 
+from infra import facts
+
 NAMESPACE = "grpo"
 """Namespace of the RayCluster, its service account, the storage claim and the staging Job."""
 
@@ -38,7 +40,7 @@ DATA_MOUNT = "/data"
 GVNIC_NETWORK = "gvnic-1"
 """GKE Network object of the gVNIC VPC (CT k8s_network_names: gvnic- from 1)."""
 
-RDMA_NETWORKS = tuple(f"rdma-{index}" for index in range(8))
+RDMA_NETWORKS = tuple(f"rdma-{index}" for index in range(facts.RDMA_SUBNET_COUNT))
 """GKE Network objects of the eight RDMA subnets (CT k8s_network_names: rdma- from 0)."""
 
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 
 from pydantic import BaseModel
 
@@ -31,6 +34,23 @@ def config_keys() -> set[str]:
 def test_the_quick_start_gives_the_two_commands():
     quick_start = README.split("## Quick start", 1)[1].split("\n## ", 1)[0]
     assert "make plan" in quick_start and "make test" in quick_start
+
+
+def test_the_quick_start_shows_what_a_refused_config_really_prints(tmp_path):
+    quick_start = README.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    shown = quick_start.split("```text\n", 1)[1].split("```", 1)[0]
+    text = (REPO_ROOT / "Pulumi.dev.yaml").read_text().replace("nodes: 1", "nodes: 0").replace("type: h200", "tpye: h200")
+    (tmp_path / "Pulumi.dev.yaml").write_text(text)
+    result = subprocess.run(
+        [sys.executable, "-m", "infra", "plan", "--config", "Pulumi.dev.yaml"],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 2
+    assert result.stderr == shown
 
 
 def test_every_config_key_is_documented_and_every_documented_key_exists():

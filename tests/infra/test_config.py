@@ -39,6 +39,9 @@ NEMO = {
 LIGHT = {"grpo-gke:grpo": {"microBatchSizePerGpu": 1}}
 """GRPO knobs whose range boundaries meet no cross-key rule (one micro-batch sample per GPU)."""
 
+ANY_NODES = {"grpo-gke:grpo": {"promptsPerStep": 780, "microBatchSizePerGpu": 1}}
+"""GRPO knobs that split evenly over 5, 12 or 13 nodes (780 x 8 samples)."""
+
 KNOWN_TOP = "cluster, gpu, grpo, hfToken, job, network, storage, workload, zone"
 KNOWN_GPU = "nodes, provisioning, reservation, type"
 
@@ -517,7 +520,7 @@ NETWORK = [
     bad(
         "rdma-27",
         {"grpo-gke:network.rdmaRange": "192.168.128.0/27"},
-        "grpo-gke:network.rdmaRange: must be /26 or larger to hold eight subnets, got 192.168.128.0/27",
+        "grpo-gke:network.rdmaRange: must be /26 or larger to hold 8 subnets of at least /29, got 192.168.128.0/27",
     ),
     bad(
         "lustre-23",
@@ -525,6 +528,22 @@ NETWORK = [
         "grpo-gke:network.lustreRange: must be /22 or larger, got 10.0.64.0/23",
     ),
     ok("gcs-ignores-lustre-range-size", {"grpo-gke:network.lustreRange": "10.0.64.0/23"}),
+    # One address per GPU node in each RDMA subnet and in the gVNIC subnet; Google Cloud keeps four of each.
+    # (780 prompts x 8 split evenly over the GPUs of 5, 12 or 13 nodes.)
+    ok("rdma-26-holds-4-nodes", {"grpo-gke:network.rdmaRange": "192.168.128.0/26", "grpo-gke:gpu.nodes": 4}),
+    bad(
+        "rdma-26-cannot-hold-5-nodes",
+        {"grpo-gke:network.rdmaRange": "192.168.128.0/26", "grpo-gke:gpu.nodes": 5, **ANY_NODES},
+        "grpo-gke:network.rdmaRange: must be /25 or larger: each RDMA subnet needs an address for each of the"
+        " gpu.nodes=5 GPU nodes, got 192.168.128.0/26",
+    ),
+    ok("gvnic-28-holds-12-nodes", {"grpo-gke:network.gvnicRange": "192.168.64.0/28", "grpo-gke:gpu.nodes": 12, **ANY_NODES}),
+    bad(
+        "gvnic-28-cannot-hold-13-nodes",
+        {"grpo-gke:network.gvnicRange": "192.168.64.0/28", "grpo-gke:gpu.nodes": 13, **ANY_NODES},
+        "grpo-gke:network.gvnicRange: must be /27 or larger: the gVNIC subnet needs an address for each of the"
+        " gpu.nodes=13 GPU nodes, got 192.168.64.0/28",
+    ),
 ]
 
 # ---------------------------------------------------------------- grpo-gke:workload
