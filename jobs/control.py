@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from infra import facts
+from infra import facts, names
 from jobs.access import AccessError, Endpoint
 from jobs.progress import Progress, advance
 from jobs.spec import attempt_id
@@ -146,7 +146,7 @@ def wait_for_gpus(
             raise JobError(
                 f"refused: the job can never be placed: {missing} after {timeout:.0f} s."
                 f" Ray would keep it PENDING for {facts.RAY_JOB_START_TIMEOUT_SECONDS} s; check the GPU node pool"
-                " (kubectl -n grpo get pods) and job.readyTimeoutSeconds"
+                f" (kubectl -n {names.NAMESPACE} get pods) and job.readyTimeoutSeconds"
             )
         report(f"waiting for GPU nodes: {missing}; {left:.0f} s left")
         time.sleep(min(poll, max(left, 0.1)))
