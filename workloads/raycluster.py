@@ -241,7 +241,7 @@ class RayCluster(pulumi.ComponentResource):
             names.RAY_CLUSTER,
             api_version=API_VERSION,
             kind=KIND,
-            metadata=manifest["metadata"],
+            metadata=k8s.meta.v1.ObjectMetaArgs(**manifest["metadata"]),
             spec=manifest["spec"],
             opts=pulumi.ResourceOptions(
                 parent=self,

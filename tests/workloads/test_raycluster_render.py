@@ -6,6 +6,7 @@ import copy
 import itertools
 import json
 
+import pulumi_kubernetes as k8s
 import pytest
 
 from infra import facts, names
@@ -190,3 +191,10 @@ def test_every_mount_names_a_declared_volume(mode, storage):
         assert len(set(volumes)) == len(volumes)
         for container in pod["containers"]:
             assert {mount["name"] for mount in container["volumeMounts"]} == set(volumes)
+
+
+def test_metadata_goes_through_the_typed_object_meta():
+    metadata = k8s.meta.v1.ObjectMetaArgs(**raycluster.render_metadata(config_of()))
+    assert metadata.annotations["pulumi.com/waitFor"] == facts.KUBERAY_READY_WAIT
+    with pytest.raises(TypeError):
+        k8s.meta.v1.ObjectMetaArgs(**{**raycluster.render_metadata(config_of()), "anotations": {}})
