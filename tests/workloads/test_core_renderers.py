@@ -155,3 +155,23 @@ def test_gcs_fuse_sidecar_limits_per_mode_and_node(mode, gpu_node, limits):
     assert annotations["gke-gcsfuse/volumes"] == "true"
     assert annotations.get("gke-gcsfuse/ephemeral-storage-limit") == limits
     assert storage.pod_annotations(config_of(mode, storage_type="lustre"), gpu_node=gpu_node) == {}
+
+
+def _gib(quantity: str) -> float:
+    return float(quantity.removesuffix("Gi")) if quantity.endswith("Gi") else float(quantity.removesuffix("Ti")) * 1024
+
+
+@pytest.mark.parametrize("gpu", sorted(facts.GPU_MACHINES))
+def test_autopilot_gcs_fuse_sidecar_fits_beside_the_worker(gpu):
+    # On Autopilot the sidecar's limits become its requests; they may take at most half of the node's
+    # DaemonSet headroom, and its file cache must fit on the local SSD beside the worker's request.
+    machine = facts.GPU_MACHINES[gpu]
+    requests = sizing.worker_requests(machine)
+    sidecar = facts.GCSFUSE_SIDECAR_ANNOTATIONS["autopilot"]
+    cpu = requests.cpu + float(sidecar["gke-gcsfuse/cpu-limit"])
+    assert cpu <= machine.vcpus - sizing.gke_reserved_cpu(machine.vcpus) - facts.NODE_DAEMON_HEADROOM["cpu"] / 2
+    memory = requests.memory_gib + _gib(sidecar["gke-gcsfuse/memory-limit"])
+    allocatable = machine.memory_gib - sizing.gke_reserved_memory_gib(machine.memory_gib)
+    assert memory <= allocatable - facts.NODE_DAEMON_HEADROOM["memory_gib"] / 2
+    ephemeral = requests.ephemeral_gib + _gib(sidecar["gke-gcsfuse/ephemeral-storage-limit"])
+    assert ephemeral <= machine.local_ssd_count * facts.LOCAL_SSD_GIB * 0.9
