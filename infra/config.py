@@ -322,12 +322,13 @@ def bucket_name_problem(name: str) -> str | None:
     """Why `name` is not a valid Cloud Storage bucket name, or None."""
     if not 3 <= len(name) <= 63:
         return f"must be 3 to 63 characters, got {len(name)} ({name!r})"
-    if not re.fullmatch(r"[a-z0-9][a-z0-9._-]*[a-z0-9]", name):
-        return f"must use lowercase letters, digits, '-', '_' and '.', starting and ending with a letter or digit, got {name!r}"
+    if "." in name:
+        # Cloud Storage naming rules: a dotted name is a domain name, created only after domain verification.
+        return f"must not contain dots (Cloud Storage creates a dotted name only after domain verification), got {name!r}"
+    if not re.fullmatch(r"[a-z0-9][a-z0-9_-]*[a-z0-9]", name):
+        return f"must use lowercase letters, digits, '-' and '_', starting and ending with a letter or digit, got {name!r}"
     if name.startswith("goog") or "google" in name:
         return f"must not start with 'goog' or contain 'google', got {name!r}"
-    if re.fullmatch(r"\d+\.\d+\.\d+\.\d+", name):
-        return f"must not be an IP address, got {name!r}"
     return None
 
 

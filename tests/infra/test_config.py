@@ -362,7 +362,8 @@ GPU = [
 
 # ---------------------------------------------------------------- grpo-gke:storage
 
-BUCKET_CHARS = "must use lowercase letters, digits, '-', '_' and '.', starting and ending with a letter or digit"
+BUCKET_CHARS = "must use lowercase letters, digits, '-' and '_', starting and ending with a letter or digit"
+BUCKET_DOTS = "must not contain dots (Cloud Storage creates a dotted name only after domain verification)"
 
 STORAGE = [
     ok("type-lustre", LUSTRE),
@@ -370,7 +371,8 @@ STORAGE = [
     bad("type-missing", {"grpo-gke:storage.type": DELETE}, "grpo-gke:storage.type: is required"),
     ok("bucket-3-chars", {"grpo-gke:storage.bucket": "abc"}),
     ok("bucket-63-chars", {"grpo-gke:storage.bucket": "b" * 63}),
-    ok("bucket-dots-underscores-digits", {"grpo-gke:storage.bucket": "9my.data_bucket-9"}),
+    ok("bucket-underscores-digits", {"grpo-gke:storage.bucket": "9my_data_bucket-9"}),
+    bad("bucket-dots", {"grpo-gke:storage.bucket": "data.example.com"}, f"grpo-gke:storage.bucket: {BUCKET_DOTS}, got 'data.example.com'"),
     bad("bucket-2-chars", {"grpo-gke:storage.bucket": "ab"}, "grpo-gke:storage.bucket: must be 3 to 63 characters, got 2 ('ab')"),
     bad(
         "bucket-64-chars",
@@ -389,7 +391,7 @@ STORAGE = [
         {"grpo-gke:storage.bucket": "my-google-data"},
         "grpo-gke:storage.bucket: must not start with 'goog' or contain 'google', got 'my-google-data'",
     ),
-    bad("bucket-ip-address", {"grpo-gke:storage.bucket": "192.168.1.1"}, "grpo-gke:storage.bucket: must not be an IP address, got '192.168.1.1'"),
+    bad("bucket-ip-address", {"grpo-gke:storage.bucket": "192.168.1.1"}, f"grpo-gke:storage.bucket: {BUCKET_DOTS}, got '192.168.1.1'"),
     ok("default-bucket-bad-but-bucket-set", {"gcp:project": "my-google-proj", "grpo-gke:storage.bucket": "my-bucket"}),
     ok("default-bucket-bad-but-lustre", {**LUSTRE, "gcp:project": "my-google-proj"}),
     bad(
