@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
 import shlex
+import subprocess
+import sys
 
 import pytest
 
 from infra import facts
 from infra.config import ConfigError, StackConfig, parse_config
+from infra.plan.harness import REPO_ROOT
 from jobs.spec import (
     hf_architecture,
     model_size_b,
@@ -201,6 +205,15 @@ def test_attempts_share_the_run_and_differ_only_in_id_and_attempt():
     assert {**third, "submission_id": None, "metadata": None} == {**first, "submission_id": None, "metadata": None}
 
 
-def test_submission_is_deterministic_json():
-    config = config_of("verl-autopilot-b200")
-    assert json.dumps(submission_for(config), sort_keys=True) == json.dumps(submission_for(config), sort_keys=True)
+def test_the_submission_and_its_run_are_the_same_in_every_process():
+    code = (
+        "import json; from tests.jobs.test_spec import config_of; from jobs.spec import submission_for;"
+        " print(json.dumps(submission_for(config_of('nemo-rl-standard-b200'))))"
+    )
+    outputs = set()
+    for seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        result = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, env=env, capture_output=True, text=True)
+        assert result.returncode == 0, result.stderr
+        outputs.add(result.stdout)
+    assert outputs == {json.dumps(submission_for(config_of("nemo-rl-standard-b200"))) + "\n"}
