@@ -244,6 +244,15 @@ GKE_AUTH_PLUGIN = "gke-gcloud-auth-plugin"
 LUSTRE_FILESYSTEM_MAX = 8
 """A Lustre filesystem name has at most 8 alphanumeric characters (DOC-LUS; CT managed-lustre)."""
 
+GPU_POOL_MAX_SURGE = 0
+"""Surge nodes a GPU pool upgrade may add. Surge nodes count against a specific reservation's capacity and
+need scarce A4/A3 Ultra stock; with none to be had, an upgrade that may not take a node down fails, and GKE
+retries it until it succeeds (GKE docs, how-to/node-upgrades-quota). So upgrades replace nodes in place (CT
+gke-node-pool main.tf `upgrade_settings`: max_surge 0, max_unavailable 1)."""
+
+GPU_POOL_MAX_UNAVAILABLE = 1
+"""GPU nodes an upgrade may take down at once (CT gke-node-pool default; see GPU_POOL_MAX_SURGE)."""
+
 FLEX_START_LOCATION_POLICY = "ANY"
 """Flex-start pools autoscale (location policy ANY) from 0 nodes, without a static node count,
 auto-repair, spot or reservations (CT modules/compute/gke-node-pool/main.tf: autoscaling block and

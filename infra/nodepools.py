@@ -117,6 +117,16 @@ def gpu_pool_args(
             else None
         ),
         management=gcp.container.NodePoolManagementArgs(auto_repair=not flex_start, auto_upgrade=True),
+        # Flex-start nodes are upgraded by replacement at the end of their run, not by surge.
+        upgrade_settings=(
+            None
+            if flex_start
+            else gcp.container.NodePoolUpgradeSettingsArgs(
+                strategy="SURGE",
+                max_surge=facts.GPU_POOL_MAX_SURGE,
+                max_unavailable=facts.GPU_POOL_MAX_UNAVAILABLE,
+            )
+        ),
         network_config=gcp.container.NodePoolNetworkConfigArgs(additional_node_network_configs=nics),
         node_config=node_config,
     )

@@ -120,6 +120,18 @@ def test_gpu_pool_keeps_auto_repair_outside_flex_start(infra_run):
     assert pool.inputs["management"] == {"autoRepair": True, "autoUpgrade": True}
 
 
+@pytest.mark.parametrize("provisioning", ["spot", "on-demand", "reservation"])
+def test_gpu_pool_upgrades_in_place_without_surge_nodes(infra_run, provisioning):
+    gpu = {"provisioning": provisioning} | ({"reservation": "res-a4"} if provisioning == "reservation" else {})
+    pool = infra_run("standard", "b200", "gcs", gpu=gpu).one(POOL, "grpo-test-gpu")
+    assert pool.inputs["upgradeSettings"] == {"maxSurge": 0, "maxUnavailable": 1, "strategy": "SURGE"}
+
+
+def test_flex_start_pool_has_no_surge_settings(infra_run):
+    pool = infra_run("standard", "b200", "gcs", gpu={"provisioning": "flex-start"}).one(POOL, "grpo-test-gpu")
+    assert "upgradeSettings" not in pool.inputs
+
+
 def test_head_pool_is_an_on_demand_cpu_pool_in_the_gpu_zone(infra_run):
     pool = infra_run("standard", "b200", "lustre").one(POOL, "grpo-test-ray-head")
     inputs = pool.inputs
