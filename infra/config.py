@@ -697,6 +697,17 @@ def parse_config(
         if not full_key.startswith(prefix):
             continue
         key = full_key[len(prefix) :]
+        section, dotted, _ = key.partition(".")
+        if dotted and section in structured:
+            # `pulumi config set` without --path stores a flat key literally named `gpu.nodes`.
+            problems.append(
+                Problem(
+                    full_key,
+                    f"is a flat key, not a field of {prefix}{section}: pulumi config rm {full_key}, then"
+                    f" pulumi config set --path {full_key} <value>",
+                )
+            )
+            continue
         if key not in known:
             close = difflib.get_close_matches(key, sorted(known), n=1)
             hint = f"; did you mean '{prefix}{close[0]}'?" if close else ""

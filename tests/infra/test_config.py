@@ -840,6 +840,21 @@ def test_every_problem_on_its_own_line_sorted() -> None:
     ]
 
 
+def test_a_flat_key_set_without_path_says_how_to_set_the_field() -> None:
+    """`pulumi config set grpo-gke:gpu.nodes 2` (no --path) stores a flat key; the problem says what to run.
+    A dotted key under an unstructured one stays an unknown key."""
+    values = raw_values({})
+    values["grpo-gke:gpu.nodes"] = "2"
+    values["grpo-gke:zone.x"] = "1"
+    with pytest.raises(ConfigError) as caught:
+        parse_config(values, (), "t")
+    assert [str(problem) for problem in caught.value.problems] == [
+        "grpo-gke:gpu.nodes: is a flat key, not a field of grpo-gke:gpu: pulumi config rm grpo-gke:gpu.nodes,"
+        " then pulumi config set --path grpo-gke:gpu.nodes <value>",
+        f"grpo-gke:zone.x: unknown key; did you mean 'grpo-gke:zone'? (known: {KNOWN_TOP})",
+    ]
+
+
 def test_cross_problems_all_reported() -> None:
     """Cross-key problems of different sections come together, sorted."""
     changes = {"grpo-gke:zone": "us-east1-b", "grpo-gke:gpu.reservation": "res", "grpo-gke:workload.dataset": "deepscaler"}
