@@ -20,7 +20,12 @@ from infra.config import StackConfig
 from workloads.identity import LABELS
 
 GCS_NOMINAL_CAPACITY = "64Ti"
-"""Capacity written on the bucket's PV and claim; Cloud Storage has no size, Kubernetes needs one."""
+"""Capacity written on the bucket's PV; Cloud Storage has no size, Kubernetes needs one."""
+
+CLAIM_REQUEST = "1Gi"
+"""What the claim asks for: it binds to its volume by name, and any request up to the volume's capacity
+binds. Kept fixed because the API server refuses to resize a claim that no StorageClass provisioned,
+so a claim tracking the Lustre capacity would fail `up` once the instance grows."""
 
 ACCESS_MODES = ["ReadWriteMany"]
 """Every Ray pod and the staging Job mount the same volume."""
@@ -41,7 +46,7 @@ class StorageTarget:
 
 
 def capacity(config: StackConfig) -> str:
-    """Capacity of the PV and claim: the Lustre size, or a nominal size for a bucket."""
+    """Capacity of the PV: the Lustre size, or a nominal size for a bucket."""
     if config.storage.type == "lustre":
         return f"{config.storage.capacity_gib}Gi"
     return GCS_NOMINAL_CAPACITY
@@ -91,13 +96,13 @@ def render_volume(config: StackConfig, target: StorageTarget) -> PersistentVolum
     )
 
 
-def render_claim(config: StackConfig) -> PersistentVolumeClaimInitArgs:
+def render_claim() -> PersistentVolumeClaimInitArgs:
     """The claim bound to the PersistentVolume by name (no StorageClass, no dynamic provisioning)."""
     return PersistentVolumeClaimInitArgs(
         metadata=k8s.meta.v1.ObjectMetaArgs(name=names.DATA_CLAIM, namespace=names.NAMESPACE, labels=dict(LABELS)),
         spec=k8s.core.v1.PersistentVolumeClaimSpecArgs(
             access_modes=list(ACCESS_MODES),
-            resources=k8s.core.v1.VolumeResourceRequirementsArgs(requests={"storage": capacity(config)}),
+            resources=k8s.core.v1.VolumeResourceRequirementsArgs(requests={"storage": CLAIM_REQUEST}),
             storage_class_name="",
             volume_name=names.DATA_CLAIM,
         ),
@@ -160,7 +165,7 @@ class SharedStorage(pulumi.ComponentResource):
         )
         self.claim = k8s.core.v1.PersistentVolumeClaim(
             names.DATA_CLAIM,
-            render_claim(args.config),
+            render_claim(),
             opts=pulumi.ResourceOptions(
                 parent=self, provider=args.provider, depends_on=[self.volume, args.namespace]
             ),

@@ -44,7 +44,7 @@ def combination_values(
         "dev",
         cluster={"mode": mode} | sections.pop("cluster", {}),
         gpu={"type": gpu_type} | sections.pop("gpu", {}),
-        storage=storage_section,
+        storage=storage_section | sections.pop("storage", {}),
         workload=WORKLOADS[framework] | sections.pop("workload", {}),
         **sections,
     )

@@ -102,10 +102,21 @@ def test_gcs_volume_is_static_retained_and_tuned():
     assert volume.claim_ref.name == names.DATA_CLAIM and volume.claim_ref.namespace == names.NAMESPACE
     assert volume.mount_options == KES_GCSFUSE_MOUNT_OPTIONS
     assert volume.csi.volume_attributes == {"gcsfuseMetadataPrefetchOnMount": "true", "skipCSIBucketAccessCheck": "true"}
-    claim = storage.render_claim(config).spec
+    claim = storage.render_claim().spec
     assert claim.volume_name == names.DATA_CLAIM and claim.storage_class_name == volume.storage_class_name == ""
     assert claim.access_modes == volume.access_modes == ["ReadWriteMany"]
     assert storage.pod_annotations(config)["gke-gcsfuse/volumes"] == "true"
+
+
+def test_a_grown_lustre_instance_changes_the_volume_but_never_the_unresizable_claim():
+    target = storage.StorageTarget(lustre_instance="inst", lustre_mount_point="192.0.2.20@tcp:/grpo", lustre_filesystem="grpo")
+    small, large = (config_of(storage_type="lustre", storage={"capacityGib": gib}) for gib in (18000, 36000))
+    assert storage.render_volume(small, target).spec.capacity != storage.render_volume(large, target).spec.capacity
+    claim = storage.render_claim().spec.resources.requests["storage"]
+    assert claim == storage.CLAIM_REQUEST
+    for config in (small, large, config_of(storage_type="gcs")):
+        volume = storage.render_volume(config, target if config.storage.type == "lustre" else storage.StorageTarget(bucket="b"))
+        assert _gib(claim) <= _gib(volume.spec.capacity["storage"])
 
 
 def test_lustre_volume_has_no_fuse_options_and_needs_the_instance():
