@@ -36,6 +36,9 @@ TERMINAL = ("SUCCEEDED", "FAILED", "STOPPED")
 Report = Callable[[str], None]
 """Where a long wait writes its progress line."""
 
+REPORT_EVERY_SECONDS = 30.0
+"""How often an unchanged progress line of the readiness gate is repeated."""
+
 
 class JobError(Exception):
     """A refused or failed job operation; the message is one line fit for the user."""
@@ -135,20 +138,28 @@ def wait_for_gpus(
     report: Report,
     poll: float = 2.0,
 ) -> None:
-    """Wait, at most `timeout` seconds, until `nodes` Ray nodes show 8 GPUs; JobError says what is missing."""
+    """Wait, at most `timeout` seconds, until `nodes` Ray nodes show 8 GPUs; JobError says what is missing.
+
+    The progress line is reported when what is missing changes, else every REPORT_EVERY_SECONDS
+    (`pulumi up` prints every line the provider writes).
+    """
     deadline = time.monotonic() + timeout
+    reported, reported_at = "", 0.0
     while True:
         missing = readiness(gpu_nodes(endpoint), nodes)
         if missing is None:
             return
-        left = deadline - time.monotonic()
+        now = time.monotonic()
+        left = deadline - now
         if left <= 0:
             raise JobError(
                 f"refused: the job can never be placed: {missing} after {timeout:.0f} s."
                 f" Ray would keep it PENDING for {facts.RAY_JOB_START_TIMEOUT_SECONDS} s; check the GPU node pool"
                 f" (kubectl -n {names.NAMESPACE} get pods) and job.readyTimeoutSeconds"
             )
-        report(f"waiting for GPU nodes: {missing}; {left:.0f} s left")
+        if missing != reported or now - reported_at >= REPORT_EVERY_SECONDS:
+            report(f"waiting for GPU nodes: {missing}; {left:.0f} s left")
+            reported, reported_at = missing, now
         time.sleep(min(poll, max(left, 0.1)))
 
 

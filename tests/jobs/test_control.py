@@ -35,6 +35,29 @@ def test_the_gate_reports_progress_until_every_node_shows_8_gpus(monkeypatch):
     ]
 
 
+class FakeClock:
+    """Stands in for the `time` module in jobs.control: sleeping advances the clock at once."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def test_an_unchanged_progress_line_is_repeated_every_30_s_not_every_poll(monkeypatch):
+    clock = FakeClock()
+    monkeypatch.setattr(control, "time", clock)
+    scripted_nodes(monkeypatch, [0.0, 8.0])
+    lines: list[str] = []
+    with pytest.raises(control.JobError, match="can never be placed"):
+        control.wait_for_gpus(Endpoint("http://ray"), 2, timeout=100, report=lines.append, poll=2)
+    assert [line.rsplit("; ", 1)[1] for line in lines] == ["100 s left", "70 s left", "40 s left", "10 s left"]
+
+
 def test_the_gate_refuses_a_job_that_can_never_be_placed_and_says_what_is_missing(monkeypatch):
     scripted_nodes(monkeypatch, [0.0, 8.0])
     lines: list[str] = []
