@@ -327,8 +327,11 @@ OBJECT_STORE_GIB = 200
 """Ray object store on each worker, kept inside SHM_GIB so Ray does not fall back to /tmp
 (ray-project/ray#13619; Ray uses /dev/shm only when it can hold the whole store)."""
 
-HEAD_REQUESTS = {"cpu": "12", "memory": "32Gi"}
-"""The Ray head asks for 12 CPUs and 32 GB (KES ray-cluster-standard.yaml; HEAD_MIN_VCPUS)."""
+HEAD_REQUESTS = {"cpu": "12", "memory": "32Gi", "ephemeral-storage": "9Gi"}
+"""The Ray head asks for 12 CPUs, 32 GB and 9Gi of local disk (KES ray-cluster-{standard,auto}.yaml;
+HEAD_MIN_VCPUS). The disk request matters on Autopilot, which otherwise gives a container 1 GiB and
+enforces it as the limit, so the head's Ray logs and spilled objects in /tmp would get it evicted
+(GKE docs, "Resource requests in Autopilot": default requests)."""
 
 GKE_MEMORY_RESERVATION: tuple[tuple[float, float], ...] = (
     # GKE "Plan node sizes" (cloud.google.com/kubernetes-engine/docs/concepts/plan-node-sizes, memory and

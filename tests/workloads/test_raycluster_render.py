@@ -198,3 +198,12 @@ def test_metadata_goes_through_the_typed_object_meta():
     assert metadata.annotations["pulumi.com/waitFor"] == facts.KUBERAY_READY_WAIT
     with pytest.raises(TypeError):
         k8s.meta.v1.ObjectMetaArgs(**{**raycluster.render_metadata(config_of()), "anotations": {}})
+
+
+@pytest.mark.parametrize("mode", ["standard", "autopilot"])
+def test_every_container_states_its_local_disk(mode):
+    # Autopilot turns a missing ephemeral-storage request into a 1 GiB limit, which Ray's logs outgrow.
+    spec = raycluster.render_spec(config_of(mode))
+    for group in (spec["headGroupSpec"], *spec["workerGroupSpecs"]):
+        for container in group["template"]["spec"]["containers"]:
+            assert container["resources"]["requests"]["ephemeral-storage"].endswith("Gi")
