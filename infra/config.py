@@ -73,12 +73,19 @@ class ClusterConfig(_Section):
     @field_validator("head_machine_type")
     @classmethod
     def _head_machine(cls, value: str) -> str:
-        match = re.fullmatch(r"[a-z][a-z0-9]*-(?:standard|highmem|highcpu)-(\d+)", value)
+        match = re.fullmatch(r"[a-z][a-z0-9]*-(standard|highmem|highcpu)-(\d+)", value)
         if not match:
             raise ValueError(f"must be a machine type such as c2-standard-16, got {value!r}")
-        if int(match.group(1)) < facts.HEAD_MIN_VCPUS:
+        machine_class, vcpus = match.group(1), int(match.group(2))
+        if vcpus < facts.HEAD_MIN_VCPUS:
             raise ValueError(
                 f"must have at least {facts.HEAD_MIN_VCPUS} vCPUs (the Ray head asks for 12), got {value!r}"
+            )
+        if vcpus * facts.MACHINE_CLASS_GB_PER_VCPU[machine_class] < facts.HEAD_MIN_MEMORY_GB:
+            raise ValueError(
+                f"must have at least {facts.HEAD_MIN_MEMORY_GB} GB of memory (the Ray head asks for 32 GiB;"
+                f" a {machine_class} type may have as little as {facts.MACHINE_CLASS_GB_PER_VCPU[machine_class]}"
+                f" GB per vCPU), got {value!r}"
             )
         return value
 

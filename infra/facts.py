@@ -155,6 +155,20 @@ HEAD_MIN_VCPUS = 16
 """The Ray head asks for 12 CPUs and 32 GB, so its node needs at least 16 vCPUs
 (c2-standard-16; c2-standard-8 cannot hold it; KES ray-cluster-standard.yaml)."""
 
+HEAD_MIN_MEMORY_GB = 48
+"""Memory the head's CPU node needs: the head's 32 GiB (HEAD_REQUESTS) and the staging Job's 8 GiB
+(STAGING_REQUESTS) still fit in what GKE leaves allocatable on 48 GB (GKE_MEMORY_RESERVATION keeps
+about 4.6 GB). c2-standard-16 has 64 GB; a 16-vCPU highcpu type has 16 GB and cannot hold the head."""
+
+MACHINE_CLASS_GB_PER_VCPU: dict[str, float] = {
+    # Compute Engine predefined machine types: N1 has 0.9 (highcpu), 3.75 (standard) and 6.5 (highmem)
+    # GB per vCPU; later families (E2, N2, N2D, C2, C3, ...) have at least as much in each class.
+    "highcpu": 0.9,
+    "standard": 3.75,
+    "highmem": 6.5,
+}
+"""The least memory per vCPU of each predefined machine class, across families."""
+
 
 @dataclass(frozen=True)
 class FrameworkImage:

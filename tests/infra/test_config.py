@@ -216,6 +216,14 @@ CLUSTER = [
         "grpo-gke:cluster.deletionProtection: must be true or false, got 'maybe'",
     ),
     ok("head-16-vcpus", {"grpo-gke:cluster.headMachineType": "n2-highmem-16"}),
+    ok("head-16-vcpus-standard", {"grpo-gke:cluster.headMachineType": "e2-standard-16"}),
+    ok("head-highcpu-64", {"grpo-gke:cluster.headMachineType": "n2-highcpu-64"}),
+    bad(
+        "head-highcpu-16",
+        {"grpo-gke:cluster.headMachineType": "n2-highcpu-16"},
+        "grpo-gke:cluster.headMachineType: must have at least 48 GB of memory (the Ray head asks for 32 GiB;"
+        " a highcpu type may have as little as 0.9 GB per vCPU), got 'n2-highcpu-16'",
+    ),
     bad(
         "head-8-vcpus",
         {"grpo-gke:cluster.headMachineType": "c2-standard-8"},
