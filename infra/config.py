@@ -476,6 +476,8 @@ def cross_check(cfg: StackConfig) -> list[Problem]:
         add("gpu.reservation", "is required when gpu.provisioning is 'reservation'")
     if gpu.provisioning != "reservation" and gpu.reservation:
         add("gpu.reservation", f"is only allowed when gpu.provisioning is 'reservation', not {gpu.provisioning!r}")
+    if cfg.cluster.mode == "autopilot" and "head_machine_type" in cfg.cluster.model_fields_set:
+        add("cluster.headMachineType", "is only for cluster.mode 'standard' (Autopilot chooses the head's machine)")
     if cfg.cluster.mode == "autopilot" and gpu.provisioning in ("reservation", "flex-start"):
         add("gpu.provisioning", f"must be 'spot' or 'on-demand' on Autopilot, got {gpu.provisioning!r}")
 

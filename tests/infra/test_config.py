@@ -216,6 +216,12 @@ CLUSTER = [
         "grpo-gke:cluster.deletionProtection: must be true or false, got 'maybe'",
     ),
     ok("head-16-vcpus", {"grpo-gke:cluster.headMachineType": "n2-highmem-16"}),
+    ok("autopilot-without-head-machine", {"grpo-gke:cluster.mode": "autopilot"}),
+    bad(
+        "autopilot-head-machine",
+        {"grpo-gke:cluster.mode": "autopilot", "grpo-gke:cluster.headMachineType": "c2-standard-16"},
+        "grpo-gke:cluster.headMachineType: is only for cluster.mode 'standard' (Autopilot chooses the head's machine)",
+    ),
     ok("head-16-vcpus-standard", {"grpo-gke:cluster.headMachineType": "e2-standard-16"}),
     ok("head-highcpu-64", {"grpo-gke:cluster.headMachineType": "n2-highcpu-64"}),
     bad(
