@@ -64,11 +64,3 @@ def advance(progress: Progress, line: str, framework: str) -> Progress:
     if reward:
         return replace(progress, reward=float(reward.group(1)))
     return progress
-
-
-def progress_of(text: str, framework: str) -> Progress:
-    """Progress after every line of `text`."""
-    progress = Progress()
-    for line in text.splitlines():
-        progress = advance(progress, line, framework)
-    return progress

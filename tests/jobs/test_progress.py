@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from jobs.progress import Progress, advance, parse_verl_metrics, progress_of
+from jobs.progress import Progress, advance, parse_verl_metrics
+
+
+def progress_of(text: str, framework: str) -> Progress:
+    """Progress after every line of `text`, as the follower advances it line by line."""
+    progress = Progress()
+    for line in text.splitlines():
+        progress = advance(progress, line, framework)
+    return progress
 
 VERL_LOG = """\
 (TaskRunner pid=812) Training Progress:   0%|          | 0/58
