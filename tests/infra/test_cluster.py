@@ -64,6 +64,7 @@ def test_cluster_inputs_for_every_combination(infra_run, mode, gpu, storage):
     assert inputs["networkingMode"] == "VPC_NATIVE"
     assert inputs["ipAllocationPolicy"] == {"clusterSecondaryRangeName": "pods", "servicesSecondaryRangeName": "services"}
     assert inputs["enableMultiNetworking"] is True
+    assert inputs["privateClusterConfig"] == {"enablePrivateEndpoint": False, "enablePrivateNodes": True}
     assert inputs["releaseChannel"] == {"channel": "REGULAR"}
     assert inputs["deletionProtection"] is False
     assert "minMasterVersion" not in inputs
