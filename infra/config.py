@@ -13,9 +13,9 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, ValidationInfo, field_validator
 from pydantic.alias_generators import to_camel
 
 from infra import facts
@@ -39,6 +39,20 @@ class _Section(BaseModel):
     model_config = ConfigDict(
         alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True
     )
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_boolean_numbers(cls, value: Any, info: ValidationInfo) -> Any:
+        """Refuse true/false for a number (pydantic would read `nodes: true` as 1 node)."""
+        if isinstance(value, bool):
+            kinds = set(get_args(cls.model_fields[info.field_name].annotation)) or {
+                cls.model_fields[info.field_name].annotation
+            }
+            if int in kinds:
+                raise ValueError(f"must be a whole number, got {value!r}")
+            if float in kinds:
+                raise ValueError(f"must be a number, got {value!r}")
+        return value
 
 
 class ClusterConfig(_Section):
