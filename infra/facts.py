@@ -255,6 +255,14 @@ CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 GKE_AUTH_PLUGIN = "gke-gcloud-auth-plugin"
 """kubectl exec credential plugin for GKE (pulumi-python-sdk.md §3, "Provider from a GKE cluster")."""
 
+GKE_AUTH_PLUGIN_API = "client.authentication.k8s.io/v1beta1"
+"""ExecCredential API version of the plugin's user entry, as `gcloud container clusters get-credentials`
+writes it (GKE docs, "Install kubectl and configure cluster access")."""
+
+RESERVATION_AFFINITY_KEY = "compute.googleapis.com/reservation-name"
+"""Label key naming a specific reservation in a node pool's reservation affinity (CT gke-node-pool
+`reservation_resource_api_label`; GKE docs, "Consuming reserved zonal resources")."""
+
 LUSTRE_FILESYSTEM_MAX = 8
 """A Lustre filesystem name has at most 8 alphanumeric characters (DOC-LUS; CT managed-lustre)."""
 

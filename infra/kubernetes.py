@@ -30,7 +30,7 @@ def gke_kubeconfig(name: str, endpoint: str, ca_cert: str) -> str:
                 "name": name,
                 "user": {
                     "exec": {
-                        "apiVersion": "client.authentication.k8s.io/v1beta1",
+                        "apiVersion": facts.GKE_AUTH_PLUGIN_API,
                         "command": facts.GKE_AUTH_PLUGIN,
                         "installHint": "Install gke-gcloud-auth-plugin: gcloud components install gke-gcloud-auth-plugin",
                         "provideClusterInfo": True,

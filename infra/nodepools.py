@@ -35,7 +35,7 @@ def reservation_affinity(config: StackConfig) -> gcp.container.NodePoolNodeConfi
     if config.gpu.provisioning == "reservation":
         return gcp.container.NodePoolNodeConfigReservationAffinityArgs(
             consume_reservation_type="SPECIFIC_RESERVATION",
-            key="compute.googleapis.com/reservation-name",
+            key=facts.RESERVATION_AFFINITY_KEY,
             values=[config.gpu.reservation],
         )
     return gcp.container.NodePoolNodeConfigReservationAffinityArgs(consume_reservation_type="NO_RESERVATION")
