@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import sys
 from pathlib import Path
 
@@ -76,8 +77,13 @@ def plan(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of `python -m infra`."""
-    args = _arguments(argv)
-    return plan(args)
+    # A short-lived command: the SDKs load a few million objects that live until exit, and the
+    # cyclic garbage collector would walk them again and again while the program registers.
+    gc.disable()
+    try:
+        return plan(_arguments(argv))
+    finally:
+        gc.enable()
 
 
 if __name__ == "__main__":
