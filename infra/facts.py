@@ -12,6 +12,9 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+BF16_BYTES_PER_PARAMETER = 2
+"""Model weights in bf16, as vLLM loads them for rollout: 2 bytes per parameter."""
+
 GPUS_PER_NODE = 8
 """Both A4 and A3 Ultra carry eight GPUs and eight RDMA NICs (CT machine_mappings.json)."""
 
@@ -69,6 +72,7 @@ class GpuMachine:
     nccl_tuner_config: str
     rdma_floor: dict[str, str]
     default_driver_from: str
+    gpu_memory_gb: int
 
 
 GPU_MACHINES: dict[str, GpuMachine] = {
@@ -86,6 +90,8 @@ GPU_MACHINES: dict[str, GpuMachine] = {
         local_ssd_count=32,
         # KES runtime-env.yaml; DOC-VERL
         nccl_tuner_config="/usr/local/gib/configs/tuner_config_a4.txtpb",
+        # Compute Engine "GPU machine types" (docs.cloud.google.com/compute/docs/gpus): A4, B200, 180 GB HBM3e per GPU
+        gpu_memory_gb=180,
         # DOC-AIH: GPUDirect RDMA on A4 needs 1.32.2-gke.1475000 (Autopilot GPUs alone: 1.32.2-gke.1422000)
         rdma_floor={"standard": "1.32.2-gke.1475000", "autopilot": "1.32.2-gke.1475000"},
         # DOC-AIH: R570 is the default driver from 1.32.1-gke.1729000
@@ -103,6 +109,8 @@ GPU_MACHINES: dict[str, GpuMachine] = {
         local_ssd_count=32,
         # CT a3-ultragpu-8g nemo-framework Dockerfile; DOC-VERL
         nccl_tuner_config="/usr/local/gib/configs/tuner_config_a3u.txtpb",
+        # Compute Engine "GPU machine types": A3 Ultra, H200, 141 GB HBM3e per GPU
+        gpu_memory_gb=141,
         # DOC-AIH and the GKE Autopilot GPU doc: 1.31.4-gke.1183000 for both modes
         rdma_floor={"standard": "1.31.4-gke.1183000", "autopilot": "1.31.4-gke.1183000"},
         # DOC-AIH: R550 default from 1.31.5-gke.1169000; older 1.31 versions need LATEST

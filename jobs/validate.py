@@ -16,7 +16,7 @@ from typing import Any
 
 from infra import facts
 from infra.config import PROJECT_NAMESPACE, ConfigError, Problem, StackConfig
-from jobs.spec import nemo_rl_recipe, training_spec
+from jobs.spec import model_size_b, nemo_rl_recipe, training_spec
 
 _NUMBER = (int, float)
 _OPTIONAL_TEXT = (str, type(None))
@@ -151,6 +151,36 @@ def _first_line(error: Exception) -> str:
     return str(error).strip().splitlines()[0]
 
 
+def rollout_memory_problems(config: StackConfig) -> list[Problem]:
+    """vLLM must at least hold the model's bf16 weights in its share of the rollout group's GPU memory."""
+    size_b = model_size_b(config.workload)
+    if size_b is None:
+        return []
+    machine, grpo = config.gpu_machine, config.grpo
+    weights_gb = size_b * facts.BF16_BYTES_PER_PARAMETER
+
+    def capacity(tensor_parallel: int) -> float:
+        return tensor_parallel * machine.gpu_memory_gb * grpo.gpu_memory_utilization
+
+    if weights_gb <= capacity(grpo.rollout_tensor_parallel):
+        return []
+    enough = [tp for tp in (1, 2, 4, 8) if capacity(tp) >= weights_gb]
+    advice = (
+        f"use at least {enough[0]}"
+        if enough
+        else "even 8 GPUs are too few: raise grpo.gpuMemoryUtilization or use a smaller model"
+    )
+    return [
+        Problem(
+            f"{PROJECT_NAMESPACE}:grpo.rolloutTensorParallel",
+            f"{config.workload.model} has about {size_b:g}B parameters ({weights_gb:.0f} GB in bf16), more than vLLM's"
+            f" {grpo.rollout_tensor_parallel} x {machine.gpu_memory_gb} GB x gpuMemoryUtilization"
+            f" {grpo.gpu_memory_utilization:g} = {capacity(grpo.rollout_tensor_parallel):.0f} GB; {advice},"
+            f" got {grpo.rollout_tensor_parallel}",
+        )
+    ]
+
+
 def job_problems(config: StackConfig) -> list[Problem]:
     """Every reason the stack's job would be refused, each naming the key to change."""
     ns = PROJECT_NAMESPACE
@@ -158,12 +188,13 @@ def job_problems(config: StackConfig) -> list[Problem]:
         spec = training_spec(config)
     except ConfigError as error:
         return list(error.problems)
+    problems = rollout_memory_problems(config)
     if spec.framework == "verl":
         found = verl_problems(spec.overrides)
         label = f"verl {spec.release} override"
-        return [Problem(f"{ns}:grpo", f"{label} {problem}") for problem in found]
+        return problems + [Problem(f"{ns}:grpo", f"{label} {problem}") for problem in found]
     recipe = nemo_rl_recipe(config)
-    problems = [
+    problems += [
         Problem(f"{ns}:workload.nemoRlRelease", f"NeMo-RL override: {problem}")
         for problem in nemo_rl_problems(spec.overrides, spec.release, recipe.backend)
     ]

@@ -124,3 +124,33 @@ def test_typed_model_refuses_wrong_types_and_dtensor_keys_on_megatron():
 
 def test_every_release_has_launch_facts():
     assert set(facts.NEMO_RL_RELEASE_FACTS) == set(facts.NEMO_RL_RELEASES)
+
+
+@pytest.mark.parametrize(
+    ("stack", "grpo", "workload", "expected"),
+    [
+        ("verl-standard-h200", {"rolloutTensorParallel": 1}, {},
+         "grpo-gke:grpo.rolloutTensorParallel: Qwen/Qwen2.5-32B-Instruct has about 32B parameters (64 GB in bf16),"
+         " more than vLLM's 1 x 141 GB x gpuMemoryUtilization 0.4 = 56 GB; use at least 2, got 1"),
+        ("nemo-rl-standard-b200", {"rolloutTensorParallel": 1}, {},
+         "grpo-gke:grpo.rolloutTensorParallel: Qwen/Qwen2.5-72B-Instruct has about 72B parameters (144 GB in bf16),"
+         " more than vLLM's 1 x 180 GB x gpuMemoryUtilization 0.4 = 72 GB; use at least 2, got 1"),
+        ("dev", {"rolloutTensorParallel": 8}, {"model": "org/giant-700B"},
+         "grpo-gke:grpo.rolloutTensorParallel: org/giant-700B has about 700B parameters (1400 GB in bf16),"
+         " more than vLLM's 8 x 141 GB x gpuMemoryUtilization 0.4 = 451 GB; even 8 GPUs are too few: raise"
+         " grpo.gpuMemoryUtilization or use a smaller model, got 8"),
+    ],
+)  # fmt: skip
+def test_rollout_must_hold_the_models_weights(stack, grpo, workload, expected):
+    from jobs.validate import rollout_memory_problems
+
+    refused = config_of(stack, grpo={**grpo, "gpuMemoryUtilization": 0.4}, workload=workload)
+    assert [str(problem) for problem in rollout_memory_problems(refused)] == [expected]
+    fits = config_of(stack, grpo={"rolloutTensorParallel": 8, "gpuMemoryUtilization": 0.4})
+    assert rollout_memory_problems(fits) == []
+
+
+def test_a_model_of_unknown_size_is_not_refused_for_rollout_memory():
+    from jobs.validate import rollout_memory_problems
+
+    assert rollout_memory_problems(config_of("dev", workload={"model": "org/mystery-model"})) == []
