@@ -8,8 +8,11 @@ against a typed model of the keys of each supported release, per training backen
 from __future__ import annotations
 
 import functools
+import hashlib
 import importlib.metadata
 import importlib.util
+import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -116,17 +119,52 @@ def verl_config_dir() -> Path:
     return Path(spec.submodule_search_locations[0]) / "trainer" / "config"
 
 
+VERL_CHECK_CACHE = Path(__file__).resolve().parents[1] / "build" / ".cache" / "verl-overrides"
+"""Results of composing verl overrides, keyed by the overrides and the content of verl's config files."""
+
+
+def verl_config_fingerprint(config_dir: Path) -> str:
+    """A digest of every file of verl's Hydra config: a cached result is reused only for the same files."""
+    digest = hashlib.sha256()
+    for path in sorted(config_dir.rglob("*.yaml")):
+        digest.update(str(path.relative_to(config_dir)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
 @functools.lru_cache(maxsize=32)
 def verl_problems(overrides: tuple[str, ...]) -> tuple[str, ...]:
-    """What is wrong with verl `overrides` when composed in struct mode; empty when they compose."""
-    from hydra import compose, initialize_config_dir
-    from hydra.errors import HydraException
-    from omegaconf.errors import OmegaConfBaseException
+    """What is wrong with verl `overrides` when composed in struct mode; empty when they compose.
 
+    Hydra's composition costs about half a second, so its result is kept in VERL_CHECK_CACHE
+    under a key made of the overrides and verl's config files (a read-only checkout just skips it).
+    """
     try:
         config_dir = verl_config_dir()
     except FileNotFoundError as error:
         return (str(error),)
+    key = hashlib.sha256(json.dumps([verl_config_fingerprint(config_dir), list(overrides)]).encode()).hexdigest()
+    cached = VERL_CHECK_CACHE / f"{key}.json"
+    try:
+        return tuple(json.loads(cached.read_text()))
+    except (OSError, ValueError):
+        pass
+    problems = _composition_problems(config_dir, overrides)
+    try:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        partial = cached.with_suffix(f".{os.getpid()}.tmp")
+        partial.write_text(json.dumps(list(problems)))
+        partial.replace(cached)
+    except OSError:
+        pass
+    return problems
+
+
+def _composition_problems(config_dir: Path, overrides: tuple[str, ...]) -> tuple[str, ...]:
+    """Compose `overrides` against verl's config in struct mode; name every override that fails."""
+    from hydra import compose, initialize_config_dir
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
     problems = []
     remaining = list(overrides)
     with initialize_config_dir(config_dir=str(config_dir), version_base=None):

@@ -57,6 +57,15 @@ def plan_of() -> Callable[[str], Recording]:
     return plan
 
 
+@pytest.fixture(scope="session", autouse=True)
+def fresh_verl_check_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Every session composes verl overrides for real: the composition cache starts empty in a temp dir."""
+    import jobs.validate
+
+    jobs.validate.VERL_CHECK_CACHE = tmp_path_factory.mktemp("verl-overrides")
+    jobs.validate.verl_problems.cache_clear()
+
+
 @pytest.fixture(scope="session")
 def shared_dir() -> Path:
     """../shared, or a skip when this checkout has none beside it."""

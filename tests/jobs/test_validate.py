@@ -154,3 +154,39 @@ def test_a_model_of_unknown_size_is_not_refused_for_rollout_memory():
     from jobs.validate import rollout_memory_problems
 
     assert rollout_memory_problems(config_of("dev", workload={"model": "org/mystery-model"})) == []
+
+
+def test_a_verl_composition_is_cached_by_overrides_and_config_files(monkeypatch, tmp_path):
+    import jobs.validate as validate
+
+    monkeypatch.setattr(validate, "VERL_CHECK_CACHE", tmp_path / "cache")
+    overrides = ("trainer.bogus_key=1",)
+    validate.verl_problems.cache_clear()
+    first = validate.verl_problems(overrides)
+    assert first and "trainer.bogus_key" in first[0]
+    assert len(list((tmp_path / "cache").glob("*.json"))) == 1
+
+    def no_composition(*_):
+        raise AssertionError("the cached result should have been used")
+
+    monkeypatch.setattr(validate, "_composition_problems", no_composition)
+    validate.verl_problems.cache_clear()
+    assert validate.verl_problems(overrides) == first
+
+    next(iter((tmp_path / "cache").glob("*.json"))).write_text("not json")
+    monkeypatch.undo()
+    monkeypatch.setattr(validate, "VERL_CHECK_CACHE", tmp_path / "cache")
+    validate.verl_problems.cache_clear()
+    assert validate.verl_problems(overrides) == first, "a damaged entry is composed again"
+    validate.verl_problems.cache_clear()
+
+
+def test_the_cache_key_follows_the_content_of_verls_config_files(tmp_path):
+    from jobs.validate import verl_config_fingerprint
+
+    (tmp_path / "trainer").mkdir()
+    config = tmp_path / "trainer" / "ppo_trainer.yaml"
+    config.write_text("a: 1\n")
+    before = verl_config_fingerprint(tmp_path)
+    config.write_text("a: 2\n")
+    assert verl_config_fingerprint(tmp_path) != before
