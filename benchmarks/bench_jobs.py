@@ -22,6 +22,7 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from infra import facts  # noqa: E402
 from jobs import local_head  # noqa: E402
 from jobs.control import TERMINAL, connect, endpoint_for_address  # noqa: E402
 
@@ -70,7 +71,7 @@ def main() -> int:
     document = yaml.safe_load((REPO / "Pulumi.dev.yaml").read_text())
     document["config"]["grpo-gke:gpu"]["nodes"] = 1
     (stacks / "Pulumi.bench.yaml").write_text(yaml.safe_dump(document))
-    head = local_head.start(num_cpus=4, num_gpus=8)
+    head = local_head.start(num_cpus=4, num_gpus=facts.GPUS_PER_NODE)
     try:
         client = connect(endpoint_for_address(head.dashboard_url))
         ours, theirs = [], []

@@ -23,9 +23,6 @@ from infra import facts
 PROJECT_NAMESPACE = "grpo-gke"
 """The Pulumi project name, which is also the namespace of its config keys."""
 
-PROVIDER_NAMESPACE = "gcp"
-"""Namespace of the Google provider's own config keys."""
-
 RFC1918_BLOCKS = tuple(ipaddress.IPv4Network(block) for block in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"))
 """The private address blocks of RFC 1918, which every VPC range must lie in."""
 
@@ -238,7 +235,9 @@ class GrpoConfig(_Section):
 
     prompts_per_step: int = Field(256, ge=1, le=65536, description="Prompts per training step.")
     generations_per_prompt: int = Field(8, ge=2, le=256, description="Responses per prompt (the GRPO group).")
-    rollout_tensor_parallel: int = Field(1, ge=1, le=8, description="vLLM tensor parallel size; divides 8.")
+    rollout_tensor_parallel: int = Field(
+        1, ge=1, le=facts.GPUS_PER_NODE, description=f"vLLM tensor parallel size; divides {facts.GPUS_PER_NODE}."
+    )
     learning_rate: float = Field(1e-6, gt=0, le=1e-3, description="Actor learning rate.")
     max_prompt_length: int = Field(512, ge=16, le=131072, description="Longest prompt in tokens.")
     max_response_length: int = Field(1024, ge=16, le=131072, description="Longest response in tokens.")
@@ -255,8 +254,10 @@ class GrpoConfig(_Section):
     @field_validator("rollout_tensor_parallel")
     @classmethod
     def _divides_node(cls, value: int) -> int:
-        if facts.GPUS_PER_NODE % value:
-            raise ValueError(f"must divide {facts.GPUS_PER_NODE} (1, 2, 4 or 8), got {value}")
+        if value not in facts.TENSOR_PARALLEL_SIZES:
+            *smaller, largest = facts.TENSOR_PARALLEL_SIZES
+            choices = f"{', '.join(map(str, smaller))} or {largest}"
+            raise ValueError(f"must divide {facts.GPUS_PER_NODE} ({choices}), got {value}")
         return value
 
     def effective_mini_batch(self) -> int:
@@ -286,7 +287,6 @@ class StackConfig(_Section):
     grpo: GrpoConfig = Field(default_factory=GrpoConfig, description="`grpo-gke:grpo`: the GRPO knobs.")
     job: JobConfig = Field(default_factory=JobConfig, description="`grpo-gke:job`: the post-deploy submission.")
     hf_token: SecretStr | None = Field(None, description="Hugging Face token; a Pulumi secret.")
-    hf_token_is_secret: bool = Field(True, description="False when the token was set in plaintext.")
 
     @field_validator("project")
     @classmethod
@@ -376,7 +376,7 @@ class ConfigError(Exception):
 
 
 _TOP_LEVEL_PROVIDER_FIELDS = {"project": "gcp:project", "region": "gcp:region"}
-_INTERNAL_FIELDS = {"stack", "hfTokenIsSecret"}
+_INTERNAL_FIELDS = {"stack"}
 
 
 def key_path(loc: Iterable[Any]) -> str:
@@ -744,7 +744,6 @@ def parse_config(
                     f"{full_key} is set in plaintext; store it as a secret:"
                     f" pulumi config set --secret {full_key} <token>"
                 )
-                data["hfTokenIsSecret"] = False
             continue
         data[key] = _decode(key, raw) if key in structured else raw
 

@@ -18,6 +18,9 @@ BF16_BYTES_PER_PARAMETER = 2
 GPUS_PER_NODE = 8
 """Both A4 and A3 Ultra carry eight GPUs and eight RDMA NICs (CT machine_mappings.json)."""
 
+TENSOR_PARALLEL_SIZES = tuple(size for size in range(1, GPUS_PER_NODE + 1) if GPUS_PER_NODE % size == 0)
+"""vLLM tensor parallel sizes that fit one node: the divisors of GPUS_PER_NODE."""
+
 RDMA_SUBNET_COUNT = 8
 """One RDMA subnet per GPU NIC (CT gpu-rdma-vpc `subnetworks_template.count: 8`)."""
 

@@ -32,7 +32,7 @@ def gke_kubeconfig(name: str, endpoint: str, ca_cert: str) -> str:
                     "exec": {
                         "apiVersion": facts.GKE_AUTH_PLUGIN_API,
                         "command": facts.GKE_AUTH_PLUGIN,
-                        "installHint": "Install gke-gcloud-auth-plugin: gcloud components install gke-gcloud-auth-plugin",
+                        "installHint": f"Install {facts.GKE_AUTH_PLUGIN}: gcloud components install {facts.GKE_AUTH_PLUGIN}",
                         "provideClusterInfo": True,
                     }
                 },

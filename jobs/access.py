@@ -21,7 +21,7 @@ from typing import Any
 
 import yaml
 
-from infra import names
+from infra import facts, names
 
 
 class AccessError(Exception):
@@ -108,7 +108,7 @@ def _run(command: list[str], env: dict[str, str] | None = None) -> str:
     except FileNotFoundError:
         raise AccessError(
             f"{command[0]} is not installed; it is needed to get a Google access token"
-            " (gcloud components install gke-gcloud-auth-plugin; gcloud auth login)"
+            f" (gcloud components install {facts.GKE_AUTH_PLUGIN}; gcloud auth login)"
         ) from None
     except subprocess.TimeoutExpired:
         raise AccessError(f"{command[0]} did not answer within 60 s") from None

@@ -202,11 +202,11 @@ def rollout_memory_problems(config: StackConfig) -> list[Problem]:
 
     if weights_gb <= capacity(grpo.rollout_tensor_parallel):
         return []
-    enough = [tp for tp in (1, 2, 4, 8) if capacity(tp) >= weights_gb]
+    enough = [tp for tp in facts.TENSOR_PARALLEL_SIZES if capacity(tp) >= weights_gb]
     advice = (
         f"use at least {enough[0]}"
         if enough
-        else "even 8 GPUs are too few: raise grpo.gpuMemoryUtilization or use a smaller model"
+        else f"even {facts.GPUS_PER_NODE} GPUs are too few: raise grpo.gpuMemoryUtilization or use a smaller model"
     )
     return [
         Problem(
