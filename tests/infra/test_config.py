@@ -993,19 +993,17 @@ def test_config_is_frozen() -> None:
 
 
 def test_secret_token_loads_without_warning() -> None:
-    """A token stored as a secret loads quietly and is marked secret."""
+    """A token stored as a secret loads quietly."""
     loaded = parse_config(raw_values({"grpo-gke:hfToken": "hf_s3cr3t"}), ("grpo-gke:hfToken",), "t")
     assert loaded.warnings == ()
     assert loaded.config.hf_token is not None
     assert loaded.config.hf_token.get_secret_value() == "hf_s3cr3t"
-    assert loaded.config.hf_token_is_secret is True
 
 
 def test_plaintext_token_works_but_warns() -> None:
-    """A plaintext token loads, is marked not secret, and yields one warning saying how to fix it."""
+    """A plaintext token loads and yields one warning saying how to fix it."""
     loaded = parse_config(raw_values({"grpo-gke:hfToken": "hf_s3cr3t"}), (), "t")
     assert loaded.config.hf_token is not None
-    assert loaded.config.hf_token_is_secret is False
     assert loaded.warnings == (
         "grpo-gke:hfToken is set in plaintext; store it as a secret: pulumi config set --secret grpo-gke:hfToken <token>",
     )

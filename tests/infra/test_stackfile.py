@@ -207,7 +207,6 @@ def test_secure_token_through_the_config_model(tmp_path: Path) -> None:
     loaded = parse_config(stack.values, stack.secret_keys, stack.stack)
     assert loaded.warnings == ()
     assert loaded.config.hf_token is not None
-    assert loaded.config.hf_token_is_secret is True
     assert loaded.config.storage.keep_on_destroy is False
     assert loaded.config.grpo.learning_rate == 3e-7
 
@@ -217,6 +216,5 @@ def test_plaintext_token_through_the_config_model(tmp_path: Path) -> None:
     path = write(tmp_path, STACK + "  grpo-gke:hfToken: hf_plain\n")
     stack = read_stack_file(path, PROJECT)
     loaded = parse_config(stack.values, stack.secret_keys, stack.stack)
-    assert loaded.config.hf_token_is_secret is False
     assert len(loaded.warnings) == 1
     assert "pulumi config set --secret grpo-gke:hfToken" in loaded.warnings[0]
