@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 INSTALLED := $(VENV)/.installed
 
-.PHONY: plan test bench validate clean
+.PHONY: plan test bench clean
 
 # The venv is (re)built when missing or when a requirements file changed.
 $(INSTALLED): requirements.txt requirements-verl.txt
