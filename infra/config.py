@@ -686,7 +686,7 @@ class LoadedConfig:
     warnings: tuple[str, ...]
 
 
-def _decode(key: str, raw: Any) -> Any:
+def _decode(raw: Any) -> Any:
     if not isinstance(raw, str):
         return raw
     try:
@@ -745,7 +745,7 @@ def parse_config(
                     f" pulumi config set --secret {full_key} <token>"
                 )
             continue
-        data[key] = _decode(key, raw) if key in structured else raw
+        data[key] = _decode(raw) if key in structured else raw
 
     try:
         config = StackConfig.model_validate(data, by_alias=True, by_name=False)
