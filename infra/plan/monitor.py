@@ -8,15 +8,23 @@ from dataclasses import dataclass
 from typing import Any
 
 from google.protobuf import json_format
+from pulumi.runtime import rpc
 from pulumi.runtime.mocks import MockMonitor
 
 STACK_TYPE = "pulumi:pulumi:Stack"
-SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
-UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
-SIG_KEY = "4dabf18193072939515e22adb298388d"
-RESOURCE_SIG = "5cf8f73096256a8f31e491e813e4eb8e"
+"""Type token of the root stack resource."""
+SIG_KEY = rpc._special_sig_key
+"""Key that marks a special value (secret, resource reference) in the wire form; the SDK's own constant."""
+SECRET_SIG = rpc._special_secret_sig
+"""SIG_KEY value of a secret."""
+RESOURCE_SIG = rpc._special_resource_sig
+"""SIG_KEY value of a resource reference."""
+UNKNOWN = rpc.UNKNOWN
+"""Wire value of an output not known during a preview."""
 SECRET_PLACEHOLDER = "[secret]"
+"""What a secret is written as in the recorded inputs and outputs."""
 UNKNOWN_PLACEHOLDER = "[unknown]"
+"""What an unknown value is written as."""
 
 
 @dataclass(frozen=True)
@@ -24,15 +32,25 @@ class Recorded:
     """One registered resource as the engine would see it."""
 
     urn: str
+    """Engine-form URN."""
     type: str
+    """Type token."""
     name: str
+    """Logical name."""
     custom: bool
+    """A custom resource (False for a component)."""
     parent: str
+    """URN of the parent, or empty."""
     provider: str
+    """Provider reference, or empty for the default provider."""
     depends_on: tuple[str, ...]
+    """Sorted URNs it waits for: explicit depends_on plus property dependencies."""
     protect: bool
+    """The protect option."""
     retain_on_delete: bool
+    """The retainOnDelete option."""
     inputs: dict[str, Any]
+    """Inputs in wire form: camelCase keys, ints as int, secrets as SECRET_PLACEHOLDER."""
 
 
 def wire_value(value: Any) -> Any:
