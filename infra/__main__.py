@@ -11,6 +11,7 @@ from infra.config import PROJECT_NAMESPACE, ConfigError, StackConfig, parse_conf
 from infra.stackfile import StackFileError, read_stack_file, stack_file, stack_name_of
 
 EXIT_BAD_INPUT = 2
+"""Exit status of a refused config or a missing stack file."""
 
 
 def _arguments(argv: list[str] | None) -> argparse.Namespace:

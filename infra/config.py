@@ -361,7 +361,9 @@ class Problem:
     """One refused config value: its full key path and what was expected."""
 
     path: str
+    """Full key, such as `grpo-gke:gpu.nodes`."""
     message: str
+    """What is wrong and what was expected."""
 
     def __str__(self) -> str:
         return f"{self.path}: {self.message}"
@@ -683,7 +685,9 @@ class LoadedConfig:
     """A validated config and the warnings to show the user."""
 
     config: StackConfig
+    """The validated config."""
     warnings: tuple[str, ...]
+    """Lines to show the user (e.g. a plaintext token)."""
 
 
 def _decode(raw: Any) -> Any:

@@ -40,9 +40,13 @@ class GkeVersion:
     """A full GKE version such as 1.32.2-gke.1475000, ordered numerically."""
 
     major: int
+    """Kubernetes major version."""
     minor: int
+    """Kubernetes minor version."""
     patch: int
+    """Kubernetes patch version."""
     gke: int
+    """GKE build number (the part after `-gke.`)."""
 
     PATTERN = re.compile(r"^(\d+)\.(\d+)\.(\d+)-gke\.(\d+)$")
 
@@ -67,15 +71,25 @@ class GpuMachine:
     """What differs between the B200 (A4) and H200 (A3 Ultra) node shapes."""
 
     machine_type: str
+    """Compute Engine machine type of one 8-GPU node."""
     accelerator: str
+    """GKE accelerator name (`cloud.google.com/gke-accelerator`)."""
     vcpus: int
+    """vCPUs of the machine."""
     memory_gib: int
+    """Memory of the machine in GiB."""
     boot_disk_type: str | None
+    """Boot disk type the machine needs, or None for GKE's default."""
     local_ssd_count: int
+    """Local SSDs attached to the machine."""
     nccl_tuner_config: str
+    """gIB's NCCL tuner file for this GPU, inside GIB_POD_DIR."""
     rdma_floor: dict[str, str]
+    """Lowest GKE version with GPUDirect RDMA, per cluster mode."""
     default_driver_from: str
+    """GKE version from which the default GPU driver suits this GPU."""
     gpu_memory_gb: int
+    """Memory of one GPU in GB."""
 
 
 GPU_MACHINES: dict[str, GpuMachine] = {
@@ -120,6 +134,7 @@ GPU_MACHINES: dict[str, GpuMachine] = {
         default_driver_from="1.31.5-gke.1169000",
     ),
 }
+"""Node shape of each `gpu.type`."""
 
 RAY_OPERATOR_FLOOR = "1.29.8-gke.1054000"
 """The GKE Ray operator add-on needs this version (gcp-infrastructure.md §1 row 8)."""
@@ -147,7 +162,9 @@ class LustreTier:
     """Capacity rules of one Managed Lustre throughput tier (MB/s per TiB)."""
 
     min_gib: int
+    """Smallest capacity of the tier in GiB."""
     step_gib: int
+    """Capacity step of the tier in GiB."""
 
 
 LUSTRE_TIERS: dict[int, LustreTier] = {
@@ -158,6 +175,7 @@ LUSTRE_TIERS: dict[int, LustreTier] = {
     250: LustreTier(min_gib=36000, step_gib=36000),
     125: LustreTier(min_gib=72000, step_gib=72000),
 }
+"""Capacity rules of each Managed Lustre throughput tier (`storage.throughput`)."""
 
 LUSTRE_PEERING_PREFIX_MAX = 22
 """Private service access range for Lustre: /22 (CT #5306 changed 24 to 22)."""
@@ -186,8 +204,11 @@ class FrameworkImage:
     """A pinned default workload image and the facts that must match it."""
 
     image: str
+    """Container image of the Ray head and workers."""
     ray_version: str
+    """Ray version inside the image (the RayCluster's rayVersion)."""
     release: str
+    """Framework release inside the image."""
 
 
 VERL_VERSION = "0.9.1"
@@ -210,6 +231,7 @@ DEFAULT_IMAGES: dict[str, FrameworkImage] = {
     # match the project's Ray version.
     "nemo-rl": FrameworkImage(image="nvcr.io/nvidia/nemo-rl:v0.7.0", ray_version="2.55.1", release="v0.7.0"),
 }
+"""The pinned workload image of each framework, used unless `workload.image` is set."""
 
 NEMO_RL_RELEASES = ("v0.4.0", "v0.5.0", "v0.6.0", "v0.7.0")
 """NeMo-RL releases whose entry script and override keys the job layer knows (NRL tags)."""
@@ -220,6 +242,7 @@ SUPPORTED_PAIRS: dict[str, tuple[str, ...]] = {
     "verl": ("gsm8k",),
     "nemo-rl": ("deepscaler",),
 }
+"""The data sets each framework can train on (`workload.dataset`)."""
 
 # ---------------------------------------------------------------- Google Cloud graph (infra issue 3)
 
@@ -513,6 +536,7 @@ NEMO_RL_RELEASE_FACTS: dict[str, NemoRlRelease] = {
     "v0.6.0": NemoRlRelease("examples/run_grpo.py", "split", True),
     "v0.7.0": NemoRlRelease("examples/run_grpo.py", "split", False),
 }
+"""Launch facts of each release in NEMO_RL_RELEASES."""
 
 
 @dataclass(frozen=True)

@@ -24,14 +24,23 @@ class NetworkNames:
     """Deterministic names of every network resource, derived from the cluster name."""
 
     cluster_vpc: str
+    """The cluster's VPC."""
     node_subnet: str
+    """The nodes' subnet."""
     router: str
+    """Cloud Router of the NAT."""
     nat: str
+    """Cloud NAT of the private nodes."""
     gvnic_vpc: str
+    """The gVNIC VPC."""
     gvnic_subnet: str
+    """The gVNIC subnet."""
     gvnic_firewall: str
+    """Internal firewall rule of the gVNIC VPC."""
     rdma_vpc: str
+    """The RDMA VPC."""
     rdma_subnets: tuple[str, ...]
+    """The RDMA subnets, 0..7."""
 
 
 def network_names(prefix: str) -> NetworkNames:

@@ -27,8 +27,11 @@ class StackValues:
     """Config values of one stack, as the engine would pass them, and which of them are secret."""
 
     stack: str
+    """Stack name."""
     values: dict[str, str]
+    """`namespace:key` -> config value as a string."""
     secret_keys: frozenset[str]
+    """Keys whose value is a secret."""
 
 
 def _as_config_string(value: Any) -> str:

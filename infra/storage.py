@@ -27,9 +27,13 @@ class LustreNames:
     """Deterministic names of the Lustre path's resources."""
 
     instance_id: str
+    """Managed Lustre instance id."""
     filesystem: str
+    """Lustre filesystem name (at most 8 alphanumerics)."""
     peering_range: str
+    """Private service access range."""
     firewall: str
+    """Firewall rule letting nodes reach Lustre."""
 
 
 def lustre_names(prefix: str) -> LustreNames:

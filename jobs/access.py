@@ -45,9 +45,13 @@ class KubeTarget:
     """The API server, CA and user of one kubeconfig context."""
 
     server: str
+    """API server URL."""
     ca_data: str | None
+    """Base64 cluster CA certificate, or None to use the system's."""
     user: dict[str, Any]
+    """The context's user entry (exec plugin, token, ...)."""
     insecure: bool = False
+    """The context skips TLS verification."""
 
 
 def service_proxy_url(

@@ -209,6 +209,7 @@ COMMANDS = {
     "list": cmd_list,
     "validate": cmd_validate,
 }
+"""Handler of each subcommand."""
 
 
 class _Parser(argparse.ArgumentParser):

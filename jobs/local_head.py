@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 HOST = "127.0.0.1"
+"""The local head listens on loopback only."""
 
 
 def free_port() -> int:
@@ -34,7 +35,9 @@ class LocalHead:
     """A running local Ray head."""
 
     process: subprocess.Popen
+    """The `ray start --head --block` process."""
     temp_dir: Path
+    """Ray's temporary directory, removed on stop."""
     dashboard_url: str
     """Ray dashboard / Jobs API address, `http://127.0.0.1:<port>`."""
 

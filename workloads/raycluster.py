@@ -22,7 +22,9 @@ from workloads.identity import LABELS
 from workloads.sizing import worker_requests
 
 API_VERSION = "ray.io/v1"
+"""KubeRay API version of the RayCluster."""
 KIND = "RayCluster"
+"""Kind of the custom resource."""
 WORKER_GROUP = "gpu"
 """Name of the single worker group."""
 

@@ -22,6 +22,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 """The directory holding Pulumi.yaml, __main__.py and the stack files."""
 
 PROGRAM = REPO_ROOT / "__main__.py"
+"""The Pulumi program the harness runs under mocks."""
 
 
 @dataclass
@@ -29,9 +30,13 @@ class Recording:
     """Every resource a program run registered, and the stack's outputs."""
 
     project: str
+    """Pulumi project name."""
     stack: str
+    """Stack name."""
     resources: list[Recorded]
+    """Every registered resource, in registration order."""
     outputs: dict[str, Any] = field(default_factory=dict)
+    """Stack outputs in wire form (secrets as SECRET_PLACEHOLDER)."""
     warnings: list[str] = field(default_factory=list)
     """Warnings the program logged (pulumi.warn), in order."""
     invokes: list[str] = field(default_factory=list)

@@ -19,6 +19,7 @@ DYNAMIC_PROVIDER_INPUT = "__provider"
 """Input holding a dynamic resource's pickled provider: code, not configuration."""
 
 REDACTED = "[redacted]"
+"""What a Secret's values are written as in k8s.yaml."""
 
 
 def _dumps(document: Any) -> str:
