@@ -20,6 +20,7 @@ from pathlib import Path
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
+"""The repository root (put on sys.path for the imports below)."""
 sys.path.insert(0, str(REPO))
 
 from infra import facts  # noqa: E402
@@ -27,6 +28,7 @@ from jobs import local_head  # noqa: E402
 from jobs.control import TERMINAL, connect, endpoint_for_address  # noqa: E402
 
 PAIRS = int(os.environ.get("BENCH_PAIRS", "7"))
+"""Alternating pairs of submissions (BENCH_PAIRS)."""
 TARGET = 1.5
 """The CLI may take at most this many times as long as `ray job submit --no-wait`."""
 

@@ -19,10 +19,15 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+"""The repository root."""
 PYTHON = sys.executable
+"""The venv's interpreter, used for every timed run."""
 PAIRS = int(os.environ.get("BENCH_PAIRS", "9"))
+"""Alternating pairs of runs per measurement (BENCH_PAIRS)."""
 PLAN_TARGET = 1.2
+"""Largest accepted ratio of the dev plan to the SDK import floor."""
 FIRST_PLAN_TARGET_S = 60.0
+"""Longest accepted first `make plan` on a fresh clone, in seconds."""
 
 
 def _timed(command: list[str], cwd: Path = REPO) -> float:

@@ -104,7 +104,9 @@ class ClusterConfig(_Section):
 class GpuConfig(_Section):
     """`grpo-gke:gpu`: the 8-GPU nodes."""
 
-    type: Literal["b200", "h200"] = Field(description="B200 (a4-highgpu-8g) or H200 (a3-ultragpu-8g).")
+    type: Literal["b200", "h200"] = Field(
+        description=f"B200 ({facts.GPU_MACHINES['b200'].machine_type}) or H200 ({facts.GPU_MACHINES['h200'].machine_type})."
+    )
     nodes: int = Field(ge=1, le=64, description="Number of 8-GPU nodes, 1 to 64.")
     provisioning: Literal["spot", "on-demand", "reservation", "flex-start"] = Field(
         "spot", description="How GPU capacity is obtained."
