@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import shlex
@@ -24,16 +25,19 @@ from jobs.validate import parse_override
 from tests.conftest import SHIPPED_STACKS, stack_values, values_of
 from workloads import paths
 
-RAY_RUNTIME_ENV_FIELDS = {
-    # ray.runtime_env.RuntimeEnv.known_fields in ray 2.60.0 (jobs-and-frameworks.md §3)
-    "env_vars", "working_dir", "py_modules", "py_executable", "pip", "uv", "conda", "container",
-    "image_uri", "worker_process_setup_hook", "excludes", "config", "java_jars",
-}  # fmt: skip
-SUBMIT_JOB_KWARGS = {
-    # JobSubmissionClient.submit_job keyword arguments in ray 2.60.0
-    "entrypoint", "job_id", "runtime_env", "metadata", "submission_id", "entrypoint_num_cpus",
-    "entrypoint_num_gpus", "entrypoint_memory", "entrypoint_resources", "entrypoint_label_selector",
-}  # fmt: skip
+
+def ray_runtime_env_fields() -> set[str]:
+    """The public fields of the installed Ray's RuntimeEnv."""
+    from ray.runtime_env import RuntimeEnv
+
+    return {name for name in RuntimeEnv.known_fields if not name.startswith("_")}
+
+
+def submit_job_kwargs() -> set[str]:
+    """The keyword arguments of the installed Ray's JobSubmissionClient.submit_job."""
+    from ray.job_submission import JobSubmissionClient
+
+    return set(inspect.signature(JobSubmissionClient.submit_job).parameters) - {"self"}
 
 
 def config_of(base: str, stack: str | None = None, secret_token: bool = False, **sections: dict) -> StackConfig:
@@ -182,11 +186,12 @@ def test_the_same_spec_is_the_same_run_and_a_changed_spec_a_new_one():
 
 
 def test_submission_holds_only_submit_job_kwargs_known_runtime_env_fields_and_no_token():
+    kwargs, runtime_env_fields = submit_job_kwargs(), ray_runtime_env_fields()
     for stack in SHIPPED_STACKS:
         config = config_of(stack, secret_token=True)
         submission = submission_for(config)
-        assert set(submission) <= SUBMIT_JOB_KWARGS
-        assert set(submission["runtime_env"]) <= RAY_RUNTIME_ENV_FIELDS
+        assert set(submission) <= kwargs
+        assert set(submission["runtime_env"]) <= runtime_env_fields
         assert set(submission["runtime_env"]) == {"env_vars"}
         text = json.dumps(submission)
         assert "hf_do_not_leak" not in text and "HF_TOKEN" not in text
