@@ -83,3 +83,11 @@ def test_the_versions_table_matches_the_pinned_facts():
     sdks = ", ".join(pins[package] for package in ("pulumi", "pulumi-gcp", "pulumi-kubernetes"))
     assert f"| Pulumi SDK, pulumi-gcp, pulumi-kubernetes | {sdks} | `requirements.txt` |" in versions
     assert f"| {pins['ray[default]']} | `requirements.txt` |" in versions
+
+
+def test_the_documented_stack_outputs_are_the_programs(plan_of):
+    sentence = README.split("<!-- stack-outputs", 1)[1].split("\n\n", 1)[0].split("-->", 1)[1]
+    documented = set(re.findall(r"`([a-z][A-Za-z]+)`", sentence))
+    gcs, lustre = plan_of("dev").outputs, plan_of("nemo-rl-standard-b200").outputs
+    assert "bucket" in gcs and "lustreMountPoint" in lustre
+    assert documented == set(gcs) | set(lustre)
