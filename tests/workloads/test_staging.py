@@ -112,3 +112,9 @@ def test_the_script_ships_in_the_config_map_and_its_digest_marks_the_pod():
     lustre = staging.render_job(config_of(storage_type="lustre")).spec.template.metadata.annotations
     assert gcs["gke-gcsfuse/volumes"] == "true" and "gke-gcsfuse/volumes" not in lustre
     assert len(gcs[staging.SCRIPT_DIGEST_ANNOTATION]) == 64
+
+
+def test_the_staged_gsm8k_files_are_the_ones_the_job_reads():
+    """The staging program writes `<--gsm8k-dir>/<split>.parquet`; the trainer reads paths.gsm8k_files()."""
+    written = {f"{paths.gsm8k_dir()}/{split}.parquet" for split in staging_script.GSM8K_FILES}
+    assert written == set(paths.gsm8k_files())
