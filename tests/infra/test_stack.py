@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from infra import names
 from tests.infra.conftest import COMBINATIONS
 
 COMPONENTS = {"Apis", "Networks", "Cluster", "NodePools", "Storage", "KubernetesAccess"}
@@ -28,8 +27,9 @@ def test_stack_outputs(infra_run, mode, gpu, storage):
     assert outputs["clusterName"] == "grpo-test"
     assert outputs["clusterLocation"] == "us-central1"
     assert outputs["kubeconfig"] == "[secret]"
-    assert outputs["dashboardCommand"] == names.dashboard_port_forward_command(
-        "grpo-test", "us-central1", "my-grpo-project"
+    assert outputs["dashboardCommand"] == (
+        "gcloud container clusters get-credentials grpo-test --location us-central1 --project my-grpo-project"
+        " && kubectl -n grpo port-forward svc/grpo-head-svc 8265:8265"
     )
     if storage == "gcs":
         assert outputs["bucket"] == "gs://my-grpo-project-grpo-test"
