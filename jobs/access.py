@@ -54,14 +54,12 @@ class KubeTarget:
     """The context skips TLS verification."""
 
 
-def service_proxy_url(
-    server: str,
-    namespace: str = names.NAMESPACE,
-    service: str = names.RAY_HEAD_SERVICE,
-    port: int = names.RAY_DASHBOARD_PORT,
-) -> str:
-    """The API server URL that proxies to `service`'s `port` in `namespace`."""
-    return f"{server.rstrip('/')}/api/v1/namespaces/{namespace}/services/{service}:{port}/proxy"
+def service_proxy_url(server: str) -> str:
+    """The API server URL that proxies to the Ray head service's dashboard port."""
+    return (
+        f"{server.rstrip('/')}/api/v1/namespaces/{names.NAMESPACE}/services/"
+        f"{names.RAY_HEAD_SERVICE}:{names.RAY_DASHBOARD_PORT}/proxy"
+    )
 
 
 def bearer_headers(token: str) -> dict[str, str]:

@@ -21,7 +21,7 @@ def test_service_proxy_url_names_the_head_service_and_dashboard_port():
     assert access.service_proxy_url("https://34.1.2.3/") == (
         "https://34.1.2.3/api/v1/namespaces/grpo/services/grpo-head-svc:8265/proxy"
     )
-    assert access.service_proxy_url("https://h", "ns", "svc", 1) == "https://h/api/v1/namespaces/ns/services/svc:1/proxy"
+    assert access.service_proxy_url("https://h") == "https://h/api/v1/namespaces/grpo/services/grpo-head-svc:8265/proxy"
 
 
 def test_bearer_header():
