@@ -263,6 +263,6 @@ def submission_of(config: StackConfig, spec: TrainingSpec, attempt: int) -> dict
     }
 
 
-def submission_for(config: StackConfig, attempt: int = 1, entrypoint: str | None = None) -> dict:
-    """Keyword arguments of JobSubmissionClient.submit_job for attempt `attempt` of the stack's run."""
-    return submission_of(config, training_spec(config, entrypoint), attempt)
+def submission_for(config: StackConfig) -> dict:
+    """Keyword arguments of JobSubmissionClient.submit_job for the first attempt of the stack's run."""
+    return submission_of(config, training_spec(config), 1)

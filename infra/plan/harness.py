@@ -122,7 +122,7 @@ def run_values(
     )
 
 
-def run_stack(stack: str, directory: Path = REPO_ROOT) -> Recording:
+def run_stack(stack: str) -> Recording:
     """Run the program for the shipped `Pulumi.<stack>.yaml`."""
-    values = read_stack_file(stack_file(directory, stack), PROJECT_NAMESPACE, stack)
+    values = read_stack_file(stack_file(REPO_ROOT, stack), PROJECT_NAMESPACE, stack)
     return run_values(values.values, values.secret_keys, stack)

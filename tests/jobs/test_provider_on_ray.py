@@ -7,7 +7,7 @@ import pytest
 from jobs.control import attempts, connect, endpoint_for_address, status_of
 from jobs.local_head import free_port
 from jobs.provider import JobProvider
-from jobs.spec import submission_for
+from jobs.spec import submission_of, training_spec
 from tests.jobs.test_spec import config_of
 
 
@@ -15,7 +15,7 @@ def props_for(address: str, stack: str, entrypoint: str, **changes) -> dict:
     """Inputs of the dynamic resource as build_job gives them, with the address override."""
     config = config_of("dev", stack=stack)
     props = {
-        "submission": submission_for(config, entrypoint=entrypoint),
+        "submission": submission_of(config, training_spec(config, entrypoint), 1),
         "kubeconfig": "",
         "address": address,
         "gpu_nodes": 1,

@@ -19,6 +19,7 @@ from jobs.spec import (
     model_size_b,
     nemo_rl_recipe,
     submission_for,
+    submission_of,
     training_spec,
 )
 from jobs.validate import parse_override
@@ -205,7 +206,7 @@ def test_submission_holds_only_submit_job_kwargs_known_runtime_env_fields_and_no
 
 def test_attempts_share_the_run_and_differ_only_in_id_and_attempt():
     config = config_of("dev")
-    first, third = submission_for(config), submission_for(config, attempt=3)
+    first, third = submission_for(config), submission_of(config, training_spec(config), 3)
     assert third["submission_id"] == f"{first['metadata']['run']}-3" and third["metadata"]["attempt"] == "3"
     assert {**third, "submission_id": None, "metadata": None} == {**first, "submission_id": None, "metadata": None}
 
