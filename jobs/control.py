@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from infra import facts, names
 from jobs.access import AccessError, Endpoint
 from jobs.progress import Progress, advance
-from jobs.spec import attempt_id
+from jobs.spec import for_attempt
 
 if TYPE_CHECKING:
     from ray.job_submission import JobDetails, JobSubmissionClient
@@ -183,14 +183,6 @@ def stack_jobs(client: JobSubmissionClient, stack: str) -> list[JobDetails]:
     return sorted(found, key=lambda job: (job.start_time or 0, job.submission_id or ""))
 
 
-def _with_attempt(submission: dict[str, Any], attempt: int) -> dict[str, Any]:
-    return {
-        **submission,
-        "submission_id": attempt_id(submission["metadata"]["run"], attempt),
-        "metadata": {**submission["metadata"], "attempt": str(attempt)},
-    }
-
-
 def ensure_run(client: JobSubmissionClient, submission: dict[str, Any]) -> Outcome:
     """Submit the run of `submission` (attempt-1 kwargs) unless an attempt is live or SUCCEEDED."""
     run = submission["metadata"]["run"]
@@ -203,7 +195,7 @@ def ensure_run(client: JobSubmissionClient, submission: dict[str, Any]) -> Outco
         if status == "SUCCEEDED":
             return Outcome("succeeded", newest.submission_id, status)
     attempt = attempt_number(previous[-1]) + 1 if previous else 1
-    kwargs = _with_attempt(submission, attempt)
+    kwargs = for_attempt(submission, attempt)
     try:
         submission_id = client.submit_job(**kwargs)
     except Exception as error:  # noqa: BLE001 - the Jobs API answers with RuntimeError and HTTP errors

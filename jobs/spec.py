@@ -197,9 +197,6 @@ def _env_vars(config: StackConfig, run_dir: str) -> dict[str, str]:
     env = {"HF_HOME": paths.hf_home()}
     if config.workload.framework == "verl":
         env["PYTHONPATH"] = paths.verl_site_dir()
-        # verl's file logger writes <root>/<project>/<experiment>.jsonl and creates that directory
-        # itself; VERL_FILE_LOGGER_PATH would be opened as-is, before the run directory exists.
-        env["VERL_FILE_LOGGER_ROOT"] = run_dir
     else:
         # NeMo-RL's init_ray passes os.environ as ray.init's runtime env, which clashes with the
         # job's env_vars unless the job's runtime env may be overridden (jobs-and-frameworks.md §2).
@@ -231,7 +228,7 @@ def training_spec(config: StackConfig, entrypoint: str | None = None) -> Trainin
     command = entrypoint if entrypoint is not None else _entrypoint(config, overrides)
     env = _env_vars(config, RUN_DIR_PLACEHOLDER)
     run = f"{sanitize_name(config.stack, 40)}-{_spec_hash(framework, release, command, env)}"
-    run_dir = f"{paths.checkpoint_root()}/{run}"
+    run_dir = run_directory(run)
     return TrainingSpec(
         framework=framework,
         release=release,
@@ -243,24 +240,45 @@ def training_spec(config: StackConfig, entrypoint: str | None = None) -> Trainin
     )
 
 
+def run_directory(run: str) -> str:
+    """Where a run keeps its checkpoints and logs on the shared storage."""
+    return f"{paths.checkpoint_root()}/{run}"
+
+
+VERL_METRICS_ROOT = "VERL_FILE_LOGGER_ROOT"
+"""verl's file logger writes <root>/<project>/<experiment>.jsonl, creating the directory itself
+(VERL_FILE_LOGGER_PATH is opened as-is, before the run directory exists), and truncates the
+file when training starts: each attempt therefore gets a root of its own."""
+
+
 def attempt_id(run: str, attempt: int) -> str:
     """Ray submission id of attempt `attempt` (1, 2, ...) of `run`."""
     return f"{run}-{attempt}"
 
 
+def for_attempt(submission: dict, attempt: int) -> dict:
+    """The submit_job kwargs of attempt `attempt` of the run `submission` names: its own id and
+    metadata and, for verl, its own metrics file under the run directory."""
+    run = submission["metadata"]["run"]
+    env_vars = dict(submission["runtime_env"]["env_vars"])
+    if submission["metadata"]["framework"] == "verl":
+        env_vars[VERL_METRICS_ROOT] = f"{run_directory(run)}/metrics/attempt-{attempt}"
+    return {
+        **submission,
+        "submission_id": attempt_id(run, attempt),
+        "runtime_env": {**submission["runtime_env"], "env_vars": dict(sorted(env_vars.items()))},
+        "metadata": {**submission["metadata"], "attempt": str(attempt)},
+    }
+
+
 def submission_of(config: StackConfig, spec: TrainingSpec, attempt: int) -> dict:
     """Keyword arguments of JobSubmissionClient.submit_job for one attempt of `spec`."""
-    return {
+    first = {
         "entrypoint": spec.entrypoint,
-        "submission_id": attempt_id(spec.run, attempt),
         "runtime_env": {"env_vars": dict(spec.env_vars)},
-        "metadata": {
-            "stack": config.stack,
-            "framework": spec.framework,
-            "run": spec.run,
-            "attempt": str(attempt),
-        },
+        "metadata": {"stack": config.stack, "framework": spec.framework, "run": spec.run},
     }
+    return for_attempt(first, attempt)
 
 
 def submission_for(config: StackConfig) -> dict:

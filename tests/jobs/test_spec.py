@@ -88,9 +88,12 @@ def test_verl_spec_is_grpo_with_kl_loss_on_the_staged_model_data_and_pool():
     assert shlex.split(spec.entrypoint)[3:] == list(spec.overrides)
     assert spec.env_vars["PYTHONPATH"] == paths.verl_site_dir()
     # verl's FileLogger opens VERL_FILE_LOGGER_PATH without creating its directory, at the start of
-    # training, before the first checkpoint creates the run directory; under ROOT it creates it.
-    assert "VERL_FILE_LOGGER_PATH" not in spec.env_vars
-    assert spec.env_vars["VERL_FILE_LOGGER_ROOT"] == spec.run_dir
+    # training, before the first checkpoint creates the run directory; under ROOT it creates it. It
+    # truncates its file on every start, so the root is per attempt and not part of the run.
+    assert "VERL_FILE_LOGGER_PATH" not in spec.env_vars and "VERL_FILE_LOGGER_ROOT" not in spec.env_vars
+    first_env = submission_for(config)["runtime_env"]["env_vars"]
+    assert first_env["VERL_FILE_LOGGER_ROOT"] == f"{spec.run_dir}/metrics/attempt-1"
+    assert "VERL_FILE_LOGGER_ROOT" not in submission_for(config_of("nemo-rl-standard-b200"))["runtime_env"]["env_vars"]
 
 
 def test_verl_max_steps_maps_to_total_training_steps():
@@ -204,11 +207,16 @@ def test_submission_holds_only_submit_job_kwargs_known_runtime_env_fields_and_no
         assert all(isinstance(value, str) for value in submission["runtime_env"]["env_vars"].values())
 
 
-def test_attempts_share_the_run_and_differ_only_in_id_and_attempt():
+def test_attempts_share_the_run_and_differ_only_in_id_attempt_and_metrics_file():
     config = config_of("dev")
     first, third = submission_for(config), submission_of(config, training_spec(config), 3)
     assert third["submission_id"] == f"{first['metadata']['run']}-3" and third["metadata"]["attempt"] == "3"
-    assert {**third, "submission_id": None, "metadata": None} == {**first, "submission_id": None, "metadata": None}
+    first_env, third_env = (dict(item["runtime_env"]["env_vars"]) for item in (first, third))
+    assert third_env.pop("VERL_FILE_LOGGER_ROOT").endswith("/metrics/attempt-3")
+    assert first_env.pop("VERL_FILE_LOGGER_ROOT").endswith("/metrics/attempt-1")
+    assert third_env == first_env
+    unrelated = {"submission_id": None, "metadata": None, "runtime_env": None}
+    assert {**third, **unrelated} == {**first, **unrelated}
 
 
 def test_the_submission_and_its_run_are_the_same_in_every_process():
