@@ -30,6 +30,19 @@ RDMA_SPLIT_BITS = (facts.RDMA_SUBNET_COUNT - 1).bit_length()
 """Prefix bits added to `network.rdmaRange` to split it into the RDMA subnets (3 for eight)."""
 
 
+def matching(field: str, pattern: str, expected: str) -> Any:
+    """A declarative field validator: the field (None passes) must match `pattern` whole, else
+    "must be <expected>, got <value>"."""
+    compiled = re.compile(pattern)
+
+    def check(value: str | None) -> str | None:
+        if value is not None and not compiled.fullmatch(value):
+            raise ValueError(f"must be {expected}, got {value!r}")
+        return value
+
+    return field_validator(field)(staticmethod(check))
+
+
 class _Section(BaseModel):
     """Base of every config section: camelCase keys, unknown keys refused, immutable."""
 
@@ -64,15 +77,11 @@ class ClusterConfig(_Section):
     deletion_protection: bool = Field(False, description="Refuse cluster deletion; off so `pulumi destroy` works.")
     head_machine_type: str = Field("c2-standard-16", description="Machine type of the Ray head's CPU pool (Standard).")
 
-    @field_validator("name")
-    @classmethod
-    def _cluster_name(cls, value: str | None) -> str | None:
-        if value is not None and not re.fullmatch(r"[a-z]([-a-z0-9]{0,38}[a-z0-9])?", value):
-            raise ValueError(
-                "must be 1 to 40 lowercase letters, digits or hyphens, starting with a letter"
-                f" and not ending with a hyphen, got {value!r}"
-            )
-        return value
+    _name_form = matching(
+        "name",
+        r"[a-z]([-a-z0-9]{0,38}[a-z0-9])?",
+        "1 to 40 lowercase letters, digits or hyphens, starting with a letter and not ending with a hyphen",
+    )
 
     @field_validator("min_version")
     @classmethod
@@ -113,12 +122,9 @@ class GpuConfig(_Section):
     )
     reservation: str | None = Field(None, description="Reservation name; required with provisioning=reservation.")
 
-    @field_validator("reservation")
-    @classmethod
-    def _reservation_name(cls, value: str | None) -> str | None:
-        if value is not None and not re.fullmatch(r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?", value):
-            raise ValueError(f"must be a reservation name (lowercase letters, digits, hyphens), got {value!r}")
-        return value
+    _reservation_form = matching(
+        "reservation", r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?", "a reservation name (lowercase letters, digits, hyphens)"
+    )
 
 
 class StorageConfig(_Section):
@@ -189,19 +195,11 @@ class WorkloadConfig(_Section):
     model_size_b: float | None = Field(None, gt=0, description="Parameters in billions; default read from `model`.")
     extra_env: dict[str, str] = Field(default_factory=dict, description="Extra environment of the Ray pods.")
 
-    @field_validator("model")
-    @classmethod
-    def _model_id(cls, value: str) -> str:
-        if not re.fullmatch(r"[A-Za-z0-9][\w.-]*/[\w.-]+", value):
-            raise ValueError(f"must be a Hugging Face model id such as Qwen/Qwen2.5-7B-Instruct, got {value!r}")
-        return value
+    _model_form = matching(
+        "model", r"[A-Za-z0-9][\w.-]*/[\w.-]+", "a Hugging Face model id such as Qwen/Qwen2.5-7B-Instruct"
+    )
 
-    @field_validator("ray_version")
-    @classmethod
-    def _ray_version(cls, value: str | None) -> str | None:
-        if value is not None and not re.fullmatch(r"\d+\.\d+\.\d+", value):
-            raise ValueError(f"must be a Ray version such as 2.55.1, got {value!r}")
-        return value
+    _ray_version_form = matching("ray_version", r"\d+\.\d+\.\d+", "a Ray version such as 2.55.1")
 
     @field_validator("nemo_rl_release")
     @classmethod
@@ -290,19 +288,11 @@ class StackConfig(_Section):
     job: JobConfig = Field(default_factory=JobConfig, description="`grpo-gke:job`: the post-deploy submission.")
     hf_token: SecretStr | None = Field(None, description="Hugging Face token; a Pulumi secret.")
 
-    @field_validator("project")
-    @classmethod
-    def _project(cls, value: str) -> str:
-        if not re.fullmatch(r"[a-z][a-z0-9-]{4,28}[a-z0-9]", value):
-            raise ValueError(f"must be a project id (6 to 30 lowercase letters, digits, hyphens), got {value!r}")
-        return value
+    _project_form = matching(
+        "project", r"[a-z][a-z0-9-]{4,28}[a-z0-9]", "a project id (6 to 30 lowercase letters, digits, hyphens)"
+    )
 
-    @field_validator("region")
-    @classmethod
-    def _region(cls, value: str) -> str:
-        if not re.fullmatch(r"[a-z]+-[a-z]+\d+", value):
-            raise ValueError(f"must be a region such as us-central1, got {value!r}")
-        return value
+    _region_form = matching("region", r"[a-z]+-[a-z]+\d+", "a region such as us-central1")
 
     @field_validator("hf_token")
     @classmethod
