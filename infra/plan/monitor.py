@@ -49,6 +49,16 @@ class Recorded:
     """The protect option."""
     retain_on_delete: bool
     """The retainOnDelete option."""
+    delete_before_replace: bool
+    """The deleteBeforeReplace option: a replacement deletes the old resource before creating the new one."""
+    replace_on_changes: tuple[str, ...]
+    """Sorted input paths whose change replaces the resource (`replaceOnChanges`)."""
+    ignore_changes: tuple[str, ...]
+    """Sorted input paths whose change `pulumi up` ignores (`ignoreChanges`)."""
+    custom_timeouts: dict[str, str]
+    """The customTimeouts option: operation (create, update, delete) -> duration, only those set."""
+    additional_secret_outputs: tuple[str, ...]
+    """Sorted outputs the engine keeps secret besides the provider's own (`additionalSecretOutputs`)."""
     inputs: dict[str, Any]
     """Inputs in wire form: camelCase keys, ints as int, secrets as SECRET_PLACEHOLDER."""
 
@@ -75,6 +85,14 @@ def wire_value(value: Any) -> Any:
 def provider_urn(reference: str) -> str:
     """The provider's URN from a provider reference `<urn>::<id>`."""
     return reference.rsplit("::", 1)[0] if reference else ""
+
+
+def custom_timeouts_of(request) -> dict[str, str]:
+    """The request's customTimeouts as operation -> duration, leaving out the unset ones."""
+    if not request.HasField("customTimeouts"):
+        return {}
+    timeouts = request.customTimeouts
+    return {operation: getattr(timeouts, operation) for operation in ("create", "update", "delete") if getattr(timeouts, operation)}
 
 
 class RecordingMonitor(MockMonitor):
@@ -117,6 +135,11 @@ class RecordingMonitor(MockMonitor):
             depends_on=tuple(sorted(dependencies)),
             protect=bool(request.protect),
             retain_on_delete=bool(request.retainOnDelete),
+            delete_before_replace=bool(request.deleteBeforeReplace),
+            replace_on_changes=tuple(sorted(request.replaceOnChanges)),
+            ignore_changes=tuple(sorted(request.ignoreChanges)),
+            custom_timeouts=custom_timeouts_of(request),
+            additional_secret_outputs=tuple(sorted(request.additionalSecretOutputs)),
             inputs=wire_value(inputs),
         )
         return response

@@ -34,7 +34,7 @@ def _plan_inputs(resource: Recorded) -> dict[str, Any]:
 
 
 def render_plan_json(recording: Recording) -> str:
-    """plan.json: every resource with parent, provider, dependencies, options and wire-form inputs."""
+    """plan.json: every resource with parent, provider, dependencies, its resource options and wire-form inputs."""
     resources = [
         {
             "urn": resource.urn,
@@ -46,6 +46,11 @@ def render_plan_json(recording: Recording) -> str:
             "dependsOn": list(resource.depends_on),
             "protect": resource.protect,
             "retainOnDelete": resource.retain_on_delete,
+            "deleteBeforeReplace": resource.delete_before_replace,
+            "replaceOnChanges": list(resource.replace_on_changes),
+            "ignoreChanges": list(resource.ignore_changes),
+            "customTimeouts": resource.custom_timeouts,
+            "additionalSecretOutputs": list(resource.additional_secret_outputs),
             "inputs": _plan_inputs(resource),
         }
         for resource in sorted(recording.resources, key=lambda r: r.urn)

@@ -19,7 +19,23 @@ from infra.plan.writer import hash_stable, render_graph_mmd, render_plan_json
 from tests.conftest import REPO_ROOT, SHIPPED_STACKS, values_of
 
 GOLDEN = Path(__file__).parent / "golden"
-PLAN_KEYS = {"urn", "type", "name", "custom", "parent", "provider", "dependsOn", "protect", "retainOnDelete", "inputs"}
+PLAN_KEYS = {
+    "urn",
+    "type",
+    "name",
+    "custom",
+    "parent",
+    "provider",
+    "dependsOn",
+    "protect",
+    "retainOnDelete",
+    "deleteBeforeReplace",
+    "replaceOnChanges",
+    "ignoreChanges",
+    "customTimeouts",
+    "additionalSecretOutputs",
+    "inputs",
+}
 
 
 def test_wire_value_turns_floats_secrets_and_unknowns_into_stable_json():
@@ -66,6 +82,34 @@ def test_plan_json_has_the_documented_shape_and_redacts_secrets(plan_of):
         assert resource["dependsOn"] == sorted(resource["dependsOn"])
         assert set(resource["dependsOn"]) <= set(urns), resource["urn"]
     assert document["outputs"]["kubeconfig"] == SECRET_PLACEHOLDER
+
+
+def test_the_recording_keeps_the_resource_options_the_engine_acts_on(plan_of):
+    """deleteBeforeReplace, replaceOnChanges, ignoreChanges, customTimeouts and additionalSecretOutputs
+    reach plan.json as the program set them (the RayCluster and the post-deploy step set some of them)."""
+    recording = plan_of("dev")
+    ray = recording.one("kubernetes:ray.io/v1:RayCluster")
+    assert (ray.delete_before_replace, ray.replace_on_changes) == (True, ("spec",))
+    job = recording.one("pulumi-python:dynamic:Resource")
+    assert job.additional_secret_outputs == ("kubeconfig",)
+    assert job.replace_on_changes == () and job.ignore_changes == () and job.custom_timeouts == {}
+    document = {entry["urn"]: entry for entry in json.loads(render_plan_json(recording))["resources"]}
+    assert document[ray.urn]["deleteBeforeReplace"] is True
+    assert document[ray.urn]["replaceOnChanges"] == ["spec"]
+    assert document[job.urn]["additionalSecretOutputs"] == ["kubeconfig"]
+
+
+def testcustom_timeouts_of_are_recorded_by_operation():
+    """A customTimeouts option reaches the recording with only the operations it sets."""
+    from pulumi.runtime.proto import resource_pb2
+
+    from infra.plan.monitor import custom_timeouts_of
+
+    request = resource_pb2.RegisterResourceRequest(
+        customTimeouts=resource_pb2.RegisterResourceRequest.CustomTimeouts(create="45m", delete="20m")
+    )
+    assert custom_timeouts_of(request) == {"create": "45m", "delete": "20m"}
+    assert custom_timeouts_of(resource_pb2.RegisterResourceRequest()) == {}
 
 
 def test_plan_of_dev_matches_its_golden_file(plan_of):
