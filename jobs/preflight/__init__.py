@@ -1,0 +1,7 @@
+"""Preflight of a run's GPU nodes: measure each GPU, read what nvidia-smi reports, judge the node.
+
+`measure.measure_node()` is what one Ray task per GPU node calls (torch is imported only there);
+`smi` builds the nvidia-smi queries and parses their text; `verdict.judge_node()` turns a node's
+report into pass/fail per GPU and per node, one readable line per finding. `smi` and `verdict`
+are pure and import without torch.
+"""
