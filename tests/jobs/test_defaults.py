@@ -3,10 +3,14 @@ node count when unset, keep the batch rules, and an explicit value is only ever 
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from infra import facts
 from infra.config import ConfigError, DerivedValue, parse_config
+from infra.plan.harness import REPO_ROOT
 from jobs.spec import submission_for, training_spec
 from jobs.validate import job_problems
 from tests.conftest import stack_values, values_of
@@ -141,3 +145,47 @@ def test_a_derived_value_is_the_same_run_as_the_value_set_explicitly(stack):
     same = loaded_of(stack, grpo=values).config
     assert training_spec(same).run == training_spec(derived.config).run
     assert submission_for(same) == submission_for(derived.config)
+
+
+def _plan(path, out) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "infra", "plan", "--config", str(path), "--out", str(out)],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def _codelab_without(tmp_path, *keys: str):
+    lines = (REPO_ROOT / "Pulumi.nemo-rl-standard-b200.yaml").read_text().splitlines(keepends=True)
+    path = tmp_path / "Pulumi.codelab.yaml"
+    path.write_text("".join(line for line in lines if line.strip().split(":")[0] not in keys))
+    return path
+
+
+def test_the_72b_nemo_rl_stack_without_a_tensor_parallel_size_plans_and_says_what_was_derived(tmp_path):
+    path = _codelab_without(tmp_path, "rolloutTensorParallel", "microBatchSizePerGpu")
+    result = _plan(path, tmp_path / "out")
+    assert (result.returncode, result.stderr) == (0, "")
+    derived = [line for line in result.stdout.splitlines() if "derived" in line]
+    assert derived == [
+        "  derived: grpo.microBatchSizePerGpu=1 (16384 tokens a GPU hold 4 samples of 4096 tokens; recipe"
+        " grpo_math_70B_megatron uses 1), grpo.rolloutTensorParallel=8 (Qwen/Qwen2.5-72B-Instruct needs 144 GB"
+        " in bf16, 2 x B200 hold it with 10 GB a GPU to spare; recipe grpo_math_70B_megatron uses 8)"
+    ]
+
+
+def test_a_plan_that_derives_nothing_says_nothing_and_a_too_small_value_exits_2(tmp_path):
+    shipped = _plan(REPO_ROOT / "Pulumi.nemo-rl-standard-b200.yaml", tmp_path / "shipped")
+    assert shipped.returncode == 0
+    assert "derived" not in shipped.stdout
+    path = _codelab_without(tmp_path, "rolloutTensorParallel")
+    path.write_text(path.read_text().replace("    learningRate:", "    rolloutTensorParallel: 1\n    learningRate:"))
+    refused = _plan(path, tmp_path / "refused")
+    assert refused.returncode == 2
+    assert refused.stderr.splitlines()[1:] == [
+        "  grpo-gke:grpo.rolloutTensorParallel: Qwen/Qwen2.5-72B-Instruct has about 72B parameters (144 GB in"
+        " bf16), more than vLLM's 1 x 180 GB x gpuMemoryUtilization 0.6 = 108 GB; use at least 2, got 1"
+    ]
+    assert not (tmp_path / "refused").exists()
