@@ -7,7 +7,7 @@ import gc
 import sys
 from pathlib import Path
 
-from infra.config import PROJECT_NAMESPACE, ConfigError, StackConfig, parse_config
+from infra.config import PROJECT_NAMESPACE, ConfigError, LoadedConfig, parse_config
 from infra.stackfile import StackFileError, read_stack_file, stack_file, stack_name_of
 
 EXIT_BAD_INPUT = 2
@@ -25,19 +25,23 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def key_facts(config: StackConfig) -> dict[str, str]:
-    """The facts the summary shows: GPUs, storage, framework and model."""
+def key_facts(loaded: LoadedConfig) -> dict[str, str]:
+    """The facts the summary shows: GPUs, storage, framework and model, and the derived defaults."""
+    config = loaded.config
     machine = config.gpu_machine
     if config.storage.type == "gcs":
         storage = f"Cloud Storage bucket {config.bucket_name} (FUSE)"
     else:
         storage = f"Managed Lustre {config.storage.capacity_gib} GiB at {config.storage.throughput} MB/s/TiB"
-    return {
+    shown = {
         "cluster": f"{config.cluster_name} ({config.cluster.mode}) in {config.region}, GPUs in {config.zone}",
         "gpus": f"{machine.machine_type} x {config.gpu.nodes} ({config.gpu.provisioning}), {config.total_gpus} x {machine.accelerator}",
         "storage": storage,
         "job": f"{config.workload.framework} GRPO on {config.workload.model} with {config.workload.dataset}",
     }
+    if loaded.derived:
+        shown["derived"] = ", ".join(str(value) for value in loaded.derived)
+    return shown
 
 
 def shown_path(path: Path) -> Path:
@@ -72,7 +76,7 @@ def plan(args: argparse.Namespace) -> int:
         print(f"warning: {warning}", file=sys.stderr)
     out_dir = args.out or REPO_ROOT / "build" / stack
     write_plan(recording, out_dir)
-    print(summary(recording, key_facts(loaded.config), out_dir))
+    print(summary(recording, key_facts(loaded), out_dir))
     return 0
 
 

@@ -235,14 +235,19 @@ class GrpoConfig(_Section):
 
     prompts_per_step: int = Field(256, ge=1, le=65536, description="Prompts per training step.")
     generations_per_prompt: int = Field(8, ge=2, le=256, description="Responses per prompt (the GRPO group).")
-    rollout_tensor_parallel: int = Field(
-        1, ge=1, le=facts.GPUS_PER_NODE, description=f"vLLM tensor parallel size; divides {facts.GPUS_PER_NODE}."
+    rollout_tensor_parallel: int | None = Field(
+        None,
+        ge=1,
+        le=facts.GPUS_PER_NODE,
+        description=f"vLLM tensor parallel size; divides {facts.GPUS_PER_NODE}; default derived from model and GPU.",
     )
     learning_rate: float = Field(1e-6, gt=0, le=1e-3, description="Actor learning rate.")
     max_prompt_length: int = Field(512, ge=16, le=131072, description="Longest prompt in tokens.")
     max_response_length: int = Field(1024, ge=16, le=131072, description="Longest response in tokens.")
     mini_batch_size: int | None = Field(None, ge=1, description="Prompts per optimizer step; default promptsPerStep.")
-    micro_batch_size_per_gpu: int = Field(4, ge=1, le=1024, description="Samples per GPU per forward pass.")
+    micro_batch_size_per_gpu: int | None = Field(
+        None, ge=1, le=1024, description="Samples per GPU per forward pass; default derived from sample length and batch."
+    )
     kl_loss_coef: float = Field(0.001, ge=0, le=10, description="Weight of the KL loss against the reference.")
     gpu_memory_utilization: float = Field(0.6, gt=0.05, le=0.95, description="vLLM share of GPU memory.")
     epochs: int = Field(1, ge=1, le=1000, description="Passes over the training data.")
@@ -253,8 +258,8 @@ class GrpoConfig(_Section):
 
     @field_validator("rollout_tensor_parallel")
     @classmethod
-    def _divides_node(cls, value: int) -> int:
-        if value not in facts.TENSOR_PARALLEL_SIZES:
+    def _divides_node(cls, value: int | None) -> int | None:
+        if value is not None and value not in facts.TENSOR_PARALLEL_SIZES:
             *smaller, largest = facts.TENSOR_PARALLEL_SIZES
             choices = f"{', '.join(map(str, smaller))} or {largest}"
             raise ValueError(f"must divide {facts.GPUS_PER_NODE} ({choices}), got {value}")
@@ -520,7 +525,7 @@ def cross_check(cfg: StackConfig) -> list[Problem]:
 
     problems.extend(_network_problems(cfg))
     problems.extend(_workload_problems(cfg))
-    problems.extend(_grpo_problems(cfg))
+    problems.extend(grpo_problems(cfg))
     return problems
 
 
@@ -620,7 +625,8 @@ def _workload_problems(cfg: StackConfig) -> list[Problem]:
     return problems
 
 
-def _grpo_problems(cfg: StackConfig) -> list[Problem]:
+def grpo_problems(cfg: StackConfig) -> list[Problem]:
+    """The batch-divisibility rules of `grpo-gke:grpo` (derived defaults are chosen to keep them)."""
     ns = PROJECT_NAMESPACE
     problems = []
     grpo = cfg.grpo
@@ -673,13 +679,30 @@ def _grpo_problems(cfg: StackConfig) -> list[Problem]:
 
 
 @dataclass(frozen=True)
+class DerivedValue:
+    """A default the config derived from the model, the GPU and the node count, and why."""
+
+    key: str
+    """Dotted key under `grpo-gke:`, such as `grpo.rolloutTensorParallel`."""
+    value: int
+    """The value the config holds for it."""
+    reason: str
+    """What it was derived from, for the plan summary."""
+
+    def __str__(self) -> str:
+        return f"{self.key}={self.value} ({self.reason})"
+
+
+@dataclass(frozen=True)
 class LoadedConfig:
     """A validated config and the warnings to show the user."""
 
     config: StackConfig
-    """The validated config."""
+    """The validated config, derived defaults filled in."""
     warnings: tuple[str, ...]
     """Lines to show the user (e.g. a plaintext token)."""
+    derived: tuple[DerivedValue, ...] = ()
+    """The defaults derived into `config`, in key order."""
 
 
 def _decode(raw: Any) -> Any:
@@ -748,10 +771,15 @@ def parse_config(
     except ValidationError as error:
         problems.extend(_pydantic_problems(error))
         raise ConfigError(problems) from None
+    # Derived once, here, so that every reader (program, plan, job CLI) sees the same values and the
+    # cross checks hold them to the rules an explicit value meets. jobs.defaults builds on this module.
+    from jobs.defaults import derive_defaults
+
+    config, derived = derive_defaults(config)
     problems.extend(cross_check(config))
     if problems:
         raise ConfigError(problems)
-    return LoadedConfig(config=config, warnings=tuple(warnings))
+    return LoadedConfig(config=config, warnings=tuple(warnings), derived=derived)
 
 
 def load_from_pulumi() -> LoadedConfig:

@@ -21,6 +21,25 @@ GPUS_PER_NODE = 8
 TENSOR_PARALLEL_SIZES = tuple(size for size in range(1, GPUS_PER_NODE + 1) if GPUS_PER_NODE % size == 0)
 """vLLM tensor parallel sizes that fit one node: the divisors of GPUS_PER_NODE."""
 
+VLLM_HEADROOM_PER_GPU_GB = 10
+"""Memory each rollout GPU keeps free of weights inside vLLM's share, for what vLLM takes before the
+KV cache. vLLM sizes the KV cache as `total memory x gpu_memory_utilization - peak`, where peak is
+the weights plus the profile run's peak activations plus non-torch allocations such as NCCL
+(vllm-project/vllm vllm/v1/worker/gpu_worker.py `determine_available_memory` @0012cf6), and refuses
+to start when that is not positive ("No available memory for the cache blocks"). Measured on H100
+with vLLM V1 (llm-d/llm-d-benchmark config_explorer/empirical-vllm-memory-results.md, 1 to 70B models):
+peak activations 4.8 to 7.4 GiB, non-torch 0.1 to 0.6 GiB, CUDA graphs at most 0.4 GiB, 8.3 GiB
+(8.9 GB) at most together; 10 GB covers that with a little left for the first KV cache blocks.
+Used only to derive a default rolloutTensorParallel; an explicit value is checked against the
+weights alone."""
+
+MICRO_BATCH_TOKENS_PER_GPU = 16384
+"""Tokens one GPU takes per forward or backward pass: verl's own budget,
+`ppo_max_token_len_per_gpu: 16384` in verl 0.9.1 trainer/config/actor/actor.yaml, the actor's
+default in the composed ppo_trainer (the bound of its dynamic batching). A default
+microBatchSizePerGpu holds at most this many tokens of full-length samples
+(maxPromptLength + maxResponseLength)."""
+
 RDMA_SUBNET_COUNT = 8
 """One RDMA subnet per GPU NIC (CT gpu-rdma-vpc `subnetworks_template.count: 8`)."""
 
@@ -553,16 +572,23 @@ class NemoRlRecipe:
     """Where the recipe keeps the learning rate."""
     model_parallel_gpus: int
     """GPUs one model replica spans (Megatron TP x PP; 1 for DTensor recipes)."""
+    rollout_tensor_parallel: int
+    """The recipe's `policy.generation.vllm_cfg.tensor_parallel_size`."""
+    train_micro_batch_size: int
+    """The recipe's `policy.train_micro_batch_size`."""
 
 
 NEMO_RL_RECIPES: tuple[NemoRlRecipe, ...] = (
     # examples/configs/grpo_math_{1B,8B,70B_megatron}.yaml exist unchanged in name at v0.4.0 to
     # v0.7.0. 1B and 8B are DTensor recipes with `policy.optimizer.kwargs.lr`; the 70B recipe
     # sets `policy.optimizer: null` and keeps its learning rate under megatron_cfg, with TP4 x PP4.
-    NemoRlRecipe("examples/configs/grpo_math_1B.yaml", 3, "dtensor", "policy.optimizer.kwargs.lr", 1),
-    NemoRlRecipe("examples/configs/grpo_math_8B.yaml", 14, "dtensor", "policy.optimizer.kwargs.lr", 1),
+    # `policy.generation.vllm_cfg.tensor_parallel_size` and `policy.train_micro_batch_size`: 1B 1 and 4,
+    # 8B 1 and 1, 70B 8 and 1, the same at the v0.4.0, v0.5.0, v0.6.0 and v0.7.0 tags (read from the
+    # tags' examples/configs on 2026-12-01; 1B and 70B also in ../shared/nemo-rl v0.4.0 and main).
+    NemoRlRecipe("examples/configs/grpo_math_1B.yaml", 3, "dtensor", "policy.optimizer.kwargs.lr", 1, 1, 4),
+    NemoRlRecipe("examples/configs/grpo_math_8B.yaml", 14, "dtensor", "policy.optimizer.kwargs.lr", 1, 1, 1),
     NemoRlRecipe(
-        "examples/configs/grpo_math_70B_megatron.yaml", 1000, "megatron", "policy.megatron_cfg.optimizer.lr", 16
+        "examples/configs/grpo_math_70B_megatron.yaml", 1000, "megatron", "policy.megatron_cfg.optimizer.lr", 16, 8, 1
     ),
 )
 """Recipes in order of size; a model uses the first whose max_size_b it does not exceed."""

@@ -70,7 +70,12 @@ def nemo_rl_recipe(config: StackConfig) -> facts.NemoRlRecipe:
                 )
             ]
         )
-    return next(recipe for recipe in facts.NEMO_RL_RECIPES if size <= recipe.max_size_b)
+    return recipe_for_size(size)
+
+
+def recipe_for_size(size_b: float) -> facts.NemoRlRecipe:
+    """The first NeMo-RL example recipe whose max_size_b a model of `size_b` billion parameters fits."""
+    return next(recipe for recipe in facts.NEMO_RL_RECIPES if size_b <= recipe.max_size_b)
 
 
 def hf_architecture(model: str) -> str | None:

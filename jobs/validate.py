@@ -189,6 +189,11 @@ def _first_line(error: Exception) -> str:
     return str(error).strip().splitlines()[0]
 
 
+def rollout_capacity_gb(config: StackConfig, tensor_parallel: int) -> float:
+    """GB of GPU memory vLLM may use in a rollout group of `tensor_parallel` GPUs (gpuMemoryUtilization of each)."""
+    return tensor_parallel * config.gpu_machine.gpu_memory_gb * config.grpo.gpu_memory_utilization
+
+
 def rollout_memory_problems(config: StackConfig) -> list[Problem]:
     """vLLM must at least hold the model's bf16 weights in its share of the rollout group's GPU memory."""
     size_b = model_size_b(config.workload)
@@ -198,7 +203,7 @@ def rollout_memory_problems(config: StackConfig) -> list[Problem]:
     weights_gb = size_b * facts.BF16_BYTES_PER_PARAMETER
 
     def capacity(tensor_parallel: int) -> float:
-        return tensor_parallel * machine.gpu_memory_gb * grpo.gpu_memory_utilization
+        return rollout_capacity_gb(config, tensor_parallel)
 
     if weights_gb <= capacity(grpo.rollout_tensor_parallel):
         return []

@@ -928,6 +928,8 @@ def test_section_defaults() -> None:
         "rdmaRange": "192.168.128.0/18",
         "lustreRange": "10.0.64.0/22",
     }
+    # rolloutTensorParallel and microBatchSizePerGpu are derived (jobs/defaults.py): a 0.5B model fits
+    # one GPU, and 8 samples of 1536 tokens are the most within 16384 tokens that divide 256 x 8 / 8 GPUs.
     assert config.grpo.model_dump(by_alias=True) == {
         "promptsPerStep": 256,
         "generationsPerPrompt": 8,
@@ -936,7 +938,7 @@ def test_section_defaults() -> None:
         "maxPromptLength": 512,
         "maxResponseLength": 1024,
         "miniBatchSize": None,
-        "microBatchSizePerGpu": 4,
+        "microBatchSizePerGpu": 8,
         "klLossCoef": 0.001,
         "gpuMemoryUtilization": 0.6,
         "epochs": 1,
