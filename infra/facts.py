@@ -180,6 +180,15 @@ LUSTRE_TIERS: dict[int, LustreTier] = {
 LUSTRE_PEERING_PREFIX_MAX = 22
 """Private service access range for Lustre: /22 (CT #5306 changed 24 to 22)."""
 
+PSA_DELETION_POLICY = "REMOVE_PEERING"
+"""`deletion_policy` of the Lustre private service access connection when it is not kept. Deleting a
+connection fails with "Producer services ... are still using this connection" while a producer holds it,
+even after the Lustre instance is gone (pulumi/pulumi-gcp#3354; hashicorp/terraform-provider-google#16275,
+#19908). "ABANDON" leaves the VPC peering, which blocks the network's deletion; "REMOVE_PEERING" deletes
+the connection and, when the API refuses, removes the peering so the network can go too. It is meant
+for teardown once every instance behind the connection is deleted (pulumi-gcp 10.2.0
+`servicenetworking.Connection`, "Deleting a connection"; GoogleCloudPlatform/magic-modules#18476)."""
+
 HEAD_MIN_VCPUS = 16
 """The Ray head asks for 12 CPUs and 32 GB, so its node needs at least 16 vCPUs
 (c2-standard-16; c2-standard-8 cannot hold it; KES ray-cluster-standard.yaml)."""

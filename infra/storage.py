@@ -149,6 +149,9 @@ class Storage(pulumi.ComponentResource):
                 network=args.cluster_vpc_id,
                 service="servicenetworking.googleapis.com",
                 reserved_peering_ranges=[self.peering_range.name],
+                # Kept: never deleted, so the provider's default. Not kept: the Lustre instance (which
+                # waits for this connection) is deleted first, then this, then the range and the VPC.
+                deletion_policy=None if keep else facts.PSA_DELETION_POLICY,
             ),
             opts=pulumi.ResourceOptions(
                 parent=self,
