@@ -10,6 +10,7 @@ import pulumi
 import pulumi_gcp as gcp
 
 from infra import facts
+from infra.names import fixed_name_options
 from infra.config import StackConfig
 from infra.network import POD_RANGE_NAME, SERVICE_RANGE_NAME
 
@@ -130,6 +131,6 @@ class Cluster(pulumi.ComponentResource):
         self.cluster = gcp.container.Cluster(
             args.config.cluster_name,
             cluster_args(args.config, args.network, args.subnetwork),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[args.container_api, *args.node_networks]),
+            opts=fixed_name_options(parent=self, depends_on=[args.container_api, *args.node_networks]),
         )
         self.register_outputs({})

@@ -101,11 +101,11 @@ class ClusterConfig(_Section):
             raise ValueError(
                 f"must have at least {facts.HEAD_MIN_VCPUS} vCPUs (the Ray head asks for 12), got {value!r}"
             )
-        if vcpus * facts.MACHINE_CLASS_GB_PER_VCPU[machine_class] < facts.HEAD_MIN_MEMORY_GB:
+        if vcpus * facts.MACHINE_CLASS_GIB_PER_VCPU[machine_class] < facts.HEAD_MIN_MEMORY_GIB:
             raise ValueError(
-                f"must have at least {facts.HEAD_MIN_MEMORY_GB} GB of memory (the Ray head asks for 32 GiB;"
-                f" a {machine_class} type may have as little as {facts.MACHINE_CLASS_GB_PER_VCPU[machine_class]}"
-                f" GB per vCPU), got {value!r}"
+                f"must have at least {facts.HEAD_MIN_MEMORY_GIB} GiB of memory (the Ray head asks for 32 GiB;"
+                f" a {machine_class} type may have as little as {facts.MACHINE_CLASS_GIB_PER_VCPU[machine_class]}"
+                f" GiB per vCPU), got {value!r}"
             )
         return value
 

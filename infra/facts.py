@@ -96,7 +96,7 @@ class GpuMachine:
     vcpus: int
     """vCPUs of the machine."""
     memory_gib: int
-    """Memory of the machine in GiB."""
+    """Memory of the machine in GiB (Compute Engine's machine tables say "GB" and mean GiB)."""
     boot_disk_type: str | None
     """Boot disk type the machine needs, or None for GKE's default."""
     local_ssd_count: int
@@ -116,11 +116,13 @@ GPU_MACHINES: dict[str, GpuMachine] = {
         # CT examples/gke-a4/gke-a4.yaml; machine_mappings.json
         machine_type="a4-highgpu-8g",
         accelerator="nvidia-b200",
-        # Compute Engine A4 spec: 224 vCPU, 3,968 GB (gcp-infrastructure.md §3, not independently verified).
-        # 3,968 GB = 3,695 GiB, read as decimal GB like the A3 Ultra's 2,952 GB = 2,749 GiB below, so
-        # that pod requests derived from it stay on the safe side.
+        # Compute Engine "Accelerator-optimized machine family" (docs.cloud.google.com/compute/docs/
+        # accelerator-optimized-machines), A4: 224 vCPU, 3,968 GB. Those GB are binary, as in every machine
+        # table: n1-standard-1's 3.75 GB is memoryMb 3840 in the API, g1-small's 1.7 GB is 1740 and
+        # f1-micro's 0.6 GB is 614 (machineTypes.list response in gist.github.com/ckelner/6464580;
+        # real-engine-semantics.md "Machine types").
         vcpus=224,
-        memory_gib=3695,
+        memory_gib=3968,
         boot_disk_type=None,
         # CT gke-node-pool/disk_definitions.tf
         local_ssd_count=32,
@@ -137,9 +139,9 @@ GPU_MACHINES: dict[str, GpuMachine] = {
         # CT examples/gke-a3-ultragpu/gke-a3-ultragpu.yaml
         machine_type="a3-ultragpu-8g",
         accelerator="nvidia-h200-141gb",
-        # 224 vCPU, 2,952 GB = about 2,749 GiB (gcp-infrastructure.md §3 and §6 item 22)
+        # Same page, A3 Ultra: 224 vCPU, 2,952 GB, binary as above (not the 2,749 GiB of a decimal reading)
         vcpus=224,
-        memory_gib=2749,
+        memory_gib=2952,
         # DOC-AIH: A3 Ultra boot disks must be hyperdisk-balanced
         boot_disk_type="hyperdisk-balanced",
         local_ssd_count=32,
@@ -199,23 +201,33 @@ LUSTRE_TIERS: dict[int, LustreTier] = {
 LUSTRE_PEERING_PREFIX_MAX = 22
 """Private service access range for Lustre: /22 (CT #5306 changed 24 to 22)."""
 
+PSA_DELETION_POLICY = "REMOVE_PEERING"
+"""`deletion_policy` of the Lustre private service access connection when it is not kept. Deleting a
+connection fails with "Producer services ... are still using this connection" while a producer holds it,
+even after the Lustre instance is gone (pulumi/pulumi-gcp#3354; hashicorp/terraform-provider-google#16275,
+#19908). "ABANDON" leaves the VPC peering, which blocks the network's deletion; "REMOVE_PEERING" deletes
+the connection and, when the API refuses, removes the peering so the network can go too. It is meant
+for teardown once every instance behind the connection is deleted (pulumi-gcp 10.2.0
+`servicenetworking.Connection`, "Deleting a connection"; GoogleCloudPlatform/magic-modules#18476)."""
+
 HEAD_MIN_VCPUS = 16
 """The Ray head asks for 12 CPUs and 32 GB, so its node needs at least 16 vCPUs
 (c2-standard-16; c2-standard-8 cannot hold it; KES ray-cluster-standard.yaml)."""
 
-HEAD_MIN_MEMORY_GB = 48
+HEAD_MIN_MEMORY_GIB = 48
 """Memory the head's CPU node needs: the head's 32 GiB (HEAD_REQUESTS) and the staging Job's 8 GiB
-(STAGING_REQUESTS) still fit in what GKE leaves allocatable on 48 GB (GKE_MEMORY_RESERVATION keeps
-about 4.6 GB). c2-standard-16 has 64 GB; a 16-vCPU highcpu type has 16 GB and cannot hold the head."""
+(STAGING_REQUESTS) still fit in what GKE leaves allocatable on 48 GiB (GKE_MEMORY_RESERVATION keeps
+about 4.6 GiB). c2-standard-16 has 64 GiB; a 16-vCPU highcpu type has 16 GiB and cannot hold the head."""
 
-MACHINE_CLASS_GB_PER_VCPU: dict[str, float] = {
+MACHINE_CLASS_GIB_PER_VCPU: dict[str, float] = {
     # Compute Engine predefined machine types: N1 has 0.9 (highcpu), 3.75 (standard) and 6.5 (highmem)
-    # GB per vCPU; later families (E2, N2, N2D, C2, C3, ...) have at least as much in each class.
+    # GB per vCPU, binary GB (n1-standard-1's 3.75 GB is memoryMb 3840, see GPU_MACHINES); later
+    # families (E2, N2, N2D, C2, C3, ...) have at least as much in each class.
     "highcpu": 0.9,
     "standard": 3.75,
     "highmem": 6.5,
 }
-"""The least memory per vCPU of each predefined machine class, across families."""
+"""The least memory per vCPU of each predefined machine class, across families, in GiB."""
 
 
 @dataclass(frozen=True)

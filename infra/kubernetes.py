@@ -19,6 +19,11 @@ def gcloud_context_name(project: str, location: str, cluster: str) -> str:
     return f"gke_{project}_{location}_{cluster}"
 
 
+def cluster_identifier(project: str, location: str, cluster: str) -> str:
+    """The Kubernetes provider's identity: the cluster's resource path, free of its endpoint and CA."""
+    return f"projects/{project}/locations/{location}/clusters/{cluster}"
+
+
 def gke_kubeconfig(name: str, endpoint: str, ca_cert: str) -> str:
     """A kubeconfig for cluster `name` whose user runs gke-gcloud-auth-plugin (no stored credential)."""
     document = {
@@ -73,9 +78,17 @@ class KubernetesAccess(pulumi.ComponentResource):
                 lambda parts: gke_kubeconfig(*parts)
             )
         )
+        # Without an identifier the provider replaces itself, and every object and the running job with
+        # it, whenever the kubeconfig's server or CA changes (a credential or IP rotation); with one, only
+        # a change of the identifier does (pulumi-kubernetes provider.go DiffConfig). Taken from the
+        # cluster's outputs, it is unknown while the cluster is being replaced, so that replacement still
+        # replaces the provider and the objects that lived in the old cluster.
+        identity = pulumi.Output.all(cluster.project, cluster.location, cluster.name).apply(
+            lambda parts: cluster_identifier(*parts)
+        )
         self.provider = k8s.Provider(
             name,
-            k8s.ProviderArgs(kubeconfig=self.kubeconfig, enable_server_side_apply=True),
+            k8s.ProviderArgs(kubeconfig=self.kubeconfig, cluster_identifier=identity, enable_server_side_apply=True),
             opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.ready)),
         )
         self.register_outputs({})

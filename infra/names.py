@@ -5,6 +5,10 @@ workloads create; the dashboard command names the RayCluster's head service. Bot
 these constants so the two can never disagree.
 """
 
+from typing import Any
+
+import pulumi
+
 from infra import facts
 
 NAMESPACE = "grpo"
@@ -50,3 +54,13 @@ def dashboard_port_forward_command(cluster: str, location: str, project: str) ->
         f"gcloud container clusters get-credentials {cluster} --location {location} --project {project}"
         f" && kubectl -n {NAMESPACE} port-forward svc/{RAY_HEAD_SERVICE} {RAY_DASHBOARD_PORT}:{RAY_DASHBOARD_PORT}"
     )
+
+
+def fixed_name_options(**options: Any) -> pulumi.ResourceOptions:
+    """ResourceOptions of a resource the stack names itself: a replacement deletes the old one first.
+
+    Two objects cannot hold one name, so the engine's default order (create the new, then delete the
+    old) fails with 409 "already exists" for a fixed name; the GCP bridge orders it right only for
+    auto-named resources (real-engine-semantics.md, "Replacement order").
+    """
+    return pulumi.ResourceOptions(delete_before_replace=True, **options)

@@ -10,6 +10,7 @@ import pulumi
 import pulumi_gcp as gcp
 
 from infra import facts
+from infra.names import fixed_name_options
 from infra.config import NetworkConfig
 
 POD_RANGE_NAME = "pods"
@@ -157,14 +158,14 @@ class Networks(pulumi.ComponentResource):
     def __init__(self, name: str, args: NetworksArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("grpo-gke:infra:Networks", name, None, opts)
         names = network_names(args.prefix)
-        child = pulumi.ResourceOptions(parent=self)
-        after_api = pulumi.ResourceOptions(parent=self, depends_on=[args.compute_api])
+        child = fixed_name_options(parent=self)
+        after_api = fixed_name_options(parent=self, depends_on=[args.compute_api])
 
         self.cluster_vpc = gcp.compute.Network(
             names.cluster_vpc,
             vpc_args(names.cluster_vpc, args.project, "GLOBAL"),
-            opts=pulumi.ResourceOptions.merge(
-                after_api, pulumi.ResourceOptions(retain_on_delete=args.keep_cluster_vpc)
+            opts=fixed_name_options(
+                parent=self, depends_on=[args.compute_api], retain_on_delete=args.keep_cluster_vpc
             ),
         )
         self.node_subnet = gcp.compute.Subnetwork(

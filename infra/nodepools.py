@@ -178,7 +178,7 @@ class NodePools(pulumi.ComponentResource):
     def __init__(self, name: str, args: NodePoolsArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("grpo-gke:infra:NodePools", name, None, opts)
         config = args.config
-        child = pulumi.ResourceOptions(parent=self)
+        child = names.fixed_name_options(parent=self)
         self.head = gcp.container.NodePool(
             f"{config.cluster_name}-{names.HEAD_NODE_POOL}", head_pool_args(config, args.cluster), opts=child
         )

@@ -102,7 +102,7 @@ class Storage(pulumi.ComponentResource):
                 public_access_prevention="enforced",
                 force_destroy=not keep,
             ),
-            opts=pulumi.ResourceOptions(
+            opts=names.fixed_name_options(
                 parent=self,
                 depends_on=[args.apis["storage.googleapis.com"]],
                 retain_on_delete=keep,
@@ -141,7 +141,7 @@ class Storage(pulumi.ComponentResource):
                 address=address,
                 prefix_length=prefix_length,
             ),
-            opts=pulumi.ResourceOptions(parent=self, retain_on_delete=keep),
+            opts=names.fixed_name_options(parent=self, retain_on_delete=keep),
         )
         self.peering = gcp.servicenetworking.Connection(
             f"{config.cluster_name}-lustre-peering",
@@ -149,6 +149,9 @@ class Storage(pulumi.ComponentResource):
                 network=args.cluster_vpc_id,
                 service="servicenetworking.googleapis.com",
                 reserved_peering_ranges=[self.peering_range.name],
+                # Kept: never deleted, so the provider's default. Not kept: the Lustre instance (which
+                # waits for this connection) is deleted first, then this, then the range and the VPC.
+                deletion_policy=None if keep else facts.PSA_DELETION_POLICY,
             ),
             opts=pulumi.ResourceOptions(
                 parent=self,
@@ -165,7 +168,7 @@ class Storage(pulumi.ComponentResource):
                 config.network.lustre_range,
                 [gcp.compute.FirewallAllowArgs(protocol="tcp", ports=[str(port.port)])],
             ),
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=names.fixed_name_options(parent=self),
         )
         self.lustre_filesystem = lustre.filesystem
         self.lustre = gcp.lustre.Instance(
@@ -180,7 +183,7 @@ class Storage(pulumi.ComponentResource):
                 per_unit_storage_throughput=str(config.storage.throughput),
                 gke_support_enabled=port.legacy,
             ),
-            opts=pulumi.ResourceOptions(
+            opts=names.fixed_name_options(
                 parent=self,
                 depends_on=[self.peering, args.apis["lustre.googleapis.com"]],
                 retain_on_delete=keep,

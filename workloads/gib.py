@@ -16,6 +16,7 @@ from pulumi_kubernetes.apps.v1.DaemonSet import DaemonSetInitArgs
 from pulumi_kubernetes.core.v1.Namespace import NamespaceInitArgs
 
 from infra import facts
+from infra.names import fixed_name_options
 
 NAME = "nccl-rdma-installer"
 """DaemonSet name and `k8s-app` label (CEA)."""
@@ -137,12 +138,12 @@ class GibInstaller(pulumi.ComponentResource):
             self.namespace = k8s.core.v1.Namespace(
                 facts.GIB_INSTALLER_NAMESPACE[args.mode],
                 namespace_args,
-                opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=depends_on),
+                opts=fixed_name_options(parent=self, provider=args.provider, depends_on=depends_on),
             )
             depends_on = [self.namespace]
         self.daemonset = k8s.apps.v1.DaemonSet(
             NAME,
             render_daemonset(args.mode),
-            opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=depends_on),
+            opts=fixed_name_options(parent=self, provider=args.provider, depends_on=depends_on),
         )
         self.register_outputs({"namespace": facts.GIB_INSTALLER_NAMESPACE[args.mode]})

@@ -78,9 +78,9 @@ class Identity(pulumi.ComponentResource):
         self.namespace = k8s.core.v1.Namespace(
             names.NAMESPACE,
             render_namespace(),
-            opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=list(args.depends_on)),
+            opts=names.fixed_name_options(parent=self, provider=args.provider, depends_on=list(args.depends_on)),
         )
-        in_namespace = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[self.namespace])
+        in_namespace = names.fixed_name_options(parent=self, provider=args.provider, depends_on=[self.namespace])
         self.service_account = k8s.core.v1.ServiceAccount(
             names.RAY_SERVICE_ACCOUNT, render_service_account(), opts=in_namespace
         )

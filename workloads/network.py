@@ -90,7 +90,7 @@ class GkeNetworks(pulumi.ComponentResource):
                 kind=kind,
                 metadata=k8s.meta.v1.ObjectMetaArgs(name=name),
                 spec=spec,
-                opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=after),
+                opts=names.fixed_name_options(parent=self, provider=args.provider, depends_on=after),
             )
 
         self.param_sets, self.networks = [], []

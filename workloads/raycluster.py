@@ -245,12 +245,11 @@ class RayCluster(pulumi.ComponentResource):
             kind=KIND,
             metadata=k8s.meta.v1.ObjectMetaArgs(**manifest["metadata"]),
             spec=manifest["spec"],
-            opts=pulumi.ResourceOptions(
+            opts=names.fixed_name_options(
                 parent=self,
                 provider=args.provider,
                 depends_on=list(args.depends_on),
                 replace_on_changes=list(REPLACE_ON_CHANGES),
-                delete_before_replace=True,
             ),
         )
         self.register_outputs({"name": names.RAY_CLUSTER, "rayVersion": manifest["spec"]["rayVersion"]})

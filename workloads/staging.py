@@ -149,7 +149,7 @@ class Staging(pulumi.ComponentResource):
         self.config_map = k8s.core.v1.ConfigMap(
             f"{NAME}-script",
             render_script_config_map(),
-            opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[args.namespace]),
+            opts=names.fixed_name_options(parent=self, provider=args.provider, depends_on=[args.namespace]),
         )
         pulumi.log.info(
             f"staging: `up` waits for Job {names.NAMESPACE}/{NAME} (model, data; at most"
@@ -159,11 +159,8 @@ class Staging(pulumi.ComponentResource):
         self.job = k8s.batch.v1.Job(
             NAME,
             render_job(args.config),
-            opts=pulumi.ResourceOptions(
-                parent=self,
-                provider=args.provider,
-                depends_on=[self.config_map, *args.depends_on],
-                delete_before_replace=True,
+            opts=names.fixed_name_options(
+                parent=self, provider=args.provider, depends_on=[self.config_map, *args.depends_on]
             ),
         )
         self.register_outputs({"job": NAME})

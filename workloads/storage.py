@@ -161,12 +161,12 @@ class SharedStorage(pulumi.ComponentResource):
         self.volume = k8s.core.v1.PersistentVolume(
             f"{names.DATA_CLAIM}-volume",
             render_volume(args.config, args.target),
-            opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=list(args.depends_on)),
+            opts=names.fixed_name_options(parent=self, provider=args.provider, depends_on=list(args.depends_on)),
         )
         self.claim = k8s.core.v1.PersistentVolumeClaim(
             names.DATA_CLAIM,
             render_claim(),
-            opts=pulumi.ResourceOptions(
+            opts=names.fixed_name_options(
                 parent=self, provider=args.provider, depends_on=[self.volume, args.namespace]
             ),
         )

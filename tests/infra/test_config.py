@@ -227,8 +227,8 @@ CLUSTER = [
     bad(
         "head-highcpu-16",
         {"grpo-gke:cluster.headMachineType": "n2-highcpu-16"},
-        "grpo-gke:cluster.headMachineType: must have at least 48 GB of memory (the Ray head asks for 32 GiB;"
-        " a highcpu type may have as little as 0.9 GB per vCPU), got 'n2-highcpu-16'",
+        "grpo-gke:cluster.headMachineType: must have at least 48 GiB of memory (the Ray head asks for 32 GiB;"
+        " a highcpu type may have as little as 0.9 GiB per vCPU), got 'n2-highcpu-16'",
     ),
     bad(
         "head-8-vcpus",

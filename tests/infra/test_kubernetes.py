@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import pytest
 import yaml
+from google.protobuf import json_format
 
-from infra.kubernetes import gcloud_context_name, gke_kubeconfig
-from tests.infra.conftest import COMBINATIONS, depends_on
+from infra.kubernetes import cluster_identifier, gcloud_context_name, gke_kubeconfig
+from infra.plan import mocks
+from infra.plan.harness import run_values
+from infra.plan.monitor import SECRET_SIG, SIG_KEY, RecordingMonitor
+from tests.infra.conftest import COMBINATIONS, depends_on, infra_values
 
 PROVIDER = "pulumi:providers:kubernetes"
 
@@ -45,3 +49,52 @@ def test_provider_is_secret_server_side_and_waits_for_the_nodes(infra_run, mode,
         expected |= {"grpo-test-gpu", "grpo-test-ray-head"}
     assert depends_on(recording, provider) == expected
     assert recording.outputs["kubeconfig"] == "[secret]"
+
+
+def provider_registration(endpoint: str, ca_certificate: str) -> dict:
+    """The Kubernetes provider's RegisterResource as the engine receives it, for a cluster whose endpoint
+    and CA are these: the kubeconfig in clear, the identifier and each input's property dependencies."""
+    seen: dict = {}
+    register = RecordingMonitor.RegisterResource
+
+    def recording_provider(self, request):
+        response = register(self, request)
+        if request.type == PROVIDER:
+            inputs = json_format.MessageToDict(request.object)
+            kubeconfig = inputs["kubeconfig"]
+            assert kubeconfig[SIG_KEY] == SECRET_SIG
+            seen["kubeconfig"] = kubeconfig["value"]
+            seen["clusterIdentifier"] = inputs["clusterIdentifier"]
+            seen["dependencies"] = {key: sorted(deps.urns) for key, deps in request.propertyDependencies.items()}
+        return response
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(mocks, "FAKE_ENDPOINT", endpoint)
+        patch.setattr(mocks, "FAKE_CA_CERTIFICATE", ca_certificate)
+        patch.setattr(RecordingMonitor, "RegisterResource", recording_provider)
+        run_values(infra_values("standard", "h200", "gcs"))
+    return seen
+
+
+def test_a_credential_or_ip_rotation_keeps_the_provider_and_its_objects():
+    """A new endpoint and CA change the kubeconfig, not the identifier: the engine updates the provider in
+    place instead of replacing it with every Kubernetes object and the running job."""
+    before = provider_registration("192.0.2.10", "Q0EtYmVmb3JlCg==")
+    after = provider_registration("198.51.100.7", "Q0EtYWZ0ZXIK")
+    assert "https://192.0.2.10" in before["kubeconfig"] and "Q0EtYmVmb3JlCg==" in before["kubeconfig"]
+    assert "https://198.51.100.7" in after["kubeconfig"] and "Q0EtYWZ0ZXIK" in after["kubeconfig"]
+    assert before["clusterIdentifier"] == after["clusterIdentifier"] == (
+        "projects/my-grpo-project/locations/us-central1/clusters/grpo-test"
+    )
+
+
+def test_the_identifier_follows_the_cluster_so_a_replaced_cluster_replaces_the_provider():
+    """The identifier depends on the cluster resource: while the cluster is replaced (same name) the engine
+    sees it unknown and replaces the provider, so the objects are recreated in the new cluster."""
+    registration = provider_registration(mocks.FAKE_ENDPOINT, mocks.FAKE_CA_CERTIFICATE)
+    (cluster_urn,) = registration["dependencies"]["clusterIdentifier"]
+    assert cluster_urn.endswith("gcp:container/cluster:Cluster::grpo-test")
+
+
+def test_cluster_identifier_is_the_clusters_resource_path():
+    assert cluster_identifier("p", "us-central1", "c") == "projects/p/locations/us-central1/clusters/c"

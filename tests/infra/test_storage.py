@@ -146,3 +146,19 @@ def test_lustre_is_created_beside_the_cluster_after_its_peering(infra_run):
     instance = recording.one(LUSTRE)
     assert depends_on(recording, instance) == {"lustre", "grpo-test-net", "grpo-test-lustre-peering"}
     assert not any(urn.endswith(CLUSTER_URN_SUFFIX) for urn in all_dependencies(recording, instance))
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("keep", [True, False])
+def test_destroy_deletes_lustre_then_its_connection_then_the_range_and_the_vpc(infra_run, mode, keep):
+    """Destroy runs in reverse dependency order; a connection that is not kept removes its peering when
+    a producer still holds it, so the VPC can be deleted after it."""
+    recording = infra_run(mode, "b200", "lustre", storage={"keepOnDestroy": keep})
+    instance, peering, address = recording.one(LUSTRE), recording.one(PEERING), recording.one(ADDRESS)
+    vpc = recording.one(NETWORK, "grpo-test-net")
+    volume = recording.one("kubernetes:core/v1:PersistentVolume")
+    assert instance.urn in all_dependencies(recording, volume)
+    assert peering.urn in all_dependencies(recording, instance)
+    assert {address.urn, vpc.urn} <= all_dependencies(recording, peering)
+    assert instance.urn not in all_dependencies(recording, peering)
+    assert peering.inputs.get("deletionPolicy") == (None if keep else "REMOVE_PEERING")

@@ -152,9 +152,17 @@ def test_worker_requests_leave_gke_and_daemonset_headroom(gpu):
     assert requests.memory_gib > facts.SHM_GIB
 
 
-def test_the_tutorials_2800gi_does_not_fit_an_a3_ultra():
+def test_the_tutorials_2800gi_does_not_fit_beside_the_daemonsets_of_an_a3_ultra():
     machine = facts.GPU_MACHINES["h200"]
-    assert 2800 > machine.memory_gib - sizing.gke_reserved_memory_gib(machine.memory_gib)
+    usable = machine.memory_gib * (1 - facts.NODE_MEMORY_MARGIN) - sizing.gke_reserved_memory_gib(machine.memory_gib)
+    assert 2800 > usable - facts.NODE_DAEMON_HEADROOM["memory_gib"]
+
+
+@pytest.mark.parametrize(("gpu", "memory"), [("b200", "3736Gi"), ("h200", "2760Gi")])
+def test_worker_memory_starts_from_the_machine_tables_gb_read_as_gib(gpu, memory):
+    """a4-highgpu-8g has 3,968 and a3-ultragpu-8g 2,952 binary GB: less GKE's reservation (86.2 / 65.9 GiB),
+    the 2% margin and 64 GiB of DaemonSet headroom, rounded down to 8 GiB."""
+    assert sizing.worker_requests(facts.GPU_MACHINES[gpu]).quantities()["memory"] == memory
 
 
 @pytest.mark.parametrize(

@@ -86,7 +86,8 @@ def test_a_changed_ray_cluster_spec_replaces_the_cluster(monkeypatch):
     values, secret_keys = combination_values("standard", "h200", "gcs")
     run_values(values, secret_keys, stack="test")
     assert registered[RAY] == (["spec"], True)
-    assert registered["kubernetes:core/v1:PersistentVolume"] == ([], False)
+    # The volume is named too (delete before replace) but no spec change of it forces a replacement.
+    assert registered["kubernetes:core/v1:PersistentVolume"] == ([], True)
 
 
 def test_staging_job_waits_only_for_claim_account_secret_and_script():
