@@ -67,11 +67,18 @@ def plan(args: argparse.Namespace) -> int:
             print(f"  {problem}", file=sys.stderr)
         return EXIT_BAD_INPUT
 
+    out_dir = args.out or REPO_ROOT / "build" / stack
+    if out_dir.exists() and not out_dir.is_dir():
+        print(f"error: --out {shown_path(out_dir)}: is a file, not a directory; name a directory", file=sys.stderr)
+        return EXIT_BAD_INPUT
     recording = run_values(values.values, values.secret_keys, stack)
     for warning in recording.warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    out_dir = args.out or REPO_ROOT / "build" / stack
-    write_plan(recording, out_dir)
+    try:
+        write_plan(recording, out_dir)
+    except OSError as error:
+        print(f"error: cannot write the plan to {shown_path(out_dir)}: {error.strerror or error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     print(summary(recording, key_facts(loaded.config), out_dir))
     return 0
 

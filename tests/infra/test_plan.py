@@ -170,7 +170,9 @@ def test_a_refused_config_exits_2_with_one_line_per_problem_and_writes_nothing(t
 def test_a_missing_stack_file_exits_2(tmp_path):
     result = _run_cli("plan", "--stack", "no-such-stack", "--out", str(tmp_path / "out"))
     assert result.returncode == 2
-    assert result.stderr == "error: Pulumi.no-such-stack.yaml: no such stack file\n", "the path as typed from here"
+    assert result.stderr.startswith("error: Pulumi.no-such-stack.yaml: no such stack file (stacks here: "), (
+        "the path as typed from here"
+    )
 
 
 def test_under_pulumi_up_a_refused_config_stops_the_program_before_any_resource(monkeypatch):
