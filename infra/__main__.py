@@ -7,6 +7,7 @@ import gc
 import sys
 from pathlib import Path
 
+from infra import facts
 from infra.config import PROJECT_NAMESPACE, ConfigError, StackConfig, parse_config
 from infra.stackfile import StackFileError, read_stack_file, stack_file, stack_name_of
 
@@ -26,7 +27,9 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
 
 
 def key_facts(config: StackConfig) -> dict[str, str]:
-    """The facts the summary shows: GPUs, storage, framework and model."""
+    """The facts the summary shows: GPUs, storage, framework and model, the run and the head's machine."""
+    from jobs.spec import training_spec
+
     machine = config.gpu_machine
     if config.storage.type == "gcs":
         storage = f"Cloud Storage bucket {config.bucket_name} (FUSE)"
@@ -37,7 +40,17 @@ def key_facts(config: StackConfig) -> dict[str, str]:
         "gpus": f"{machine.machine_type} x {config.gpu.nodes} ({config.gpu.provisioning}), {config.total_gpus} x {machine.accelerator}",
         "storage": storage,
         "job": f"{config.workload.framework} GRPO on {config.workload.model} with {config.workload.dataset}",
+        "run": training_spec(config).run,
+        "head": head_machine(config),
     }
+
+
+def head_machine(config: StackConfig) -> str:
+    """The Ray head's machine: the CPU pool's type on Standard; on Autopilot, what the head asks for."""
+    if config.cluster.mode == "standard":
+        return f"{config.cluster.head_machine_type} (the Ray head's CPU node pool)"
+    requests = facts.HEAD_REQUESTS
+    return f"chosen by Autopilot for the head's request of {requests['cpu']} CPUs and {requests['memory']} memory"
 
 
 def shown_path(path: Path) -> Path:

@@ -579,3 +579,16 @@ HF_ARCHITECTURES: dict[str, str] = {
 NEMO_RL_DEEPSCALER = ("DeepScaler", "AIME2024", 16)
 """NeMo-RL's DeepScaler train set and its validation: AIME 2024 repeated 16 times (v0.7.0
 examples/configs/distillation_math.yaml; the codelab's dataset)."""
+
+KUBERNETES_APPLY_ORDER = (
+    # Helm v3 pkg/release/util/kind_sorter.go InstallOrder (read 2026-12-01); Helm applies kinds it does
+    # not list (custom resources) after all of these.
+    "PriorityClass", "Namespace", "NetworkPolicy", "ResourceQuota", "LimitRange", "PodSecurityPolicy",
+    "PodDisruptionBudget", "ServiceAccount", "Secret", "SecretList", "ConfigMap", "StorageClass",
+    "PersistentVolume", "PersistentVolumeClaim", "CustomResourceDefinition", "ClusterRole", "ClusterRoleList",
+    "ClusterRoleBinding", "ClusterRoleBindingList", "Role", "RoleList", "RoleBinding", "RoleBindingList",
+    "Service", "DaemonSet", "Pod", "ReplicationController", "ReplicaSet", "Deployment", "HorizontalPodAutoscaler",
+    "StatefulSet", "Job", "CronJob", "IngressClass", "Ingress", "APIService",
+)  # fmt: skip
+"""Kubernetes kinds in the order they are applied: namespaces and what pods need before workloads;
+custom resources (GKE networks, the RayCluster) come after every listed kind."""

@@ -91,3 +91,11 @@ def test_the_documented_stack_outputs_are_the_programs(plan_of):
     gcs, lustre = plan_of("dev").outputs, plan_of("nemo-rl-standard-b200").outputs
     assert "bucket" in gcs and "lustreMountPoint" in lustre
     assert documented == set(gcs) | set(lustre)
+
+
+def test_the_quick_start_lists_every_file_make_plan_writes(plan_of):
+    from infra.plan.writer import plan_files
+
+    quick_start = README.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    listed = re.findall(r"^\| `([^`]+)` \|", quick_start, flags=re.M)
+    assert listed == list(plan_files(plan_of("dev")))
