@@ -7,6 +7,7 @@ secret placeholder and its key is reported as secret.
 
 from __future__ import annotations
 
+import datetime
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +35,14 @@ class StackValues:
     """Keys whose value is a secret."""
 
 
+def _as_text(value: Any) -> str:
+    """A YAML value JSON has no type for: a date as the text it was written as; anything else
+    (a !!binary or !!set value) is refused."""
+    if isinstance(value, (datetime.date, datetime.datetime)):
+        return value.isoformat()
+    raise TypeError(f"a YAML {type(value).__name__} value; write it as a string, number, boolean, list or mapping")
+
+
 def _as_config_string(value: Any) -> str:
     if isinstance(value, str):
         return value
@@ -41,7 +50,9 @@ def _as_config_string(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, (int, float)):
         return json.dumps(value)
-    return json.dumps(value, sort_keys=True)
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, sort_keys=True, default=_as_text)
+    return _as_text(value)
 
 
 def _contains_secure(value: Any) -> bool:
@@ -171,5 +182,8 @@ def read_stack_file(path: Path, project: str, stack: str | None = None) -> Stack
         if _contains_secure(value):
             secret_keys.add(full_key)
             value = _redact_secure(value)
-        values[full_key] = _as_config_string(value)
+        try:
+            values[full_key] = _as_config_string(value)
+        except TypeError as error:
+            raise StackFileError(f"{path}: {full_key} holds {error}") from None
     return StackValues(stack=stack or stack_name_of(path), values=values, secret_keys=frozenset(secret_keys))

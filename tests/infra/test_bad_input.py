@@ -43,8 +43,10 @@ def refused(result: subprocess.CompletedProcess) -> str:
         (b"gcp:project: my-grpo-project\ngcp:region: us-central1\n",
          "Pulumi.x.yaml: gcp:project, gcp:region must sit under a top-level 'config:' mapping"
          " (indent them below a line 'config:')"),
+        (b"config:\n  grpo-gke:zone: !!binary aGVsbG8=\n",
+         "Pulumi.x.yaml: grpo-gke:zone holds a YAML bytes value; write it as a string, number, boolean, list or mapping"),
     ],
-    ids=["yaml-unclosed", "yaml-indent", "not-utf8", "number-key", "nested-number-key", "no-config-wrapper"],
+    ids=["yaml-unclosed", "yaml-indent", "not-utf8", "number-key", "nested-number-key", "no-config-wrapper", "binary"],
 )  # fmt: skip
 def test_an_unreadable_stack_file_is_one_line_naming_the_file(tmp_path, content, expected):
     (tmp_path / "Pulumi.x.yaml").write_bytes(content)

@@ -143,6 +143,12 @@ def test_file_without_config_has_no_values(tmp_path: Path, text: str) -> None:
     assert (loaded.values, loaded.secret_keys) == ({}, frozenset())
 
 
+def test_a_date_is_the_text_it_was_written_as(tmp_path: Path) -> None:
+    """YAML reads 2024-01-01 as a date; the value is the text, alone or inside an object."""
+    values = read_stack_file(write(tmp_path, "config:\n  grpo-gke:a: 2024-01-01\n  grpo-gke:b:\n    day: 2024-01-02\n"), PROJECT).values
+    assert values == {"grpo-gke:a": "2024-01-01", "grpo-gke:b": '{"day": "2024-01-02"}'}
+
+
 def test_missing_file(tmp_path: Path) -> None:
     """A missing stack file is one clear error naming the path."""
     path = tmp_path / "Pulumi.nope.yaml"
