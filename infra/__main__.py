@@ -7,7 +7,8 @@ import gc
 import sys
 from pathlib import Path
 
-from infra.config import PROJECT_NAMESPACE, ConfigError, LoadedConfig, parse_config
+from infra import facts
+from infra.config import PROJECT_NAMESPACE, ConfigError, LoadedConfig, StackConfig, parse_config
 from infra.stackfile import StackFileError, read_stack_file, stack_file, stack_name_of
 
 EXIT_BAD_INPUT = 2
@@ -26,7 +27,10 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
 
 
 def key_facts(loaded: LoadedConfig) -> dict[str, str]:
-    """The facts the summary shows: GPUs, storage, framework and model, and the derived defaults."""
+    """The facts the summary shows: GPUs, storage, framework and model, the run, the head's machine and the
+    derived defaults."""
+    from jobs.spec import training_spec
+
     config = loaded.config
     machine = config.gpu_machine
     if config.storage.type == "gcs":
@@ -38,10 +42,20 @@ def key_facts(loaded: LoadedConfig) -> dict[str, str]:
         "gpus": f"{machine.machine_type} x {config.gpu.nodes} ({config.gpu.provisioning}), {config.total_gpus} x {machine.accelerator}",
         "storage": storage,
         "job": f"{config.workload.framework} GRPO on {config.workload.model} with {config.workload.dataset}",
+        "run": training_spec(config).run,
+        "head": head_machine(config),
     }
     if loaded.derived:
         shown["derived"] = ", ".join(str(value) for value in loaded.derived)
     return shown
+
+
+def head_machine(config: StackConfig) -> str:
+    """The Ray head's machine: the CPU pool's type on Standard; on Autopilot, what the head asks for."""
+    if config.cluster.mode == "standard":
+        return f"{config.cluster.head_machine_type} (the Ray head's CPU node pool)"
+    requests = facts.HEAD_REQUESTS
+    return f"chosen by Autopilot for the head's request of {requests['cpu']} CPUs and {requests['memory']} memory"
 
 
 def shown_path(path: Path) -> Path:
@@ -71,11 +85,18 @@ def plan(args: argparse.Namespace) -> int:
             print(f"  {problem}", file=sys.stderr)
         return EXIT_BAD_INPUT
 
+    out_dir = args.out or REPO_ROOT / "build" / stack
+    if out_dir.exists() and not out_dir.is_dir():
+        print(f"error: --out {shown_path(out_dir)}: is a file, not a directory; name a directory", file=sys.stderr)
+        return EXIT_BAD_INPUT
     recording = run_values(values.values, values.secret_keys, stack)
     for warning in recording.warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    out_dir = args.out or REPO_ROOT / "build" / stack
-    write_plan(recording, out_dir)
+    try:
+        write_plan(recording, out_dir)
+    except OSError as error:
+        print(f"error: cannot write the plan to {shown_path(out_dir)}: {error.strerror or error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     print(summary(recording, key_facts(loaded), out_dir))
     return 0
 

@@ -15,7 +15,16 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, ValidationInfo, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    TypeAdapter,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 from pydantic.alias_generators import to_camel
 
 from infra import facts
@@ -53,11 +62,14 @@ class _Section(BaseModel):
     @field_validator("*", mode="before")
     @classmethod
     def _no_boolean_numbers(cls, value: Any, info: ValidationInfo) -> Any:
-        """Refuse true/false for a number (pydantic would read `nodes: true` as 1 node)."""
+        """Refuse true/false for a number (pydantic would read `nodes: true` as 1 node), and anything
+        but true/false for a boolean (pydantic would read `keepOnDestroy: "yes"` or `1` as true)."""
+        kinds = set(get_args(cls.model_fields[info.field_name].annotation)) or {
+            cls.model_fields[info.field_name].annotation
+        }
+        if bool in kinds and not isinstance(value, bool) and value not in ("true", "false"):
+            raise ValueError(f"must be true or false, got {value!r}")
         if isinstance(value, bool):
-            kinds = set(get_args(cls.model_fields[info.field_name].annotation)) or {
-                cls.model_fields[info.field_name].annotation
-            }
             if int in kinds:
                 raise ValueError(f"must be a whole number, got {value!r}")
             if float in kinds:
@@ -469,20 +481,36 @@ def _version_floors(cfg: StackConfig) -> list[tuple[str, str]]:
     return floors
 
 
-def cross_check(cfg: StackConfig) -> list[Problem]:
-    """The rules that tie several keys together; each problem names the key to change."""
-    ns = PROJECT_NAMESPACE
-    problems: list[Problem] = []
-    add = lambda path, message: problems.append(Problem(f"{ns}:{path}", message))  # noqa: E731
-
+def _zone_problems(cfg: StackConfig) -> list[Problem]:
     if not re.fullmatch(rf"{re.escape(cfg.region)}-[a-z]", cfg.zone):
-        add("zone", f"must be a zone of gcp:region {cfg.region} (such as {cfg.region}-b), got {cfg.zone!r}")
+        return [
+            Problem(
+                f"{PROJECT_NAMESPACE}:zone",
+                f"must be a zone of gcp:region {cfg.region} (such as {cfg.region}-b), got {cfg.zone!r}",
+            )
+        ]
+    return []
 
+
+def _version_problems(cfg: StackConfig) -> list[Problem]:
+    problems = []
     if cfg.cluster.min_version:
         version = facts.GkeVersion.parse(cfg.cluster.min_version)
         for floor, reason in _version_floors(cfg):
             if version.key() < facts.GkeVersion.parse(floor).key():
-                add("cluster.minVersion", f"must be at least {floor} for {reason}, got {cfg.cluster.min_version}")
+                problems.append(
+                    Problem(
+                        f"{PROJECT_NAMESPACE}:cluster.minVersion",
+                        f"must be at least {floor} for {reason}, got {cfg.cluster.min_version}",
+                    )
+                )
+    return problems
+
+
+def _capacity_problems(cfg: StackConfig) -> list[Problem]:
+    ns = PROJECT_NAMESPACE
+    problems: list[Problem] = []
+    add = lambda path, message: problems.append(Problem(f"{ns}:{path}", message))  # noqa: E731
 
     gpu = cfg.gpu
     if gpu.provisioning == "reservation" and not gpu.reservation:
@@ -493,6 +521,13 @@ def cross_check(cfg: StackConfig) -> list[Problem]:
         add("cluster.headMachineType", "is only for cluster.mode 'standard' (Autopilot chooses the head's machine)")
     if cfg.cluster.mode == "autopilot" and gpu.provisioning in ("reservation", "flex-start"):
         add("gpu.provisioning", f"must be 'spot' or 'on-demand' on Autopilot, got {gpu.provisioning!r}")
+    return problems
+
+
+def _storage_problems(cfg: StackConfig) -> list[Problem]:
+    ns = PROJECT_NAMESPACE
+    problems: list[Problem] = []
+    add = lambda path, message: problems.append(Problem(f"{ns}:{path}", message))  # noqa: E731
 
     storage = cfg.storage
     if storage.type == "gcs":
@@ -522,11 +557,12 @@ def cross_check(cfg: StackConfig) -> list[Problem]:
         problem = bucket_name_problem(cfg.bucket_name)
         if problem:
             add("storage.bucket", f"the default name derived from project and stack is invalid ({problem}); set one")
-
-    problems.extend(_network_problems(cfg))
-    problems.extend(_workload_problems(cfg))
-    problems.extend(grpo_problems(cfg))
     return problems
+
+
+def cross_check(cfg: StackConfig) -> list[Problem]:
+    """Every rule that ties several keys together; each problem names the key to change."""
+    return [problem for rule in CROSS_RULES for problem in rule(cfg)]
 
 
 def _network_problems(cfg: StackConfig) -> list[Problem]:
@@ -675,6 +711,18 @@ def grpo_problems(cfg: StackConfig) -> list[Problem]:
     return problems
 
 
+CROSS_RULES = (
+    _zone_problems,
+    _version_problems,
+    _capacity_problems,
+    _storage_problems,
+    _network_problems,
+    _workload_problems,
+    grpo_problems,
+)
+"""The rules that tie several keys together; each reads only the keys it checks."""
+
+
 # ---------------------------------------------------------------- loading
 
 
@@ -712,6 +760,50 @@ def _decode(raw: Any) -> Any:
         return json.loads(raw)
     except ValueError:
         return raw
+
+
+def _without_invalid(model: type[BaseModel], data: Mapping[str, Any], invalid: set[tuple[Any, ...]]) -> BaseModel:
+    """`model` built from `data` without the fields at the `invalid` locations: reading one of them
+    raises AttributeError, so a rule that needs a refused key cannot run on a stand-in value."""
+    values: dict[str, Any] = {}
+    left_out = set()
+    for name, field in model.model_fields.items():
+        alias = field.alias or name
+        inner = {loc[1:] for loc in invalid if loc[:1] == (alias,) and len(loc) > 1}
+        if (alias,) in invalid:
+            left_out.add(name)
+        elif alias not in data:
+            continue
+        elif isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel):
+            values[name] = _without_invalid(field.annotation, data[alias], inner)
+        elif inner:
+            left_out.add(name)
+        else:
+            values[name] = TypeAdapter(field.annotation).validate_python(data[alias])
+    partial = model.model_construct(**values)
+    for name in left_out:
+        partial.__dict__.pop(name, None)
+    return partial
+
+
+def _cross_check_what_validated(data: Mapping[str, Any], error: ValidationError) -> list[Problem]:
+    """The cross rules whose keys all validated, run on the config without the refused keys."""
+    from jobs.defaults import derive_defaults
+
+    partial = _without_invalid(StackConfig, data, {tuple(item["loc"]) for item in error.errors()})
+    rules = CROSS_RULES
+    try:
+        partial, _ = derive_defaults(partial)
+    except AttributeError:
+        # Derivation read a refused key: the batch rules would judge underived (None) sizes, so they wait.
+        rules = tuple(rule for rule in CROSS_RULES if rule is not grpo_problems)
+    problems = []
+    for rule in rules:
+        try:
+            problems.extend(rule(partial))
+        except AttributeError:
+            continue  # the rule reads a key refused above
+    return problems
 
 
 def parse_config(
@@ -770,6 +862,7 @@ def parse_config(
         config = StackConfig.model_validate(data, by_alias=True, by_name=False)
     except ValidationError as error:
         problems.extend(_pydantic_problems(error))
+        problems.extend(_cross_check_what_validated(data, error))
         raise ConfigError(problems) from None
     # Derived once, here, so that every reader (program, plan, job CLI) sees the same values and the
     # cross checks hold them to the rules an explicit value meets. jobs.defaults builds on this module.

@@ -706,3 +706,15 @@ Health Validation, checks/xid: CRITICAL, drain), 63/64 a page retired or row rem
 GPU reset must activate (NVIDIA Dynamic Page Retirement, "Visibility"; Xid catalog), 79 GPU fallen off the bus
 (NVIDIA GPU Operational Events release notes; Xid catalog). Other XIDs, often an application's fault (13, 31,
 43), are only noted."""
+KUBERNETES_APPLY_ORDER = (
+    # Helm v3 pkg/release/util/kind_sorter.go InstallOrder (read 2026-12-01); Helm applies kinds it does
+    # not list (custom resources) after all of these.
+    "PriorityClass", "Namespace", "NetworkPolicy", "ResourceQuota", "LimitRange", "PodSecurityPolicy",
+    "PodDisruptionBudget", "ServiceAccount", "Secret", "SecretList", "ConfigMap", "StorageClass",
+    "PersistentVolume", "PersistentVolumeClaim", "CustomResourceDefinition", "ClusterRole", "ClusterRoleList",
+    "ClusterRoleBinding", "ClusterRoleBindingList", "Role", "RoleList", "RoleBinding", "RoleBindingList",
+    "Service", "DaemonSet", "Pod", "ReplicationController", "ReplicaSet", "Deployment", "HorizontalPodAutoscaler",
+    "StatefulSet", "Job", "CronJob", "IngressClass", "Ingress", "APIService",
+)  # fmt: skip
+"""Kubernetes kinds in the order they are applied: namespaces and what pods need before workloads;
+custom resources (GKE networks, the RayCluster) come after every listed kind."""

@@ -7,6 +7,7 @@ secret placeholder and its key is reported as secret.
 
 from __future__ import annotations
 
+import datetime
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +35,14 @@ class StackValues:
     """Keys whose value is a secret."""
 
 
+def _as_text(value: Any) -> str:
+    """A YAML value JSON has no type for: a date as the text it was written as; anything else
+    (a !!binary or !!set value) is refused."""
+    if isinstance(value, (datetime.date, datetime.datetime)):
+        return value.isoformat()
+    raise TypeError(f"a YAML {type(value).__name__} value; write it as a string, number, boolean, list or mapping")
+
+
 def _as_config_string(value: Any) -> str:
     if isinstance(value, str):
         return value
@@ -41,7 +50,9 @@ def _as_config_string(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, (int, float)):
         return json.dumps(value)
-    return json.dumps(value, sort_keys=True)
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, sort_keys=True, default=_as_text)
+    return _as_text(value)
 
 
 def _contains_secure(value: Any) -> bool:
@@ -75,22 +86,104 @@ def stack_name_of(path: Path) -> str:
     return path.stem
 
 
-def read_stack_file(path: Path, project: str, stack: str | None = None) -> StackValues:
-    """Config values of the stack file at `path`; keys without a namespace get `project`'s."""
+def stack_names(directory: Path) -> list[str]:
+    """Names of the stacks whose `Pulumi.<stack>.yaml` lies in `directory`, sorted."""
+    return sorted(stack_name_of(path) for path in directory.glob("Pulumi.*.yaml") if path.is_file())
+
+
+def _missing(path: Path) -> StackFileError:
+    """A missing stack file, with the stacks that do exist beside it."""
+    existing = stack_names(path.parent) if path.parent.is_dir() else []
+    known = f" (stacks here: {', '.join(existing)})" if existing else ""
+    return StackFileError(f"{path}: no such stack file{known}")
+
+
+def _text_of(path: Path) -> str:
+    """The file's text, or a StackFileError saying why it cannot be read."""
+    if path.is_dir():
+        raise StackFileError(f"{path}: is a directory, not a stack file; name a Pulumi.<stack>.yaml file")
+    if not path.exists():
+        raise _missing(path)
     if not path.is_file():
-        raise StackFileError(f"{path}: no such stack file")
+        raise StackFileError(f"{path}: is not a regular file; name a Pulumi.<stack>.yaml file")
     try:
-        document = yaml.safe_load(path.read_text()) or {}
+        return path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise StackFileError(
+            f"{path}: is not UTF-8 text (byte 0x{error.object[error.start]:02x} at offset {error.start}); save it as UTF-8"
+        ) from None
+    except OSError as error:
+        raise StackFileError(f"{path}: cannot be read: {error.strerror or error}") from None
+
+
+def _document_of(path: Path, text: str) -> Any:
+    """The parsed YAML, or a StackFileError naming the file, line and column."""
+    try:
+        return yaml.safe_load(text)
+    except yaml.MarkedYAMLError as error:
+        mark = error.problem_mark or error.context_mark
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
+        what = error.problem or error.context or "unreadable"
+        if error.problem and error.context and error.context_mark and error.context_mark is not mark:
+            what += f" ({error.context} from line {error.context_mark.line + 1})"
+        raise StackFileError(f"{where}: not valid YAML: {what}") from None
     except yaml.YAMLError as error:
         raise StackFileError(f"{path}: not valid YAML: {error}") from None
-    if not isinstance(document, dict) or not isinstance(document.get("config") or {}, dict):
+
+
+def _non_string_key(value: Any, path: str) -> str | None:
+    """The dotted path of the first key in `value` that is not a string, or None."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                return f"{path}.{key!r}" if path else repr(key)
+            found = _non_string_key(item, f"{path}.{key}" if path else key)
+            if found:
+                return found
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            found = _non_string_key(item, f"{path}[{index}]")
+            if found:
+                return found
+    return None
+
+
+def _config_of(path: Path, document: Any) -> dict[str, Any]:
+    """The `config:` mapping of a parsed stack file, or a StackFileError saying what is wrong."""
+    if document is None:
+        return {}
+    if not isinstance(document, dict):
         raise StackFileError(f"{path}: expected a mapping with a 'config:' mapping")
+    unwrapped = sorted(str(key) for key in document if ":" in str(key))
+    if unwrapped:
+        raise StackFileError(
+            f"{path}: {', '.join(unwrapped)} must sit under a top-level 'config:' mapping"
+            " (indent them below a line 'config:')"
+        )
+    config = document.get("config") or {}
+    if not isinstance(config, dict):
+        raise StackFileError(f"{path}: expected a mapping with a 'config:' mapping")
+    bad_key = _non_string_key(config, "")
+    if bad_key:
+        raise StackFileError(f"{path}: config key {bad_key} is not a string; keys are names such as grpo-gke:gpu")
+    return config
+
+
+def read_stack_file(path: Path, project: str, stack: str | None = None) -> StackValues:
+    """Config values of the stack file at `path`; keys without a namespace get `project`'s.
+
+    Raises StackFileError, naming the file, for anything that keeps it from being read as one.
+    """
+    config = _config_of(path, _document_of(path, _text_of(path)))
     values: dict[str, str] = {}
     secret_keys: set[str] = set()
-    for key, value in (document.get("config") or {}).items():
+    for key, value in config.items():
         full_key = key if ":" in key else f"{project}:{key}"
         if _contains_secure(value):
             secret_keys.add(full_key)
             value = _redact_secure(value)
-        values[full_key] = _as_config_string(value)
+        try:
+            values[full_key] = _as_config_string(value)
+        except TypeError as error:
+            raise StackFileError(f"{path}: {full_key} holds {error}") from None
     return StackValues(stack=stack or stack_name_of(path), values=values, secret_keys=frozenset(secret_keys))

@@ -10,7 +10,7 @@ import sys
 from pydantic import BaseModel
 
 from infra.config import StackConfig
-from tests.conftest import REPO_ROOT
+from tests.conftest import REPO_ROOT, shipped_stack_file
 
 README = (REPO_ROOT / "README.md").read_text()
 INTERNAL = {"stack", "project", "region"}
@@ -39,7 +39,7 @@ def test_the_quick_start_gives_the_two_commands():
 def test_the_quick_start_shows_what_a_refused_config_really_prints(tmp_path):
     quick_start = README.split("## Quick start", 1)[1].split("\n## ", 1)[0]
     shown = quick_start.split("```text\n", 1)[1].split("```", 1)[0]
-    text = (REPO_ROOT / "Pulumi.dev.yaml").read_text().replace("nodes: 1", "nodes: 0").replace("type: h200", "tpye: h200")
+    text = shipped_stack_file("dev").read_text().replace("nodes: 1", "nodes: 0").replace("type: h200", "tpye: h200")
     (tmp_path / "Pulumi.dev.yaml").write_text(text)
     result = subprocess.run(
         [sys.executable, "-m", "infra", "plan", "--config", "Pulumi.dev.yaml"],
@@ -91,3 +91,11 @@ def test_the_documented_stack_outputs_are_the_programs(plan_of):
     gcs, lustre = plan_of("dev").outputs, plan_of("nemo-rl-standard-b200").outputs
     assert "bucket" in gcs and "lustreMountPoint" in lustre
     assert documented == set(gcs) | set(lustre)
+
+
+def test_the_quick_start_lists_every_file_make_plan_writes(plan_of):
+    from infra.plan.writer import plan_files
+
+    quick_start = README.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    listed = re.findall(r"^\| `([^`]+)` \|", quick_start, flags=re.M)
+    assert listed == list(plan_files(plan_of("dev")))

@@ -42,7 +42,8 @@ class Recorded:
     parent: str
     """URN of the parent, or empty."""
     provider: str
-    """Provider reference, or empty for the default provider."""
+    """URN of the provider: the one given, else the engine's default provider of the package (empty
+    for components and provider resources)."""
     depends_on: tuple[str, ...]
     """Sorted URNs it waits for: explicit depends_on plus property dependencies."""
     protect: bool
@@ -87,6 +88,30 @@ def provider_urn(reference: str) -> str:
     return reference.rsplit("::", 1)[0] if reference else ""
 
 
+PROVIDER_TYPE_PREFIX = "pulumi:providers:"
+"""Type token prefix of provider resources: `pulumi:providers:<package>`."""
+
+
+def default_provider_name(version: str) -> str:
+    """The engine's name of a package's default provider: `default`, then `_` and each part of the
+    version (major, minor, patch, pre-release and build identifiers): 10.2.0 -> `default_10_2_0`.
+
+    pulumi/pulumi pkg/resource/deploy/providers, ProviderRequest.DefaultName (read 2026-12-01).
+    """
+    if not version:
+        return "default"
+    core, _, build = version.partition("+")
+    core, _, pre = core.partition("-")
+    parts = core.split(".") + (pre.split(".") if pre else []) + (build.split(".") if build else [])
+    return "_".join(["default", *parts])
+
+
+def default_provider_urn(stack: str, project: str, type_: str, version: str) -> str:
+    """URN of the default provider the engine gives a custom resource registered without one."""
+    package = type_.split(":", 1)[0]
+    return f"urn:pulumi:{stack}::{project}::{PROVIDER_TYPE_PREFIX}{package}::{default_provider_name(version)}"
+
+
 def custom_timeouts_of(request) -> dict[str, str]:
     """The request's customTimeouts as operation -> duration, leaving out the unset ones."""
     if not request.HasField("customTimeouts"):
@@ -115,6 +140,15 @@ class RecordingMonitor(MockMonitor):
         self.qualified_types[urn] = qualified
         return urn
 
+    def provider_of(self, request) -> str:
+        """The provider's URN: the one the request names, else the engine's default provider of the
+        resource's package and version; empty for components and for provider resources themselves."""
+        if request.provider:
+            return provider_urn(request.provider)
+        if not request.custom or request.type.startswith(PROVIDER_TYPE_PREFIX):
+            return ""
+        return default_provider_urn(self.stack, self.project, request.type, request.version)
+
     def RegisterResource(self, request):
         """Record the registration, then answer as the plain mock monitor does."""
         response = super().RegisterResource(request)
@@ -131,7 +165,7 @@ class RecordingMonitor(MockMonitor):
             name=request.name,
             custom=bool(request.custom),
             parent=request.parent,
-            provider=provider_urn(request.provider),
+            provider=self.provider_of(request),
             depends_on=tuple(sorted(dependencies)),
             protect=bool(request.protect),
             retain_on_delete=bool(request.retainOnDelete),

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import hashlib
+import heapq
 import json
+import re
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from infra import facts
 from infra.plan.harness import Recording
 from infra.plan.monitor import STACK_TYPE, Recorded
 
@@ -26,10 +30,45 @@ def _dumps(document: Any) -> str:
     return json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
+CONFIG_MAP_TYPE = "kubernetes:core/v1:ConfigMap"
+"""Type token of a ConfigMap, whose multi-line values (scripts) plan.json refers to by file."""
+
+
+def _attached_name(resource: Recorded, key: str) -> str:
+    """File name of a ConfigMap value written beside the plan: `<ConfigMap name>.<key>`."""
+    return f"{resource.inputs.get('metadata', {}).get('name', resource.name)}.{key}"
+
+
+def _attached(resource: Recorded) -> dict[str, str]:
+    """The multi-line values of a ConfigMap (scripts, files), by their key."""
+    if not resource.custom or resource.type != CONFIG_MAP_TYPE:
+        return {}
+    data = resource.inputs.get("data") or {}
+    return {key: text for key, text in sorted(data.items()) if isinstance(text, str) and "\n" in text}
+
+
+def attached_files(recording: Recording) -> dict[str, str]:
+    """The files plan.json refers to instead of holding them (ConfigMap scripts): file name -> text."""
+    return {
+        _attached_name(resource, key): text for resource in recording.resources for key, text in _attached(resource).items()
+    }
+
+
+def file_reference(name: str, text: str) -> str:
+    """What plan.json holds in place of a file written beside it: its content hash and file name."""
+    return f"sha256:{hashlib.sha256(text.encode()).hexdigest()} (file {name} beside this plan)"
+
+
 def _plan_inputs(resource: Recorded) -> dict[str, Any]:
     inputs = dict(resource.inputs)
     if DYNAMIC_PROVIDER_INPUT in inputs:
         inputs[DYNAMIC_PROVIDER_INPUT] = "[dynamic provider code]"
+    attached = _attached(resource)
+    if attached:
+        inputs["data"] = {
+            key: file_reference(_attached_name(resource, key), text) if key in attached else text
+            for key, text in inputs["data"].items()
+        }
     return inputs
 
 
@@ -61,8 +100,8 @@ def render_plan_json(recording: Recording) -> str:
 
 
 def kubernetes_objects(recording: Recording) -> list[dict[str, Any]]:
-    """Every Kubernetes object the stack applies, in API form, Secret values redacted."""
-    objects = []
+    """Every Kubernetes object the stack applies, in API form, Secret values redacted, in apply order."""
+    objects: dict[str, dict[str, Any]] = {}
     for resource in recording.resources:
         if not resource.custom or not resource.type.startswith("kubernetes:"):
             continue
@@ -73,18 +112,67 @@ def kubernetes_objects(recording: Recording) -> list[dict[str, Any]]:
                     manifest[field] = {key: REDACTED for key in manifest[field]}
                 elif field in manifest:
                     manifest[field] = REDACTED
-        objects.append(manifest)
+        objects[resource.urn] = manifest
+    return [objects[urn] for urn in apply_order(recording, list(objects))]
 
-    def order(manifest: dict[str, Any]) -> tuple[str, str, str, str]:
-        metadata = manifest.get("metadata", {})
-        return (
-            str(manifest.get("apiVersion", "")),
-            str(manifest.get("kind", "")),
-            str(metadata.get("namespace", "")),
-            str(metadata.get("name", "")),
-        )
 
-    return sorted(objects, key=order)
+def _kind_rank(kind: str) -> int:
+    """Position of a kind in the apply order; custom resources after every listed kind."""
+    order = facts.KUBERNETES_APPLY_ORDER
+    return order.index(kind) if kind in order else len(order)
+
+
+def _waits_for(recording: Recording, urns: list[str]) -> dict[str, set[str]]:
+    """For each of `urns`, the others among them it waits for, directly or through any resource
+    (a dependency on a component waits for everything below it)."""
+    by_urn = {resource.urn: resource for resource in recording.resources}
+    children: dict[str, list[str]] = defaultdict(list)
+    for resource in recording.resources:
+        children[resource.parent].append(resource.urn)
+    wanted = set(urns)
+    result = {}
+    for urn in urns:
+        seen: set[str] = set()
+        pending = list(by_urn[urn].depends_on)
+        while pending:
+            current = pending.pop()
+            if current in seen:
+                continue
+            seen.add(current)
+            pending.extend(children[current])
+            if current in by_urn:
+                pending.extend(by_urn[current].depends_on)
+        result[urn] = (seen & wanted) - {urn}
+    return result
+
+
+def apply_order(recording: Recording, urns: list[str]) -> list[str]:
+    """`urns` (Kubernetes objects) in apply order: each after everything it waits for, and among
+    those free to go, by kind (KUBERNETES_APPLY_ORDER, then by name), apiVersion, namespace and name."""
+
+    def key(urn: str) -> tuple[int, str, str, str, str, str]:
+        inputs = recording.by_urn(urn).inputs
+        metadata = inputs.get("metadata", {})
+        kind = str(inputs.get("kind", ""))
+        return (_kind_rank(kind), kind, str(inputs.get("apiVersion", "")), str(metadata.get("namespace", "")),
+                str(metadata.get("name", "")), urn)  # fmt: skip
+
+    waits_for = _waits_for(recording, urns)
+    waiting = {urn: set(before) for urn, before in waits_for.items()}
+    ready = [key(urn) for urn, before in waiting.items() if not before]
+    heapq.heapify(ready)
+    ordered: list[str] = []
+    while ready:
+        urn = heapq.heappop(ready)[-1]
+        ordered.append(urn)
+        for other, before in waiting.items():
+            if urn in before:
+                before.discard(urn)
+                if not before:
+                    heapq.heappush(ready, key(other))
+    if len(ordered) != len(urns):
+        raise ValueError(f"Kubernetes objects wait for each other in a cycle: {sorted(set(urns) - set(ordered))}")
+    return ordered
 
 
 class _ManifestDumper(yaml.SafeDumper):
@@ -100,7 +188,7 @@ _ManifestDumper.add_representer(str, _represent_string)
 
 
 def render_k8s_yaml(recording: Recording) -> str:
-    """k8s.yaml: the Kubernetes objects as multi-document YAML."""
+    """k8s.yaml: the Kubernetes objects as multi-document YAML, in the order they can be applied."""
     documents = kubernetes_objects(recording)
     return yaml.dump_all(
         documents, Dumper=_ManifestDumper, sort_keys=True, explicit_start=True, default_flow_style=False, width=120
@@ -129,16 +217,20 @@ def top_component(recording: Recording, resource: Recorded) -> Recorded:
     return current
 
 
-def _node_id(urn: str) -> str:
-    return "n" + str(abs(hash_stable(urn)))
+def node_ids(tops: dict[str, Recorded]) -> dict[str, str]:
+    """A readable Mermaid node id per top-level component, from its logical name (letters, digits
+    and `_`); a name two components share gets the type's last part added."""
+    names = Counter(top.name for top in tops.values())
+    ids = {}
+    for urn, top in sorted(tops.items()):
+        text = top.name if names[top.name] == 1 else f"{top.name}_{top.type.rsplit(':', 1)[-1]}"
+        ids[urn] = re.sub(r"[^A-Za-z0-9_]", "_", text)
+    return ids
 
 
-def hash_stable(text: str) -> int:
-    """A process-independent 32-bit hash (Python's hash() is salted per process)."""
-    value = 2166136261
-    for byte in text.encode():
-        value = ((value ^ byte) * 16777619) & 0xFFFFFFFF
-    return value
+def plural(count: int, noun: str) -> str:
+    """`1 resource`, `2 resources`."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def transitive_reduction(edges: dict[tuple[str, str], None]) -> dict[tuple[str, str], None]:
@@ -181,14 +273,27 @@ def render_graph_mmd(recording: Recording) -> str:
             if dependency in owner and owner[dependency] != owner[resource.urn]:
                 edges[(owner[dependency], owner[resource.urn])] = None
     edges = transitive_reduction(edges)
+    ids = node_ids(tops)
     lines = ["flowchart LR"]
     for urn in sorted(tops):
         top = tops[urn]
-        label = f"{top.name}<br/>{top.type}<br/>{counts[urn]} resources"
-        lines.append(f'  {_node_id(urn)}["{label}"]')
+        label = f"{top.name}<br/>{top.type}<br/>{plural(counts[urn], 'resource')}"
+        lines.append(f'  {ids[urn]}["{label}"]')
     for source, target in sorted(edges, key=lambda edge: (tops[edge[0]].name, tops[edge[1]].name)):
-        lines.append(f"  {_node_id(source)} --> {_node_id(target)}")
+        lines.append(f"  {ids[source]} --> {ids[target]}")
     return "\n".join(lines) + "\n"
+
+
+def plan_files(recording: Recording) -> dict[str, str]:
+    """Every file of the plan by name: plan.json, k8s.yaml, job.json, graph.mmd and the ConfigMap
+    scripts plan.json refers to by content hash."""
+    return {
+        "plan.json": render_plan_json(recording),
+        "k8s.yaml": render_k8s_yaml(recording),
+        "job.json": render_job_json(recording),
+        "graph.mmd": render_graph_mmd(recording),
+        **attached_files(recording),
+    }
 
 
 def summary(recording: Recording, facts: dict[str, str], out_dir: Path) -> str:
@@ -199,24 +304,19 @@ def summary(recording: Recording, facts: dict[str, str], out_dir: Path) -> str:
             top = top_component(recording, resource)
             per_component[f"{top.name} ({top.type})"] += 1
     total = sum(per_component.values())
-    lines = [f"Plan of stack '{recording.stack}': {total} resources"]
+    lines = [f"Plan of stack '{recording.stack}': {plural(total, 'resource')}"]
     lines += [f"  {count:4d}  {name}" for name, count in sorted(per_component.items())]
     lines += [f"  {key}: {value}" for key, value in facts.items()]
-    lines.append(f"Wrote plan.json, k8s.yaml, job.json and graph.mmd to {out_dir}")
+    *first, last = plan_files(recording)
+    lines.append(f"Wrote {', '.join(first)} and {last} to {out_dir}")
     return "\n".join(lines)
 
 
 def write_plan(recording: Recording, out_dir: Path) -> list[Path]:
-    """Write the four plan files into `out_dir`; return their paths."""
+    """Write the plan files (plan_files) into `out_dir`; return their paths."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    files = {
-        "plan.json": render_plan_json(recording),
-        "k8s.yaml": render_k8s_yaml(recording),
-        "job.json": render_job_json(recording),
-        "graph.mmd": render_graph_mmd(recording),
-    }
     paths = []
-    for name, text in files.items():
+    for name, text in plan_files(recording).items():
         path = out_dir / name
         path.write_text(text)
         paths.append(path)

@@ -444,6 +444,13 @@ STORAGE = [
         {"grpo-gke:storage.keepOnDestroy": "maybe"},
         "grpo-gke:storage.keepOnDestroy: must be true or false, got 'maybe'",
     ),
+    bad(
+        "keep-on-destroy-yes",
+        {"grpo-gke:storage.keepOnDestroy": "yes"},
+        "grpo-gke:storage.keepOnDestroy: must be true or false, got 'yes'",
+    ),
+    bad("keep-on-destroy-one", {"grpo-gke:storage.keepOnDestroy": 1}, "grpo-gke:storage.keepOnDestroy: must be true or false, got 1"),
+    ok("keep-on-destroy-text-false", {"grpo-gke:storage.keepOnDestroy": "false"}),
 ]
 
 LUSTRE_TIERS = [
@@ -1035,6 +1042,33 @@ def test_problem_paths_use_camel_case() -> None:
     """Problem paths use the camelCase keys users write, never the Python field names."""
     lines = problem_lines({"grpo-gke:grpo.miniBatchSize": 0, "grpo-gke:storage.keepOnDestroy": "maybe"})
     assert [line.split(":", 2)[1] for line in lines] == ["grpo.miniBatchSize", "storage.keepOnDestroy"]
+
+
+def test_cross_checks_run_beside_field_errors_where_their_keys_validated() -> None:
+    """One run reports the field errors and every cross rule whose keys validated; a rule that reads
+    a refused key (the version floor of an unknown GPU, GPU counts of a refused node count) stays silent."""
+    lines = problem_lines(
+        {
+            "grpo-gke:gpu.type": "a100",
+            "grpo-gke:zone": "europe-west4-a",
+            "grpo-gke:cluster": {"minVersion": "1.30.0-gke.1000"},
+            "grpo-gke:workload.dataset": "deepscaler",
+        }
+    )
+    assert lines == [
+        "grpo-gke:gpu.type: must be one of 'b200' or 'h200', got 'a100'",
+        "grpo-gke:workload.dataset: workload.framework 'verl' with dataset 'deepscaler' has no staging or job"
+        " mapping; use one of 'gsm8k'",
+        "grpo-gke:zone: must be a zone of gcp:region us-central1 (such as us-central1-b), got 'europe-west4-a'",
+    ]
+    lines = problem_lines({"grpo-gke:gpu.nodes": 0, "grpo-gke:grpo": {"promptsPerStep": 3}})
+    assert lines == ["grpo-gke:gpu.nodes: must be at least 1, got 0"]
+    assert problem_lines({"grpo-gke:gpu.type": "a100", "grpo-gke:cluster": {"minVersion": "1.30.0-gke.1000"}}) == [
+        "grpo-gke:gpu.type: must be one of 'b200' or 'h200', got 'a100'"
+    ]
+    assert "grpo-gke:cluster.minVersion: must be at least" in "\n".join(
+        problem_lines({"grpo-gke:gpu.nodes": 0, "grpo-gke:cluster": {"minVersion": "1.30.0-gke.1000"}})
+    )
 
 
 def test_model_is_strict() -> None:

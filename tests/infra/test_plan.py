@@ -15,8 +15,8 @@ import yaml
 from infra.__main__ import main
 from infra.plan import harness
 from infra.plan.monitor import SECRET_PLACEHOLDER, UNKNOWN, UNKNOWN_PLACEHOLDER, wire_value
-from infra.plan.writer import hash_stable, render_graph_mmd, render_plan_json
-from tests.conftest import REPO_ROOT, SHIPPED_STACKS, values_of
+from infra.plan.writer import render_graph_mmd, render_plan_json
+from tests.conftest import REPO_ROOT, SHIPPED_STACKS, shipped_stack_file, values_of
 
 GOLDEN = Path(__file__).parent / "golden"
 PLAN_KEYS = {
@@ -49,11 +49,15 @@ def test_wire_value_turns_floats_secrets_and_unknowns_into_stable_json():
     assert isinstance(wire_value(8896.0), int)
 
 
-def test_stable_hash_does_not_depend_on_the_process():
-    code = "from infra.plan.writer import hash_stable; print(hash_stable('urn:x'))"
+def test_the_graph_does_not_depend_on_the_process(plan_of):
+    code = (
+        "import sys; from tests.conftest import stack_values; from infra.plan.harness import run_values;"
+        " from infra.plan.writer import render_graph_mmd; v = stack_values('dev');"
+        " sys.stdout.write(render_graph_mmd(run_values(v.values, v.secret_keys, 'dev')))"
+    )
     env = {**os.environ, "PYTHONHASHSEED": "123", "PYTHONPATH": str(REPO_ROOT)}
-    other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
-    assert int(other.stdout) == hash_stable("urn:x")
+    other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True, timeout=120)
+    assert other.stdout == render_graph_mmd(plan_of("dev"))
 
 
 def test_urns_are_in_the_engines_form(plan_of):
@@ -123,10 +127,10 @@ def test_plan_of_dev_matches_its_golden_file(plan_of):
 
 def test_the_cli_writes_four_byte_identical_files_on_every_run(tmp_path, capsys):
     first, second = tmp_path / "first", tmp_path / "second"
-    assert main(["plan", "--stack", "dev", "--out", str(first)]) == 0
-    assert main(["plan", "--stack", "dev", "--out", str(second)]) == 0
+    assert main(["plan", "--config", str(shipped_stack_file("dev")), "--out", str(first)]) == 0
+    assert main(["plan", "--config", str(shipped_stack_file("dev")), "--out", str(second)]) == 0
     names = sorted(path.name for path in first.iterdir())
-    assert names == ["graph.mmd", "job.json", "k8s.yaml", "plan.json"]
+    assert names == ["graph.mmd", "grpo-staging.staging_script.py", "job.json", "k8s.yaml", "plan.json"]
     for name in names:
         assert (first / name).read_bytes() == (second / name).read_bytes(), name
     summary = capsys.readouterr().out
@@ -139,7 +143,7 @@ def test_the_cli_writes_four_byte_identical_files_on_every_run(tmp_path, capsys)
 
 def test_the_cli_plans_from_a_config_path(tmp_path):
     path = tmp_path / "Pulumi.elsewhere.yaml"
-    path.write_text((REPO_ROOT / "Pulumi.dev.yaml").read_text())
+    path.write_text(shipped_stack_file("dev").read_text())
     assert main(["plan", "--config", str(path), "--out", str(tmp_path / "out")]) == 0
     assert json.loads((tmp_path / "out" / "plan.json").read_text())["stack"] == "elsewhere"
 
@@ -151,7 +155,7 @@ def _run_cli(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_a_refused_config_exits_2_with_one_line_per_problem_and_writes_nothing(tmp_path):
-    text = (REPO_ROOT / "Pulumi.dev.yaml").read_text().replace("nodes: 1", "nodes: 0").replace("type: h200", "tpye: h200")
+    text = shipped_stack_file("dev").read_text().replace("nodes: 1", "nodes: 0").replace("type: h200", "tpye: h200")
     path = tmp_path / "Pulumi.bad.yaml"
     path.write_text(text)
     out = tmp_path / "out"
@@ -170,7 +174,9 @@ def test_a_refused_config_exits_2_with_one_line_per_problem_and_writes_nothing(t
 def test_a_missing_stack_file_exits_2(tmp_path):
     result = _run_cli("plan", "--stack", "no-such-stack", "--out", str(tmp_path / "out"))
     assert result.returncode == 2
-    assert result.stderr == "error: Pulumi.no-such-stack.yaml: no such stack file\n", "the path as typed from here"
+    assert result.stderr.startswith("error: Pulumi.no-such-stack.yaml: no such stack file (stacks here: "), (
+        "the path as typed from here"
+    )
 
 
 def test_under_pulumi_up_a_refused_config_stops_the_program_before_any_resource(monkeypatch):
@@ -188,7 +194,7 @@ def test_under_pulumi_up_a_refused_config_stops_the_program_before_any_resource(
 
 
 def test_a_plaintext_token_plans_with_a_warning(tmp_path, capsys):
-    text = (REPO_ROOT / "Pulumi.dev.yaml").read_text() + "  grpo-gke:hfToken: hf_plaintext_for_test\n"
+    text = shipped_stack_file("dev").read_text() + "  grpo-gke:hfToken: hf_plaintext_for_test\n"
     path = tmp_path / "Pulumi.plain.yaml"
     path.write_text(text)
     assert main(["plan", "--config", str(path), "--out", str(tmp_path / "out")]) == 0

@@ -10,25 +10,26 @@ import yaml
 
 from infra.config import PROJECT_NAMESPACE, LoadedConfig, parse_config
 from infra.stackfile import read_stack_file
+from tests.conftest import REPO_ROOT, SHIPPED_STACKS, shipped_stack_file
 
-REPO = Path(__file__).resolve().parents[2]
-SHIPPED = sorted(path for path in REPO.glob("Pulumi.*.yaml"))
+SHIPPED = [shipped_stack_file(stack) for stack in SHIPPED_STACKS]
 TUTORIAL_STACKS = ("dev", "nemo-rl-standard-b200", "verl-autopilot-b200", "verl-standard-h200")
 
 
 def load(stack: str) -> LoadedConfig:
     """The validated config of the shipped stack `stack`."""
-    values = read_stack_file(REPO / f"Pulumi.{stack}.yaml", PROJECT_NAMESPACE)
+    values = read_stack_file(shipped_stack_file(stack), PROJECT_NAMESPACE)
     return parse_config(values.values, values.secret_keys, values.stack)
 
 
 def test_project_name_is_the_config_namespace() -> None:
     """Pulumi.yaml's project name is the namespace the config model reads."""
-    assert yaml.safe_load((REPO / "Pulumi.yaml").read_text())["name"] == PROJECT_NAMESPACE
+    assert yaml.safe_load((REPO_ROOT / "Pulumi.yaml").read_text())["name"] == PROJECT_NAMESPACE
 
 
 def test_tutorial_stacks_are_shipped() -> None:
     """The four tutorial stacks are all there (a missing one must not pass by being skipped)."""
+    assert all(path.is_file() for path in SHIPPED)
     assert {path.name for path in SHIPPED} >= {f"Pulumi.{stack}.yaml" for stack in TUTORIAL_STACKS}
 
 

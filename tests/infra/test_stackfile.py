@@ -143,6 +143,12 @@ def test_file_without_config_has_no_values(tmp_path: Path, text: str) -> None:
     assert (loaded.values, loaded.secret_keys) == ({}, frozenset())
 
 
+def test_a_date_is_the_text_it_was_written_as(tmp_path: Path) -> None:
+    """YAML reads 2024-01-01 as a date; the value is the text, alone or inside an object."""
+    values = read_stack_file(write(tmp_path, "config:\n  grpo-gke:a: 2024-01-01\n  grpo-gke:b:\n    day: 2024-01-02\n"), PROJECT).values
+    assert values == {"grpo-gke:a": "2024-01-01", "grpo-gke:b": '{"day": "2024-01-02"}'}
+
+
 def test_missing_file(tmp_path: Path) -> None:
     """A missing stack file is one clear error naming the path."""
     path = tmp_path / "Pulumi.nope.yaml"
@@ -152,11 +158,22 @@ def test_missing_file(tmp_path: Path) -> None:
 
 
 def test_directory_is_not_a_stack_file(tmp_path: Path) -> None:
-    """A directory of that name is not a stack file."""
+    """A directory of that name is said to be one, not a missing file."""
     path = tmp_path / "Pulumi.dir.yaml"
     path.mkdir()
-    with pytest.raises(StackFileError, match="no such stack file"):
+    with pytest.raises(StackFileError) as caught:
         read_stack_file(path, PROJECT)
+    assert str(caught.value) == f"{path}: is a directory, not a stack file; name a Pulumi.<stack>.yaml file"
+
+
+def test_a_missing_file_lists_the_stacks_beside_it(tmp_path: Path) -> None:
+    """A missing stack file names the stacks that do exist in its directory."""
+    write(tmp_path, "config: {}\n", "Pulumi.b.yaml")
+    write(tmp_path, "config: {}\n", "Pulumi.a.yaml")
+    (tmp_path / "Pulumi.dir.yaml").mkdir()
+    with pytest.raises(StackFileError) as caught:
+        read_stack_file(tmp_path / "Pulumi.c.yaml", PROJECT)
+    assert str(caught.value) == f"{tmp_path / 'Pulumi.c.yaml'}: no such stack file (stacks here: a, b)"
 
 
 def test_bad_yaml(tmp_path: Path) -> None:
@@ -164,7 +181,7 @@ def test_bad_yaml(tmp_path: Path) -> None:
     path = write(tmp_path, "config:\n  gcp:region: [unclosed\n")
     with pytest.raises(StackFileError) as caught:
         read_stack_file(path, PROJECT)
-    assert str(caught.value).startswith(f"{path}: not valid YAML: ")
+    assert str(caught.value).startswith(f"{path}:3:1: not valid YAML: "), "the file, line and column"
     assert caught.value.__suppress_context__
 
 

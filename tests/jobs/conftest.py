@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from infra.plan.harness import REPO_ROOT
+from tests.conftest import shipped_stack_file
 
 STAND_IN = Path(__file__).with_name("stand_in.py")
 """Prints verl-style metric lines in place of the trainer, then exits with the code it is given."""
@@ -35,7 +35,7 @@ def make_stack(tmp_path: Path) -> Callable[..., tuple[str, Path]]:
     """Write Pulumi.<name>.yaml from a shipped stack with sections changed; return (name, directory)."""
 
     def make(name: str, base: str = "dev", **sections: dict) -> tuple[str, Path]:
-        document = yaml.safe_load((REPO_ROOT / f"Pulumi.{base}.yaml").read_text())
+        document = yaml.safe_load(shipped_stack_file(base).read_text())
         for section, changes in sections.items():
             document["config"].setdefault(f"grpo-gke:{section}", {}).update(changes)
         (tmp_path / f"Pulumi.{name}.yaml").write_text(yaml.safe_dump(document))

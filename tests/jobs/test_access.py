@@ -12,6 +12,7 @@ import yaml
 from infra.kubernetes import gke_kubeconfig
 from jobs import access
 from jobs.cli import endpoint_of, parser
+from tests.conftest import STACKS_DIR
 from tests.jobs.test_spec import config_of
 
 CA = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUJ0ZXN0Ci0tLS0tRU5EIENFUlRJRklDQVRFLS0tLS0K"
@@ -107,12 +108,11 @@ def test_cli_without_address_prefers_the_stacks_gcloud_context_over_the_current_
 
 @pytest.mark.parametrize(("text", "reason"), [("a: [unclosed\n", "not valid YAML"), ("- a\n- b\n", "not a kubeconfig")])
 def test_cli_with_a_broken_kubeconfig_exits_2_with_one_line(tmp_path, capsys, text, reason):
-    from infra.plan.harness import REPO_ROOT
     from jobs.cli import main
 
     path = tmp_path / "kubeconfig"
     path.write_text(text)
-    code = main(["status", "--stack", "dev", "--dir", str(REPO_ROOT), "--kubeconfig", str(path)])
+    code = main(["status", "--stack", "dev", "--dir", str(STACKS_DIR), "--kubeconfig", str(path)])
     err = capsys.readouterr().err
     assert code == 2
     assert reason in err and err.count("\n") == 1, err

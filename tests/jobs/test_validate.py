@@ -13,7 +13,7 @@ from infra.config import ConfigError
 from jobs.cli import main
 from jobs.spec import nemo_rl_recipe, training_spec
 from jobs.validate import check, job_problems, nemo_rl_keys, nemo_rl_problems, verl_problems
-from tests.conftest import SHIPPED_STACKS
+from tests.conftest import SHIPPED_STACKS, STACKS_DIR
 from tests.jobs.test_spec import config_of, nemo_rl
 
 SHARED_RELEASES = {"v0.4.0": "v0.4.0", "v0.7.0": "main"}
@@ -26,7 +26,7 @@ RECIPE_FILES = {"dtensor": "grpo_math_1B.yaml", "megatron": "grpo_math_70B_megat
 @pytest.mark.parametrize("stack", SHIPPED_STACKS)
 def test_every_shipped_stack_validates(stack, capsys):
     assert job_problems(config_of(stack)) == []
-    assert main(["validate", "--stack", stack]) == 0
+    assert main(["validate", "--stack", stack, "--dir", str(STACKS_DIR)]) == 0
     assert "overrides fit" in capsys.readouterr().out
 
 

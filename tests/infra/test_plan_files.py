@@ -1,0 +1,102 @@
+"""The offline artefacts read well: k8s.yaml in apply order, plan.json naming each resource's
+provider and referring to the staging script by content hash, graph.mmd with readable ids and
+plurals, and a summary that shows the run and the head's machine."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from importlib.metadata import version
+
+import pytest
+
+from infra.plan.monitor import default_provider_name
+from infra.plan.writer import kubernetes_objects, render_graph_mmd
+from tests.conftest import REPO_ROOT, SHIPPED_STACKS, shipped_stack_file
+from workloads import staging
+
+
+def plan_cli(stack: str, out) -> subprocess.CompletedProcess:
+    """`python -m infra plan --config <the shipped stack> --out OUT` as the user runs it."""
+    return subprocess.run(
+        [sys.executable, "-m", "infra", "plan", "--config", str(shipped_stack_file(stack)), "--out", str(out)],
+        cwd=REPO_ROOT, env={**os.environ, "PYTHONPATH": str(REPO_ROOT)}, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("package_version", "name"),
+    [("10.2.0", "default_10_2_0"), ("4.34.2", "default_4_34_2"), ("1.2.3-alpha.1+build.5", "default_1_2_3_alpha_1_build_5"), ("", "default")],
+)  # fmt: skip
+def test_default_provider_names_follow_the_engine(package_version, name):
+    assert default_provider_name(package_version) == name
+
+
+def test_the_plan_files_as_the_user_gets_them(tmp_path):
+    result = plan_cli("dev", tmp_path)
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    script_name = "grpo-staging.staging_script.py"
+    assert sorted(path.name for path in tmp_path.iterdir()) == sorted(
+        ["plan.json", "k8s.yaml", "job.json", "graph.mmd", script_name]
+    )
+    assert result.stdout.splitlines()[-1] == (
+        f"Wrote plan.json, k8s.yaml, job.json, graph.mmd and {script_name} to {tmp_path}"
+    )
+    assert "  head: c2-standard-16 (the Ray head's CPU node pool)" in result.stdout.splitlines()
+    run = json.loads((tmp_path / "job.json").read_text())["metadata"]["run"]
+    assert f"  run: {run}" in result.stdout.splitlines() and run.startswith("dev-")
+
+    plan = json.loads((tmp_path / "plan.json").read_text())
+    gcp = f"urn:pulumi:dev::grpo-gke::pulumi:providers:gcp::default_{version('pulumi_gcp').replace('.', '_')}"
+    for resource in plan["resources"]:
+        if resource["type"].startswith("gcp:"):
+            assert resource["provider"] == gcp, resource["urn"]
+        elif resource["custom"] and not resource["type"].startswith("pulumi:providers:"):
+            assert resource["provider"], resource["urn"]
+        else:
+            assert resource["provider"] == "", resource["urn"]
+
+    script = (tmp_path / script_name).read_text()
+    assert script == staging.render_script_config_map().data["staging_script.py"]
+    (config_map,) = [r for r in plan["resources"] if r["type"] == "kubernetes:core/v1:ConfigMap"]
+    digest = hashlib.sha256(script.encode()).hexdigest()
+    assert config_map["inputs"]["data"] == {"staging_script.py": f"sha256:{digest} (file {script_name} beside this plan)"}
+    assert "def main(" not in (tmp_path / "plan.json").read_text()
+    assert "def main(" in (tmp_path / "k8s.yaml").read_text(), "k8s.yaml stays appliable as it is"
+
+
+def test_an_autopilot_summary_says_who_picks_the_head(tmp_path):
+    result = plan_cli("verl-autopilot-b200", tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "  head: chosen by Autopilot for the head's request of 12 CPUs and 32Gi memory" in result.stdout.splitlines()
+
+
+@pytest.mark.parametrize("stack", SHIPPED_STACKS)
+def test_k8s_yaml_is_in_apply_order(stack, plan_of):
+    objects = kubernetes_objects(plan_of(stack))
+    position = {(o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]): i for i, o in enumerate(objects)}
+    kinds = [o["kind"] for o in objects]
+    namespaces = [i for i, kind in enumerate(kinds) if kind == "Namespace"]
+    assert namespaces == list(range(len(namespaces))), "namespaces first"
+    assert kinds[-1] == "RayCluster", "the RayCluster after everything it needs"
+    for index, item in enumerate(objects):
+        namespace = item["metadata"].get("namespace")
+        if ("Namespace", "", namespace) in position:
+            assert position[("Namespace", "", namespace)] < index, item["metadata"]
+    assert position[("PersistentVolume", "", "grpo-data")] < position[("PersistentVolumeClaim", "grpo", "grpo-data")]
+    assert position[("ConfigMap", "grpo", "grpo-staging")] < position[("Job", "grpo", "grpo-staging")]
+    for name in ("gvnic-1", *(f"rdma-{i}" for i in range(8))):
+        assert position[("GKENetworkParamSet", "", name)] < position[("Network", "", name)]
+    custom = [i for i, kind in enumerate(kinds) if kind in ("GKENetworkParamSet", "Network", "RayCluster")]
+    assert custom == list(range(len(kinds) - len(custom), len(kinds))), "custom resources after the built-in kinds"
+
+
+def test_graph_ids_are_the_logical_names_and_counts_are_plural_only_when_plural(plan_of):
+    graph = render_graph_mmd(plan_of("dev"))
+    assert '  node_pools["node-pools<br/>grpo-gke:infra:NodePools<br/>2 resources"]' in graph.splitlines()
+    assert '  ray["ray<br/>grpo-gke:workloads:RayCluster<br/>1 resource"]' in graph.splitlines()
+    assert "  ray --> grpo_job" in graph.splitlines()
+    assert "1 resources" not in graph
