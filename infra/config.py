@@ -440,6 +440,9 @@ class ConfigError(Exception):
         super().__init__("\n".join(str(problem) for problem in self.problems))
 
 
+SECRET_KEYS = ("hfToken", "secretEnv")
+"""The only `grpo-gke:` keys that may hold secrets: their values reach the pods through Kubernetes Secrets."""
+
 _TOP_LEVEL_PROVIDER_FIELDS = {"project": "gcp:project", "region": "gcp:region"}
 _INTERNAL_FIELDS = {"stack"}
 
@@ -820,6 +823,8 @@ def _misplaced_secrets(full_key: str, value: Any) -> list[Problem]:
             )
         elif leaf:
             move = f"pulumi config set --path '{path}' <value> (in plaintext)"
+        elif not isinstance(value, (dict, list)):
+            move = f"pulumi config set {full_key} <value> (in plaintext)"
         else:
             move = (
                 f"for an environment variable, pulumi config rm --path '{full_key}.extraEnv.<NAME>', then"
@@ -883,9 +888,9 @@ def parse_config(
             problems.append(Problem(full_key, f"unknown key{hint} (known: {', '.join(sorted(known))})"))
             continue
         raw = values[full_key]
-        if key in structured and full_key in secret_keys:
+        if key not in SECRET_KEYS and full_key in secret_keys:
             secret_sections.add(key)
-            problems.extend(_misplaced_secrets(full_key, _decode(raw)))
+            problems.extend(_misplaced_secrets(full_key, _decode(raw) if key in structured else raw))
         if key == "secretEnv":
             data["secretEnv"] = _decode(raw)
             if full_key not in secret_keys:
@@ -909,6 +914,9 @@ def parse_config(
     except ValidationError as error:
         problems.extend(_pydantic_problems(error, secret_sections))
         raise ConfigError(problems) from None
+    if secret_sections:
+        # The cross-key messages quote values; none of a misplaced secret may be shown.
+        raise ConfigError(problems)
     problems.extend(cross_check(config))
     if problems:
         raise ConfigError(problems)

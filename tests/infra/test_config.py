@@ -1169,6 +1169,10 @@ def test_a_secret_elsewhere_is_refused_and_its_value_never_shown() -> None:
         "grpo-gke:workload.model: must be a Hugging Face model id such as Qwen/Qwen2.5-7B-Instruct, got '[secret]'",
     ]
     assert decrypted not in "\n".join(lines)
+    assert problem_lines({"grpo-gke:zone": "europe-west4-q"}, ("grpo-gke:zone",)) == [
+        "grpo-gke:zone: is a secret, but only grpo-gke:hfToken and grpo-gke:secretEnv keep secrets out of the"
+        " manifests and the state: pulumi config set grpo-gke:zone <value> (in plaintext)"
+    ], "and the zone cross-check, which would quote the decrypted value, is not run"
     assert problem_lines({"grpo-gke:gpu.nodes": SECURE}, ("grpo-gke:gpu",))[0] == (
         "grpo-gke:gpu.nodes: is a secret, but only grpo-gke:hfToken and grpo-gke:secretEnv keep secrets out of the"
         " manifests and the state: pulumi config set --path 'grpo-gke:gpu.nodes' <value> (in plaintext)"
