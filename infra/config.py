@@ -28,6 +28,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 from infra import facts
+from infra.stackfile import OPAQUE_SECRET
 
 PROJECT_NAMESPACE = "grpo-gke"
 """The Pulumi project name, which is also the namespace of its config keys."""
@@ -206,6 +207,9 @@ class WorkloadConfig(_Section):
     nemo_rl_release: str | None = Field(None, description="NeMo-RL release inside `image` (nemo-rl with `image`).")
     model_size_b: float | None = Field(None, gt=0, description="Parameters in billions; default read from `model`.")
     extra_env: dict[str, str] = Field(default_factory=dict, description="Extra environment of the Ray pods.")
+    cuda_version: str | None = Field(
+        None, description="CUDA version `image` is built on, e.g. 12.8 (with `image`); unset: the LATEST driver."
+    )
 
     _model_form = matching(
         "model", r"[A-Za-z0-9][\w.-]*/[\w.-]+", "a Hugging Face model id such as Qwen/Qwen2.5-7B-Instruct"
@@ -223,23 +227,30 @@ class WorkloadConfig(_Section):
     @field_validator("extra_env")
     @classmethod
     def _env(cls, value: dict[str, str]) -> dict[str, str]:
-        for name in value:
-            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
-                raise ValueError(
-                    f"keys must be environment variable names (letters, digits and _, not starting with a digit),"
-                    f" got {name!r}"
-                )
-            if name in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"):
-                raise ValueError(f"must not set {name}: it comes from grpo-gke:hfToken, which keeps it secret")
+        check_env_names(value)
+        return value
+
+    @field_validator("cuda_version")
+    @classmethod
+    def _cuda(cls, value: str | None) -> str | None:
+        if value is None:
+            return value
+        majors = " or ".join(map(str, sorted(facts.CUDA_MAJOR_DRIVER_BRANCH)))
+        if not re.fullmatch(r"\d+\.\d+", value):
+            raise ValueError(f"must be a CUDA version such as 12.8, got {value!r}")
+        if cuda_major(value) not in facts.CUDA_MAJOR_DRIVER_BRANCH:
+            raise ValueError(f"must be a CUDA {majors} version (the driver branches known here), got {value!r}")
         return value
 
     def resolved_image(self) -> facts.FrameworkImage:
-        """The image, its Ray version and framework release: the configured ones or the pinned default."""
+        """The image, its Ray version, framework release and CUDA: the configured ones or the pinned default."""
         default = facts.DEFAULT_IMAGES[self.framework]
         if self.image is None:
             return default
         release = self.nemo_rl_release if self.framework == "nemo-rl" else facts.VERL_VERSION
-        return facts.FrameworkImage(image=self.image, ray_version=self.ray_version or "", release=release or "")
+        return facts.FrameworkImage(
+            image=self.image, ray_version=self.ray_version or "", release=release or "", cuda_version=self.cuda_version
+        )
 
 
 class GrpoConfig(_Section):
@@ -304,6 +315,9 @@ class StackConfig(_Section):
     grpo: GrpoConfig = Field(default_factory=GrpoConfig, description="`grpo-gke:grpo`: the GRPO knobs.")
     job: JobConfig = Field(default_factory=JobConfig, description="`grpo-gke:job`: the post-deploy submission.")
     hf_token: SecretStr | None = Field(None, description="Hugging Face token; a Pulumi secret.")
+    secret_env: dict[str, SecretStr] = Field(
+        default_factory=dict, description="Secret environment of the Ray pods (name -> value), through a Kubernetes Secret."
+    )
 
     _project_form = matching(
         "project", r"[a-z][a-z0-9-]{4,28}[a-z0-9]", "a project id (6 to 30 lowercase letters, digits, hyphens)"
@@ -317,6 +331,29 @@ class StackConfig(_Section):
         if value is not None and not value.get_secret_value().strip():
             raise ValueError("must not be empty; unset it for public models (pulumi config rm grpo-gke:hfToken)")
         return value
+
+    @field_validator("secret_env")
+    @classmethod
+    def _secret_env(cls, value: dict[str, SecretStr]) -> dict[str, SecretStr]:
+        check_env_names(value)
+        for name, secret in value.items():
+            if not secret.get_secret_value().strip():
+                raise ValueError(f"{name} must not be empty; unset it with pulumi config rm --path 'grpo-gke:secretEnv.{name}'")
+        return value
+
+    @property
+    def gpu_driver(self) -> Literal["DEFAULT", "LATEST"]:
+        """GKE's GPU driver for the workers: DEFAULT where its branch runs the image's CUDA on every version
+        the stack may get, otherwise LATEST (also for an image whose CUDA is not stated)."""
+        needed = driver_branch_for(self.workload.resolved_image().cuda_version)
+        machine = self.gpu_machine
+        if (
+            needed is not None
+            and needed <= machine.default_driver_branch
+            and not pinned_below(self.cluster.min_version, machine.default_driver_from)
+        ):
+            return "DEFAULT"
+        return "LATEST"
 
     @property
     def total_gpus(self) -> int:
@@ -337,6 +374,40 @@ class StackConfig(_Section):
     def gpu_machine(self) -> facts.GpuMachine:
         """Facts of the configured GPU machine."""
         return facts.GPU_MACHINES[self.gpu.type]
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def check_env_names(env: Mapping[str, Any]) -> None:
+    """Raise ValueError unless every key is an environment variable name other than the token's."""
+    for name in env:
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            raise ValueError(
+                f"keys must be environment variable names (letters, digits and _, not starting with a digit),"
+                f" got {name!r}"
+            )
+        if name in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"):
+            raise ValueError(f"must not set {name}: it comes from grpo-gke:hfToken, which keeps it secret")
+
+
+def cuda_major(cuda_version: str) -> int:
+    """The major of a CUDA version such as 12.8."""
+    return int(cuda_version.split(".", 1)[0])
+
+
+def driver_branch_for(cuda_version: str | None) -> int | None:
+    """The lowest driver branch that runs this CUDA version, or None when the version is not known."""
+    if cuda_version is None:
+        return None
+    return facts.CUDA_MAJOR_DRIVER_BRANCH[cuda_major(cuda_version)]
+
+
+def pinned_below(min_version: str | None, floor: str) -> bool:
+    """True when a pinned minimum GKE version is older than `floor` (no pin: the channel's, far above)."""
+    if min_version is None:
+        return False
+    return facts.GkeVersion.parse(min_version).key() < facts.GkeVersion.parse(floor).key()
 
 
 # ---------------------------------------------------------------- naming helpers
@@ -385,6 +456,9 @@ class ConfigError(Exception):
         self.problems = sorted(set(problems), key=lambda p: (p.path, p.message))
         super().__init__("\n".join(str(problem) for problem in self.problems))
 
+
+SECRET_KEYS = ("hfToken", "secretEnv")
+"""The only `grpo-gke:` keys that may hold secrets: their values reach the pods through Kubernetes Secrets."""
 
 _TOP_LEVEL_PROVIDER_FIELDS = {"project": "gcp:project", "region": "gcp:region"}
 _INTERNAL_FIELDS = {"stack"}
@@ -455,14 +529,21 @@ def _describe(error: Mapping[str, Any]) -> str:
     return str(error["msg"])
 
 
-def _pydantic_problems(error: ValidationError) -> list[Problem]:
+def _pydantic_problems(error: ValidationError, secret_sections: Iterable[str] = ()) -> list[Problem]:
+    hidden = {"hfToken", "secretEnv", *secret_sections}
     problems = []
     for item in error.errors(include_url=False):
         loc = tuple(item["loc"])
-        if loc[:1] == ("hfToken",):
-            item = {**item, "input": "[secret]"}
-        # A value error on a dict key (extraEnv) names the dict.
-        problems.append(Problem(key_path(loc), _describe(item)))
+        if loc[:1] and loc[0] in hidden:
+            # Secret values stay out of the message, also where a validator's own text quotes them ({value!r}).
+            value = item.get("input")
+            message = _describe({**item, "input": OPAQUE_SECRET})
+            if isinstance(value, str) and value:
+                message = message.replace(repr(value), repr(OPAQUE_SECRET))
+        else:
+            # A value error on a dict key (extraEnv) names the dict.
+            message = _describe(item)
+        problems.append(Problem(key_path(loc), message))
     return problems
 
 
@@ -658,7 +739,41 @@ def _workload_problems(cfg: StackConfig) -> list[Problem]:
         problems.append(
             Problem(f"{ns}:workload.nemoRlRelease", "is only allowed with framework 'nemo-rl' and workload.image")
         )
+    if workload.image is None and workload.cuda_version is not None:
+        problems.append(
+            Problem(f"{ns}:workload.cudaVersion", "is only allowed with workload.image (the default image's is known)")
+        )
+    for name in sorted(set(workload.extra_env) & set(cfg.secret_env)):
+        problems.append(
+            Problem(
+                f"{ns}:workload.extraEnv",
+                f"{name} is also in grpo-gke:secretEnv; keep it only there:"
+                f" pulumi config rm --path '{ns}:workload.extraEnv.{name}'",
+            )
+        )
     return problems
+
+
+def _driver_problems(cfg: StackConfig) -> list[Problem]:
+    """The image's CUDA must run on the driver the stack chooses (StackConfig.gpu_driver)."""
+    image = cfg.workload.resolved_image()
+    needed = driver_branch_for(image.cuda_version)
+    if needed is None or cfg.gpu_driver == "DEFAULT":
+        return []
+    # Every branch of facts.CUDA_MAJOR_DRIVER_BRANCH has a LATEST floor (tests/infra/test_config.py).
+    branch = min(known for known in facts.LATEST_DRIVER_FLOORS if known >= needed)
+    floor = facts.LATEST_DRIVER_FLOORS[branch]
+    source = "workload.cudaVersion" if cfg.workload.image else f"the pinned {cfg.workload.framework} image"
+    if pinned_below(cfg.cluster.min_version, floor):
+        return [
+            Problem(
+                f"{PROJECT_NAMESPACE}:cluster.minVersion",
+                f"must be at least {floor} for GKE's LATEST GPU driver R{branch}: CUDA {image.cuda_version}"
+                f" ({source}) needs R{needed}, and the {cfg.gpu.type.upper()} DEFAULT driver is"
+                f" R{cfg.gpu_machine.default_driver_branch}, got {cfg.cluster.min_version}",
+            )
+        ]
+    return []
 
 
 def grpo_problems(cfg: StackConfig) -> list[Problem]:
@@ -718,6 +833,7 @@ CROSS_RULES = (
     _storage_problems,
     _network_problems,
     _workload_problems,
+    _driver_problems,
     grpo_problems,
 )
 """The rules that tie several keys together; each reads only the keys it checks."""
@@ -751,6 +867,43 @@ class LoadedConfig:
     """Lines to show the user (e.g. a plaintext token)."""
     derived: tuple[DerivedValue, ...] = ()
     """The defaults derived into `config`, in key order."""
+
+
+def _opaque_leaves(value: Any, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """Paths of the values that the offline stack reader stands in for with OPAQUE_SECRET."""
+    if isinstance(value, dict):
+        return [leaf for key, item in sorted(value.items()) for leaf in _opaque_leaves(item, (*path, str(key)))]
+    if isinstance(value, list):
+        return [leaf for index, item in enumerate(value) for leaf in _opaque_leaves(item, (*path, str(index)))]
+    return [path] if value == OPAQUE_SECRET else []
+
+
+def _misplaced_secrets(full_key: str, value: Any) -> list[Problem]:
+    """A secret under a key other than hfToken and secretEnv would land in clear in the manifests and the
+    state; each problem says how to move it. Offline the secret leaves are known; under the engine only
+    the key is (the whole key is secret once one leaf is)."""
+    ns = PROJECT_NAMESPACE
+    why = f"is a secret, but only {ns}:hfToken and {ns}:secretEnv keep secrets out of the manifests and the state"
+    problems = []
+    for leaf in _opaque_leaves(value) or [()]:
+        path = ".".join((full_key, *leaf))
+        if full_key == f"{ns}:workload" and len(leaf) == 2 and leaf[0] == "extraEnv":
+            move = (
+                f"pulumi config rm --path '{path}', then"
+                f" pulumi config set --secret --path '{ns}:secretEnv.{leaf[1]}' <value>"
+            )
+        elif leaf:
+            move = f"pulumi config set --path '{path}' <value> (in plaintext)"
+        elif not isinstance(value, (dict, list)):
+            move = f"pulumi config set {full_key} <value> (in plaintext)"
+        else:
+            move = (
+                f"for an environment variable, pulumi config rm --path '{full_key}.extraEnv.<NAME>', then"
+                f" pulumi config set --secret --path '{ns}:secretEnv.<NAME>' <value>; set any other field of"
+                f" {full_key} in plaintext"
+            )
+        problems.append(Problem(path, f"{why}: {move}"))
+    return problems
 
 
 def _decode(raw: Any) -> Any:
@@ -814,6 +967,7 @@ def parse_config(
     Raises ConfigError with one problem per refused key.
     """
     secret_keys = set(secret_keys)
+    secret_sections: set[str] = set()
     problems: list[Problem] = []
     warnings: list[str] = []
     data: dict[str, Any] = {"stack": stack}
@@ -832,13 +986,14 @@ def parse_config(
             continue
         key = full_key[len(prefix) :]
         section, dotted, _ = key.partition(".")
-        if dotted and section in structured:
+        if dotted and section in (*structured, "secretEnv"):
             # `pulumi config set` without --path stores a flat key literally named `gpu.nodes`.
+            secret = "--secret " if section == "secretEnv" else ""
             problems.append(
                 Problem(
                     full_key,
                     f"is a flat key, not a field of {prefix}{section}: pulumi config rm {full_key}, then"
-                    f" pulumi config set --path {full_key} <value>",
+                    f" pulumi config set {secret}--path {full_key} <value>",
                 )
             )
             continue
@@ -848,6 +1003,17 @@ def parse_config(
             problems.append(Problem(full_key, f"unknown key{hint} (known: {', '.join(sorted(known))})"))
             continue
         raw = values[full_key]
+        if key not in SECRET_KEYS and full_key in secret_keys:
+            secret_sections.add(key)
+            problems.extend(_misplaced_secrets(full_key, _decode(raw) if key in structured else raw))
+        if key == "secretEnv":
+            data["secretEnv"] = _decode(raw)
+            if full_key not in secret_keys:
+                warnings.append(
+                    f"{full_key} is set in plaintext; store each value as a secret:"
+                    f" pulumi config set --secret --path '{full_key}.<NAME>' <value>"
+                )
+            continue
         if key == "hfToken":
             data["hfToken"] = raw
             if full_key not in secret_keys:
@@ -861,9 +1027,13 @@ def parse_config(
     try:
         config = StackConfig.model_validate(data, by_alias=True, by_name=False)
     except ValidationError as error:
-        problems.extend(_pydantic_problems(error))
-        problems.extend(_cross_check_what_validated(data, error))
+        problems.extend(_pydantic_problems(error, secret_sections))
+        if not secret_sections:
+            problems.extend(_cross_check_what_validated(data, error))
         raise ConfigError(problems) from None
+    if secret_sections:
+        # The cross-key messages quote values; none of a misplaced secret may be shown.
+        raise ConfigError(problems)
     # Derived once, here, so that every reader (program, plan, job CLI) sees the same values and the
     # cross checks hold them to the rules an explicit value meets. jobs.defaults builds on this module.
     from jobs.defaults import derive_defaults

@@ -107,6 +107,8 @@ class GpuMachine:
     """Lowest GKE version with GPUDirect RDMA, per cluster mode."""
     default_driver_from: str
     """GKE version from which the default GPU driver suits this GPU."""
+    default_driver_branch: int
+    """NVIDIA driver branch GKE's DEFAULT installs on this GPU from `default_driver_from`."""
     gpu_memory_gb: int
     """Memory of one GPU in GB."""
 
@@ -134,6 +136,7 @@ GPU_MACHINES: dict[str, GpuMachine] = {
         rdma_floor={"standard": "1.32.2-gke.1475000", "autopilot": "1.32.2-gke.1475000"},
         # DOC-AIH: R570 is the default driver from 1.32.1-gke.1729000
         default_driver_from="1.32.1-gke.1729000",
+        default_driver_branch=570,
     ),
     "h200": GpuMachine(
         # CT examples/gke-a3-ultragpu/gke-a3-ultragpu.yaml
@@ -153,6 +156,7 @@ GPU_MACHINES: dict[str, GpuMachine] = {
         rdma_floor={"standard": "1.31.4-gke.1183000", "autopilot": "1.31.4-gke.1183000"},
         # DOC-AIH: R550 default from 1.31.5-gke.1169000; older 1.31 versions need LATEST
         default_driver_from="1.31.5-gke.1169000",
+        default_driver_branch=550,
     ),
 }
 """Node shape of each `gpu.type`."""
@@ -166,6 +170,31 @@ LUSTRE_CSI_FLOOR = "1.33.2-gke.1111000"
 LUSTRE_DEFAULT_PORT_FLOOR = "1.33.2-gke.4655000"
 """From this version nodes reach Lustre on tcp 988; below it the legacy port 6988 with
 `gke_support_enabled` (gcp-infrastructure.md §4, CT managed-lustre/README.md)."""
+
+CUDA_MAJOR_DRIVER_BRANCH: dict[int, int] = {
+    # NVIDIA CUDA Toolkit release notes (docs.nvidia.com/cuda/cuda-toolkit-release-notes, "CUDA Driver",
+    # the minimum driver for CUDA minor version compatibility): every 12.x runs on >= 525.60.13, every 13.x
+    # on >= 580 (13.0 GA names 580.65.06). Below its major's branch an image's CUDA runtime cannot start.
+    12: 525,
+    13: 580,
+}
+"""Lowest NVIDIA driver branch that runs any CUDA release of each major."""
+
+LATEST_DRIVER_FLOORS: dict[int, str] = {
+    # GKE "Run GPUs in Standard node pools" (docs.cloud.google.com/kubernetes-engine/docs/how-to/gpus,
+    # "Install drivers automatically", COS table, as indexed on 2026-10-09, covering 1.26 to 1.33):
+    # `LATEST` is R550 on 1.26 to 1.30 and R580 on 1.31, 1.32 and 1.33; later minors carry at least that
+    # branch. The table is per minor, so x.y.0-gke.0 stands for the first build of a minor. (DEFAULT there
+    # is R535 for most GPUs; A4 and A3 Ultra have their own DEFAULT, GpuMachine.default_driver_branch.)
+    550: "1.26.0-gke.0",
+    580: "1.31.0-gke.0",
+}
+"""Driver branch -> lowest GKE version whose `LATEST` GPU driver on COS carries it."""
+
+GPU_DRIVER_NODE_LABEL = "cloud.google.com/gke-gpu-driver-version"
+"""Node selector by which an Autopilot pod picks the GPU driver of its node, `default` (also when absent)
+or `latest` (GKE docs, "Deploy GPU workloads in Autopilot", how-to/autopilot-gpus: "Select a GPU driver
+version"; the same label is ComputeClass field priorities.gpu.driverVersion)."""
 
 FLEX_START_FLOOR = "1.32.2-gke.1652000"
 """Flex-start node pools need this version (CT gke-node-pool preconditions, DOC-AIH)."""
@@ -240,6 +269,14 @@ class FrameworkImage:
     """Ray version inside the image (the RayCluster's rayVersion)."""
     release: str
     """Framework release inside the image."""
+    cuda_version: str | None = None
+    """CUDA toolkit the image is built on (`12.8`), or None when unknown (a user image without
+    `workload.cudaVersion`)."""
+    library_path: tuple[str, ...] = ()
+    """The image's own LD_LIBRARY_PATH entries, in order, which the worker keeps after the host driver."""
+    own_nccl_dir: str | None = None
+    """Directory of an NCCL the image installs on purpose, put before the host driver directory, where
+    gIB's NCCL may lie."""
 
 
 VERL_VERSION = "0.9.1"
@@ -256,11 +293,55 @@ DEFAULT_IMAGES: dict[str, FrameworkImage] = {
     # (HTTP health probes from 2.53.0, jobs-and-frameworks.md §4) is the same for any version >= 2.53.0.
     # Check: docker run --rm verlai/verl:vllm024.dev2 python3 -c 'import ray; print(ray.__version__)';
     # a different value goes in with workload.image (same tag) + workload.rayVersion.
-    "verl": FrameworkImage(image="verlai/verl:vllm024.dev2", ray_version="2.55.1", release=VERL_VERSION),
+    #
+    # CUDA and libraries, from the same Dockerfile: `FROM nvidia/cuda:13.0.2-devel-ubuntu24.04`, torch from
+    # the cu130 index, and `pip install --no-deps --upgrade "nvidia-nccl-cu13>=2.29.7,<3.0"` ("Override
+    # NCCL to >= 2.29.7 for ncclCommSuspend / ncclCommResume", verl#6266), which lands in the Python 3.12
+    # dist-packages (the Dockerfile's NVSHMEM path is /usr/local/lib/python3.12/dist-packages/nvidia/...).
+    # The Dockerfile sets no LD_LIBRARY_PATH of its own (only an `export` inside one RUN), so the image
+    # keeps nvidia/cuda's `/usr/local/nvidia/lib:/usr/local/nvidia/lib64` (NVIDIA container-images/cuda,
+    # dist/<version>/ubuntu2404/base/Dockerfile).
+    # NCCL order: on Autopilot the gIB installer runs `install --install-nccl`, which copies gIB's NCCL into
+    # the host's nvidia/lib64 (gcp-infrastructure.md A.1). torch's cu130 wheel finds pip's NCCL through its
+    # own run path, which the loader searches only after LD_LIBRARY_PATH, so with nvidia/lib64 first
+    # gIB's older NCCL would be loaded instead (real-engine-semantics.md). The pip NCCL directory therefore
+    # comes first: it holds only libnccl, so it shadows no driver library, and the host driver still comes
+    # before every other entry. NCCL still finds gIB's net plugin further down the path. On Standard
+    # (`install` only) nothing competes there, and the same order serves both modes.
+    "verl": FrameworkImage(
+        image="verlai/verl:vllm024.dev2",
+        ray_version="2.55.1",
+        release=VERL_VERSION,
+        cuda_version="13.0",
+        library_path=("/usr/local/nvidia/lib", "/usr/local/nvidia/lib64"),
+        own_nccl_dir="/usr/local/lib/python3.12/dist-packages/nvidia/nccl/lib",
+    ),
     # jobs-and-frameworks.md B.5: the v0.7.0 image is built with `uv sync --locked`, so its Ray is the
     # tag's uv.lock pin, 2.55.1 (pyproject only says >=2.55.1); NeMo-RL docs/cluster.md: rayVersion must
     # match the project's Ray version.
-    "nemo-rl": FrameworkImage(image="nvcr.io/nvidia/nemo-rl:v0.7.0", ray_version="2.55.1", release="v0.7.0"),
+    #
+    # CUDA and libraries: NVIDIA-NeMo/RL docker/Dockerfile at v0.7.0: `BASE_IMAGE=nvcr.io/nvidia/cuda-dl-base:
+    # 26.03-cuda13.2-devel-ubuntu24.04`; it prepends the venv's cuDNN (`ENV LD_LIBRARY_PATH=/opt/nemo_rl_venv/
+    # lib/python3.13/site-packages/nvidia/cudnn/lib:${LD_LIBRARY_PATH}`) and then the AWS EFA OFI plugin
+    # directories (`/opt/amazon/ofi-nccl/lib:/opt/amazon/efa/lib:${LD_LIBRARY_PATH}`). The base image's own
+    # part is not in the repository: NGC images put the CUDA forward-compatibility libraries
+    # (/usr/local/cuda/compat/lib) before nvidia/cuda's /usr/local/nvidia/lib{,64} (real-engine-semantics.md,
+    # "GPU driver and the image's CUDA"). Not read from the image offline; check with
+    # docker run --rm nvcr.io/nvidia/nemo-rl:v0.7.0 printenv LD_LIBRARY_PATH.
+    "nemo-rl": FrameworkImage(
+        image="nvcr.io/nvidia/nemo-rl:v0.7.0",
+        ray_version="2.55.1",
+        release="v0.7.0",
+        cuda_version="13.2",
+        library_path=(
+            "/opt/amazon/ofi-nccl/lib",
+            "/opt/amazon/efa/lib",
+            "/opt/nemo_rl_venv/lib/python3.13/site-packages/nvidia/cudnn/lib",
+            "/usr/local/cuda/compat/lib",
+            "/usr/local/nvidia/lib",
+            "/usr/local/nvidia/lib64",
+        ),
+    ),
 }
 """The pinned workload image of each framework, used unless `workload.image` is set."""
 

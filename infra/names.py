@@ -35,6 +35,9 @@ HF_TOKEN_SECRET = "hf-token"
 HF_TOKEN_SECRET_KEY = "token"
 """Key of the token inside HF_TOKEN_SECRET."""
 
+SECRET_ENV_SECRET = "grpo-secret-env"
+"""Secret holding `grpo-gke:secretEnv`, one key per environment variable name, when any is configured."""
+
 DATA_CLAIM = "grpo-data"
 """PersistentVolumeClaim (and PersistentVolume) of the shared storage."""
 

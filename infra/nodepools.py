@@ -9,7 +9,6 @@ import pulumi
 import pulumi_gcp as gcp
 
 from infra import facts, names
-from infra.cluster import version_below
 from infra.config import StackConfig
 
 GPU_NODE_POOL = "gpu"
@@ -20,10 +19,8 @@ HEAD_NODE_COUNT = 1
 
 
 def gpu_driver_version(config: StackConfig) -> str:
-    """DEFAULT, or LATEST where the pinned version predates the GPU's default driver."""
-    if version_below(config.cluster.min_version, config.gpu_machine.default_driver_from):
-        return "LATEST"
-    return "DEFAULT"
+    """The pool's `gpu_driver_version`: the driver that runs the image's CUDA (StackConfig.gpu_driver)."""
+    return config.gpu_driver
 
 
 def reservation_affinity(config: StackConfig) -> gcp.container.NodePoolNodeConfigReservationAffinityArgs:

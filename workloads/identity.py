@@ -1,4 +1,6 @@
-"""The namespace, the Ray pods' Kubernetes service account and, when set, the Hugging Face token Secret.
+"""The namespace, the Ray pods' Kubernetes service account and, when set, the Hugging Face token Secret
+and the Secret of `grpo-gke:secretEnv`. Secret values are secret Outputs end to end; pods read them by
+`secretKeyRef`, so no value enters a manifest.
 
 The names come from infra.names, which the bucket grant of the infrastructure graph also reads
 (workload identity principal `.../ns/<NAMESPACE>/sa/<RAY_SERVICE_ACCOUNT>`).
@@ -6,8 +8,9 @@ The names come from infra.names, which the bucket grant of the infrastructure gr
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -16,6 +19,7 @@ from pulumi_kubernetes.core.v1.Secret import SecretInitArgs
 from pulumi_kubernetes.core.v1.ServiceAccount import ServiceAccountInitArgs
 
 from infra import names
+from infra.config import StackConfig
 
 LABELS = {"app.kubernetes.io/part-of": "grpo-gke"}
 """Labels on every object the workloads create in their namespace."""
@@ -44,14 +48,49 @@ def render_token_secret(token: pulumi.Input[str]) -> SecretInitArgs:
     )
 
 
-def token_env() -> k8s.core.v1.EnvVarArgs:
-    """`HF_TOKEN` taken from the Secret at run time (the value never enters a pod spec)."""
-    return k8s.core.v1.EnvVarArgs(
-        name="HF_TOKEN",
-        value_from=k8s.core.v1.EnvVarSourceArgs(
-            secret_key_ref=k8s.core.v1.SecretKeySelectorArgs(name=names.HF_TOKEN_SECRET, key=names.HF_TOKEN_SECRET_KEY)
-        ),
+def render_secret_env_secret(values: Mapping[str, pulumi.Input[str]]) -> SecretInitArgs:
+    """The Secret of `grpo-gke:secretEnv`, keyed by variable name; each value must be a secret Output."""
+    return SecretInitArgs(
+        metadata=k8s.meta.v1.ObjectMetaArgs(name=names.SECRET_ENV_SECRET, namespace=names.NAMESPACE, labels=dict(LABELS)),
+        type="Opaque",
+        string_data=dict(sorted(values.items())),
     )
+
+
+@dataclass(frozen=True)
+class SecretEnv:
+    """One environment variable a pod reads from a Secret at run time."""
+
+    name: str
+    """The variable's name."""
+    secret: str
+    """Name of the Secret."""
+    key: str
+    """Key inside the Secret."""
+
+    def as_dict(self) -> dict[str, Any]:
+        """The container `env` entry as plain data (custom resources such as the RayCluster)."""
+        return {"name": self.name, "valueFrom": {"secretKeyRef": {"key": self.key, "name": self.secret}}}
+
+    def as_args(self) -> k8s.core.v1.EnvVarArgs:
+        """The container `env` entry as typed args (core objects such as the staging Job)."""
+        return k8s.core.v1.EnvVarArgs(
+            name=self.name,
+            value_from=k8s.core.v1.EnvVarSourceArgs(
+                secret_key_ref=k8s.core.v1.SecretKeySelectorArgs(name=self.secret, key=self.key)
+            ),
+        )
+
+
+def secret_env(config: StackConfig, *, with_secret_env: bool = True) -> list[SecretEnv]:
+    """The pods' secret environment: HF_TOKEN when set, then (unless `with_secret_env` is False)
+    every `grpo-gke:secretEnv` name, in name order. The one source for the RayCluster and staging Job."""
+    entries = []
+    if config.hf_token is not None:
+        entries.append(SecretEnv("HF_TOKEN", names.HF_TOKEN_SECRET, names.HF_TOKEN_SECRET_KEY))
+    if with_secret_env:
+        entries += [SecretEnv(name, names.SECRET_ENV_SECRET, name) for name in sorted(config.secret_env)]
+    return entries
 
 
 @dataclass(frozen=True)
@@ -60,6 +99,8 @@ class IdentityArgs:
 
     token: pulumi.Output[str] | None
     """The Hugging Face token as a secret Output, or None for public models."""
+    secret_env: Mapping[str, pulumi.Output[str]]
+    """`grpo-gke:secretEnv` as secret Outputs by variable name (empty: no Secret)."""
     provider: k8s.Provider
     """Kubernetes provider of the cluster."""
     depends_on: Sequence[pulumi.Resource]
@@ -67,11 +108,12 @@ class IdentityArgs:
 
 
 class Identity(pulumi.ComponentResource):
-    """Namespace, service account and optional token Secret."""
+    """Namespace, service account and the optional token and secretEnv Secrets."""
 
     namespace: k8s.core.v1.Namespace
     service_account: k8s.core.v1.ServiceAccount
     token_secret: k8s.core.v1.Secret | None
+    secret_env_secret: k8s.core.v1.Secret | None
 
     def __init__(self, name: str, args: IdentityArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("grpo-gke:workloads:Identity", name, None, opts)
@@ -89,6 +131,17 @@ class Identity(pulumi.ComponentResource):
             self.token_secret = k8s.core.v1.Secret(
                 names.HF_TOKEN_SECRET, render_token_secret(pulumi.Output.secret(args.token)), opts=in_namespace
             )
+        self.secret_env_secret = None
+        if args.secret_env:
+            values = {name: pulumi.Output.secret(value) for name, value in args.secret_env.items()}
+            self.secret_env_secret = k8s.core.v1.Secret(
+                names.SECRET_ENV_SECRET, render_secret_env_secret(values), opts=in_namespace
+            )
         self.register_outputs(
-            {"namespace": names.NAMESPACE, "serviceAccount": names.RAY_SERVICE_ACCOUNT, "hasToken": args.token is not None}
+            {
+                "namespace": names.NAMESPACE,
+                "serviceAccount": names.RAY_SERVICE_ACCOUNT,
+                "hasToken": args.token is not None,
+                "secretEnvNames": sorted(args.secret_env),
+            }
         )

@@ -16,13 +16,14 @@ def cpu_node_selector(config: StackConfig) -> dict[str, str]:
 
 def gpu_node_selector(config: StackConfig) -> dict[str, str]:
     """GPU workers: the accelerator in the RDMA profile's zone (the profile is zonal); on Autopilot also
-    the count and Spot, as strings (map[string]string)."""
+    the count, the GPU driver that runs the image's CUDA, and Spot, as strings (map[string]string)."""
     selector = {
         "cloud.google.com/gke-accelerator": config.gpu_machine.accelerator,
         "topology.kubernetes.io/zone": config.zone,
     }
     if config.cluster.mode == "autopilot":
         selector["cloud.google.com/gke-accelerator-count"] = str(facts.GPUS_PER_NODE)
+        selector[facts.GPU_DRIVER_NODE_LABEL] = config.gpu_driver.lower()
         if config.gpu.provisioning == "spot":
             selector["cloud.google.com/gke-spot"] = "true"
     return selector

@@ -18,7 +18,7 @@ import pulumi_kubernetes as k8s
 from infra import facts, names
 from infra.config import StackConfig
 from workloads import paths, placement, storage
-from workloads.identity import LABELS
+from workloads.identity import LABELS, secret_env
 from workloads.sizing import worker_requests
 
 API_VERSION = "ray.io/v1"
@@ -63,21 +63,24 @@ def worker_annotations(config: StackConfig) -> dict[str, str]:
 
 def _env_list(values: dict[str, str], config: StackConfig) -> list[dict[str, Any]]:
     env: list[dict[str, Any]] = [{"name": name, "value": value} for name, value in sorted(values.items())]
-    if config.hf_token is not None:
-        env.append(
-            {
-                "name": "HF_TOKEN",
-                "valueFrom": {"secretKeyRef": {"key": names.HF_TOKEN_SECRET_KEY, "name": names.HF_TOKEN_SECRET}},
-            }
-        )
-    return env
+    return env + [entry.as_dict() for entry in secret_env(config)]
+
+
+def worker_library_path(config: StackConfig) -> str:
+    """The worker's LD_LIBRARY_PATH, which replaces the image's: an NCCL the image installs on purpose,
+    then the host driver, then the image's own entries (CUDA compat libraries, cuDNN, ...) after it."""
+    image = config.workload.resolved_image()
+    host = f"{facts.NVIDIA_POD_DIR}/lib64"
+    entries = [image.own_nccl_dir] if image.own_nccl_dir else []
+    entries += [host, *(entry for entry in image.library_path if entry != host)]
+    return ":".join(entries)
 
 
 def worker_env(config: StackConfig) -> list[dict[str, Any]]:
-    """The GPU worker's environment: gIB's NCCL settings for this GPU, Gloo's interface, the shared
-    HF_HOME, then workload.extraEnv (which wins), and HF_TOKEN from the Secret when one is set."""
+    """The GPU worker's environment: the library path, gIB's NCCL settings for this GPU, Gloo's interface,
+    the shared HF_HOME, then workload.extraEnv (which wins), and the secret variables from their Secrets."""
     values = {
-        "LD_LIBRARY_PATH": f"{facts.NVIDIA_POD_DIR}/lib64",
+        "LD_LIBRARY_PATH": worker_library_path(config),
         **facts.GIB_NCCL_ENV,
         "NCCL_TUNER_CONFIG_PATH": config.gpu_machine.nccl_tuner_config,
         "GLOO_SOCKET_IFNAME": facts.GLOO_SOCKET_IFNAME,
@@ -88,7 +91,7 @@ def worker_env(config: StackConfig) -> list[dict[str, Any]]:
 
 
 def head_env(config: StackConfig) -> list[dict[str, Any]]:
-    """The head's environment: the shared HF_HOME and workload.extraEnv, and HF_TOKEN when set."""
+    """The head's environment: the shared HF_HOME and workload.extraEnv, and the secret variables."""
     return _env_list({"HF_HOME": paths.hf_home(), **config.workload.extra_env}, config)
 
 
@@ -222,7 +225,7 @@ class RayClusterArgs:
     provider: k8s.Provider
     """Kubernetes provider of the cluster."""
     depends_on: Sequence[pulumi.Resource]
-    """Node pools, network objects, gIB installer, service account, claim and token Secret."""
+    """Node pools, network objects, gIB installer, service account, claim, token and secretEnv Secrets."""
 
 
 class RayCluster(pulumi.ComponentResource):

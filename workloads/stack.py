@@ -21,6 +21,10 @@ def _token(config: StackConfig) -> pulumi.Output[str] | None:
     return pulumi.Output.secret(config.hf_token.get_secret_value())
 
 
+def _secret_env(config: StackConfig) -> dict[str, pulumi.Output[str]]:
+    return {name: pulumi.Output.secret(value.get_secret_value()) for name, value in config.secret_env.items()}
+
+
 def build_workloads(config: StackConfig, infra: InfraOutputs) -> WorkloadOutputs:
     """Network objects, gIB installer, identity, storage, staging Job and RayCluster, in that order of need."""
     provider = infra.k8s_provider
@@ -34,7 +38,10 @@ def build_workloads(config: StackConfig, infra: InfraOutputs) -> WorkloadOutputs
         ),
     )
     installer = GibInstaller("gib", GibInstallerArgs(mode=config.cluster.mode, provider=provider, depends_on=cluster))
-    identity = Identity("identity", IdentityArgs(token=_token(config), provider=provider, depends_on=cluster))
+    identity = Identity(
+        "identity",
+        IdentityArgs(token=_token(config), secret_env=_secret_env(config), provider=provider, depends_on=cluster),
+    )
     shared = SharedStorage(
         "shared-storage",
         SharedStorageArgs(
@@ -51,17 +58,20 @@ def build_workloads(config: StackConfig, infra: InfraOutputs) -> WorkloadOutputs
         ),
     )
     # Both pod kinds run as the service account (workload identity for the bucket), mount the claim
-    # and, when set, read the token Secret.
+    # and, when set, read the token Secret; the Ray pods also read the secretEnv Secret.
     pod_needs = [identity.service_account, shared.claim]
     if identity.token_secret is not None:
         pod_needs.append(identity.token_secret)
+    ray_needs = [*pod_needs]
+    if identity.secret_env_secret is not None:
+        ray_needs.append(identity.secret_env_secret)
     staging = Staging(
         "staging",
         StagingArgs(config=config, provider=provider, namespace=identity.namespace, depends_on=pod_needs),
     )
     ray = RayCluster(
         "ray",
-        RayClusterArgs(config=config, provider=provider, depends_on=[*cluster, networks, installer, *pod_needs]),
+        RayClusterArgs(config=config, provider=provider, depends_on=[*cluster, networks, installer, *ray_needs]),
     )
     return WorkloadOutputs(
         ray_cluster=ray.cluster,

@@ -22,7 +22,7 @@ from pulumi_kubernetes.core.v1.ConfigMap import ConfigMapInitArgs
 from infra import facts, names
 from infra.config import StackConfig
 from workloads import paths, placement, storage
-from workloads.identity import LABELS, token_env
+from workloads.identity import LABELS, secret_env
 
 NAME = "grpo-staging"
 """Name of the Job and of the ConfigMap holding its script."""
@@ -71,8 +71,7 @@ def render_script_config_map() -> ConfigMapInitArgs:
 def render_job(config: StackConfig) -> JobInitArgs:
     """The staging Job: one pod, few retries, a bounded deadline, kept after it finishes."""
     env = [k8s.core.v1.EnvVarArgs(name="HF_HOME", value=paths.hf_home())]
-    if config.hf_token is not None:
-        env.append(token_env())
+    env += [entry.as_args() for entry in secret_env(config, with_secret_env=False)]
     container = k8s.core.v1.ContainerArgs(
         name="stage",
         image=config.workload.resolved_image().image,

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import copy
 import json
+import subprocess
+import sys
 from typing import Any
 
 import pytest
 
 from infra import facts
 from infra.config import ConfigError, Problem, StackConfig, parse_config
+from infra.plan.harness import REPO_ROOT
 
 DELETE = object()
 """A change value that removes the key or field."""
@@ -42,7 +45,7 @@ LIGHT = {"grpo-gke:grpo": {"microBatchSizePerGpu": 1}}
 ANY_NODES = {"grpo-gke:grpo": {"promptsPerStep": 780, "microBatchSizePerGpu": 1}}
 """GRPO knobs that split evenly over 5, 12 or 13 nodes (780 x 8 samples)."""
 
-KNOWN_TOP = "cluster, gpu, grpo, hfToken, job, network, storage, workload, zone"
+KNOWN_TOP = "cluster, gpu, grpo, hfToken, job, network, secretEnv, storage, workload, zone"
 KNOWN_GPU = "nodes, provisioning, reservation, type"
 
 
@@ -308,6 +311,8 @@ VERSION_FLOORS = [
         "ray-operator-and-every-floor",
         {**LUSTRE, "grpo-gke:cluster.minVersion": "1.29.8-gke.1053999"},
         f"grpo-gke:cluster.minVersion: must be at least {RAY_OPERATOR_FLOOR} for the Ray operator add-on, got 1.29.8-gke.1053999",
+        "grpo-gke:cluster.minVersion: must be at least 1.31.0-gke.0 for GKE's LATEST GPU driver R580: CUDA 13.0 (the"
+        " pinned verl image) needs R580, and the H200 DEFAULT driver is R550, got 1.29.8-gke.1053999",
         "grpo-gke:cluster.minVersion: must be at least 1.31.4-gke.1183000 for GPUDirect RDMA on H200 (standard), got 1.29.8-gke.1053999",
         f"grpo-gke:cluster.minVersion: must be at least {LUSTRE_CSI_FLOOR} for the Managed Lustre CSI driver, got 1.29.8-gke.1053999",
     ),
@@ -835,9 +840,101 @@ JOB_AND_TOKEN = [
 ]
 
 
+# ---------------------------------------------------------------- the GPU driver and the image's CUDA
+
+OLD_1_30 = {"grpo-gke:cluster.minVersion": "1.30.9-gke.1000000"}
+"""A pin below every GPU floor and below the GKE versions whose LATEST driver is R580."""
+
+OLD_1_30_FLOORS = [
+    "grpo-gke:cluster.minVersion: must be at least 1.31.4-gke.1183000 for GPUDirect RDMA on H200 (standard),"
+    " got 1.30.9-gke.1000000",
+]
+
+DRIVER = [
+    ok("cuda-12-user-image", {**IMAGE, "grpo-gke:workload.cudaVersion": "12.8"}),
+    ok("cuda-13-user-image", {**IMAGE, "grpo-gke:workload.cudaVersion": "13.0"}),
+    *bad_values(
+        "grpo-gke:workload.cudaVersion",
+        "must be a CUDA version such as 12.8",
+        (("no-minor", "13"), ("text", "cuda13"), ("patch", "12.8.1")),
+        base=IMAGE,
+    ),
+    *bad_values(
+        "grpo-gke:workload.cudaVersion",
+        "must be a CUDA 12 or 13 version (the driver branches known here)",
+        (("unknown-major", "14.0"), ("old-major", "11.8")),
+        base=IMAGE,
+    ),
+    bad(
+        "cuda-without-image",
+        {"grpo-gke:workload.cudaVersion": "12.8"},
+        "grpo-gke:workload.cudaVersion: is only allowed with workload.image (the default image's is known)",
+    ),
+    # A pinned CUDA 13 image on a cluster pinned below R580: refused, naming the image.
+    bad(
+        "pinned-image-below-r580",
+        OLD_1_30,
+        "grpo-gke:cluster.minVersion: must be at least 1.31.0-gke.0 for GKE's LATEST GPU driver R580: CUDA 13.0"
+        " (the pinned verl image) needs R580, and the H200 DEFAULT driver is R550, got 1.30.9-gke.1000000",
+        *OLD_1_30_FLOORS,
+    ),
+    bad(
+        "user-cuda-13-below-r580",
+        {**IMAGE, "grpo-gke:workload.cudaVersion": "13.0", **OLD_1_30},
+        "grpo-gke:cluster.minVersion: must be at least 1.31.0-gke.0 for GKE's LATEST GPU driver R580: CUDA 13.0"
+        " (workload.cudaVersion) needs R580, and the H200 DEFAULT driver is R550, got 1.30.9-gke.1000000",
+        *OLD_1_30_FLOORS,
+    ),
+    # CUDA 12 fits the DEFAULT driver from its version on; below it LATEST serves, which has R580.
+    bad("user-cuda-12-old-pin-only-rdma", {**IMAGE, "grpo-gke:workload.cudaVersion": "12.8", **OLD_1_30}, *OLD_1_30_FLOORS),
+]
+
+
+
+def test_every_cuda_major_has_a_latest_driver_that_runs_it() -> None:
+    """The driver facts agree: each known CUDA major's branch is carried by some GKE LATEST driver, and the
+    pinned images' CUDA versions are of known majors."""
+    for major, branch in facts.CUDA_MAJOR_DRIVER_BRANCH.items():
+        assert any(known >= branch for known in facts.LATEST_DRIVER_FLOORS), major
+    for image in facts.DEFAULT_IMAGES.values():
+        assert image.cuda_version is not None and int(image.cuda_version.split(".")[0]) in facts.CUDA_MAJOR_DRIVER_BRANCH
+
+
+# ---------------------------------------------------------------- grpo-gke:secretEnv and secrets elsewhere
+
+SECRET_ENV = [
+    ok("secret-env", {"grpo-gke:secretEnv": {"WANDB_API_KEY": "k", "_OTHER1": "v"}}),
+    bad(
+        "secret-env-name",
+        {"grpo-gke:secretEnv": {"1BAD": "v"}},
+        "grpo-gke:secretEnv: keys must be environment variable names (letters, digits and _, not starting with a"
+        " digit), got '1BAD'",
+    ),
+    bad(
+        "secret-env-token",
+        {"grpo-gke:secretEnv": {"HF_TOKEN": "v"}},
+        "grpo-gke:secretEnv: must not set HF_TOKEN: it comes from grpo-gke:hfToken, which keeps it secret",
+    ),
+    bad(
+        "secret-env-empty",
+        {"grpo-gke:secretEnv": {"WANDB_API_KEY": " "}},
+        "grpo-gke:secretEnv: WANDB_API_KEY must not be empty; unset it with"
+        " pulumi config rm --path 'grpo-gke:secretEnv.WANDB_API_KEY'",
+    ),
+    bad("secret-env-not-a-map", {"grpo-gke:secretEnv": "v"}, "grpo-gke:secretEnv: must be an object of keys, got '[secret]'"),
+    bad(
+        "secret-env-also-extra-env",
+        {"grpo-gke:secretEnv": {"WANDB_API_KEY": "k"}, "grpo-gke:workload.extraEnv": {"WANDB_API_KEY": "k"}},
+        "grpo-gke:workload.extraEnv: WANDB_API_KEY is also in grpo-gke:secretEnv; keep it only there:"
+        " pulumi config rm --path 'grpo-gke:workload.extraEnv.WANDB_API_KEY'",
+    ),
+]
+
+
 @pytest.mark.parametrize(
     ("changes", "expected"),
-    TOP_LEVEL + CLUSTER + VERSION_FLOORS + GPU + STORAGE + LUSTRE_SIZES + NETWORK + WORKLOAD + GRPO_RANGES + GRPO_CROSS + JOB_AND_TOKEN,
+    TOP_LEVEL + CLUSTER + VERSION_FLOORS + GPU + STORAGE + LUSTRE_SIZES + NETWORK + WORKLOAD + GRPO_RANGES + GRPO_CROSS
+    + JOB_AND_TOKEN + DRIVER + SECRET_ENV,
 )
 def test_rule(changes: dict[str, Any], expected: list[str]) -> None:
     """Each rule: the good case loads, the bad case gives exactly the expected problem lines."""
@@ -1076,3 +1173,117 @@ def test_model_is_strict() -> None:
     for model in (StackConfig, *(StackConfig.model_fields[name].annotation for name in ("gpu", "storage", "workload", "grpo"))):
         assert model.model_config["extra"] == "forbid"  # type: ignore[union-attr]
         assert model.model_config["frozen"] is True  # type: ignore[union-attr]
+
+
+# ---------------------------------------------------------------- secrets under other keys
+
+SECURE = "[secret]"
+"""What infra/stackfile.py reads a `secure:` leaf as, offline."""
+
+
+def test_a_secret_extra_env_value_is_refused_with_the_commands_that_move_it() -> None:
+    """Offline the secret leaf is known: the problem names it and the two commands."""
+    changes = {"grpo-gke:workload.extraEnv": {"WANDB_API_KEY": SECURE, "PLAIN": "1"}}
+    assert problem_lines(changes, ("grpo-gke:workload",)) == [
+        "grpo-gke:workload.extraEnv.WANDB_API_KEY: is a secret, but only grpo-gke:hfToken and grpo-gke:secretEnv"
+        " keep secrets out of the manifests and the state: pulumi config rm --path"
+        " 'grpo-gke:workload.extraEnv.WANDB_API_KEY', then pulumi config set --secret --path"
+        " 'grpo-gke:secretEnv.WANDB_API_KEY' <value>",
+    ]
+
+
+def test_a_secret_elsewhere_is_refused_and_its_value_never_shown() -> None:
+    """Under the engine the key is secret and its value decrypted: the problem names the key only, and
+    a field error inside it does not echo the value."""
+    decrypted = "s3cr3t-model-id-value"
+    lines = problem_lines({"grpo-gke:workload.model": decrypted}, ("grpo-gke:workload",))
+    assert lines == [
+        "grpo-gke:workload: is a secret, but only grpo-gke:hfToken and grpo-gke:secretEnv keep secrets out of the"
+        " manifests and the state: for an environment variable, pulumi config rm --path"
+        " 'grpo-gke:workload.extraEnv.<NAME>', then pulumi config set --secret --path 'grpo-gke:secretEnv.<NAME>'"
+        " <value>; set any other field of grpo-gke:workload in plaintext",
+        "grpo-gke:workload.model: must be a Hugging Face model id such as Qwen/Qwen2.5-7B-Instruct, got '[secret]'",
+    ]
+    assert decrypted not in "\n".join(lines)
+    assert problem_lines({"grpo-gke:zone": "europe-west4-q"}, ("grpo-gke:zone",)) == [
+        "grpo-gke:zone: is a secret, but only grpo-gke:hfToken and grpo-gke:secretEnv keep secrets out of the"
+        " manifests and the state: pulumi config set grpo-gke:zone <value> (in plaintext)"
+    ], "and the zone cross-check, which would quote the decrypted value, is not run"
+    assert problem_lines({"grpo-gke:gpu.nodes": SECURE}, ("grpo-gke:gpu",))[0] == (
+        "grpo-gke:gpu.nodes: is a secret, but only grpo-gke:hfToken and grpo-gke:secretEnv keep secrets out of the"
+        " manifests and the state: pulumi config set --path 'grpo-gke:gpu.nodes' <value> (in plaintext)"
+    )
+
+
+def test_a_flat_secret_env_key_says_how_to_set_it_as_a_secret() -> None:
+    """`pulumi config set --secret grpo-gke:secretEnv.X v` without --path: the advice keeps --secret."""
+    values = raw_values({})
+    values["grpo-gke:secretEnv.WANDB_API_KEY"] = SECURE
+    with pytest.raises(ConfigError) as caught:
+        parse_config(values, ("grpo-gke:secretEnv.WANDB_API_KEY",), "t")
+    assert [str(problem) for problem in caught.value.problems] == [
+        "grpo-gke:secretEnv.WANDB_API_KEY: is a flat key, not a field of grpo-gke:secretEnv: pulumi config rm"
+        " grpo-gke:secretEnv.WANDB_API_KEY, then pulumi config set --secret --path grpo-gke:secretEnv.WANDB_API_KEY"
+        " <value>",
+    ]
+
+
+def test_secret_env_loads_as_secrets_and_warns_in_plaintext() -> None:
+    """A secret secretEnv loads quietly with its values hidden; a plaintext one loads with a warning."""
+    changes = {"grpo-gke:secretEnv": {"WANDB_API_KEY": "wandb-value"}}
+    loaded = parse_config(raw_values(changes), ("grpo-gke:secretEnv",), "t")
+    assert loaded.warnings == ()
+    assert loaded.config.secret_env["WANDB_API_KEY"].get_secret_value() == "wandb-value"
+    assert "wandb-value" not in repr(loaded.config) and "wandb-value" not in str(loaded.config)
+    plain = parse_config(raw_values(changes), (), "t")
+    assert plain.warnings == (
+        "grpo-gke:secretEnv is set in plaintext; store each value as a secret:"
+        " pulumi config set --secret --path 'grpo-gke:secretEnv.<NAME>' <value>",
+    )
+
+
+MISPLACED_SECRET_STACK = """\
+config:
+  gcp:project: my-grpo-project
+  gcp:region: us-central1
+  grpo-gke:zone: us-central1-b
+  grpo-gke:gpu:
+    type: h200
+    nodes: 1
+  grpo-gke:storage:
+    type: gcs
+  grpo-gke:workload:
+    framework: verl
+    model: Qwen/Qwen2.5-0.5B-Instruct
+    dataset: gsm8k
+    extraEnv:
+      WANDB_API_KEY:
+        secure: v1:c2VjcmV0LWNpcGhlcnRleHQ=
+"""
+"""A stack whose W&B key is a secret under workload.extraEnv, as `pulumi config set --secret --path` writes it."""
+
+
+def test_the_plan_refuses_a_secret_under_another_key_in_one_line_exit_2(tmp_path) -> None:
+    """As the user meets it: the command, its exit status and its whole output."""
+    path = tmp_path / "Pulumi.misplaced.yaml"
+    path.write_text(MISPLACED_SECRET_STACK)
+    result = subprocess.run(
+        [sys.executable, "-m", "infra", "plan", "--config", str(path), "--out", str(tmp_path / "out")],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=120,
+    )
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == (
+        f"error: the config of stack 'misplaced' ({path}) was refused:\n"
+        "  grpo-gke:workload.extraEnv.WANDB_API_KEY: is a secret, but only grpo-gke:hfToken and grpo-gke:secretEnv"
+        " keep secrets out of the manifests and the state: pulumi config rm --path"
+        " 'grpo-gke:workload.extraEnv.WANDB_API_KEY', then pulumi config set --secret --path"
+        " 'grpo-gke:secretEnv.WANDB_API_KEY' <value>\n"
+    )
+    moved = MISPLACED_SECRET_STACK.replace("    extraEnv:\n", "  grpo-gke:secretEnv:\n").replace("      WANDB", "    WANDB")
+    moved = moved.replace("        secure:", "      secure:")
+    path.write_text(moved)
+    result = subprocess.run(
+        [sys.executable, "-m", "infra", "plan", "--config", str(path), "--out", str(tmp_path / "out")],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=120,
+    )
+    assert (result.returncode, result.stderr) == (0, "")

@@ -6,7 +6,7 @@ import pytest
 
 from infra import facts, names
 from infra.config import parse_config
-from infra.nodepools import gpu_driver_version, reservation_affinity
+from infra.nodepools import gpu_driver_version, gpu_pool_args, reservation_affinity
 from tests.infra.conftest import COMBINATIONS, GPUS, depends_on, infra_values
 
 POOL = "gcp:container/nodePool:NodePool"
@@ -17,10 +17,33 @@ def config_of(gpu: str, /, **sections: dict):
     return parse_config(infra_values("standard", gpu, "gcs", **sections), (), "test").config
 
 
-def test_driver_is_default_without_a_pin_and_latest_below_the_gpus_default_driver():
-    assert gpu_driver_version(config_of("h200")) == "DEFAULT"
-    assert gpu_driver_version(config_of("h200", cluster={"minVersion": "1.31.5-gke.1169000"})) == "DEFAULT"
-    assert gpu_driver_version(config_of("h200", cluster={"minVersion": "1.31.4-gke.1183000"})) == "LATEST"
+USER_IMAGE = {"image": "example.com/verl:custom", "rayVersion": "2.55.1"}
+"""A user image of the verl framework, without its CUDA version."""
+
+NEMO = {"framework": "nemo-rl", "dataset": "deepscaler", "model": "Qwen/Qwen2.5-1.5B"}
+"""The NeMo-RL workload with its pinned image."""
+
+
+@pytest.mark.parametrize(("gpu", "workload", "cluster", "driver"), [
+    # The pinned images are CUDA 13.0 (verl) and 13.2 (NeMo-RL): R580, above either GPU's DEFAULT.
+    ("b200", {}, {}, "LATEST"),
+    ("h200", {}, {}, "LATEST"),
+    ("b200", NEMO, {}, "LATEST"),
+    ("h200", NEMO, {}, "LATEST"),
+    # A user image states its CUDA: 12.x runs on R525 and up, which both DEFAULT drivers carry ...
+    ("b200", {**USER_IMAGE, "cudaVersion": "12.8"}, {}, "DEFAULT"),
+    ("h200", {**USER_IMAGE, "cudaVersion": "12.8"}, {"minVersion": "1.31.5-gke.1169000"}, "DEFAULT"),
+    # ... except below the version from which the GPU's DEFAULT is that driver.
+    ("h200", {**USER_IMAGE, "cudaVersion": "12.8"}, {"minVersion": "1.31.4-gke.1183000"}, "LATEST"),
+    ("b200", {**USER_IMAGE, "cudaVersion": "13.0"}, {}, "LATEST"),
+    # Without a stated CUDA version: LATEST.
+    ("b200", USER_IMAGE, {}, "LATEST"),
+])
+def test_pool_driver_runs_the_images_cuda(gpu, workload, cluster, driver):
+    config = config_of(gpu, workload=workload, cluster=cluster)
+    assert gpu_driver_version(config) == driver
+    [accelerator] = gpu_pool_args(config, "cluster", []).node_config.guest_accelerators
+    assert accelerator.gpu_driver_installation_config.gpu_driver_version == driver
 
 
 def test_reservation_affinity_per_provisioning():
@@ -52,7 +75,7 @@ def test_gpu_pool_machine_accelerators_disks_and_nics(infra_run, gpu):
     assert node["guestAccelerators"] == [
         {
             "count": 8,
-            "gpuDriverInstallationConfig": {"gpuDriverVersion": "DEFAULT"},
+            "gpuDriverInstallationConfig": {"gpuDriverVersion": "LATEST"},
             "type": {"b200": "nvidia-b200", "h200": "nvidia-h200-141gb"}[gpu],
         }
     ]

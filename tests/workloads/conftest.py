@@ -25,6 +25,9 @@ COMBINATIONS = list(itertools.product(MODES, GPUS, STORAGES))
 TEST_TOKEN = "hf_WorkloadsTestToken0123456789abcdef"
 """A recognisable fake Hugging Face token; it must never appear in clear or base64 anywhere."""
 
+TEST_SECRET_ENV = {"WANDB_API_KEY": "wandb-TestKey-0123456789abcdef", "MY_SERVICE_PASSWORD": "pw-Test-fedcba9876543210"}
+"""Recognisable fake `grpo-gke:secretEnv` values; they must never appear in clear or base64 anywhere."""
+
 LUSTRE = {"type": "lustre", "capacityGib": 18000, "throughput": 1000}
 """A valid Lustre storage section."""
 
@@ -36,9 +39,11 @@ WORKLOADS = {
 
 
 def combination_values(
-    mode: str, gpu_type: str, storage_type: str, framework: str = "verl", token: str | None = None, **sections: dict
+    mode: str, gpu_type: str, storage_type: str, framework: str = "verl", token: str | None = None,
+    secret_env: dict[str, str] | None = None, **sections: dict
 ) -> tuple[dict[str, str], tuple[str, ...]]:
-    """Config values (and secret keys) of the dev stack turned into one combination, sections merged in."""
+    """Config values (and secret keys) of the dev stack turned into one combination, sections merged in;
+    `token` and `secret_env` are set as secrets, as the engine hands them over."""
     storage_section = dict(LUSTRE) if storage_type == "lustre" else {"type": "gcs"}
     values = values_of(
         "dev",
@@ -51,25 +56,29 @@ def combination_values(
     secret_keys: tuple[str, ...] = ()
     if token is not None:
         values[f"{PROJECT_NAMESPACE}:hfToken"] = token
-        secret_keys = (f"{PROJECT_NAMESPACE}:hfToken",)
+        secret_keys += (f"{PROJECT_NAMESPACE}:hfToken",)
+    if secret_env is not None:
+        values[f"{PROJECT_NAMESPACE}:secretEnv"] = json.dumps(secret_env)
+        secret_keys += (f"{PROJECT_NAMESPACE}:secretEnv",)
     return values, secret_keys
 
 
 def config_of(mode: str = "standard", gpu_type: str = "h200", storage_type: str = "gcs", framework: str = "verl",
-              token: str | None = None, **sections: dict) -> StackConfig:
+              token: str | None = None, secret_env: dict[str, str] | None = None, **sections: dict) -> StackConfig:
     """A validated StackConfig of one combination, sections merged in (e.g. gpu={"nodes": 2})."""
-    values, secret_keys = combination_values(mode, gpu_type, storage_type, framework, token, **sections)
+    values, secret_keys = combination_values(mode, gpu_type, storage_type, framework, token, secret_env, **sections)
     return parse_config(values, secret_keys, "test").config
 
 
 _RUNS: dict[tuple, Recording] = {}
 
 
-def mocked_run(mode: str, gpu: str, storage: str, framework: str = "verl", token: str | None = None) -> Recording:
+def mocked_run(mode: str, gpu: str, storage: str, framework: str = "verl", token: str | None = None,
+               secret_env: dict[str, str] | None = None) -> Recording:
     """The recorded mocked run of the whole program for one combination (cached)."""
-    key = (mode, gpu, storage, framework, token)
+    key = (mode, gpu, storage, framework, token, tuple(sorted((secret_env or {}).items())) if secret_env else None)
     if key not in _RUNS:
-        values, secret_keys = combination_values(mode, gpu, storage, framework, token)
+        values, secret_keys = combination_values(mode, gpu, storage, framework, token, secret_env)
         _RUNS[key] = run_values(values, secret_keys, stack="test")
     return _RUNS[key]
 

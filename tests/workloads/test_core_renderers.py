@@ -80,8 +80,24 @@ def test_identity_uses_the_shared_names_and_the_token_never_enters_a_pod_spec():
     assert (account.name, account.namespace) == (names.RAY_SERVICE_ACCOUNT, names.NAMESPACE)
     secret = identity.render_token_secret("value")
     assert secret.string_data == {names.HF_TOKEN_SECRET_KEY: "value"} and secret.data is None
-    env = identity.token_env()
-    assert env.value is None and env.value_from.secret_key_ref.name == names.HF_TOKEN_SECRET
+    [env] = [entry.as_args() for entry in identity.secret_env(config_of(token="hf_x"))]
+    assert env.name == "HF_TOKEN" and env.value is None
+    assert (env.value_from.secret_key_ref.name, env.value_from.secret_key_ref.key) == (
+        names.HF_TOKEN_SECRET, names.HF_TOKEN_SECRET_KEY,
+    )
+
+
+def test_secret_env_is_one_secret_keyed_by_name_and_read_by_reference():
+    secret = identity.render_secret_env_secret({"B_KEY": "b", "A_KEY": "a"})
+    assert (secret.metadata.name, secret.metadata.namespace) == (names.SECRET_ENV_SECRET, names.NAMESPACE)
+    assert secret.string_data == {"A_KEY": "a", "B_KEY": "b"} and secret.data is None
+    config = config_of(token="hf_x", secret_env={"B_KEY": "b", "A_KEY": "a"})
+    assert [entry.as_dict() for entry in identity.secret_env(config)] == [
+        {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"key": names.HF_TOKEN_SECRET_KEY, "name": names.HF_TOKEN_SECRET}}},
+        {"name": "A_KEY", "valueFrom": {"secretKeyRef": {"key": "A_KEY", "name": names.SECRET_ENV_SECRET}}},
+        {"name": "B_KEY", "valueFrom": {"secretKeyRef": {"key": "B_KEY", "name": names.SECRET_ENV_SECRET}}},
+    ]
+    assert [entry.name for entry in identity.secret_env(config, with_secret_env=False)] == ["HF_TOKEN"]
 
 
 KES_GCSFUSE_MOUNT_OPTIONS = [

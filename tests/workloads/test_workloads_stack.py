@@ -13,7 +13,10 @@ import pytest
 from infra.plan.monitor import RecordingMonitor
 from infra.plan.writer import render_k8s_yaml, summary, write_plan
 from tests.conftest import SHIPPED_STACKS, run_values
-from tests.workloads.conftest import COMBINATIONS, TEST_TOKEN, combination_values, mocked_run, schema_errors
+from infra import names
+from tests.workloads.conftest import (
+    COMBINATIONS, TEST_SECRET_ENV, TEST_TOKEN, combination_values, mocked_run, schema_errors,
+)
 
 GOLDEN = Path(__file__).with_name("golden")
 RAY = "kubernetes:ray.io/v1:RayCluster"
@@ -131,19 +134,33 @@ def test_encodings_find_the_token_inside_any_base64_text():
 
 @pytest.mark.parametrize(("mode", "gpu", "storage", "framework"),
                          [("standard", "h200", "gcs", "verl"), ("autopilot", "b200", "lustre", "nemo-rl")])
-def test_the_token_is_in_no_file_output_log_or_recorded_input(tmp_path, mode, gpu, storage, framework):
-    recording = mocked_run(mode, gpu, storage, framework, token=TEST_TOKEN)
-    secret = recording.one("kubernetes:core/v1:Secret")
-    assert secret.inputs["stringData"] == "[secret]"
+def test_no_secret_is_in_any_file_output_log_or_recorded_input(tmp_path, mode, gpu, storage, framework):
+    """The token and every secretEnv value, in clear or base64, appear nowhere the engine or a user reads."""
+    recording = mocked_run(mode, gpu, storage, framework, token=TEST_TOKEN, secret_env=TEST_SECRET_ENV)
+    secrets = {r.inputs["metadata"]["name"]: r for r in recording.by_type("kubernetes:core/v1:Secret")}
+    assert secrets.keys() == {names.HF_TOKEN_SECRET, names.SECRET_ENV_SECRET}
+    assert secrets[names.HF_TOKEN_SECRET].inputs["stringData"] == "[secret]"
+    assert secrets[names.SECRET_ENV_SECRET].inputs["stringData"] == "[secret]"
     write_plan(recording, tmp_path)
     written = [path.read_text() for path in sorted(tmp_path.rglob("*")) if path.is_file()]
     assert len(written) >= 4
     recorded = json.dumps([r.inputs for r in recording.resources], default=str)
     texts = [*written, recorded, json.dumps(recording.outputs, default=str), *recording.warnings,
              summary(recording, {}, tmp_path)]
-    forms = _encodings_of(TEST_TOKEN)
-    for text in texts:
-        assert not any(form in text for form in forms)
+    for value in (TEST_TOKEN, *TEST_SECRET_ENV.values()):
+        forms = _encodings_of(value)
+        for text in texts:
+            assert not any(form in text for form in forms), value
+
+
+def test_only_the_ray_pods_wait_for_the_secret_env_secret():
+    recording = mocked_run("standard", "h200", "gcs", token=TEST_TOKEN, secret_env=TEST_SECRET_ENV)
+    [secret_env] = [
+        r for r in recording.by_type("kubernetes:core/v1:Secret") if r.inputs["metadata"]["name"] == names.SECRET_ENV_SECRET
+    ]
+    assert secret_env.urn in recording.one(RAY).depends_on
+    assert secret_env.urn not in recording.one(JOB).depends_on
+    assert "kubernetes:core/v1:Namespace" in _kinds(recording, secret_env.depends_on)
 
 
 @pytest.mark.parametrize("stack", SHIPPED_STACKS)
