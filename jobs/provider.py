@@ -6,42 +6,45 @@ replaced, submit the same run again (it resumes from its checkpoints). delete (`
 destroy`): stop the run's live attempts. A failure fails `pulumi up` with the one-line reason.
 
 Pulumi stores the provider in the state as a dill pickle and unpickles it in a separate provider
-process. dill pickles a class of an importable module by reference (`jobs.provider.JobProvider`),
-which that process can import only if the project directory is on its path; so the pickle carries
-a small loader, pickled by value, that puts the project directory on `sys.path` first. The
-provider imports Ray only inside its methods.
+process for every operation, `pulumi destroy` included, possibly under another Python than the one
+that made it (bytecode in a pickle crashes another Python minor version). So the pickle holds no
+code: JobProvider pickles as stdlib calls with plain arguments that put the project directory on
+the path, import `jobs.provider` and make a JobProvider (`JobProvider.__reduce__`); a provider
+process started outside the project finds it through that directory. The provider imports Ray
+only inside its methods.
 """
 
 from __future__ import annotations
 
+import importlib
+import operator
+import site
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from pulumi.dynamic import CreateResult, DiffResult, ResourceProvider, UpdateResult
+from pulumi.dynamic.dynamic import PROVIDER_KEY
 
-WATCHED_INPUTS = ("submission", "cluster_uid", "gpu_nodes", "address")
-"""Inputs whose change makes `pulumi up` run `update`."""
+WATCHED_INPUTS = ("submission", "cluster_uid", "gpu_nodes", "address", PROVIDER_KEY)
+"""Inputs whose change makes `pulumi up` run `update`; a new provider pickle (PROVIDER_KEY) replaces
+the one in the state, so a stale pickle never outlives the next `up`."""
 
 PROJECT_DIR = str(Path(__file__).resolve().parents[1])
 """The directory holding the `jobs` package, put on the provider process's path."""
 
 
-def load_provider(project_dir: str) -> JobProvider:
-    """A JobProvider, imported from `project_dir` when it exists (else from the process's own path)."""
-    import os
-    import sys
+class _Call:
+    """Pickles as the call `function(*args)`: the unpickler makes the call, the pickle names only `function`."""
 
-    if os.path.isdir(project_dir) and project_dir not in sys.path:
-        sys.path.insert(0, project_dir)
-    from jobs.provider import JobProvider
+    def __init__(self, function: Callable[..., Any], *args: Any) -> None:
+        self.function = function
+        self.args = args
 
-    return JobProvider()
-
-
-# dill pickles a function of `__main__` by value (code, no module reference), so the provider
-# process needs nothing importable to run the loader above.
-load_provider.__module__ = "__main__"
+    def __reduce__(self) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+        """The call itself."""
+        return (self.function, self.args)
 
 
 def _report(line: str) -> None:
@@ -92,9 +95,14 @@ def _stop_run(props: dict[str, Any]) -> None:
 class JobProvider(ResourceProvider):
     """Submits, replaces and stops the stack's GRPO run on its RayCluster."""
 
-    def __reduce__(self) -> tuple[Any, tuple[str]]:
-        """Pickle as `load_provider(PROJECT_DIR)`, importable from any working directory."""
-        return (load_provider, (PROJECT_DIR,))
+    def __reduce__(self) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+        """Pickle as stdlib calls, made in this order (the unpickler builds a tuple's items in order):
+        `site.addsitedir(PROJECT_DIR)` (appends it to `sys.path` unless there), then
+        `importlib.import_module("jobs.provider")`, then that module's `JobProvider()`. Names and
+        strings only, no bytecode, so another Python version loads it."""
+        in_order = (_Call(site.addsitedir, PROJECT_DIR), _Call(importlib.import_module, __name__))
+        module = _Call(operator.methodcaller("__getitem__", -1), in_order)
+        return (operator.methodcaller(type(self).__name__), (module,))
 
     def create(self, props: dict[str, Any]) -> CreateResult:
         """Submit the run once the GPU nodes are up."""
@@ -102,7 +110,7 @@ class JobProvider(ResourceProvider):
         return CreateResult(id_=props["submission"]["metadata"]["stack"], outs=outs)
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
-        """Changed when the submission, the RayCluster, the GPU node count or the address changed."""
+        """Changed when the submission, the RayCluster, the GPU node count, the address or the pickle changed."""
         changed = [key for key in WATCHED_INPUTS if olds.get(key) != news.get(key)]
         return DiffResult(changes=bool(changed), replaces=[], delete_before_replace=True)
 
