@@ -102,3 +102,25 @@ def test_a_failed_log_stream_falls_back_to_polling_and_the_full_log(monkeypatch)
     assert sleeps == [0.5, 0.5, 0.5]
     assert lines == ["step:1 - critic/score/mean:np.float64(0.25)", "step:2 - critic/score/mean:0.5"]
     assert progress[-1] == "step 2  critic/score/mean 0.5000"
+
+
+def test_readiness_counts_nodes_with_8_gpus_not_the_total_of_gpus():
+    assert control.readiness([8.0], 1) is None
+    assert control.readiness([4.0, 4.0], 1) == (
+        "0 of 1 Ray nodes with 8 GPUs are up (and nodes with only 4, 4 GPUs); missing 1"
+        " (gpu.nodes=1; verl places one STRICT_PACK group of 8 GPUs per node)"
+    )
+    assert control.readiness([8.0, 4.0, 4.0], 2).startswith("1 of 2 Ray nodes with 8 GPUs are up")
+    assert control.readiness([0.0, 8.0, 8.0], 2) is None
+
+
+def test_the_gate_does_not_take_two_nodes_of_4_gpus_for_one_of_8(monkeypatch):
+    monkeypatch.setattr(control, "time", FakeClock())
+    calls = scripted_nodes(monkeypatch, [4.0, 4.0])
+    with pytest.raises(control.JobError, match=r"can never be placed: 0 of 1 Ray nodes with 8 GPUs are up"):
+        control.wait_for_gpus(Endpoint("http://ray"), 1, timeout=10, report=lambda _line: None, poll=2)
+    assert calls[0] > 1
+    calls = scripted_nodes(monkeypatch, [4.0, 4.0], [4.0, 4.0], [4.0, 4.0, 8.0])
+    control.wait_for_gpus(Endpoint("http://ray"), 1, timeout=10, report=lambda _line: None, poll=2)
+    assert calls[0] == 3
+
