@@ -3,7 +3,8 @@
 create: wait for the GPU nodes, then submit the run (idempotent). update: when the run changed,
 stop the old run's live attempts, then submit the new run; when only the RayCluster was
 replaced, submit the same run again (it resumes from its checkpoints). delete (`pulumi
-destroy`): stop the run's live attempts. A failure fails `pulumi up` with the one-line reason.
+destroy`): stop the run's live attempts, warning (never failing) when they cannot be stopped.
+A failure fails `pulumi up` with the one-line reason.
 
 Pulumi stores the provider in the state as a dill pickle and unpickles it in a separate provider
 process for every operation, `pulumi destroy` included, possibly under another Python than the one
@@ -76,20 +77,16 @@ def _deploy(props: dict[str, Any]) -> dict[str, Any]:
     return {**props, "run": submission["metadata"]["run"], "submission_id": outcome.submission_id}
 
 
-def _stop_run(props: dict[str, Any]) -> None:
-    from jobs.access import AccessError
-    from jobs.control import JobError, Unreachable, attempts, connect, stop_jobs
+def _stop_run(run: str, props: dict[str, Any]) -> str:
+    """Stop the live attempts of `run` on the cluster `props` reaches; say what was stopped.
 
-    run = props["submission"]["metadata"]["run"]
-    try:
-        client = connect(_endpoint(props))
-        stopped = stop_jobs(client, attempts(client, run))
-    except Unreachable:
-        _report(f"grpo-gke job: the Ray cluster is gone; nothing of {run} to stop")
-        return
-    except (AccessError, JobError) as error:
-        raise Exception(f"grpo-gke job {run}: cannot stop: {error}") from None
-    _report(f"grpo-gke job: stopped {', '.join(stopped)}" if stopped else f"grpo-gke job: nothing of {run} running")
+    AccessError and JobError (unreachable, refused, not stopped in time) propagate.
+    """
+    from jobs.control import attempts, connect, stop_jobs
+
+    client = connect(_endpoint(props))
+    stopped = stop_jobs(client, attempts(client, run))
+    return f"grpo-gke job: stopped {', '.join(stopped)}" if stopped else f"grpo-gke job: nothing of {run} running"
 
 
 class JobProvider(ResourceProvider):
@@ -115,11 +112,27 @@ class JobProvider(ResourceProvider):
         return DiffResult(changes=bool(changed), replaces=[], delete_before_replace=True)
 
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
-        """Stop the old run when the spec changed, then submit the new one."""
-        if olds["submission"]["metadata"]["run"] != news["submission"]["metadata"]["run"]:
-            _stop_run(olds)
+        """Stop the old run when the spec changed, through the new inputs' cluster access (the state's
+        kubeconfig may be stale), then submit the new one; an old run that cannot be stopped fails it."""
+        from jobs.access import AccessError
+        from jobs.control import JobError
+
+        old_run, new_run = olds["submission"]["metadata"]["run"], news["submission"]["metadata"]["run"]
+        if old_run != new_run:
+            try:
+                _report(_stop_run(old_run, news))
+            except (AccessError, JobError) as error:
+                raise Exception(f"grpo-gke job {new_run}: cannot stop the old run {old_run}: {error}") from None
         return UpdateResult(outs=_deploy(news))
 
     def delete(self, _id: str, props: dict[str, Any]) -> None:
-        """Stop the run's live attempts (`pulumi destroy`)."""
-        _stop_run(props)
+        """Stop the run's live attempts (`pulumi destroy`). A cluster that is gone, silent or refused, or an
+        attempt that does not stop in time, is a warning, not a failure: deleting the RayCluster ends the run."""
+        from jobs.access import AccessError
+        from jobs.control import JobError
+
+        run = props["submission"]["metadata"]["run"]
+        try:
+            _report(_stop_run(run, props))
+        except (AccessError, JobError) as error:
+            _report(f"grpo-gke job: warning: {run} not stopped ({error}); deleting the RayCluster ends it")
