@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
+import functools
 import logging
 import os
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -38,6 +36,28 @@ Report = Callable[[str], None]
 
 REPORT_EVERY_SECONDS = 30.0
 """How often an unchanged progress line of the readiness gate is repeated."""
+
+
+@dataclass(frozen=True)
+class Deadlines:
+    """How long the job layer waits on a Ray dashboard; nothing waits for ever."""
+
+    connect: float = 10.0
+    """Seconds a request may take to connect (TCP and TLS) to the dashboard or the API server's proxy."""
+    read: float = 30.0
+    """Seconds a connected request may wait for the next bytes of the answer (requests' read timeout)."""
+    stop: float = 30.0
+    """Seconds `stop_jobs` waits for stopped attempts to leave PENDING/RUNNING (a PENDING job can
+    ignore a stop until Ray's job start timeout, RAY_JOB_START_TIMEOUT_SECONDS)."""
+
+    @property
+    def request(self) -> tuple[float, float]:
+        """The (connect, read) timeout of one request."""
+        return (self.connect, self.read)
+
+
+DEADLINES = Deadlines()
+"""The deadlines every Ray request, stop and wait of the job layer uses."""
 
 
 class JobError(Exception):
@@ -78,15 +98,49 @@ def _explicit_address() -> Iterator[None]:
         os.environ.update(saved)
 
 
-def connect(endpoint: Endpoint) -> JobSubmissionClient:
-    """A Jobs API client for `endpoint`; Unreachable when the dashboard does not answer."""
+def _unreachable(address: str, error: Exception) -> Unreachable:
+    """The one-line Unreachable for a request to `address` that failed with a requests error."""
+    import requests
+
+    if isinstance(error, requests.exceptions.ConnectTimeout):
+        reason = f"no connection within {DEADLINES.connect:g} s"
+    elif isinstance(error, requests.exceptions.Timeout):
+        reason = f"no answer within {DEADLINES.read:g} s"
+    else:
+        # requests wraps urllib3's MaxRetryError, whose `reason` names the failure after a
+        # "HTTPConnection(host=..., port=...): " prefix.
+        cause = getattr(error.args[0], "reason", error.args[0]) if error.args else error
+        reason = _short(Exception(str(cause).split("): ", 1)[-1]))
+    return Unreachable(f"cannot reach the Ray dashboard at {address}: {reason}")
+
+
+@functools.cache
+def _client_type() -> type[JobSubmissionClient]:
+    """JobSubmissionClient whose every request has DEADLINES.request; Ray's own sends none
+    (`SubmissionClient._do_request`, ray 2.60.0), so a silent dashboard would block for ever."""
+    import requests
     from ray.job_submission import JobSubmissionClient
 
+    class DeadlineClient(JobSubmissionClient):
+        def _do_request(self, method: str, endpoint: str, **kwargs: Any) -> requests.Response:
+            try:
+                kwargs.setdefault("timeout", DEADLINES.request)
+                return super()._do_request(method, endpoint, **kwargs)
+            except (requests.exceptions.Timeout, requests.exceptions.ConnectionError) as error:
+                raise _unreachable(self._address, error) from None
+
+    return DeadlineClient
+
+
+def connect(endpoint: Endpoint) -> JobSubmissionClient:
+    """A Jobs API client for `endpoint` (every request within DEADLINES); Unreachable when it does not answer."""
     # The SDK logs every closed log stream at INFO; the CLI shows its own progress instead.
     logging.getLogger("ray.dashboard.modules.job.sdk").setLevel(logging.WARNING)
     try:
         with _explicit_address():
-            return JobSubmissionClient(endpoint.address, headers=dict(endpoint.headers), verify=endpoint.verify)
+            return _client_type()(endpoint.address, headers=dict(endpoint.headers), verify=endpoint.verify)
+    except JobError:
+        raise
     except Exception as error:  # noqa: BLE001 - requests/ray raise many types for one cause
         raise Unreachable(f"cannot reach the Ray dashboard at {endpoint.address}: {_short(error)}") from None
 
@@ -98,20 +152,17 @@ def _short(error: BaseException) -> str:
 
 
 def gpu_nodes(endpoint: Endpoint) -> list[float]:
-    """GPUs of each ALIVE Ray node, from the dashboard's state API (`/api/v0/nodes`)."""
-    request = urllib.request.Request(f"{endpoint.address}/api/v0/nodes?detail=1", headers=dict(endpoint.headers))
-    context = None
-    if endpoint.address.startswith("https://"):
-        import ssl
+    """GPUs of each ALIVE Ray node, from the dashboard's state API (`/api/v0/nodes`), within DEADLINES.request."""
+    import requests
 
-        context = ssl.create_default_context(cafile=endpoint.verify if isinstance(endpoint.verify, str) else None)
-        if endpoint.verify is False:
-            context.check_hostname = False
-            context.verify_mode = ssl.CERT_NONE
+    url = f"{endpoint.address}/api/v0/nodes?detail=1"
     try:
-        with urllib.request.urlopen(request, timeout=30, context=context) as response:
-            nodes = json.load(response)["data"]["result"]["result"]
-    except (OSError, urllib.error.URLError) as error:
+        response = requests.get(url, headers=dict(endpoint.headers), verify=endpoint.verify, timeout=DEADLINES.request)
+        response.raise_for_status()
+        nodes = response.json()["data"]["result"]["result"]
+    except (requests.exceptions.Timeout, requests.exceptions.ConnectionError) as error:
+        raise _unreachable(endpoint.address, error) from None
+    except requests.exceptions.HTTPError as error:
         raise Unreachable(f"cannot read the Ray nodes at {endpoint.address}: {_short(error)}") from None
     except (ValueError, KeyError, TypeError):
         raise JobError(f"the Ray dashboard at {endpoint.address} returned no node list") from None
@@ -213,18 +264,25 @@ def status_text(status: Any) -> str:
     return str(status.value if hasattr(status, "value") else status)
 
 
-def stop_jobs(client: JobSubmissionClient, jobs: list[JobDetails], timeout: float = 30.0) -> list[str]:
-    """Stop the live ones of `jobs` and wait, at most `timeout` seconds, until they have ended; return their ids."""
+def stop_jobs(client: JobSubmissionClient, jobs: list[JobDetails]) -> list[str]:
+    """Stop the live (PENDING or RUNNING) ones of `jobs` and wait, at most DEADLINES.stop seconds,
+    until they have ended; return their ids. JobError when Ray refuses a stop or one stays live."""
     stopped = []
     for job in jobs:
         if status_text(job.status) in LIVE:
-            client.stop_job(job.submission_id)
+            try:
+                client.stop_job(job.submission_id)
+            except JobError:
+                raise
+            except Exception as error:  # noqa: BLE001 - the Jobs API answers with RuntimeError and HTTP errors
+                raise JobError(f"Ray refused to stop {job.submission_id}: {_short(error)}") from None
             stopped.append(job.submission_id)
+    timeout = DEADLINES.stop
     deadline = time.monotonic() + timeout
     for submission_id in stopped:
         while status_of(client, submission_id) in LIVE:
             if time.monotonic() > deadline:
-                raise JobError(f"{submission_id} did not stop within {timeout:.0f} s; Ray still shows it live")
+                raise JobError(f"{submission_id} did not stop within {timeout:g} s; Ray still shows it live")
             time.sleep(0.3)
     return stopped
 
@@ -246,7 +304,9 @@ def follow(
 
     The log streams over the Jobs API's websocket while the status is polled every `poll`
     seconds: Ray closes the stream seconds after the job ends and may drop its last lines
-    (ray-project/ray#48701), so at the end the rest comes from the full log.
+    (ray-project/ray#48701), so at the end the rest comes from the full log. Every status poll has
+    DEADLINES.request, so a dashboard that stops answering ends the follow with Unreachable; the
+    websocket, which Ray opens without a timeout, is cancelled with it.
     """
     progress = Progress()
     shown = ""

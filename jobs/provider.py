@@ -3,45 +3,49 @@
 create: wait for the GPU nodes, then submit the run (idempotent). update: when the run changed,
 stop the old run's live attempts, then submit the new run; when only the RayCluster was
 replaced, submit the same run again (it resumes from its checkpoints). delete (`pulumi
-destroy`): stop the run's live attempts. A failure fails `pulumi up` with the one-line reason.
+destroy`): stop the run's live attempts, warning (never failing) when they cannot be stopped.
+A failure fails `pulumi up` with the one-line reason.
 
 Pulumi stores the provider in the state as a dill pickle and unpickles it in a separate provider
-process. dill pickles a class of an importable module by reference (`jobs.provider.JobProvider`),
-which that process can import only if the project directory is on its path; so the pickle carries
-a small loader, pickled by value, that puts the project directory on `sys.path` first. The
-provider imports Ray only inside its methods.
+process for every operation, `pulumi destroy` included, possibly under another Python than the one
+that made it (bytecode in a pickle crashes another Python minor version). So the pickle holds no
+code: JobProvider pickles as stdlib calls with plain arguments that put the project directory on
+the path, import `jobs.provider` and make a JobProvider (`JobProvider.__reduce__`); a provider
+process started outside the project finds it through that directory. The provider imports Ray
+only inside its methods.
 """
 
 from __future__ import annotations
 
+import importlib
+import operator
+import site
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from pulumi.dynamic import CreateResult, DiffResult, ResourceProvider, UpdateResult
+from pulumi.dynamic.dynamic import PROVIDER_KEY
 
-WATCHED_INPUTS = ("submission", "cluster_uid", "gpu_nodes", "address")
-"""Inputs whose change makes `pulumi up` run `update`."""
+WATCHED_INPUTS = ("submission", "cluster_uid", "gpu_nodes", "address", PROVIDER_KEY)
+"""Inputs whose change makes `pulumi up` run `update`; a new provider pickle (PROVIDER_KEY) replaces
+the one in the state, so a stale pickle never outlives the next `up`."""
 
 PROJECT_DIR = str(Path(__file__).resolve().parents[1])
 """The directory holding the `jobs` package, put on the provider process's path."""
 
 
-def load_provider(project_dir: str) -> JobProvider:
-    """A JobProvider, imported from `project_dir` when it exists (else from the process's own path)."""
-    import os
-    import sys
+class _Call:
+    """Pickles as the call `function(*args)`: the unpickler makes the call, the pickle names only `function`."""
 
-    if os.path.isdir(project_dir) and project_dir not in sys.path:
-        sys.path.insert(0, project_dir)
-    from jobs.provider import JobProvider
+    def __init__(self, function: Callable[..., Any], *args: Any) -> None:
+        self.function = function
+        self.args = args
 
-    return JobProvider()
-
-
-# dill pickles a function of `__main__` by value (code, no module reference), so the provider
-# process needs nothing importable to run the loader above.
-load_provider.__module__ = "__main__"
+    def __reduce__(self) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+        """The call itself."""
+        return (self.function, self.args)
 
 
 def _report(line: str) -> None:
@@ -73,28 +77,29 @@ def _deploy(props: dict[str, Any]) -> dict[str, Any]:
     return {**props, "run": submission["metadata"]["run"], "submission_id": outcome.submission_id}
 
 
-def _stop_run(props: dict[str, Any]) -> None:
-    from jobs.access import AccessError
-    from jobs.control import JobError, Unreachable, attempts, connect, stop_jobs
+def _stop_run(run: str, props: dict[str, Any]) -> str:
+    """Stop the live attempts of `run` on the cluster `props` reaches; say what was stopped.
 
-    run = props["submission"]["metadata"]["run"]
-    try:
-        client = connect(_endpoint(props))
-        stopped = stop_jobs(client, attempts(client, run))
-    except Unreachable:
-        _report(f"grpo-gke job: the Ray cluster is gone; nothing of {run} to stop")
-        return
-    except (AccessError, JobError) as error:
-        raise Exception(f"grpo-gke job {run}: cannot stop: {error}") from None
-    _report(f"grpo-gke job: stopped {', '.join(stopped)}" if stopped else f"grpo-gke job: nothing of {run} running")
+    AccessError and JobError (unreachable, refused, not stopped in time) propagate.
+    """
+    from jobs.control import attempts, connect, stop_jobs
+
+    client = connect(_endpoint(props))
+    stopped = stop_jobs(client, attempts(client, run))
+    return f"grpo-gke job: stopped {', '.join(stopped)}" if stopped else f"grpo-gke job: nothing of {run} running"
 
 
 class JobProvider(ResourceProvider):
     """Submits, replaces and stops the stack's GRPO run on its RayCluster."""
 
-    def __reduce__(self) -> tuple[Any, tuple[str]]:
-        """Pickle as `load_provider(PROJECT_DIR)`, importable from any working directory."""
-        return (load_provider, (PROJECT_DIR,))
+    def __reduce__(self) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+        """Pickle as stdlib calls, made in this order (the unpickler builds a tuple's items in order):
+        `site.addsitedir(PROJECT_DIR)` (appends it to `sys.path` unless there), then
+        `importlib.import_module("jobs.provider")`, then that module's `JobProvider()`. Names and
+        strings only, no bytecode, so another Python version loads it."""
+        in_order = (_Call(site.addsitedir, PROJECT_DIR), _Call(importlib.import_module, __name__))
+        module = _Call(operator.methodcaller("__getitem__", -1), in_order)
+        return (operator.methodcaller(type(self).__name__), (module,))
 
     def create(self, props: dict[str, Any]) -> CreateResult:
         """Submit the run once the GPU nodes are up."""
@@ -102,16 +107,32 @@ class JobProvider(ResourceProvider):
         return CreateResult(id_=props["submission"]["metadata"]["stack"], outs=outs)
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
-        """Changed when the submission, the RayCluster, the GPU node count or the address changed."""
+        """Changed when the submission, the RayCluster, the GPU node count, the address or the pickle changed."""
         changed = [key for key in WATCHED_INPUTS if olds.get(key) != news.get(key)]
         return DiffResult(changes=bool(changed), replaces=[], delete_before_replace=True)
 
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
-        """Stop the old run when the spec changed, then submit the new one."""
-        if olds["submission"]["metadata"]["run"] != news["submission"]["metadata"]["run"]:
-            _stop_run(olds)
+        """Stop the old run when the spec changed, through the new inputs' cluster access (the state's
+        kubeconfig may be stale), then submit the new one; an old run that cannot be stopped fails it."""
+        from jobs.access import AccessError
+        from jobs.control import JobError
+
+        old_run, new_run = olds["submission"]["metadata"]["run"], news["submission"]["metadata"]["run"]
+        if old_run != new_run:
+            try:
+                _report(_stop_run(old_run, news))
+            except (AccessError, JobError) as error:
+                raise Exception(f"grpo-gke job {new_run}: cannot stop the old run {old_run}: {error}") from None
         return UpdateResult(outs=_deploy(news))
 
     def delete(self, _id: str, props: dict[str, Any]) -> None:
-        """Stop the run's live attempts (`pulumi destroy`)."""
-        _stop_run(props)
+        """Stop the run's live attempts (`pulumi destroy`). A cluster that is gone, silent or refused, or an
+        attempt that does not stop in time, is a warning, not a failure: deleting the RayCluster ends the run."""
+        from jobs.access import AccessError
+        from jobs.control import JobError
+
+        run = props["submission"]["metadata"]["run"]
+        try:
+            _report(_stop_run(run, props))
+        except (AccessError, JobError) as error:
+            _report(f"grpo-gke job: warning: {run} not stopped ({error}); deleting the RayCluster ends it")

@@ -102,3 +102,78 @@ def test_a_failed_log_stream_falls_back_to_polling_and_the_full_log(monkeypatch)
     assert sleeps == [0.5, 0.5, 0.5]
     assert lines == ["step:1 - critic/score/mean:np.float64(0.25)", "step:2 - critic/score/mean:0.5"]
     assert progress[-1] == "step 2  critic/score/mean 0.5000"
+
+
+def test_readiness_counts_nodes_with_8_gpus_not_the_total_of_gpus():
+    assert control.readiness([8.0], 1) is None
+    assert control.readiness([4.0, 4.0], 1) == (
+        "0 of 1 Ray nodes with 8 GPUs are up (and nodes with only 4, 4 GPUs); missing 1"
+        " (gpu.nodes=1; verl places one STRICT_PACK group of 8 GPUs per node)"
+    )
+    assert control.readiness([8.0, 4.0, 4.0], 2).startswith("1 of 2 Ray nodes with 8 GPUs are up")
+    assert control.readiness([0.0, 8.0, 8.0], 2) is None
+
+
+def test_the_gate_does_not_take_two_nodes_of_4_gpus_for_one_of_8(monkeypatch):
+    monkeypatch.setattr(control, "time", FakeClock())
+    calls = scripted_nodes(monkeypatch, [4.0, 4.0])
+    with pytest.raises(control.JobError, match=r"can never be placed: 0 of 1 Ray nodes with 8 GPUs are up"):
+        control.wait_for_gpus(Endpoint("http://ray"), 1, timeout=10, report=lambda _line: None, poll=2)
+    assert calls[0] > 1
+    calls = scripted_nodes(monkeypatch, [4.0, 4.0], [4.0, 4.0], [4.0, 4.0, 8.0])
+    control.wait_for_gpus(Endpoint("http://ray"), 1, timeout=10, report=lambda _line: None, poll=2)
+    assert calls[0] == 3
+
+
+class Job:
+    """The two fields of a JobDetails that stop_jobs reads."""
+
+    def __init__(self, submission_id: str, status: str) -> None:
+        self.submission_id = submission_id
+        self.status = status
+
+
+class StoppingClient:
+    """A Jobs API client whose stop ends a job at once, or never (`ignores_stop`), or is refused."""
+
+    def __init__(self, jobs: list[Job], ignores_stop: bool = False, refuses: bool = False) -> None:
+        self.statuses = {job.submission_id: job.status for job in jobs}
+        self.ignores_stop = ignores_stop
+        self.refuses = refuses
+        self.stop_calls: list[str] = []
+
+    def stop_job(self, submission_id: str) -> bool:
+        self.stop_calls.append(submission_id)
+        if self.refuses:
+            raise RuntimeError("Request failed with status code 500: stop refused.")
+        if not self.ignores_stop:
+            self.statuses[submission_id] = "STOPPED"
+        return True
+
+    def get_job_status(self, submission_id: str) -> str:
+        return self.statuses[submission_id]
+
+
+ATTEMPTS = [Job("r-1", "FAILED"), Job("r-2", "PENDING"), Job("r-3", "RUNNING"), Job("r-4", "SUCCEEDED")]
+"""One attempt in each kind of status."""
+
+
+def test_stop_stops_pending_and_running_attempts_and_nothing_else():
+    client = StoppingClient(ATTEMPTS)
+    assert control.stop_jobs(client, ATTEMPTS) == ["r-2", "r-3"]
+    assert client.stop_calls == ["r-2", "r-3"]
+
+
+def test_a_stop_that_ray_ignores_ends_after_the_stop_deadline(monkeypatch):
+    clock = FakeClock()
+    monkeypatch.setattr(control, "time", clock)
+    client = StoppingClient(ATTEMPTS[1:2], ignores_stop=True)
+    with pytest.raises(control.JobError, match=r"^r-2 did not stop within 30 s; Ray still shows it live$"):
+        control.stop_jobs(client, ATTEMPTS[1:2])
+    assert 1030 <= clock.now <= 1031
+
+
+def test_a_stop_that_ray_refuses_is_a_job_error():
+    client = StoppingClient(ATTEMPTS, refuses=True)
+    with pytest.raises(control.JobError, match=r"^Ray refused to stop r-2: Request failed with status code 500"):
+        control.stop_jobs(client, ATTEMPTS)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from jobs import control
 from jobs.control import attempts, connect, endpoint_for_address, status_of
 from jobs.local_head import free_port
 from jobs.provider import JobProvider
@@ -97,3 +98,66 @@ def test_an_unreachable_cluster_fails_create_but_not_delete():
     with pytest.raises(Exception, match="cannot reach the Ray dashboard"):
         JobProvider().create(props)
     JobProvider().delete("prov-gone", props)
+
+
+@pytest.fixture
+def short_stop(monkeypatch) -> None:
+    """Stopping waits 1 s for an attempt to end instead of control.DEADLINES.stop."""
+    monkeypatch.setattr(control, "DEADLINES", control.Deadlines(stop=1.0))
+
+
+def submit_pending(address: str, props: dict) -> str:
+    """Submit attempt 1 of the props' run so that it stays PENDING (it asks for a resource no node has,
+    and a PENDING job ignores stop_job until Ray's job start timeout); return its id."""
+    return client_of(address).submit_job(**props["submission"], entrypoint_resources={"grpo-gke-absent": 1})
+
+
+def test_update_stops_the_old_run_through_the_new_inputs_not_the_stale_state(ray_head):
+    provider = JobProvider()
+    created = provider.create(props_for(ray_head, "prov-stale", "sleep 60")).outs
+    stale = {**created, "address": f"http://127.0.0.1:{free_port()}"}
+    updated = provider.update("prov-stale", stale, props_for(ray_head, "prov-stale", "sleep 61"))
+    assert status_of(client_of(ray_head), created["submission_id"]) == "STOPPED"
+    provider.delete("prov-stale", updated.outs)
+
+
+def test_update_fails_naming_an_old_attempt_that_does_not_stop_in_time(ray_head, short_stop):
+    olds = props_for(ray_head, "prov-pending-update", "sleep 60")
+    pending = submit_pending(ray_head, olds)
+    news = props_for(ray_head, "prov-pending-update", "sleep 61")
+    with pytest.raises(Exception) as raised:
+        JobProvider().update("prov-pending-update", olds, news)
+    assert str(raised.value) == (
+        f"grpo-gke job {news['submission']['metadata']['run']}: cannot stop the old run"
+        f" {olds['submission']['metadata']['run']}: {pending} did not stop within 1 s; Ray still shows it live"
+    )
+    assert status_of(client_of(ray_head), pending) == "PENDING"
+    assert attempts(client_of(ray_head), news["submission"]["metadata"]["run"]) == []
+
+
+def test_update_fails_when_ray_refuses_to_stop_the_old_run(ray_head, monkeypatch):
+    from ray.job_submission import JobSubmissionClient
+
+    provider = JobProvider()
+    olds = provider.create(props_for(ray_head, "prov-refused", "sleep 60")).outs
+    news = props_for(ray_head, "prov-refused", "sleep 61")
+
+    def refuse(_client, _submission_id: str) -> bool:
+        raise RuntimeError("Request failed with status code 500: stop refused.")
+
+    monkeypatch.setattr(JobSubmissionClient, "stop_job", refuse)
+    with pytest.raises(Exception, match=r"cannot stop the old run .*: Ray refused to stop .*-1: Request failed"):
+        provider.update("prov-refused", olds, news)
+    monkeypatch.undo()
+    assert status_of(client_of(ray_head), olds["submission_id"]) in control.LIVE
+    provider.delete("prov-refused", olds)
+
+
+def test_delete_warns_and_returns_when_an_attempt_does_not_stop_in_time(ray_head, short_stop, capsys):
+    props = props_for(ray_head, "prov-pending-delete", "sleep 60")
+    pending = submit_pending(ray_head, props)
+    JobProvider().delete("prov-pending-delete", props)
+    assert capsys.readouterr().err == (
+        f"grpo-gke job: warning: {props['submission']['metadata']['run']} not stopped ({pending} did not stop"
+        " within 1 s; Ray still shows it live); deleting the RayCluster ends it\n"
+    )
