@@ -26,7 +26,7 @@ def user_checkout(tmp_path: Path) -> Path:
 pointed dev at their project."""
     checkout = tmp_path / "checkout"
     shutil.copytree(
-        REPO_ROOT, checkout, symlinks=True, ignore=shutil.ignore_patterns(".git", "build", "__pycache__", ".pytest_cache")
+        REPO_ROOT, checkout, symlinks=True, ignore=shutil.ignore_patterns(".git", ".venv", "build", "__pycache__", ".pytest_cache")
     )
     dev = checkout / "Pulumi.dev.yaml"
     dev.write_text(dev.read_text().replace("gcp:project: ", "gcp:project: acme-research #", 1))
