@@ -261,6 +261,23 @@ def test_a_retained_bucket_that_leaves_the_program_stays_in_the_cloud():
     assert effect(blast) == "keeps the old bucket in the cloud; the run goes on"
 
 
+def test_a_plan_written_before_property_dependencies_cascades_through_depends_on():
+    earlier = small_plan()
+    for resource in earlier["resources"]:
+        del resource["propertyDependencies"]
+    later = small_plan(network="other")
+    for resource in later["resources"]:
+        del resource["propertyDependencies"]
+    assert actions(blast_radius(earlier, later))["pool"] == ("replace", False)
+
+
+def test_a_protected_resource_that_would_be_replaced_says_pulumi_up_refuses():
+    earlier, later = small_plan(), small_plan(spot=False)
+    for resource in earlier["resources"]:
+        resource["protect"] = resource["name"] == "pool"
+    assert blast_radius(earlier, later).changes[0].reason == "nodeConfig.spot; it is protected, so pulumi up refuses"
+
+
 def test_the_replaced_gpu_pool_takes_the_nodes_of_a_run_that_is_not_resubmitted():
     blast = blast_radius(small_plan(), small_plan(spot=False))
     assert not blast.job_restarts and blast.job == "the run loses its GPU nodes"
