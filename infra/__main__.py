@@ -1,9 +1,11 @@
-"""`python -m infra plan (--stack NAME | --config PATH) [--out DIR]`: the offline plan."""
+"""`python -m infra plan (--stack NAME | --config PATH) [--out DIR] [--against DIR]`: the offline plan,
+and with --against what `pulumi up` would change on a stack deployed from an earlier plan."""
 
 from __future__ import annotations
 
 import argparse
 import gc
+import json
 import sys
 from pathlib import Path
 
@@ -23,6 +25,9 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     source.add_argument("--stack", help="stack name: reads Pulumi.<NAME>.yaml beside Pulumi.yaml")
     source.add_argument("--config", type=Path, help="path of a Pulumi.<stack>.yaml file")
     plan.add_argument("--out", type=Path, help="output directory (default build/<stack>/)")
+    plan.add_argument(
+        "--against", type=Path, help="directory of an earlier plan of the stack: show what `pulumi up` would change"
+    )
     return parser.parse_args(argv)
 
 
@@ -66,8 +71,9 @@ def shown_path(path: Path) -> Path:
 
 def plan(args: argparse.Namespace) -> int:
     """Validate the stack config, run the program under mocks and write the plan files."""
+    from infra.plan.blast import PlanError, blast_radius, read_plan, render
     from infra.plan.harness import REPO_ROOT, run_values
-    from infra.plan.writer import summary, write_plan
+    from infra.plan.writer import render_plan_json, summary, write_plan
     from jobs.validate import check as check_job
 
     path = shown_path(args.config if args.config else stack_file(REPO_ROOT, args.stack))
@@ -76,7 +82,8 @@ def plan(args: argparse.Namespace) -> int:
         values = read_stack_file(path, PROJECT_NAMESPACE, stack)
         loaded = parse_config(values.values, values.secret_keys, stack)
         check_job(loaded.config)
-    except StackFileError as error:
+        earlier = read_plan(args.against, stack) if args.against else None
+    except (StackFileError, PlanError) as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except ConfigError as error:
@@ -98,6 +105,8 @@ def plan(args: argparse.Namespace) -> int:
         print(f"error: cannot write the plan to {shown_path(out_dir)}: {error.strerror or error}", file=sys.stderr)
         return EXIT_BAD_INPUT
     print(summary(recording, key_facts(loaded), out_dir))
+    if earlier is not None:
+        print(render(blast_radius(earlier, json.loads(render_plan_json(recording))), shown_path(args.against)))
     return 0
 
 

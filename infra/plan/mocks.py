@@ -6,6 +6,7 @@ config give byte-identical plans. Addresses come from the documentation ranges (
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import pulumi
@@ -38,6 +39,8 @@ def _computed_outputs(type_: str, name: str, inputs: dict[str, Any]) -> dict[str
         outputs |= {"mountPoint": f"{FAKE_LUSTRE_IP}@tcp:/{inputs.get('filesystem', 'lustre')}", "state": "ACTIVE"}
     elif type_ == "gcp:storage/bucket:Bucket":
         outputs["url"] = f"gs://{physical}"
+    elif type_.startswith("kubernetes:") and isinstance(inputs.get("metadata"), dict):
+        outputs["metadata"] = {**inputs["metadata"], "uid": str(uuid.uuid5(uuid.NAMESPACE_URL, f"{type_}/{name}"))}
     elif type_ == "gcp:serviceaccount/account:Account":
         email = f"{inputs.get('accountId', name)}@offline.iam.gserviceaccount.com"
         outputs |= {"email": email, "member": f"serviceAccount:{email}"}
@@ -53,9 +56,11 @@ class OfflineMocks(pulumi.runtime.Mocks):
 
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict]:
         """Give every resource a stable id and its inputs plus computed outputs."""
-        state = dict(args.inputs)
-        for key, value in _computed_outputs(args.typ, args.name, args.inputs).items():
-            state.setdefault(key, value)
+        computed = _computed_outputs(args.typ, args.name, args.inputs)
+        state = {**computed, **args.inputs}
+        if "metadata" in computed:
+            # The API server adds the uid to the object's own metadata.
+            state["metadata"] = computed["metadata"]
         return f"{args.name}-id", state
 
     def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict, list]:

@@ -46,6 +46,8 @@ class Recorded:
     for components and provider resources)."""
     depends_on: tuple[str, ...]
     """Sorted URNs it waits for: explicit depends_on plus property dependencies."""
+    property_dependencies: dict[str, tuple[str, ...]]
+    """Top-level input -> sorted URNs of the resources whose outputs it was built from (`propertyDependencies`)."""
     protect: bool
     """The protect option."""
     retain_on_delete: bool
@@ -159,6 +161,11 @@ class RecordingMonitor(MockMonitor):
         for property_dependencies in request.propertyDependencies.values():
             dependencies.update(property_dependencies.urns)
         dependencies.discard("")
+        property_dependencies = {
+            key: tuple(sorted(urn for urn in urns.urns if urn))
+            for key, urns in sorted(request.propertyDependencies.items())
+            if any(urns.urns)
+        }
         self.records[response.urn] = Recorded(
             urn=response.urn,
             type=request.type,
@@ -167,6 +174,7 @@ class RecordingMonitor(MockMonitor):
             parent=request.parent,
             provider=self.provider_of(request),
             depends_on=tuple(sorted(dependencies)),
+            property_dependencies=property_dependencies,
             protect=bool(request.protect),
             retain_on_delete=bool(request.retainOnDelete),
             delete_before_replace=bool(request.deleteBeforeReplace),

@@ -73,7 +73,8 @@ def _plan_inputs(resource: Recorded) -> dict[str, Any]:
 
 
 def render_plan_json(recording: Recording) -> str:
-    """plan.json: every resource with parent, provider, dependencies, its resource options and wire-form inputs."""
+    """plan.json: every resource with parent, provider, dependencies (also per input), its resource options
+    and wire-form inputs."""
     resources = [
         {
             "urn": resource.urn,
@@ -83,6 +84,7 @@ def render_plan_json(recording: Recording) -> str:
             "parent": resource.parent,
             "provider": resource.provider,
             "dependsOn": list(resource.depends_on),
+            "propertyDependencies": {key: list(urns) for key, urns in resource.property_dependencies.items()},
             "protect": resource.protect,
             "retainOnDelete": resource.retain_on_delete,
             "deleteBeforeReplace": resource.delete_before_replace,

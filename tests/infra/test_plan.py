@@ -26,6 +26,7 @@ PLAN_KEYS = {
     "custom",
     "parent",
     "provider",
+    "propertyDependencies",
     "dependsOn",
     "protect",
     "retainOnDelete",
@@ -85,7 +86,22 @@ def test_plan_json_has_the_documented_shape_and_redacts_secrets(plan_of):
         assert set(resource) == PLAN_KEYS
         assert resource["dependsOn"] == sorted(resource["dependsOn"])
         assert set(resource["dependsOn"]) <= set(urns), resource["urn"]
+        for dependencies in resource["propertyDependencies"].values():
+            assert dependencies == sorted(dependencies) and set(dependencies) <= set(resource["dependsOn"])
     assert document["outputs"]["kubeconfig"] == SECRET_PLACEHOLDER
+
+
+def test_the_recording_ties_each_input_to_the_resources_it_was_built_from(plan_of):
+    """propertyDependencies: the GPU pool's `cluster` comes from the cluster, the job's `cluster_uid`
+    from the RayCluster (whose offline uid the mocks give it, as the API server would)."""
+    recording = plan_of("dev")
+    cluster = recording.one("gcp:container/cluster:Cluster")
+    ray = recording.one("kubernetes:ray.io/v1:RayCluster")
+    pool = recording.one("gcp:container/nodePool:NodePool", "grpo-dev-gpu")
+    job = recording.one("pulumi-python:dynamic:Resource")
+    assert pool.property_dependencies["cluster"] == (cluster.urn,)
+    assert job.property_dependencies["cluster_uid"] == (ray.urn,)
+    assert job.inputs["cluster_uid"]
 
 
 def test_the_recording_keeps_the_resource_options_the_engine_acts_on(plan_of):

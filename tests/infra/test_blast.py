@@ -1,0 +1,404 @@
+"""Blast radius: the classification of two plans, the `plan --against` command, and the README's
+column of what changing each config key does."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from infra import facts
+from infra.config import PROJECT_NAMESPACE
+from infra.plan.blast import SPECIAL_TYPES, blast_radius, changed_paths, effect, render
+from infra.plan.writer import render_plan_json
+from tests.conftest import REPO_ROOT, run_values, shipped_stack_file, values_of
+from tests.infra.conftest import COMBINATIONS, LUSTRE, infra_values
+
+LUSTRE_BASE = {"storage": dict(LUSTRE)}
+"""The dev stack on an 18000 GiB Lustre at 1000 MB/s/TiB."""
+RESERVATION_BASE = {"gpu": {"provisioning": "reservation", "reservation": "grpo-a"}}
+"""The dev stack on a reservation."""
+IMAGE_BASE = {"workload": {"image": "example.com/verl:custom", "rayVersion": "2.49.0"}}
+"""The dev stack on its own image."""
+NEMO_IMAGE_BASE = {
+    "workload": {"image": "example.com/nemo-rl:custom", "rayVersion": "2.49.0", "nemoRlRelease": "v0.7.0"}
+}
+"""The NeMo-RL stack on its own image."""
+
+KEY_CHANGES: dict[str, tuple[str, dict, dict]] = {
+    "grpo-gke:zone": ("dev", {}, {"zone": "us-central1-c"}),
+    "grpo-gke:cluster.mode": ("dev", {}, {"cluster": {"mode": "autopilot"}}),
+    "grpo-gke:cluster.name": ("dev", {}, {"cluster": {"name": "grpo-renamed"}}),
+    "grpo-gke:cluster.releaseChannel": ("dev", {}, {"cluster": {"releaseChannel": "STABLE"}}),
+    "grpo-gke:cluster.minVersion": ("dev", {}, {"cluster": {"minVersion": "1.34.1-gke.1000000"}}),
+    "grpo-gke:cluster.deletionProtection": ("dev", {}, {"cluster": {"deletionProtection": True}}),
+    "grpo-gke:cluster.headMachineType": ("dev", {}, {"cluster": {"headMachineType": "c2-standard-30"}}),
+    "grpo-gke:gpu.type": ("dev", {}, {"gpu": {"type": "b200"}}),
+    "grpo-gke:gpu.nodes": ("dev", {}, {"gpu": {"nodes": 2}}),
+    "grpo-gke:gpu.provisioning": ("dev", {}, {"gpu": {"provisioning": "on-demand"}}),
+    "grpo-gke:gpu.reservation": ("dev", RESERVATION_BASE, {"gpu": {"reservation": "grpo-b"}}),
+    "grpo-gke:storage.type": ("dev", {}, {"storage": dict(LUSTRE)}),
+    "grpo-gke:storage.bucket": ("dev", {}, {"storage": {"bucket": "my-grpo-data"}}),
+    "grpo-gke:storage.capacityGib": ("dev", LUSTRE_BASE, {"storage": {"capacityGib": 27000}}),
+    "grpo-gke:storage.throughput": ("dev", LUSTRE_BASE, {"storage": {"throughput": 500}}),
+    "grpo-gke:storage.keepOnDestroy": ("dev", {}, {"storage": {"keepOnDestroy": False}}),
+    "grpo-gke:network.nodeRange": ("dev", {}, {"network": {"nodeRange": "172.16.0.0/18"}}),
+    "grpo-gke:network.podRange": ("dev", {}, {"network": {"podRange": "10.8.0.0/14"}}),
+    "grpo-gke:network.serviceRange": ("dev", {}, {"network": {"serviceRange": "10.0.48.0/20"}}),
+    "grpo-gke:network.gvnicRange": ("dev", {}, {"network": {"gvnicRange": "172.17.0.0/18"}}),
+    "grpo-gke:network.rdmaRange": ("dev", {}, {"network": {"rdmaRange": "172.18.0.0/18"}}),
+    "grpo-gke:network.lustreRange": ("dev", LUSTRE_BASE, {"network": {"lustreRange": "10.0.68.0/22"}}),
+    "grpo-gke:workload.framework": ("dev", {}, {"workload": {"framework": "nemo-rl", "dataset": "deepscaler"}}),
+    "grpo-gke:workload.model": ("dev", {}, {"workload": {"model": "Qwen/Qwen2.5-1.5B-Instruct"}}),
+    "grpo-gke:workload.dataset": ("dev", {}, {"workload": {"framework": "nemo-rl", "dataset": "deepscaler"}}),
+    "grpo-gke:workload.image": ("dev", IMAGE_BASE, {"workload": {"image": "example.com/verl:other"}}),
+    "grpo-gke:workload.rayVersion": ("dev", IMAGE_BASE, {"workload": {"rayVersion": "2.50.0"}}),
+    "grpo-gke:workload.nemoRlRelease": (
+        "nemo-rl-standard-b200",
+        NEMO_IMAGE_BASE,
+        {"workload": {"nemoRlRelease": "v0.6.0"}},
+    ),
+    "grpo-gke:workload.modelSizeB": ("dev", {}, {"workload": {"modelSizeB": 1}}),
+    "grpo-gke:workload.extraEnv": ("dev", {}, {"workload": {"extraEnv": {"NCCL_DEBUG": "INFO"}}}),
+    "grpo-gke:workload.cudaVersion": ("dev", IMAGE_BASE, {"workload": {"cudaVersion": "12.8"}}),
+    "grpo-gke:grpo.promptsPerStep": ("dev", {}, {"grpo": {"promptsPerStep": 128}}),
+    "grpo-gke:grpo.generationsPerPrompt": ("dev", {}, {"grpo": {"generationsPerPrompt": 16}}),
+    "grpo-gke:grpo.rolloutTensorParallel": ("dev", {}, {"grpo": {"rolloutTensorParallel": 2}}),
+    "grpo-gke:grpo.learningRate": ("dev", {}, {"grpo": {"learningRate": 2e-6}}),
+    "grpo-gke:grpo.maxPromptLength": ("dev", {}, {"grpo": {"maxPromptLength": 1024}}),
+    "grpo-gke:grpo.maxResponseLength": ("dev", {}, {"grpo": {"maxResponseLength": 2048}}),
+    "grpo-gke:grpo.miniBatchSize": ("dev", {}, {"grpo": {"miniBatchSize": 64}}),
+    "grpo-gke:grpo.microBatchSizePerGpu": ("dev", {}, {"grpo": {"microBatchSizePerGpu": 2}}),
+    "grpo-gke:grpo.klLossCoef": ("dev", {}, {"grpo": {"klLossCoef": 0.01}}),
+    "grpo-gke:grpo.gpuMemoryUtilization": ("dev", {}, {"grpo": {"gpuMemoryUtilization": 0.7}}),
+    "grpo-gke:grpo.epochs": ("dev", {}, {"grpo": {"epochs": 2}}),
+    "grpo-gke:grpo.maxSteps": ("dev", {}, {"grpo": {"maxSteps": 100}}),
+    "grpo-gke:grpo.saveEvery": ("dev", {}, {"grpo": {"saveEvery": 20}}),
+    "grpo-gke:grpo.validateEvery": ("dev", {}, {"grpo": {"validateEvery": 20}}),
+    "grpo-gke:grpo.keepCheckpoints": ("dev", {}, {"grpo": {"keepCheckpoints": 3}}),
+    "grpo-gke:job.submit": ("dev", {}, {"job": {"submit": False}}),
+    "grpo-gke:job.readyTimeoutSeconds": ("dev", {}, {"job": {"readyTimeoutSeconds": 3600}}),
+    "grpo-gke:hfToken": ("dev", {}, {"hfToken": "hf_offline_example"}),
+    "grpo-gke:secretEnv": ("dev", {}, {"secretEnv": {"WANDB_API_KEY": "offline-example"}}),
+}
+"""Config key -> (base stack, sections merged into it first, the change): one valid change per key."""
+
+TOP_LEVEL_KEYS = {"zone", "hfToken"}
+"""Keys that are plain values, not sections."""
+
+
+def _merged(values: dict[str, str], changes: dict) -> dict[str, str]:
+    values = dict(values)
+    for section, change in changes.items():
+        key = f"{PROJECT_NAMESPACE}:{section}"
+        if section in TOP_LEVEL_KEYS:
+            values[key] = change
+        else:
+            values[key] = json.dumps(json.loads(values.get(key, "{}")) | change)
+    return values
+
+
+def plan_for(values: dict[str, str]) -> dict:
+    """The plan.json document of a mocked run."""
+    secret = [key for key in (f"{PROJECT_NAMESPACE}:hfToken", f"{PROJECT_NAMESPACE}:secretEnv") if key in values]
+    return json.loads(render_plan_json(run_values(values, secret)))
+
+
+_PLANS: dict[str, dict] = {}
+
+
+def cached_plan(values: dict[str, str]) -> dict:
+    """plan_for, once per distinct set of values in a session."""
+    key = json.dumps(values, sort_keys=True)
+    if key not in _PLANS:
+        _PLANS[key] = plan_for(values)
+    return _PLANS[key]
+
+
+def readme_effects() -> dict[str, str]:
+    """Config key -> the README config table's last column."""
+    table = (REPO_ROOT / "README.md").read_text().split("<!-- config-reference", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(r"^\| `(grpo-gke:[A-Za-z.]+)` \|.*\| ([^|]+) \|$", table, flags=re.M)
+    return dict(rows)
+
+
+# --- the classification, on two small hand-made plans -------------------------------------------
+
+STACK = "urn:pulumi:s::grpo-gke::"
+CLUSTER = STACK + "gcp:container/cluster:Cluster::c"
+POOL = STACK + "gcp:container/nodePool:NodePool::pool"
+SUBNET = STACK + "gcp:compute/subnetwork:Subnetwork::sub"
+BUCKET = STACK + "gcp:storage/bucket:Bucket::data"
+PROVIDER = STACK + "pulumi:providers:kubernetes::gke"
+RAY = STACK + "kubernetes:ray.io/v1:RayCluster::grpo"
+JOB = STACK + "pulumi-python:dynamic:Resource::job"
+
+
+def _resource(urn: str, inputs: dict, dependencies: dict | None = None, **options) -> dict:
+    return {
+        "urn": urn,
+        "type": urn.split("::")[2],
+        "name": urn.rsplit("::", 1)[1],
+        "custom": True,
+        "provider": options.pop("provider", ""),
+        "dependsOn": sorted({u for urns in (dependencies or {}).values() for u in urns}),
+        "propertyDependencies": dependencies or {},
+        "deleteBeforeReplace": options.pop("deleteBeforeReplace", False),
+        "replaceOnChanges": options.pop("replaceOnChanges", []),
+        "ignoreChanges": [],
+        "protect": False,
+        "retainOnDelete": options.pop("retainOnDelete", False),
+        "inputs": inputs,
+    }
+
+
+def small_plan(
+    network: str = "net",
+    spot: bool = True,
+    machine: str = "a3-ultragpu-8g",
+    subnet: str = "10.0.0.0/20",
+    image: str = "verl:1",
+    run: str = "s-1",
+    ready_timeout: int = 1800,
+    cluster_identifier: str | None = None,
+    bucket: bool = True,
+) -> dict:
+    """A stack of a cluster, a GPU pool, a subnet, a bucket, the Kubernetes provider, a RayCluster and the job."""
+    provider_inputs = {"kubeconfig": "[secret]"}
+    if cluster_identifier is not None:
+        provider_inputs["clusterIdentifier"] = cluster_identifier
+    resources = [
+        _resource(CLUSTER, {"name": "c", "network": network}),
+        _resource(
+            POOL,
+            {"name": "gpu", "cluster": "c", "nodeConfig": {"machineType": machine, "spot": spot}},
+            {"cluster": [CLUSTER]},
+        ),
+        _resource(SUBNET, {"name": "sub", "ipCidrRange": subnet}),
+        _resource(PROVIDER, provider_inputs, {"kubeconfig": [CLUSTER]}),
+        _resource(
+            RAY,
+            {"metadata": {"name": "grpo", "namespace": "grpo"}, "spec": {"image": image}},
+            provider=PROVIDER,
+            replaceOnChanges=["spec"],
+            deleteBeforeReplace=True,
+        ),
+        _resource(
+            JOB,
+            {"cluster_uid": "uid", "ready_timeout_seconds": ready_timeout, "submission": {"metadata": {"run": run}}},
+            {"cluster_uid": [RAY]},
+        ),
+    ]
+    if bucket:
+        resources.append(_resource(BUCKET, {"name": "data"}, retainOnDelete=True))
+    return {"project": "grpo-gke", "stack": "s", "resources": resources, "outputs": {}}
+
+
+def actions(blast) -> dict[str, tuple[str, bool]]:
+    """Logical name -> (action, delete first)."""
+    return {change.name: (change.action, change.delete_first) for change in blast.changes}
+
+
+def test_a_forcenew_input_replaces_the_pool_and_another_input_updates_it_in_place():
+    replaced = blast_radius(small_plan(), small_plan(spot=False))
+    assert actions(replaced) == {"pool": ("replace", False)}
+    assert replaced.changes[0].reason == "nodeConfig.spot"
+    assert actions(blast_radius(small_plan(), small_plan(machine="a4-highgpu-8g"))) == {"pool": ("update", False)}
+
+
+def test_a_replaced_cluster_replaces_its_pools_the_provider_and_every_object_and_restarts_the_job():
+    blast = blast_radius(small_plan(), small_plan(network="other"))
+    assert actions(blast) == {
+        "c": ("replace", False),
+        "pool": ("replace", False),
+        "gke": ("replace", False),
+        "grpo": ("replace", True),
+        "job": ("update", False),
+    }
+    reasons = {change.name: change.reason for change in blast.changes}
+    assert reasons["pool"] == "cluster comes from c, which is replaced"
+    assert reasons["grpo"] == "its provider gke is replaced"
+    assert blast.job_restarts
+    assert blast.verdict.startswith("the RayCluster grpo is replaced: pulumi up submits run s-1 again")
+
+
+def test_an_unchanged_cluster_identifier_keeps_the_provider_and_its_objects():
+    blast = blast_radius(small_plan(cluster_identifier="c-1"), small_plan(network="other", cluster_identifier="c-1"))
+    assert actions(blast) == {"c": ("replace", False), "pool": ("replace", False)}
+    assert not blast.job_restarts
+    changed = blast_radius(small_plan(cluster_identifier="c-1"), small_plan(cluster_identifier="c-2"))
+    assert actions(changed)["gke"] == ("replace", False) and changed.job_restarts
+
+
+def test_a_changed_run_restarts_the_job_and_an_unwatched_input_changes_nothing():
+    blast = blast_radius(small_plan(), small_plan(run="s-2"))
+    assert actions(blast) == {"job": ("update", False)}
+    assert blast.job_restarts and blast.verdict == "the run changes (s-1 -> s-2): pulumi up stops s-1 and submits s-2"
+    unwatched = blast_radius(small_plan(), small_plan(ready_timeout=60))
+    assert unwatched.changes == () and not unwatched.job_restarts
+
+
+def test_a_ray_cluster_spec_change_replaces_it_delete_first():
+    blast = blast_radius(small_plan(), small_plan(image="verl:2"))
+    assert actions(blast) == {"grpo": ("replace", True), "job": ("update", False)}
+    assert blast.job_restarts
+
+
+def test_a_subnet_that_only_grows_updates_in_place_and_one_that_shrinks_or_moves_is_replaced():
+    assert actions(blast_radius(small_plan(), small_plan(subnet="10.0.0.0/19"))) == {"sub": ("update", False)}
+    assert actions(blast_radius(small_plan(), small_plan(subnet="10.0.0.0/21"))) == {"sub": ("replace", False)}
+    assert actions(blast_radius(small_plan(), small_plan(subnet="10.9.0.0/20"))) == {"sub": ("replace", False)}
+
+
+def test_a_retained_bucket_that_leaves_the_program_stays_in_the_cloud():
+    blast = blast_radius(small_plan(), small_plan(bucket=False))
+    assert actions(blast) == {"data": ("delete", False)}
+    assert "retainOnDelete: the old one stays in the cloud" in blast.changes[0].reason
+    assert effect(blast) == "keeps the old bucket in the cloud; the run goes on"
+
+
+def test_a_plan_written_before_property_dependencies_cascades_through_depends_on():
+    earlier = small_plan()
+    for resource in earlier["resources"]:
+        del resource["propertyDependencies"]
+    later = small_plan(network="other")
+    for resource in later["resources"]:
+        del resource["propertyDependencies"]
+    assert actions(blast_radius(earlier, later))["pool"] == ("replace", False)
+
+
+def test_a_protected_resource_that_would_be_replaced_says_pulumi_up_refuses():
+    earlier, later = small_plan(), small_plan(spot=False)
+    for resource in earlier["resources"]:
+        resource["protect"] = resource["name"] == "pool"
+    assert blast_radius(earlier, later).changes[0].reason == "nodeConfig.spot; it is protected, so pulumi up refuses"
+
+
+def test_the_replaced_gpu_pool_takes_the_nodes_of_a_run_that_is_not_resubmitted():
+    blast = blast_radius(small_plan(), small_plan(spot=False))
+    assert not blast.job_restarts and blast.job == "the run loses its GPU nodes"
+
+
+def test_the_report_groups_one_line_per_resource_and_ends_with_the_verdict():
+    text = render(blast_radius(small_plan(), small_plan(image="verl:2", machine="a4-highgpu-8g")), Path("old"))
+    assert text == (
+        "Against old/plan.json, pulumi up on stack 's' would: 0 to create, 2 to update, 1 to replace, 0 to delete\n"
+        "update in place:\n"
+        "  job (pulumi-python:dynamic:Resource): cluster_uid comes from grpo, which is replaced\n"
+        "  pool (gcp:container/nodePool:NodePool): nodeConfig.machineType\n"
+        "replace:\n"
+        "  grpo (kubernetes:ray.io/v1:RayCluster) (delete first): spec.image\n"
+        "the running GRPO job restarts: yes, because the RayCluster grpo is replaced: pulumi up submits run s-1"
+        " again, which resumes from its checkpoints"
+    )
+
+
+def test_changed_paths_compare_objects_by_key_and_lists_of_objects_by_element():
+    old = {"a": {"b": 1, "c": [1, 2]}, "d": [{"e": 1}, {"e": 2}], "f": [{"g": 1}]}
+    new = {"a": {"b": 2, "c": [1, 3]}, "d": [{"e": 1}, {"e": 3}], "f": [{"g": 1}, {"g": 2}], "h": 1}
+    assert changed_paths(old, new) == ["a.b", "a.c", "d.e", "f", "h"]
+
+
+# --- the ForceNew table covers what the stack registers -----------------------------------------
+
+
+def test_the_forcenew_table_covers_exactly_the_types_the_stack_registers(infra_run):
+    registered = set()
+    for combination in COMBINATIONS:
+        registered |= {r.type for r in infra_run(*combination).resources if r.custom}
+    with_token = run_values(infra_values("standard", "h200", "gcs") | {f"{PROJECT_NAMESPACE}:hfToken": "hf_x"})
+    registered |= {r.type for r in with_token.resources if r.custom}
+    assert registered - set(SPECIAL_TYPES) == set(facts.FORCE_NEW_INPUTS)
+
+
+# --- the command as the user meets it -----------------------------------------------------------
+
+
+def _plan_command(directory: Path, *arguments: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "infra", "plan", *arguments],
+        cwd=directory,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+@pytest.fixture(scope="module")
+def earlier_plan(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A directory holding the dev stack file and its plan in before/."""
+    directory = tmp_path_factory.mktemp("against")
+    shutil.copy(shipped_stack_file("dev"), directory / "Pulumi.dev.yaml")
+    assert _plan_command(directory, "--config", "Pulumi.dev.yaml", "--out", "before").returncode == 0
+    return directory
+
+
+def test_plan_against_an_earlier_plan_prints_the_blast_radius_and_the_job_verdict(earlier_plan):
+    text = (earlier_plan / "Pulumi.dev.yaml").read_text().replace("provisioning: spot", "provisioning: on-demand")
+    (earlier_plan / "Pulumi.dev.yaml").write_text(text)
+    try:
+        result = _plan_command(earlier_plan, "--config", "Pulumi.dev.yaml", "--out", "after", "--against", "before")
+    finally:
+        shutil.copy(shipped_stack_file("dev"), earlier_plan / "Pulumi.dev.yaml")
+    assert (result.returncode, result.stderr) == (0, "")
+    plan, report = re.split(r"Wrote [^\n]* to after\n", result.stdout)
+    assert plan.startswith("Plan of stack 'dev': ")
+    assert report == (
+        "Against before/plan.json, pulumi up on stack 'dev' would:"
+        " 0 to create, 0 to update, 1 to replace, 0 to delete\n"
+        "replace:\n"
+        "  grpo-dev-gpu (gcp:container/nodePool:NodePool) (delete first): nodeConfig.spot\n"
+        "the running GRPO job restarts: no, because neither the run (dev-7defe2e3d3) nor the RayCluster changes;"
+        " but the replaced node pool grpo-dev-gpu takes away the nodes the Ray pods run on\n"
+    )
+
+
+def test_plan_against_the_same_config_changes_nothing(earlier_plan):
+    result = _plan_command(earlier_plan, "--config", "Pulumi.dev.yaml", "--out", "again", "--against", "before")
+    assert (result.returncode, result.stderr) == (0, "")
+    assert result.stdout.endswith(
+        "Against before/plan.json, pulumi up on stack 'dev' would:"
+        " 0 to create, 0 to update, 0 to replace, 0 to delete\n"
+        "the running GRPO job restarts: no, because neither the run (dev-7defe2e3d3) nor the RayCluster changes\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("against", "message"),
+    [
+        ("missing", "error: --against missing: no such directory\n"),
+        ("empty", "error: --against empty: holds no plan.json (write one with python -m infra plan --out DIR)\n"),
+        ("other", "error: --against other: plan.json is a plan of stack 'prod', not of 'dev'\n"),
+    ],
+)
+def test_an_earlier_plan_that_cannot_be_compared_is_one_line_and_exit_2(earlier_plan, against, message):
+    (earlier_plan / "empty").mkdir(exist_ok=True)
+    (earlier_plan / "other").mkdir(exist_ok=True)
+    (earlier_plan / "other" / "plan.json").write_text(json.dumps({"stack": "prod", "resources": []}))
+    result = _plan_command(earlier_plan, "--config", "Pulumi.dev.yaml", "--out", "never", "--against", against)
+    assert (result.returncode, result.stdout, result.stderr) == (2, "", message)
+    assert not (earlier_plan / "never").exists()
+
+
+# --- the README says what changing each key does ------------------------------------------------
+
+
+def test_every_config_key_has_a_change_and_a_documented_effect():
+    from tests.test_readme import config_keys
+
+    assert set(KEY_CHANGES) == config_keys() == set(readme_effects())
+
+
+@pytest.mark.parametrize("key", sorted(KEY_CHANGES))
+def test_the_readme_says_what_changing_each_key_does(key):
+    stack, base, change = KEY_CHANGES[key]
+    values = _merged(values_of(stack), base)
+    blast = blast_radius(cached_plan(values), cached_plan(_merged(values, change)))
+    assert effect(blast) == readme_effects()[key]
