@@ -235,7 +235,7 @@ def test_a_suspect_never_measured_beside_a_healthy_node_is_not_named_slow():
 
 def test_the_fabric_modules_import_without_torch():
     code = ("import sys; sys.modules['torch'] = None; "
-            "import jobs.preflight.fabric, jobs.preflight.fabric_search; "
+            "import jobs.preflight.fabric, jobs.preflight.fabric_search, jobs.preflight.fabric_measure; "
             "print('imported')")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
     assert (result.returncode, result.stdout, result.stderr) == (0, "imported\n", "")
