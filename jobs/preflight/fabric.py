@@ -140,7 +140,8 @@ def _transport_findings(report: dict[str, Any], expected_network: str) -> list[F
     return findings
 
 
-def _outcome(pair: dict[str, Any], floor_gbps: float) -> fabric_search.PairOutcome:
+def pair_outcome(pair: dict[str, Any], floor_gbps: float) -> fabric_search.PairOutcome:
+    """What a measured pair (a `measure_fabric()` search entry) showed against `floor_gbps`."""
     passed = group_passes(pair, floor_gbps)
     return fabric_search.PairOutcome(nodes=(pair["nodes"][0], pair["nodes"][1]), passed=passed,
                                      shortfall="" if passed else describe_shortfall(pair, floor_gbps))
@@ -161,6 +162,6 @@ def judge_fabric(report: dict[str, Any], floor_gbps: float = facts.FABRIC_FLOOR_
     if not group_passes(group, floor_gbps):
         findings.append(Finding(f"fabric across {len(nodes)} nodes", None, "fail",
                                 describe_shortfall(group, floor_gbps)))
-        outcomes = [_outcome(pair, floor_gbps) for round_ in report.get("search", []) for pair in round_]
+        outcomes = [pair_outcome(pair, floor_gbps) for round_ in report.get("search", []) for pair in round_]
         findings.extend(fabric_search.interpret(nodes, outcomes))
     return FabricVerdict(nodes=nodes, findings=findings)

@@ -70,8 +70,8 @@ def _point(collective: str, moved: int, seconds: float, ranks: int, correct: boo
     return {"size_bytes": moved, "seconds": seconds, "algbw_gbps": algbw, "busbw_gbps": busbw, "correct": correct}
 
 
-def sweep(group: Any, group_ranks: list[int], device: Any, sizes: list[int], collectives: tuple[str, ...],
-          warmups: int, iterations: int, inject_delay_s: float = 0.0) -> dict[str, list[dict[str, Any]]]:
+def sweep(group: Any, device: Any, sizes: list[int], collectives: tuple[str, ...], warmups: int, iterations: int,
+          inject_delay_s: float = 0.0) -> dict[str, list[dict[str, Any]]]:
     """Collective -> one point per size (size, seconds per collective, algbw, busbw, result correct) on `group`.
 
     The first warm-up's result is checked (`correct`), so `warmups` is at least 1. `inject_delay_s` makes this rank
@@ -82,8 +82,8 @@ def sweep(group: Any, group_ranks: list[int], device: Any, sizes: list[int], col
 
     if warmups < 1:
         raise ValueError("the sweep needs at least one warm-up, whose result it checks")
-    ranks = len(group_ranks)
-    rank_in_group = group_ranks.index(dist.get_rank())
+    ranks = dist.get_world_size(group=group)
+    rank_in_group = dist.get_rank(group=group)
     results: dict[str, list[dict[str, Any]]] = {}
     for collective in collectives:
         points = []
@@ -121,11 +121,11 @@ def _measure_round(groups: list[tuple[str, ...]], ranks_of: dict[str, list[int]]
 
     rank = dist.get_rank()
     figures = torch.zeros(len(groups), len(collectives), len(sizes), 3, dtype=torch.float64, device=device)
-    members = [[member for node in nodes for member in ranks_of[node]] for nodes in groups]
+    members = [sorted(member for node in nodes for member in ranks_of[node]) for nodes in groups]
     for index, group_ranks in enumerate(members):
         group = dist.new_group(ranks=group_ranks)
         if rank in group_ranks:
-            measured = sweep(group, group_ranks, device, sizes, collectives, warmups, iterations, inject_delay_s)
+            measured = sweep(group, device, sizes, collectives, warmups, iterations, inject_delay_s)
             if rank == group_ranks[0]:
                 for row, collective in enumerate(collectives):
                     for column, point in enumerate(measured[collective]):
@@ -192,14 +192,11 @@ def measure_fabric(rank: int, node_of_rank: list[str], init_method: str, backend
         try:
             whole = _measure_round([tuple(nodes)], ranks_of, torch_device, **measure)[0]
             search: list[list[dict[str, Any]]] = []
-            pairs = fabric_search.first_round(nodes)
-            if pairs and not fabric.group_passes(whole, floor_gbps):
-                first = _measure_round(pairs, ranks_of, torch_device, **measure)
-                search.append(first)
-                outcomes = [fabric_search.PairOutcome((pair["nodes"][0], pair["nodes"][1]),
-                                                      fabric.group_passes(pair, floor_gbps), "") for pair in first]
-                for confirming in fabric_search.confirm_rounds(nodes, outcomes):
-                    search.append(_measure_round(confirming, ranks_of, torch_device, **measure))
+            outcomes: list[fabric_search.PairOutcome] = []
+            failed = not fabric.group_passes(whole, floor_gbps)
+            while failed and (pairs := fabric_search.next_round(nodes, outcomes)):
+                search.append(_measure_round(pairs, ranks_of, torch_device, **measure))
+                outcomes += [fabric.pair_outcome(pair, floor_gbps) for pair in search[-1]]
             networks = None
             if log_path is not None:
                 used = fabric.networks_in_log(log_path.read_text()) if log_path.exists() else []

@@ -1,13 +1,11 @@
 """The search for the slow node when the whole group's fabric result is below the floor: which node pairs to measure,
 and what their results say. Pure: node names and pass/fail outcomes in, pairs and findings out.
 
-Schedule (every round's pairs are disjoint, so one round measures all its pairs at once):
-1. `first_round()`: the nodes in disjoint pairs in rank order (n0+n1, n2+n3, ...), each pair the gate's 2-node shape.
-   A pair that passes clears both its nodes.
-2. `confirm_rounds()`: every node not cleared (both nodes of a failing pair, and an odd node left out) is paired with
-   a distinct cleared node; a node below the floor beside a healthy partner is the slow one.
-Two rounds name any number of slow nodes while at least one pair passes; with more suspects than cleared nodes the
-second step takes several rounds.
+Schedule (`next_round()`; every round's pairs are disjoint, so one round measures all its pairs at once, each pair
+the gate's 2-node shape): the nodes in pairs in rank order; a pair that passes clears both its nodes. Then every node
+not cleared (both nodes of a failing pair, an odd node left out) is paired with a distinct cleared node; a node below
+the floor beside a healthy partner is the slow one. Two rounds name any number of slow nodes while a pair of the first
+passes; while none has passed, pairs not yet measured together are tried first, up to as many pairs as nodes.
 """
 
 from __future__ import annotations
@@ -32,12 +30,19 @@ class PairOutcome:
     """Which collectives fell below the floor and by how much (empty when it passed)."""
 
 
-def first_round(nodes: list[str]) -> list[Pair]:
-    """Disjoint pairs of the nodes in order; with an odd count the last node waits for `confirm_rounds()`.
-    Empty for fewer than three nodes: two nodes' only pair is the whole group, already measured."""
-    if len(nodes) < 3:
-        return []
-    return [(nodes[index], nodes[index + 1]) for index in range(0, len(nodes) - 1, 2)]
+def _new_disjoint_pairs(nodes: list[str], measured: set[frozenset[str]]) -> list[Pair]:
+    """Disjoint pairs of nodes never measured together, taken greedily in node order."""
+    taken: set[str] = set()
+    pairs = []
+    for index, first in enumerate(nodes):
+        if first in taken:
+            continue
+        partners = [other for other in nodes[index + 1:]
+                    if other not in taken and frozenset((first, other)) not in measured]
+        if partners:
+            pairs.append((first, partners[0]))
+            taken |= {first, partners[0]}
+    return pairs
 
 
 def cleared_nodes(nodes: list[str], outcomes: list[PairOutcome]) -> list[str]:
@@ -46,17 +51,26 @@ def cleared_nodes(nodes: list[str], outcomes: list[PairOutcome]) -> list[str]:
     return [node for node in nodes if node in passed]
 
 
-def confirm_rounds(nodes: list[str], first: list[PairOutcome]) -> list[list[Pair]]:
-    """Rounds of disjoint pairs, each putting one node the first round did not clear beside a distinct cleared node.
-    Empty when every node is cleared, or when none is (no healthy partner exists to compare with)."""
-    cleared = cleared_nodes(nodes, first)
-    suspects = [node for node in nodes if node not in cleared]
-    if not cleared:
+def _decided(node: str, outcomes: list[PairOutcome], cleared: list[str]) -> bool:
+    return any(node in outcome.nodes and not outcome.passed and _partner(outcome.nodes, node) in cleared
+               for outcome in outcomes)
+
+
+def next_round(nodes: list[str], outcomes: list[PairOutcome]) -> list[Pair]:
+    """The next round's disjoint pairs, given the outcome of every pair measured so far; empty when the search is done.
+
+    While no pair has passed: pairs of nodes not yet measured together, in node order (the first round n0+n1, n2+n3,
+    ...), until as many pairs as nodes were measured. Then each node neither cleared nor yet measured beside a cleared
+    node is paired with a distinct cleared node. Two nodes' only pair is the whole group, already measured.
+    """
+    if len(nodes) < 3:
         return []
-    return [
-        list(zip(suspects[start:start + len(cleared)], cleared))
-        for start in range(0, len(suspects), len(cleared))
-    ]
+    cleared = cleared_nodes(nodes, outcomes)
+    if not cleared:
+        measured = {frozenset(outcome.nodes) for outcome in outcomes}
+        return _new_disjoint_pairs(nodes, measured) if len(measured) < len(nodes) else []
+    pending = [node for node in nodes if node not in cleared and not _decided(node, outcomes, cleared)]
+    return list(zip(pending, cleared))
 
 
 def interpret(nodes: list[str], outcomes: list[PairOutcome]) -> list[Finding]:

@@ -162,21 +162,59 @@ def test_a_slow_two_node_fabric_fails_and_says_a_third_node_is_needed():
 
 
 def test_the_first_round_pairs_the_nodes_in_order():
-    assert fabric_search.first_round(["a", "b", "c", "d"]) == [("a", "b"), ("c", "d")]
-    assert fabric_search.first_round(["a", "b", "c", "d", "e"]) == [("a", "b"), ("c", "d")]
-    assert fabric_search.first_round(["a", "b"]) == []
+    assert fabric_search.next_round(["a", "b", "c", "d"], []) == [("a", "b"), ("c", "d")]
+    assert fabric_search.next_round(["a", "b", "c", "d", "e"], []) == [("a", "b"), ("c", "d")]
 
 
-def test_confirm_rounds_put_each_uncleared_node_beside_a_distinct_cleared_one():
-    first = [PairOutcome(("a", "b"), True, ""), PairOutcome(("c", "d"), False, "slow")]
-    assert fabric_search.confirm_rounds(["a", "b", "c", "d", "e"], first) == [[("c", "a"), ("d", "b")], [("e", "a")]]
-    assert fabric_search.confirm_rounds(["a", "b", "c", "d"], [PairOutcome(("a", "b"), True, ""),
-                                                             PairOutcome(("c", "d"), True, "")]) == []
+def test_two_nodes_have_no_pair_to_search():
+    assert fabric_search.next_round(["a", "b"], []) == []
 
 
-def test_with_no_cleared_node_there_is_nothing_to_confirm_against():
-    first = [PairOutcome(("a", "b"), False, "slow"), PairOutcome(("c", "d"), False, "slow")]
-    assert fabric_search.confirm_rounds(["a", "b", "c", "d"], first) == []
+def test_each_uncleared_node_is_paired_with_a_distinct_cleared_one_until_all_are_decided():
+    nodes = ["a", "b", "c", "d", "e"]
+    outcomes = [PairOutcome(("a", "b"), True, ""), PairOutcome(("c", "d"), False, "slow")]
+    assert fabric_search.next_round(nodes, outcomes) == [("c", "a"), ("d", "b")]
+    outcomes += [PairOutcome(("c", "a"), False, "slow"), PairOutcome(("d", "b"), True, "")]
+    assert fabric_search.next_round(nodes, outcomes) == [("e", "a")]
+    outcomes += [PairOutcome(("e", "a"), True, "")]
+    assert fabric_search.next_round(nodes, outcomes) == []
+
+
+def test_when_every_node_is_cleared_the_search_ends():
+    outcomes = [PairOutcome(("a", "b"), True, ""), PairOutcome(("c", "d"), True, "")]
+    assert fabric_search.next_round(["a", "b", "c", "d"], outcomes) == []
+
+
+def test_while_no_pair_passes_new_pairs_are_tried_up_to_as_many_as_nodes():
+    nodes = ["a", "b", "c", "d"]
+    outcomes = [PairOutcome(("a", "b"), False, "x"), PairOutcome(("c", "d"), False, "x")]
+    assert fabric_search.next_round(nodes, outcomes) == [("a", "c"), ("b", "d")]
+    outcomes += [PairOutcome(("a", "c"), False, "x"), PairOutcome(("b", "d"), False, "x")]
+    assert fabric_search.next_round(nodes, outcomes) == []
+
+
+def _search(nodes: list[str], slow: set[str]) -> tuple[int, list[str]]:
+    """Run the schedule against nodes of which `slow` are slow: (rounds taken, the nodes the findings fail)."""
+    outcomes: list[PairOutcome] = []
+    rounds = 0
+    while pairs := fabric_search.next_round(nodes, outcomes):
+        rounds += 1
+        outcomes += [PairOutcome(pair, not slow & set(pair), "below") for pair in pairs]
+    return rounds, [finding.node for finding in fabric_search.interpret(nodes, outcomes) if finding.severity == "fail"]
+
+
+@pytest.mark.parametrize("count", [3, 4, 5, 8])
+def test_any_one_slow_node_is_named_whichever_it_is(count):
+    nodes = [f"n{index}" for index in range(count)]
+    for slow in nodes:
+        rounds, named = _search(nodes, {slow})
+        assert named == [slow] and rounds <= 3, (slow, rounds)
+
+
+def test_two_slow_nodes_are_both_named_in_two_rounds():
+    nodes = [f"n{index}" for index in range(8)]
+    assert _search(nodes, {"n2", "n5"}) == (2, ["n2", "n5"])
+    assert _search(nodes, {"n2", "n3"}) == (2, ["n2", "n3"])
 
 
 def test_the_search_names_the_slow_node_in_one_line():
@@ -239,3 +277,9 @@ def test_the_fabric_modules_import_without_torch():
             "print('imported')")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
     assert (result.returncode, result.stdout, result.stderr) == (0, "imported\n", "")
+
+
+def test_a_measured_pair_becomes_an_outcome_against_the_floor():
+    assert fabric.pair_outcome(group(["a", "b"], HEALTHY), 100.0) == PairOutcome(("a", "b"), True, "")
+    assert fabric.pair_outcome(group(["a", "c"], {"all_gather": 180.0, "all_reduce": 62.5}), 100.0) == PairOutcome(
+        ("a", "c"), False, "all_reduce averages 62.5 GB/s bus bandwidth over 1 KiB-8 GiB, below the floor 100 GB/s")

@@ -95,6 +95,8 @@ def test_a_slow_node_fails_the_group_and_the_pair_search_names_it(reports):
         [["node-0", "node-1"], ["node-2", "node-3"]],
         [["node-2", "node-0"], ["node-3", "node-1"]],
     ]
+    assert all(point["correct"] for round_ in slow["search"] for pair in round_
+               for points in pair["collectives"].values() for point in points)
     lines = fabric.judge_fabric(slow, floor_gbps=FLOOR_GBPS, expected_network=None).lines()
     assert lines[0] == "fabric across 4 nodes: FAIL"
     assert re.fullmatch(r"fabric across 4 nodes: FAIL all_gather averages [0-9.]+ GB/s .*", lines[1])
