@@ -680,7 +680,8 @@ average bus bandwidth is >= 100 GB/s" over nccl-tests' `# Avg bus bandwidth` of 
 any node count and to all_reduce: bus bandwidth "reflects how optimally the hardware is used ... independently of the
 number of ranks used" (NVIDIA/nccl-tests doc/PERFORMANCE.md), and the pair search measures exactly the gate's
 2-node shape. For scale, Google's 2 x A4 all_gather reaches 376 GB/s bus bandwidth at 8 GiB (DOC-NCCL-VM,
-docs.cloud.google.com/ai-hypercomputer/docs/nccl/test-vms, updated 2026-04-06)."""
+docs.cloud.google.com/ai-hypercomputer/docs/nccl/test-vms, updated 2026-04-06), and dstack's 2 x A4 all_reduce
+averaged 165.8 GB/s over 8 B-8 GiB (../shared/reference/day-two-operations.md "Fabric and GPU health")."""
 
 FABRIC_SWEEP_MIN_BYTES = 1 << 10
 """Smallest message of the sweep, 1 KiB: the gate's `all_gather_perf -b 1K -e 8G -f 2`
