@@ -4,6 +4,7 @@ STACK ?= dev
 VENV := .venv
 PY := $(VENV)/bin/python
 INSTALLED := $(VENV)/.installed
+INSTALLED_TEST := $(VENV)/.installed-test
 
 .PHONY: plan test bench clean
 
@@ -14,10 +15,15 @@ $(INSTALLED): requirements.txt requirements-verl.txt
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -r requirements-verl.txt
 	touch $(INSTALLED)
 
+# The tests also need torch (the CPU wheel), which `make plan` never installs.
+$(INSTALLED_TEST): $(INSTALLED) requirements-test.txt
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-test.txt
+	touch $(INSTALLED_TEST)
+
 plan: $(INSTALLED)  ## Render the $(STACK) stack offline into build/$(STACK)/
 	$(PY) -m infra plan --stack $(STACK)
 
-test: $(INSTALLED)  ## Run the whole test suite
+test: $(INSTALLED_TEST)  ## Run the whole test suite
 	$(PY) -m pytest
 
 bench: $(INSTALLED)  ## Speed targets: offline plan and job submission

@@ -56,6 +56,7 @@ def test_the_check_finds_a_named_resource_that_would_be_created_first():
             urn=f"urn:x::{name}", type="t", name=name, custom=True, parent="", provider="", depends_on=(),
             protect=False, retain_on_delete=False, delete_before_replace=delete_before_replace,
             replace_on_changes=(), ignore_changes=(), custom_timeouts={}, additional_secret_outputs=(), inputs=inputs,
+            property_dependencies={},
         )
 
     recording = Recording(

@@ -8,7 +8,8 @@ from pathlib import Path
 from infra.plan.harness import REPO_ROOT
 
 DATA = Path(__file__).with_name("data")
-"""nvidia-smi's output on an H200 (driver 580.159.04), recorded by benchmarks/preflight_device.py on 2026-12-01."""
+"""nvidia-smi's output on an H200 (driver 580.159.04), recorded by benchmarks/preflight_device.py on 2026-12-01,
+and NCCL's INFO log on an H200 without RDMA (h200-nccl-socket.log, benchmarks/fabric_nccl_log_device.py, same day)."""
 
 RESULTS = REPO_ROOT / "benchmarks" / "results" / "preflight-h200"
 """The device runs' results: measure_node() reports of healthy and slowed H200s."""

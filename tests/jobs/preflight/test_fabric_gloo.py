@@ -1,0 +1,105 @@
+"""The fabric measurement for real: torch.distributed with the gloo backend across four processes on 127.0.0.1,
+each rank standing for one node, one of them slowed on purpose; the pair search must name it.
+
+torch is not in requirements.txt (the preflight runs inside the GPU image): requirements-test.txt pins the CPU wheel
+that `make test` installs; without torch this test is skipped and says why.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import multiprocessing
+import re
+import statistics
+import time
+
+import pytest
+
+from jobs.preflight import fabric
+from tests.jobs.preflight import fabric_ranks
+
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("torch") is None,
+    reason="torch is not installed (requirements-test.txt, installed by `make test`): the gloo fabric run is skipped",
+)
+
+WORLD_SIZE = 4
+"""Ranks, one per stand-in node."""
+
+SLOW_RANK = 2
+"""The rank made slow on purpose: node-2."""
+
+DEADLINE_S = 90
+"""Longest the four ranks may take (about 10 s on an idle two-core machine)."""
+
+SLOW_BOUND_GBPS = max(
+    fabric.bus_bandwidth_factor("all_gather", ranks) * statistics.mean(fabric_ranks.SIZES) / fabric_ranks.SLOW_DELAY_S
+    / fabric.BYTES_PER_GB
+    for ranks in (2, WORLD_SIZE)
+)
+"""The most all_gather bus bandwidth a group holding the slow rank can average: each of its collectives takes at
+least the slow rank's sleep."""
+
+FLOOR_GBPS = 1.2 * SLOW_BOUND_GBPS
+"""The test's floor: just above what a group with the slow rank can reach, far below what gloo does on loopback."""
+
+
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """Rank 0's reports of both runs (every rank returns the same)."""
+    work_dir = tmp_path_factory.mktemp("fabric-gloo")
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["torch", "tests.jobs.preflight.fabric_ranks"])
+    processes = [
+        context.Process(target=fabric_ranks.run_rank, args=(rank, WORLD_SIZE, str(work_dir), SLOW_RANK, FLOOR_GBPS))
+        for rank in range(WORLD_SIZE)
+    ]
+    for process in processes:
+        process.start()
+    deadline = time.monotonic() + DEADLINE_S
+    for process in processes:
+        process.join(max(0.0, deadline - time.monotonic()))
+    late = [process for process in processes if process.is_alive()]
+    for process in late:
+        process.kill()
+        process.join()
+    assert not late, f"{len(late)} ranks still ran after {DEADLINE_S} s"
+    assert [process.exitcode for process in processes] == [0] * WORLD_SIZE
+    by_rank = [json.loads((work_dir / f"rank{rank}.json").read_text()) for rank in range(WORLD_SIZE)]
+    assert all(report["slow"]["nodes"] == by_rank[0]["slow"]["nodes"] for report in by_rank)
+    return by_rank[0]
+
+
+def test_a_healthy_group_passes_without_a_search(reports):
+    healthy = reports["healthy"]
+    verdict = fabric.judge_fabric(healthy, floor_gbps=FLOOR_GBPS, expected_network=None)
+    assert verdict.lines() == ["fabric across 4 nodes: PASS"]
+    assert healthy["search"] == [] and healthy["networks"] is None
+    sweep = healthy["group"]["collectives"]
+    assert list(sweep) == ["all_gather", "all_reduce"]
+    assert [point["size_bytes"] for point in sweep["all_gather"]] == list(fabric_ranks.SIZES)
+    assert all(point["correct"] for points in sweep.values() for point in points)
+
+
+def test_the_figures_follow_the_formula_of_each_collective(reports):
+    for collective, points in reports["healthy"]["group"]["collectives"].items():
+        for point in points:
+            algbw, busbw = fabric.bandwidths(collective, point["size_bytes"], point["seconds"], WORLD_SIZE)
+            assert (point["algbw_gbps"], point["busbw_gbps"]) == pytest.approx((algbw, busbw))
+
+
+def test_a_slow_node_fails_the_group_and_the_pair_search_names_it(reports):
+    slow = reports["slow"]
+    assert [[pair["nodes"] for pair in round_] for round_ in slow["search"]] == [
+        [["node-0", "node-1"], ["node-2", "node-3"]],
+        [["node-2", "node-0"], ["node-3", "node-1"]],
+    ]
+    assert all(point["correct"] for round_ in slow["search"] for pair in round_
+               for points in pair["collectives"].values() for point in points)
+    lines = fabric.judge_fabric(slow, floor_gbps=FLOOR_GBPS, expected_network=None).lines()
+    assert lines[0] == "fabric across 4 nodes: FAIL"
+    assert re.fullmatch(r"fabric across 4 nodes: FAIL all_gather averages [0-9.]+ GB/s .*", lines[1])
+    assert len(lines) == 3 and re.fullmatch(
+        r"node-2: FAIL slow: beside healthy node-3 and node-0, all_gather averages [0-9.]+ GB/s .*"
+        r"bus bandwidth over 8 MiB-16 MiB, below the floor [0-9.]+ GB/s", lines[2]), lines
