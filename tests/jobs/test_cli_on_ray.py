@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from jobs.cli import main
-from jobs.local_head import free_port
+from jobs.local_head import refusing_address
 from tests.jobs.conftest import stand_in
 
 pytestmark = pytest.mark.usefixtures("ray_head")
@@ -141,7 +141,8 @@ def test_one_full_node_passes_the_readiness_gate(ray_head, make_stack, capsys):
 def test_an_unreachable_address_exits_2_with_one_line(make_stack, capsys):
     name, directory = make_stack("cli-unreachable")
     for command in ("submit", "status", "list", "stop", "logs"):
-        code, out, err = run_cli(capsys, command, *common(name, directory, f"http://127.0.0.1:{free_port()}"))
+        with refusing_address() as address:
+            code, out, err = run_cli(capsys, command, *common(name, directory, address))
         assert code == 2, command
         assert err.startswith("error: cannot reach the Ray dashboard") and err.count("\n") == 1, err
 
@@ -185,9 +186,10 @@ def test_a_dashboard_that_fails_mid_command_exits_2_with_one_line(make_stack, ca
 
 
 def test_an_inherited_ray_address_does_not_redirect_an_explicit_one(ray_head, make_stack, capsys, monkeypatch):
-    monkeypatch.setenv("RAY_ADDRESS", f"http://127.0.0.1:{free_port()}")
-    monkeypatch.setenv("RAY_API_SERVER_ADDRESS", f"http://127.0.0.1:{free_port()}")
     name, directory = make_stack("cli-envaddr")
-    code, _, err = run_cli(capsys, "list", *common(name, directory, ray_head))
+    with refusing_address() as ray_address, refusing_address() as api_address:
+        monkeypatch.setenv("RAY_ADDRESS", ray_address)
+        monkeypatch.setenv("RAY_API_SERVER_ADDRESS", api_address)
+        code, _, err = run_cli(capsys, "list", *common(name, directory, ray_head))
     assert code == 0, err
     assert "no job of stack 'cli-envaddr'" in err

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from jobs.control import attempts, connect, endpoint_for_address, status_of
-from jobs.local_head import free_port
+from jobs.local_head import refusing_address
 from jobs.provider import JobProvider
 from jobs.spec import submission_of, training_spec
 from tests.jobs.test_spec import config_of
@@ -93,7 +93,8 @@ def test_a_job_that_can_never_be_placed_fails_create_with_a_clear_message(ray_he
 
 
 def test_an_unreachable_cluster_fails_create_but_not_delete():
-    props = props_for(f"http://127.0.0.1:{free_port()}", "prov-gone", "sleep 60")
-    with pytest.raises(Exception, match="cannot reach the Ray dashboard"):
-        JobProvider().create(props)
-    JobProvider().delete("prov-gone", props)
+    with refusing_address() as address:
+        props = props_for(address, "prov-gone", "sleep 60")
+        with pytest.raises(Exception, match="cannot reach the Ray dashboard"):
+            JobProvider().create(props)
+        JobProvider().delete("prov-gone", props)
