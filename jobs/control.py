@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from infra import facts, names
-from jobs.access import AccessError, Endpoint
+from jobs.access import AccessError, Endpoint, service_proxy_url
 from jobs.progress import Progress, advance
 from jobs.spec import for_attempt
 
@@ -88,7 +88,19 @@ def connect(endpoint: Endpoint) -> JobSubmissionClient:
         with _explicit_address():
             return JobSubmissionClient(endpoint.address, headers=dict(endpoint.headers), verify=endpoint.verify)
     except Exception as error:  # noqa: BLE001 - requests/ray raise many types for one cause
+        if "Version check returned 404" in str(error):
+            raise Unreachable(not_a_dashboard(endpoint.address)) from None
         raise Unreachable(f"cannot reach the Ray dashboard at {endpoint.address}: {_short(error)}") from None
+
+
+def not_a_dashboard(address: str) -> str:
+    """Why `address` answers, but not as a Ray dashboard (its version check is a 404), and what one looks like."""
+    local = f"http://127.0.0.1:{names.RAY_DASHBOARD_PORT}"
+    return (
+        f"no Ray dashboard at {address}: GET {address}/api/version answered 404 Not Found;"
+        f" a dashboard address has no path after host:port ({local} with the stack's dashboardCommand)"
+        f" or is the service proxy {service_proxy_url('https://<api-server>')}"
+    )
 
 
 def _short(error: BaseException) -> str:
