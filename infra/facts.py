@@ -405,6 +405,11 @@ GKE_AUTH_PLUGIN_API = "client.authentication.k8s.io/v1beta1"
 """ExecCredential API version of the plugin's user entry, as `gcloud container clusters get-credentials`
 writes it (GKE docs, "Install kubectl and configure cluster access")."""
 
+GCLOUD_NOT_LOGGED_IN = ("You do not currently have an active account selected",)
+"""What gcloud (and the auth plugin, which runs it) prints on stderr when no account is logged in,
+in a multi-line message that the plugin ends with a lone `)` after the `gcloud auth login` advice
+(kubernetes/kubernetes#23496, GoogleCloudPlatform/cloud-ops-sandbox#168, kubernetes/cloud-provider-gcp#554)."""
+
 RESERVATION_AFFINITY_KEY = "compute.googleapis.com/reservation-name"
 """Label key naming a specific reservation in a node pool's reservation affinity (CT gke-node-pool
 `reservation_resource_api_label`; GKE docs, "Consuming reserved zonal resources")."""

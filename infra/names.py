@@ -51,10 +51,15 @@ RDMA_NETWORKS = tuple(f"rdma-{index}" for index in range(facts.RDMA_SUBNET_COUNT
 """GKE Network objects of the eight RDMA subnets (CT k8s_network_names: rdma- from 0)."""
 
 
+def get_credentials_command(cluster: str, location: str, project: str) -> str:
+    """The command that writes the cluster's context into the kubeconfig (`gke_<project>_<location>_<cluster>`)."""
+    return f"gcloud container clusters get-credentials {cluster} --location {location} --project {project}"
+
+
 def dashboard_port_forward_command(cluster: str, location: str, project: str) -> str:
     """The one-line command that forwards the Ray dashboard to localhost:8265."""
     return (
-        f"gcloud container clusters get-credentials {cluster} --location {location} --project {project}"
+        f"{get_credentials_command(cluster, location, project)}"
         f" && kubectl -n {NAMESPACE} port-forward svc/{RAY_HEAD_SERVICE} {RAY_DASHBOARD_PORT}:{RAY_DASHBOARD_PORT}"
     )
 

@@ -28,6 +28,14 @@ class AccessError(Exception):
     """The cluster cannot be reached or authorised; the message is one line."""
 
 
+class KubeconfigUnreadable(AccessError):
+    """The kubeconfig file cannot be read (most often: it does not exist yet)."""
+
+
+class MissingContext(AccessError):
+    """The kubeconfig has no entry for the context asked for."""
+
+
 @dataclass(frozen=True)
 class Endpoint:
     """Where and how to talk to a Ray dashboard."""
@@ -73,14 +81,18 @@ def _entries(kubeconfig: dict[str, Any], section: str) -> dict[str, dict[str, An
     return {item["name"]: item.get(inner) or {} for item in kubeconfig.get(section) or []}
 
 
-def kube_target(kubeconfig: dict[str, Any], context: str | None = None, preferred: str | None = None) -> KubeTarget:
-    """The server, CA and user of `context`, else of `preferred` if the kubeconfig has it, else of the current one."""
+def kube_target(kubeconfig: dict[str, Any], context: str | None = None) -> KubeTarget:
+    """The server, CA and user of `context`, else of the kubeconfig's current context."""
     contexts = _entries(kubeconfig, "contexts")
-    context_name = context or (preferred if preferred in contexts else None) or kubeconfig.get("current-context")
+    context_name = context or kubeconfig.get("current-context")
     if not context_name:
         raise AccessError("the kubeconfig has no current context; pass --context or --address")
     if context_name not in contexts:
-        raise AccessError(f"the kubeconfig has no context {context_name!r} (has: {', '.join(sorted(contexts))})")
+        current = kubeconfig.get("current-context")
+        raise MissingContext(
+            f"the kubeconfig has no context {context_name!r}"
+            f" (has: {', '.join(sorted(contexts)) or 'none'}; current: {current or 'none'})"
+        )
     cluster = _entries(kubeconfig, "clusters").get(contexts[context_name].get("cluster"))
     user = _entries(kubeconfig, "users").get(contexts[context_name].get("user"), {})
     if not cluster or not cluster.get("server"):
@@ -115,9 +127,17 @@ def _run(command: list[str], env: dict[str, str] | None = None) -> str:
     except subprocess.TimeoutExpired:
         raise AccessError(f"{command[0]} did not answer within 60 s") from None
     if result.returncode != 0:
-        reason = (result.stderr.strip().splitlines() or ["no output"])[-1]
-        raise AccessError(f"{command[0]} failed ({reason}); run gcloud auth login")
+        raise AccessError(credential_failure(command[0], result.stderr))
     return result.stdout
+
+
+def credential_failure(command: str, stderr: str) -> str:
+    """One line for a credential command that failed with `stderr`: not logged in, or its first error line."""
+    if any(sign in stderr for sign in facts.GCLOUD_NOT_LOGGED_IN):
+        return f"gcloud is not logged in, so {command} got no Google access token; run gcloud auth login"
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    reason = next((line for line in lines if "error" in line.lower()), lines[0] if lines else "no output")
+    return f"{command} got no Google access token: {reason[:200]}; check gcloud auth login"
 
 
 def user_token(user: dict[str, Any]) -> str:
@@ -140,7 +160,7 @@ def ca_bundle(ca_data: str) -> str:
     return str(path)
 
 
-def endpoint_from_kubeconfig(text: str, context: str | None = None, preferred: str | None = None) -> Endpoint:
+def endpoint_from_kubeconfig(text: str, context: str | None = None) -> Endpoint:
     """The Ray dashboard of the stack's cluster through the API server's service proxy (contexts as kube_target)."""
     try:
         kubeconfig = yaml.safe_load(text) or {}
@@ -148,20 +168,20 @@ def endpoint_from_kubeconfig(text: str, context: str | None = None, preferred: s
         raise AccessError("the kubeconfig is not valid YAML") from None
     if not isinstance(kubeconfig, dict):
         raise AccessError("the kubeconfig is not a kubeconfig mapping")
-    target = kube_target(kubeconfig, context, preferred)
+    target = kube_target(kubeconfig, context)
     verify: str | bool = ca_bundle(target.ca_data) if target.ca_data else not target.insecure
     return Endpoint(
         address=service_proxy_url(target.server), headers=bearer_headers(user_token(target.user)), verify=verify
     )
 
 
-def endpoint_from_kubeconfig_file(path: Path, context: str | None = None, preferred: str | None = None) -> Endpoint:
+def endpoint_from_kubeconfig_file(path: Path, context: str | None = None) -> Endpoint:
     """`endpoint_from_kubeconfig` of the file at `path`."""
     try:
         text = path.read_text()
     except OSError as error:
-        raise AccessError(f"cannot read the kubeconfig {path}: {error.strerror}") from None
-    return endpoint_from_kubeconfig(text, context, preferred)
+        raise KubeconfigUnreadable(f"cannot read the kubeconfig {path}: {error.strerror}") from None
+    return endpoint_from_kubeconfig(text, context)
 
 
 def default_kubeconfig_path() -> Path:

@@ -1,20 +1,23 @@
-"""`python -m jobs submit|status|logs|stop|list|validate --stack NAME [--address URL]`.
+"""`.venv/bin/python -m jobs submit|status|logs|stop|list|validate --stack NAME [--address URL]`.
 
 Without `--address` the CLI reaches the stack's cluster the way the post-deploy step does:
 the API server's service proxy to the Ray head service, with the cluster and Google access
-token of a kubeconfig (`--kubeconfig`, default $KUBECONFIG or ~/.kube/config, as written by
-`gcloud container clusters get-credentials`). Exit codes: 0 done; 1 the followed job FAILED or
-was STOPPED; 2 bad input or an unreachable cluster (one line, no traceback).
+token of the kubeconfig's `gke_<project>_<region>_<cluster>` context (`--kubeconfig`, default
+$KUBECONFIG or ~/.kube/config, as written by `gcloud container clusters get-credentials`).
+Exit codes: 0 done; 1 the followed job FAILED or was STOPPED; 2 bad input or an unreachable
+cluster (one line, no traceback).
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from infra import names
 from infra.config import PROJECT_NAMESPACE, ConfigError, StackConfig, parse_config
 from infra.stackfile import StackFileError, read_stack_file, stack_file
 from jobs import access, control
@@ -25,6 +28,17 @@ if TYPE_CHECKING:
 
 LAST_LINES = 20
 """Log lines shown when a followed job ends badly."""
+
+ERROR_SCAN_LINES = 200
+"""Lines at the end of a FAILED job's log searched for its error line."""
+
+PROGRAM = ".venv/bin/python -m jobs"
+"""How the CLI is run from a fresh clone (`make` builds .venv): every printed hint uses it."""
+
+
+def job_command(subcommand: str, stack: str, *rest: str) -> str:
+    """The command line of a CLI subcommand for `stack`, as a user types it."""
+    return " ".join([PROGRAM, subcommand, "--stack", stack, *rest])
 
 
 class UsageError(Exception):
@@ -44,12 +58,30 @@ def stack_context(config: StackConfig) -> str:
     return gcloud_context_name(config.project, config.region, config.cluster_name)
 
 
+def credentials_command(config: StackConfig) -> str:
+    """The stack's `gcloud container clusters get-credentials` command."""
+    return names.get_credentials_command(config.cluster_name, config.region, config.project)
+
+
 def endpoint_of(args: argparse.Namespace, config: StackConfig) -> access.Endpoint:
-    """`--address`, else the stack's cluster through the service proxy of the kubeconfig."""
+    """`--address`, else the stack's cluster (or `--context`) through the service proxy of the kubeconfig.
+
+    Without `--context` only the stack's own context is used: the current one may be another cluster.
+    """
     if args.address:
         return control.endpoint_for_address(args.address)
     path = Path(args.kubeconfig) if args.kubeconfig else access.default_kubeconfig_path()
-    return access.endpoint_from_kubeconfig_file(path, args.context, preferred=stack_context(config))
+    try:
+        return access.endpoint_from_kubeconfig_file(path, args.context or stack_context(config))
+    except access.KubeconfigUnreadable as error:
+        raise UsageError(f"{error}; write it with: {credentials_command(config)}") from None
+    except access.MissingContext as error:
+        if args.context:
+            raise
+        raise UsageError(
+            f"{error}: the stack's cluster is not in it; add it with: {credentials_command(config)}"
+            " (or pass --context NAME to use another context)"
+        ) from None
 
 
 class _ProgressLine:
@@ -92,7 +124,7 @@ def _pick_job(client: JobSubmissionClient, stack: str, job_id: str | None) -> Jo
             raise UsageError(f"no job {job_id!r} on the cluster") from None
     jobs = control.stack_jobs(client, stack)
     if not jobs:
-        raise UsageError(f"stack {stack!r} has no job on the cluster; python -m jobs submit --stack {stack}")
+        raise UsageError(f"stack {stack!r} has no job on the cluster; {job_command('submit', stack)}")
     return jobs[-1]
 
 
@@ -111,7 +143,8 @@ def _finish(client: JobSubmissionClient, submission_id: str, status: str, show_l
     return 1
 
 
-def _follow(client: JobSubmissionClient, submission_id: str, framework: str, stream: bool) -> int:
+def _follow(client: JobSubmissionClient, stack: str, submission_id: str, framework: str, stream: bool) -> int:
+    """Follow the stack's job to its end; a dashboard lost on the way is one line."""
     progress = _ProgressLine()
 
     def on_line(line: str) -> None:
@@ -120,9 +153,42 @@ def _follow(client: JobSubmissionClient, submission_id: str, framework: str, str
 
     try:
         status = control.follow(client, submission_id, framework, on_line if stream else None, progress)
+        return _finish(client, submission_id, status, show_lines=not stream)
+    except (OSError, RuntimeError, control.Unreachable) as error:
+        # A request past its deadline is Unreachable; requests' connection errors are OSErrors; the Jobs API
+        # answers HTTP errors with RuntimeError.
+        reason = _first_line(error).removeprefix(f"cannot reach the Ray dashboard at {client.get_address()}: ")
+        raise control.Unreachable(
+            f"lost the Ray dashboard at {client.get_address()} while following {submission_id}"
+            f" ({reason}); the job may still be running:"
+            f" {job_command('status', stack, submission_id)}"
+        ) from None
     finally:
         progress.close()
-    return _finish(client, submission_id, status, show_lines=not stream)
+
+
+def _first_line(error: BaseException) -> str:
+    return (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
+
+
+RAY_WORKER_PREFIX = re.compile(r"^\([^()\s]+ pid=\d+(?:, ip=[^)]*)?\) ")
+"""The `(TaskRunner pid=12, ip=10.0.0.3) ` prefix Ray puts before lines that actors print."""
+
+ERROR_WORDS = re.compile(r"\b(error|exception|failed|fatal)\b", re.IGNORECASE)
+"""A log line that looks like an error."""
+
+
+def error_line(log: str) -> str | None:
+    """The line that says why a job failed: the last Traceback's final line, else the last error-looking line."""
+    lines = [RAY_WORKER_PREFIX.sub("", line).rstrip() for line in log.splitlines()]
+    starts = [index for index, line in enumerate(lines) if line.startswith("Traceback (most recent call last)")]
+    if starts:
+        after = lines[starts[-1] + 1 :]
+        final = next((line for line in after if line and not line[0].isspace()), None)
+        if final:
+            return final[:300]
+    found = next((line for line in reversed(lines) if ERROR_WORDS.search(line)), None)
+    return found.strip()[:300] if found else None
 
 
 def cmd_validate(args: argparse.Namespace, config: StackConfig) -> int:
@@ -157,7 +223,7 @@ def cmd_submit(args: argparse.Namespace, config: StackConfig) -> int:
     print(outcome.submission_id, flush=True)
     if not args.wait:
         return 0
-    return _follow(client, outcome.submission_id, spec.framework, stream=False)
+    return _follow(client, config.stack, outcome.submission_id, spec.framework, stream=False)
 
 
 def cmd_status(args: argparse.Namespace, config: StackConfig) -> int:
@@ -167,6 +233,9 @@ def cmd_status(args: argparse.Namespace, config: StackConfig) -> int:
     print(_job_line(job))
     if job.message:
         print(f"  {job.message.strip().splitlines()[0]}")
+    if control.status_text(job.status) == "FAILED":
+        found = error_line("\n".join(control.last_lines(client, job.submission_id, ERROR_SCAN_LINES)))
+        print(f"  error: {found}" if found else f"  no error line in the last {ERROR_SCAN_LINES} log lines")
     return 0
 
 
@@ -176,7 +245,7 @@ def cmd_logs(args: argparse.Namespace, config: StackConfig) -> int:
     job = _pick_job(client, config.stack, args.job)
     framework = (job.metadata or {}).get("framework", config.workload.framework)
     if args.follow:
-        return _follow(client, job.submission_id, framework, stream=True)
+        return _follow(client, config.stack, job.submission_id, framework, stream=True)
     sys.stdout.write(client.get_job_logs(job.submission_id))
     return 0
 
@@ -224,8 +293,8 @@ def parser() -> argparse.ArgumentParser:
     common.add_argument("--dir", default=".", help="directory of the stack files (default: .)")
     common.add_argument("--address", help="Ray dashboard URL; default: the stack's cluster via the kubeconfig")
     common.add_argument("--kubeconfig", help="kubeconfig (default: $KUBECONFIG or ~/.kube/config)")
-    common.add_argument("--context", help="kubeconfig context (default: the stack's gke_ context, else current)")
-    top = _Parser(prog="python -m jobs", description=__doc__.splitlines()[0])
+    common.add_argument("--context", help="kubeconfig context (default: the stack's gke_<project>_<region>_<cluster>)")
+    top = _Parser(prog=PROGRAM, description=__doc__.splitlines()[0])
     commands = top.add_subparsers(dest="command", required=True, parser_class=_Parser)
     submit = commands.add_parser("submit", parents=[common], help=cmd_submit.__doc__)
     submit.add_argument("--wait", action="store_true", help="follow the job to its end with a progress line")
@@ -259,9 +328,8 @@ def main(argv: list[str] | None = None) -> int:
         # and refused credentials (an expired token) with ray.exceptions.AuthenticationError.
         if not isinstance(error, (OSError, RuntimeError)) and not type(error).__module__.startswith("ray."):
             raise
-        reason = (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
-        print(f"error: the Ray dashboard failed: {reason}", file=sys.stderr)
+        print(f"error: the Ray dashboard failed: {_first_line(error)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("interrupted; the job keeps running (python -m jobs stop to end it)", file=sys.stderr)
+        print(f"interrupted; the job keeps running ({PROGRAM} stop to end it)", file=sys.stderr)
         return 130

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from infra import facts, names
-from jobs.access import AccessError, Endpoint
+from jobs.access import AccessError, Endpoint, service_proxy_url
 from jobs.progress import Progress, advance
 from jobs.spec import for_attempt
 
@@ -134,15 +134,29 @@ def _client_type() -> type[JobSubmissionClient]:
 
 def connect(endpoint: Endpoint) -> JobSubmissionClient:
     """A Jobs API client for `endpoint` (every request within DEADLINES); Unreachable when it does not answer."""
-    # The SDK logs every closed log stream at INFO; the CLI shows its own progress instead.
+    client_type = _client_type()
+    # The SDK logs every closed log stream at INFO; the CLI shows its own progress instead. Set after the
+    # import above: importing Ray's job SDK configures its loggers.
     logging.getLogger("ray.dashboard.modules.job.sdk").setLevel(logging.WARNING)
     try:
         with _explicit_address():
-            return _client_type()(endpoint.address, headers=dict(endpoint.headers), verify=endpoint.verify)
+            return client_type(endpoint.address, headers=dict(endpoint.headers), verify=endpoint.verify)
     except JobError:
         raise
     except Exception as error:  # noqa: BLE001 - requests/ray raise many types for one cause
+        if "Version check returned 404" in str(error):
+            raise Unreachable(not_a_dashboard(endpoint.address)) from None
         raise Unreachable(f"cannot reach the Ray dashboard at {endpoint.address}: {_short(error)}") from None
+
+
+def not_a_dashboard(address: str) -> str:
+    """Why `address` answers, but not as a Ray dashboard (its version check is a 404), and what one looks like."""
+    local = f"http://127.0.0.1:{names.RAY_DASHBOARD_PORT}"
+    return (
+        f"no Ray dashboard at {address}: GET {address}/api/version answered 404 Not Found;"
+        f" a dashboard address has no path after host:port ({local} with the stack's dashboardCommand)"
+        f" or is the service proxy {service_proxy_url('https://<api-server>')}"
+    )
 
 
 def _short(error: BaseException) -> str:

@@ -10,6 +10,7 @@ import pulumi.dynamic
 
 from infra.config import StackConfig
 from infra.outputs import InfraOutputs
+from jobs.cli import job_command
 from jobs.provider import JobProvider
 from jobs.spec import submission_for
 from workloads.outputs import WorkloadOutputs
@@ -95,4 +96,4 @@ def build_job(config: StackConfig, infra: InfraOutputs, workloads: WorkloadOutpu
     job = GrpoJob("grpo-job", args, depends_on=[workloads.ray_cluster, workloads.staging_job])
     pulumi.export("jobRun", submission["metadata"]["run"])
     pulumi.export("jobSubmissionId", job.submission.submission_id)
-    pulumi.export("jobStatusCommand", f"python -m jobs status --stack {config.stack}")
+    pulumi.export("jobStatusCommand", job_command("status", config.stack))

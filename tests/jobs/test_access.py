@@ -77,7 +77,7 @@ def test_endpoint_from_the_stack_kubeconfig_uses_the_proxy_the_plugin_token_and_
 
 def test_a_failing_or_missing_plugin_is_one_clear_error(tmp_path):
     plugin = fake_plugin(tmp_path, "echo 'ERROR: gcloud auth login required' >&2; exit 1")
-    with pytest.raises(access.AccessError, match="failed \\(ERROR: gcloud auth login required\\); run gcloud auth login"):
+    with pytest.raises(access.AccessError, match="got no Google access token: ERROR: gcloud auth login required; check"):
         access.endpoint_from_kubeconfig(kubeconfig_with_plugin(plugin))
     with pytest.raises(access.AccessError, match="is not installed"):
         access.endpoint_from_kubeconfig(kubeconfig_with_plugin(tmp_path / "absent-plugin"))

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
 
+from infra.plan.harness import REPO_ROOT
+
 from jobs.cli import main
-from jobs.local_head import free_port
+from jobs.local_head import refusing_address
 from tests.jobs.conftest import stand_in
 
 pytestmark = pytest.mark.usefixtures("ray_head")
@@ -141,7 +147,8 @@ def test_one_full_node_passes_the_readiness_gate(ray_head, make_stack, capsys):
 def test_an_unreachable_address_exits_2_with_one_line(make_stack, capsys):
     name, directory = make_stack("cli-unreachable")
     for command in ("submit", "status", "list", "stop", "logs"):
-        code, out, err = run_cli(capsys, command, *common(name, directory, f"http://127.0.0.1:{free_port()}"))
+        with refusing_address() as address:
+            code, out, err = run_cli(capsys, command, *common(name, directory, address))
         assert code == 2, command
         assert err.startswith("error: cannot reach the Ray dashboard") and err.count("\n") == 1, err
 
@@ -185,9 +192,53 @@ def test_a_dashboard_that_fails_mid_command_exits_2_with_one_line(make_stack, ca
 
 
 def test_an_inherited_ray_address_does_not_redirect_an_explicit_one(ray_head, make_stack, capsys, monkeypatch):
-    monkeypatch.setenv("RAY_ADDRESS", f"http://127.0.0.1:{free_port()}")
-    monkeypatch.setenv("RAY_API_SERVER_ADDRESS", f"http://127.0.0.1:{free_port()}")
     name, directory = make_stack("cli-envaddr")
-    code, _, err = run_cli(capsys, "list", *common(name, directory, ray_head))
+    with refusing_address() as ray_address, refusing_address() as api_address:
+        monkeypatch.setenv("RAY_ADDRESS", ray_address)
+        monkeypatch.setenv("RAY_API_SERVER_ADDRESS", api_address)
+        code, _, err = run_cli(capsys, "list", *common(name, directory, ray_head))
     assert code == 0, err
     assert "no job of stack 'cli-envaddr'" in err
+
+
+def test_status_of_a_failed_attempt_shows_its_error_line(ray_head, make_stack, capsys):
+    name, directory = make_stack("cli-error")
+    args = common(name, directory, ray_head)
+    entrypoint = f"{sys.executable} -c \"print('step 1'); raise ValueError('reward function gsm8k not found')\""
+    code, out, _ = run_cli(capsys, "submit", *args, "--entrypoint", entrypoint, "--wait")
+    assert code == 1
+    job = out.strip()
+    code, out, _ = run_cli(capsys, "status", *args)
+    assert code == 0
+    assert out.splitlines()[0].startswith(f"{job}  FAILED  ")
+    assert out.splitlines()[1:] == [
+        "  Job entrypoint command failed with exit code 1, last available logs (truncated to 20,000 chars):",
+        "  error: ValueError: reward function gsm8k not found",
+    ]
+
+
+def test_the_head_dying_during_logs_follow_is_one_line_and_exit_2(make_stack, capsys):
+    from jobs import local_head
+
+    head = local_head.start(num_cpus=1, num_gpus=8)
+    try:
+        name, directory = make_stack("cli-dying")
+        args = common(name, directory, head.dashboard_url)
+        entrypoint = f"{sys.executable} -c \"import time; print('started', flush=True); time.sleep(120)\""
+        code, out, err = run_cli(capsys, "submit", *args, "--entrypoint", entrypoint)
+        assert code == 0, err
+        job = out.strip()
+        env = {key: value for key, value in os.environ.items() if not key.startswith("RAY_")}
+        follow = subprocess.Popen(
+            [".venv/bin/python", "-m", "jobs", "logs", *args, "--follow"],
+            cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        streamed = iter(follow.stdout.readline, "")
+        assert "started\n" in streamed, "the job's log is being streamed"
+    finally:
+        head.stop()
+    _, err = follow.communicate(timeout=120)
+    assert follow.returncode == 2, err
+    prefix = f"error: lost the Ray dashboard at {head.dashboard_url} while following {job} ("
+    suffix = f"); the job may still be running: .venv/bin/python -m jobs status --stack cli-dying {job}\n"
+    assert err.startswith(prefix) and err.endswith(suffix) and err.count("\n") == 1, err

@@ -14,7 +14,7 @@ import pytest
 
 from jobs import control
 from jobs.cli import main
-from jobs.local_head import free_port
+from jobs.local_head import refusing_address
 from jobs.provider import JobProvider
 from tests.jobs.test_provider_on_ray import props_for
 
@@ -181,12 +181,12 @@ def test_delete_warns_and_returns_within_the_deadlines(dashboard, capsys):
 
 
 def test_a_closed_port_is_unreachable_with_the_reason_only():
-    address = f"http://127.0.0.1:{free_port()}"
-    for call in (lambda: control.connect(control.endpoint_for_address(address)),
-                 lambda: control.gpu_nodes(control.endpoint_for_address(address))):  # fmt: skip
-        with pytest.raises(control.Unreachable) as raised:
-            call()
-        assert str(raised.value) == (
-            f"cannot reach the Ray dashboard at {address}: Failed to establish a new connection:"
-            " [Errno 111] Connection refused"
-        )
+    with refusing_address() as address:
+        for call in (lambda: control.connect(control.endpoint_for_address(address)),
+                     lambda: control.gpu_nodes(control.endpoint_for_address(address))):  # fmt: skip
+            with pytest.raises(control.Unreachable) as raised:
+                call()
+            assert str(raised.value) == (
+                f"cannot reach the Ray dashboard at {address}: Failed to establish a new connection:"
+                " [Errno 111] Connection refused"
+            )

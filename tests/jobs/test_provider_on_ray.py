@@ -6,7 +6,7 @@ import pytest
 
 from jobs import control
 from jobs.control import attempts, connect, endpoint_for_address, status_of
-from jobs.local_head import free_port
+from jobs.local_head import refusing_address
 from jobs.provider import JobProvider
 from jobs.spec import submission_of, training_spec
 from tests.jobs.test_spec import config_of
@@ -94,10 +94,11 @@ def test_a_job_that_can_never_be_placed_fails_create_with_a_clear_message(ray_he
 
 
 def test_an_unreachable_cluster_fails_create_but_not_delete():
-    props = props_for(f"http://127.0.0.1:{free_port()}", "prov-gone", "sleep 60")
-    with pytest.raises(Exception, match="cannot reach the Ray dashboard"):
-        JobProvider().create(props)
-    JobProvider().delete("prov-gone", props)
+    with refusing_address() as address:
+        props = props_for(address, "prov-gone", "sleep 60")
+        with pytest.raises(Exception, match="cannot reach the Ray dashboard"):
+            JobProvider().create(props)
+        JobProvider().delete("prov-gone", props)
 
 
 @pytest.fixture
@@ -115,8 +116,9 @@ def submit_pending(address: str, props: dict) -> str:
 def test_update_stops_the_old_run_through_the_new_inputs_not_the_stale_state(ray_head):
     provider = JobProvider()
     created = provider.create(props_for(ray_head, "prov-stale", "sleep 60")).outs
-    stale = {**created, "address": f"http://127.0.0.1:{free_port()}"}
-    updated = provider.update("prov-stale", stale, props_for(ray_head, "prov-stale", "sleep 61"))
+    with refusing_address() as dead:
+        stale = {**created, "address": dead}
+        updated = provider.update("prov-stale", stale, props_for(ray_head, "prov-stale", "sleep 61"))
     assert status_of(client_of(ray_head), created["submission_id"]) == "STOPPED"
     provider.delete("prov-stale", updated.outs)
 

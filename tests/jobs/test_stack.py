@@ -29,6 +29,7 @@ def test_the_submission_is_registered_after_the_raycluster_and_staging(plan_of, 
     staging = recording.one("kubernetes:batch/v1:Job")
     assert {ray_cluster.urn, staging.urn} <= set(job.depends_on)
     assert recording.outputs["jobRun"] == job.inputs["submission"]["metadata"]["run"]
+    assert recording.outputs["jobStatusCommand"] == f".venv/bin/python -m jobs status --stack {stack}"
 
 
 def test_no_submission_when_job_submit_is_false():

@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from infra import facts, names
@@ -114,7 +120,32 @@ def test_the_script_ships_in_the_config_map_and_its_digest_marks_the_pod():
     assert len(gcs[staging.SCRIPT_DIGEST_ANNOTATION]) == 64
 
 
-def test_the_staged_gsm8k_files_are_the_ones_the_job_reads():
-    """The staging program writes `<--gsm8k-dir>/<split>.parquet`; the trainer reads paths.gsm8k_files()."""
-    written = {f"{paths.gsm8k_dir()}/{split}.parquet" for split in staging_script.GSM8K_FILES}
+STAND_INS = Path(__file__).with_name("staging_stand_ins")
+"""huggingface_hub, pyarrow and pip stand-ins for running the staging program offline."""
+
+HUB_GSM8K_FILES = {"train": "main/train-00000-of-00001.parquet", "test": "main/test-00000-of-00001.parquet"}
+"""The parquet files of openai/gsm8k's `main` configuration on the Hub (huggingface.co/datasets/openai/gsm8k)."""
+
+
+def test_the_staging_program_writes_the_gsm8k_files_the_job_reads(tmp_path):
+    """The staging Job's own command, run for real on a stand-in download, writes paths.gsm8k_files()."""
+    hub = tmp_path / "hub"
+    for split, filename in HUB_GSM8K_FILES.items():
+        source = hub / "openai" / "gsm8k" / filename
+        source.parent.mkdir(parents=True, exist_ok=True)
+        source.write_text(json.dumps([{"question": f"{split} {q}", "answer": a} for q, a in SAMPLE]))
+    data = tmp_path / "data"
+    command = staging.staging_command(config_of(framework="verl"))
+    on_disk = [arg.replace(names.DATA_MOUNT, str(data), 1) if arg.startswith(f"{names.DATA_MOUNT}/") else arg
+               for arg in command[2:]]  # fmt: skip
+    env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(STAND_INS), "STAND_IN_HUB": str(hub)}
+    result = subprocess.run(
+        [sys.executable, str(staging.SCRIPT), *on_disk], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.endswith("[staging] all staged\n")
+    written = {f"{names.DATA_MOUNT}/{path.relative_to(data)}" for path in data.rglob("*.parquet")}
     assert written == set(paths.gsm8k_files())
+    train = json.loads((data / Path(paths.gsm8k_files().train).relative_to(names.DATA_MOUNT)).read_text())
+    assert [row["reward_model"]["ground_truth"] for row in train] == ["5", "8750", "-3"]
+    assert train[0]["extra_info"]["question"] == f"train {SAMPLE[0][0]}"
