@@ -489,6 +489,42 @@ GIB_NCCL_ENV: dict[str, str] = {
 GLOO_SOCKET_IFNAME = "eth0"
 """Gloo's one concrete interface in a multi-NIC GKE pod: the default network (user-pains §1 A.3)."""
 
+# --- Who may reach the Ray pods (workloads/policies.py) ---------------------------------------------------
+KUBERAY_CLUSTER_LABEL = "ray.io/cluster"
+"""Label KubeRay puts on every pod of a RayCluster, valued with the RayCluster's name
+(ray-project/kuberay ray-operator/controllers/ray/utils/constant.go RayClusterLabelKey, set in
+common/pod.go for the head and every worker group, KubeRay v1.x)."""
+
+KUBERAY_NODE_TYPE_LABEL = "ray.io/node-type"
+"""KubeRay's pod label for the node type, `head` or `worker` (constant.go RayNodeTypeLabelKey,
+rayv1.HeadNode / rayv1.WorkerNode; KubeRay's own head NetworkPolicy selects the head with it)."""
+
+RAY_PORTS: dict[str, int] = {
+    # docs.ray.io ray-core/configure.html "Ports configurations" and ray-core/internals/
+    # port-service-discovery.html (Ray 2.5x, read 2026-12-01). Fixed defaults only: the node manager,
+    # object manager, runtime env agent, metrics agent and metrics export ports are random unless set,
+    # which is why the Ray pods admit each other on every port rather than on this list.
+    "gcs-server": 6379,
+    "dashboard": 8265,
+    "client": 10001,
+    "min-worker": 10002,
+    "max-worker": 19999,
+    "dashboard-agent-listen": 52365,
+}
+"""Ray's fixed default ports on every node (the worker range is min-worker .. max-worker)."""
+
+KONNECTIVITY_AGENT_NAMESPACE = "kube-system"
+"""Namespace of GKE's konnectivity agents (KONNECTIVITY_AGENT_LABELS)."""
+
+KONNECTIVITY_AGENT_LABELS = {"k8s-app": "konnectivity-agent"}
+"""Where the API server's traffic into the cluster comes from on GKE: the control plane reaches pods
+(service proxy, webhooks, logs, exec) through the konnectivity agents, so it arrives with an agent
+pod's source IP (tigera/operator#5212, 2026-08: "On AKS and GKE the API server reaches in-cluster
+webhooks through konnectivity agent pods ... GKE uses `k8s-app`"; cilium/cilium#19439: GKE's
+konnectivity agent carries "all control-plane to cluster connections"; the upstream agent DaemonSet
+kubernetes.io examples/admin/konnectivity/konnectivity-agent.yaml runs in kube-system with
+`k8s-app: konnectivity-agent`). jobs/access.py reaches the dashboard by this path."""
+
 RDMA_INTERFACES_START = 2
 """eth0 is the pod network, eth1 gvnic-1, eth2..eth9 rdma-0..rdma-7 (DOC-AIH-CUSTOM, A.7; KES)."""
 
@@ -919,6 +955,7 @@ FORCE_NEW_INPUTS: dict[str, tuple[str, ...]] = {
     "kubernetes:core/v1:ServiceAccount": KUBERNETES_IDENTITY_INPUTS,
     "kubernetes:networking.gke.io/v1:GKENetworkParamSet": KUBERNETES_IDENTITY_INPUTS,
     "kubernetes:networking.gke.io/v1:Network": KUBERNETES_IDENTITY_INPUTS,
+    "kubernetes:networking.k8s.io/v1:NetworkPolicy": KUBERNETES_IDENTITY_INPUTS,
     "kubernetes:ray.io/v1:RayCluster": KUBERNETES_IDENTITY_INPUTS,
 }
 """Resource type -> the input paths whose change replaces the resource (sources above)."""

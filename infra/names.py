@@ -23,8 +23,12 @@ RAY_CLUSTER = "grpo"
 RAY_HEAD_SERVICE = f"{RAY_CLUSTER}-head-svc"
 """Service KubeRay creates for the head (`<raycluster>-head-svc`)."""
 
-RAY_DASHBOARD_PORT = 8265
+RAY_DASHBOARD_PORT = facts.RAY_PORTS["dashboard"]
 """Ray dashboard and Jobs API port on the head."""
+
+GUARDIAN_LABELS = {"app.kubernetes.io/name": "grpo-guardian"}
+"""Pod labels of the run guardian (a future pod in NAMESPACE): the one pod of the namespace outside the
+RayCluster that the head's dashboard port admits (workloads/policies.py)."""
 
 HEAD_NODE_POOL = "ray-head"
 """Standard: the CPU node pool of the Ray head (node selector `cloud.google.com/gke-nodepool`)."""

@@ -25,6 +25,32 @@ LABELS = {"app.kubernetes.io/part-of": "grpo-gke"}
 """Labels on every object the workloads create in their namespace."""
 
 
+def container_security_context() -> dict[str, Any]:
+    """The securityContext of every container the stack runs (Ray head, GPU workers, staging): not
+    privileged, no privilege escalation, every capability dropped, the runtime's default seccomp profile.
+
+    The GPU workers get no capability back. Google's GPUDirect RDMA pod spec (DOC-AIH-CUSTOM) and the KES
+    verl RayCluster run the worker unprivileged, and neither adds a capability (gcp-infrastructure.md
+    A.6/A.7): gIB works with the GPUs from the device plugin, the RDMA NICs GKE attaches and the hostPath
+    libraries, and IPC_LOCK (memory registration beyond RLIMIT_MEMLOCK) is not in the runtime's default
+    set those pods run with, so they do not rely on it. Not yet proven on a GKE RDMA node with the rest
+    of the default set dropped too (NET_RAW, SETUID, ...): the first real run's NCCL log settles it.
+
+    The containers run as the images' user, root: verl's docker/Dockerfile.stable.vllm sets no USER on
+    nvidia/cuda, NeMo-RL's docker/Dockerfile.ngc_pytorch sets `USER root` ("more convenient for users"),
+    and NeMo-RL builds its worker venvs under /opt at run time. Every pod writes the same shared tree
+    (model, HF_HOME, verl, checkpoints); a new Lustre file system's root directory belongs to root (not
+    checked against Managed Lustre's docs). Root without CAP_DAC_OVERRIDE or CAP_CHOWN writes only what
+    root owns, which is all of that tree.
+    """
+    return {
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
+        "privileged": False,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+
+
 def render_namespace() -> NamespaceInitArgs:
     """The namespace of the RayCluster, its service account, storage claim and staging Job."""
     return NamespaceInitArgs(metadata=k8s.meta.v1.ObjectMetaArgs(name=names.NAMESPACE, labels=dict(LABELS)))

@@ -18,7 +18,7 @@ import pulumi_kubernetes as k8s
 from infra import facts, names
 from infra.config import StackConfig
 from workloads import paths, placement, storage
-from workloads.identity import LABELS, secret_env
+from workloads.identity import LABELS, container_security_context, secret_env
 from workloads.sizing import worker_requests
 
 API_VERSION = "ray.io/v1"
@@ -37,7 +37,7 @@ REPLACE_ON_CHANGES = ["spec"]
 `up` would report success with the old pods. Any spec change therefore replaces the RayCluster
 (deleted first: its name is fixed)."""
 
-HEAD_PORTS = {"gcs-server": 6379, "dashboard": names.RAY_DASHBOARD_PORT, "client": 10001}
+HEAD_PORTS = {name: facts.RAY_PORTS[name] for name in ("gcs-server", "dashboard", "client")}
 """Ports the head exposes on its ClusterIP service (KES ray-cluster-standard.yaml)."""
 
 
@@ -118,6 +118,7 @@ def render_head(config: StackConfig) -> dict[str, Any]:
                 "name": "ray-head",
                 "ports": [{"containerPort": port, "name": name} for name, port in HEAD_PORTS.items()],
                 "resources": {"limits": {"memory": requests["memory"]}, "requests": requests},
+                "securityContext": container_security_context(),
                 "volumeMounts": [
                     {"mountPath": "/dev/shm", "name": "dshm"},
                     {"mountPath": names.DATA_MOUNT, "name": "data"},
@@ -153,6 +154,7 @@ def render_worker_group(config: StackConfig) -> dict[str, Any]:
             "limits": {"memory": quantities["memory"], "nvidia.com/gpu": quantities["nvidia.com/gpu"]},
             "requests": quantities,
         },
+        "securityContext": container_security_context(),
         "volumeMounts": [
             {"mountPath": "/dev/shm", "name": "dshm"},
             {"mountPath": facts.NVIDIA_POD_DIR, "name": "nvidia", "readOnly": read_only},

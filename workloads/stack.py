@@ -10,6 +10,7 @@ from workloads.gib import GibInstaller, GibInstallerArgs
 from workloads.identity import Identity, IdentityArgs
 from workloads.network import GkeNetworks, GkeNetworksArgs, network_specs
 from workloads.outputs import WorkloadOutputs
+from workloads.policies import NetworkPolicies, NetworkPoliciesArgs
 from workloads.raycluster import RayCluster, RayClusterArgs
 from workloads.staging import Staging, StagingArgs
 from workloads.storage import SharedStorage, SharedStorageArgs, StorageTarget
@@ -26,7 +27,8 @@ def _secret_env(config: StackConfig) -> dict[str, pulumi.Output[str]]:
 
 
 def build_workloads(config: StackConfig, infra: InfraOutputs) -> WorkloadOutputs:
-    """Network objects, gIB installer, identity, storage, staging Job and RayCluster, in that order of need."""
+    """Network objects, gIB installer, identity, NetworkPolicies, storage, staging Job and RayCluster, in
+    that order of need."""
     provider = infra.k8s_provider
     cluster = list(infra.cluster_ready)
     networks = GkeNetworks(
@@ -42,6 +44,8 @@ def build_workloads(config: StackConfig, infra: InfraOutputs) -> WorkloadOutputs
         "identity",
         IdentityArgs(token=_token(config), secret_env=_secret_env(config), provider=provider, depends_on=cluster),
     )
+    # The namespace is closed before any pod starts in it: the head's ports are never open to the cluster.
+    policies = NetworkPolicies("network-policies", NetworkPoliciesArgs(provider=provider, namespace=identity.namespace))
     shared = SharedStorage(
         "shared-storage",
         SharedStorageArgs(
@@ -57,9 +61,10 @@ def build_workloads(config: StackConfig, infra: InfraOutputs) -> WorkloadOutputs
             depends_on=list(infra.storage_ready),
         ),
     )
-    # Both pod kinds run as the service account (workload identity for the bucket), mount the claim
-    # and, when set, read the token Secret; the Ray pods also read the secretEnv Secret.
-    pod_needs = [identity.service_account, shared.claim]
+    # Both pod kinds run as the service account (workload identity for the bucket), mount the claim,
+    # start only once the NetworkPolicies close the namespace and, when set, read the token Secret; the Ray
+    # pods also read the secretEnv Secret.
+    pod_needs = [identity.service_account, shared.claim, *policies.policies]
     if identity.token_secret is not None:
         pod_needs.append(identity.token_secret)
     ray_needs = [*pod_needs]

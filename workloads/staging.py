@@ -22,7 +22,7 @@ from pulumi_kubernetes.core.v1.ConfigMap import ConfigMapInitArgs
 from infra import facts, names
 from infra.config import StackConfig
 from workloads import paths, placement, storage
-from workloads.identity import LABELS, secret_env
+from workloads.identity import LABELS, container_security_context, secret_env
 
 NAME = "grpo-staging"
 """Name of the Job and of the ConfigMap holding its script."""
@@ -68,6 +68,20 @@ def render_script_config_map() -> ConfigMapInitArgs:
     )
 
 
+def _security_context() -> k8s.core.v1.SecurityContextArgs:
+    """identity.container_security_context() as typed Args. The Job runs as root like the Ray pods that
+    share its files: its image is the workload image, built to run as root, and a new Lustre file
+    system's root directory belongs to root, so another uid could not create the model and HF_HOME
+    directories there (identity.container_security_context says what is checked)."""
+    context = container_security_context()
+    return k8s.core.v1.SecurityContextArgs(
+        allow_privilege_escalation=context["allowPrivilegeEscalation"],
+        capabilities=k8s.core.v1.CapabilitiesArgs(drop=context["capabilities"]["drop"]),
+        privileged=context["privileged"],
+        seccomp_profile=k8s.core.v1.SeccompProfileArgs(type=context["seccompProfile"]["type"]),
+    )
+
+
 def render_job(config: StackConfig) -> JobInitArgs:
     """The staging Job: one pod, few retries, a bounded deadline, kept after it finishes."""
     env = [k8s.core.v1.EnvVarArgs(name="HF_HOME", value=paths.hf_home())]
@@ -80,6 +94,7 @@ def render_job(config: StackConfig) -> JobInitArgs:
         resources=k8s.core.v1.ResourceRequirementsArgs(
             requests=dict(facts.STAGING_REQUESTS), limits={"memory": facts.STAGING_REQUESTS["memory"]}
         ),
+        security_context=_security_context(),
         volume_mounts=[
             storage.data_mount(),
             k8s.core.v1.VolumeMountArgs(name="script", mount_path=SCRIPT_DIR, read_only=True),

@@ -66,6 +66,7 @@ LABELS = {
     "kubernetes:apps/v1:DaemonSet": "the gIB installer",
     "kubernetes:networking.gke.io/v1:Network": "the pod networks",
     "kubernetes:networking.gke.io/v1:GKENetworkParamSet": "the pod networks",
+    "kubernetes:networking.k8s.io/v1:NetworkPolicy": "the NetworkPolicies",
 }
 """How the one-line effect of a config key names each type (a node pool is named by its pool name)."""
 

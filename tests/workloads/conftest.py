@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import gzip
 import itertools
 import json
 from pathlib import Path
@@ -118,4 +119,32 @@ def schema_errors(manifest: dict[str, Any]) -> list[str]:
     return sorted(
         f"{'.'.join(str(part) for part in error.absolute_path)}: {error.message}"
         for error in raycluster_validator().iter_errors(copy.deepcopy(manifest))
+    )
+
+
+_K8S_VALIDATORS: dict[str, jsonschema.Draft7Validator] = {}
+
+
+def _k8s_validator(api_version: str, kind: str) -> jsonschema.Draft7Validator:
+    """A strict validator of one built-in kind (Kubernetes 1.33 OpenAPI v3); skips without ../shared."""
+    path = Path(SHARED) / "k8s-schemas" / "kubernetes-1.33-openapi-v3.json.gz"
+    if not path.is_file():
+        pytest.skip(f"{path} is absent: the Kubernetes 1.33 OpenAPI lives in ../shared/k8s-schemas")
+    key = f"{api_version}/{kind}"
+    if key not in _K8S_VALIDATORS:
+        document = json.loads(gzip.decompress(path.read_bytes()))
+        # The documents refer to #/components/schemas/<name>; the merged file keeps them in definitions.
+        text = json.dumps(strict(document["definitions"])).replace("#/components/schemas/", "#/definitions/")
+        definitions = json.loads(text)
+        schema = {**definitions[document["gvk"][key]], "definitions": definitions}
+        _K8S_VALIDATORS[key] = jsonschema.Draft7Validator(schema)
+    return _K8S_VALIDATORS[key]
+
+
+def k8s_schema_errors(manifest: dict[str, Any]) -> list[str]:
+    """Every strict-schema error of a built-in Kubernetes object, as `path: message`."""
+    validator = _k8s_validator(manifest["apiVersion"], manifest["kind"])
+    return sorted(
+        f"{'.'.join(str(part) for part in error.absolute_path)}: {error.message}"
+        for error in validator.iter_errors(copy.deepcopy(manifest))
     )

@@ -93,12 +93,13 @@ def test_a_changed_ray_cluster_spec_replaces_the_cluster(monkeypatch):
     assert registered["kubernetes:core/v1:PersistentVolume"] == ([], True)
 
 
-def test_staging_job_waits_only_for_claim_account_secret_and_script():
+def test_staging_job_waits_only_for_claim_account_secret_script_and_policies():
     recording = mocked_run("standard", "h200", "gcs", token=TEST_TOKEN)
     job = recording.one(JOB)
     assert _kinds(recording, job.depends_on) == {
         "kubernetes:core/v1:PersistentVolumeClaim", "kubernetes:core/v1:Secret",
         "kubernetes:core/v1:ServiceAccount", "kubernetes:core/v1:ConfigMap",
+        "kubernetes:networking.k8s.io/v1:NetworkPolicy",
     }
     without = mocked_run("standard", "h200", "gcs")
     assert "kubernetes:core/v1:Secret" not in _kinds(without, without.one(JOB).depends_on)
