@@ -150,9 +150,11 @@ def test_head_machine_type_comes_from_config(infra_run):
 
 def test_pools_wait_for_the_cluster_and_the_gpu_pool_for_its_networks(infra_run):
     recording = infra_run("standard", "h200", "gcs")
-    assert depends_on(recording, recording.one(POOL, "grpo-test-ray-head")) == {"grpo-test"}
+    # Both run as the nodes' service account; its role reaches them through the cluster, which waits for it.
+    assert depends_on(recording, recording.one(POOL, "grpo-test-ray-head")) == {"grpo-test", "grpo-test-node-sa"}
     assert depends_on(recording, recording.one(POOL, "grpo-test-gpu")) == {
         "grpo-test",
+        "grpo-test-node-sa",
         "grpo-test-gvnic",
         "grpo-test-gvnic-sub",
         "grpo-test-rdma",
