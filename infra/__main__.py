@@ -68,6 +68,7 @@ def plan(args: argparse.Namespace) -> int:
     """Validate the stack config, run the program under mocks and write the plan files."""
     from infra.plan.harness import REPO_ROOT, run_values
     from infra.plan.writer import summary, write_plan
+    from infra.security import security_summary
     from jobs.validate import check as check_job
 
     path = shown_path(args.config if args.config else stack_file(REPO_ROOT, args.stack))
@@ -97,7 +98,8 @@ def plan(args: argparse.Namespace) -> int:
     except OSError as error:
         print(f"error: cannot write the plan to {shown_path(out_dir)}: {error.strerror or error}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    print(summary(recording, key_facts(loaded), out_dir))
+    *overview, wrote = summary(recording, key_facts(loaded), out_dir).splitlines()
+    print("\n".join([*overview, security_summary(loaded), wrote]))
     return 0
 
 
