@@ -74,6 +74,7 @@ def plan(args: argparse.Namespace) -> int:
     from infra.plan.blast import PlanError, blast_radius, read_plan, render
     from infra.plan.harness import REPO_ROOT, run_values
     from infra.plan.writer import render_plan_json, summary, write_plan
+    from infra.security import security_summary
     from jobs.validate import check as check_job
 
     path = shown_path(args.config if args.config else stack_file(REPO_ROOT, args.stack))
@@ -104,7 +105,8 @@ def plan(args: argparse.Namespace) -> int:
     except OSError as error:
         print(f"error: cannot write the plan to {shown_path(out_dir)}: {error.strerror or error}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    print(summary(recording, key_facts(loaded), out_dir))
+    *overview, wrote = summary(recording, key_facts(loaded), out_dir).splitlines()
+    print("\n".join([*overview, security_summary(loaded), wrote]))
     if earlier is not None:
         print(render(blast_radius(earlier, json.loads(render_plan_json(recording))), shown_path(args.against)))
     return 0

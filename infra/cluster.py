@@ -15,6 +15,10 @@ from infra.config import StackConfig
 from infra.network import POD_RANGE_NAME, SERVICE_RANGE_NAME
 
 
+DEFAULT_POOL_CONFIG = "nodeConfig"
+"""The cluster input that configures only GKE's initial default pool (Standard)."""
+
+
 class LustrePort(NamedTuple):
     """How GKE nodes reach Managed Lustre."""
 
@@ -64,8 +68,47 @@ def addons_config(config: StackConfig) -> gcp.container.ClusterAddonsConfigArgs:
     )
 
 
+def authorized_networks_config(config: StackConfig) -> gcp.container.ClusterMasterAuthorizedNetworksConfigArgs | None:
+    """The CIDRs the public IP endpoint admits: `cluster.authorizedNetworks`; none at all with only the DNS
+    endpoint (an enabled list without blocks closes the public IP); unrestricted (None) with neither."""
+    cluster = config.cluster
+    if not cluster.authorized_networks and not cluster.dns_endpoint:
+        return None
+    return gcp.container.ClusterMasterAuthorizedNetworksConfigArgs(
+        cidr_blocks=[
+            gcp.container.ClusterMasterAuthorizedNetworksConfigCidrBlockArgs(
+                cidr_block=cidr, display_name=f"grpo-gke-authorized-{index}"
+            )
+            for index, cidr in enumerate(cluster.authorized_networks)
+        ],
+        gcp_public_cidrs_access_enabled=False,
+    )
+
+
+def control_plane_endpoints_config(config: StackConfig) -> gcp.container.ClusterControlPlaneEndpointsConfigArgs | None:
+    """With `cluster.dnsEndpoint`: user traffic admitted on the IAM-authenticated DNS endpoint."""
+    if not config.cluster.dns_endpoint:
+        return None
+    return gcp.container.ClusterControlPlaneEndpointsConfigArgs(
+        dns_endpoint_config=gcp.container.ClusterControlPlaneEndpointsConfigDnsEndpointConfigArgs(
+            allow_external_traffic=True
+        )
+    )
+
+
+def database_encryption(config: StackConfig) -> gcp.container.ClusterDatabaseEncryptionArgs | None:
+    """With `cluster.secretsKmsKey`: Secrets encrypted at the application layer with that key."""
+    key = config.cluster.secrets_kms_key
+    if key is None:
+        return None
+    return gcp.container.ClusterDatabaseEncryptionArgs(state="ENCRYPTED", key_name=key)
+
+
 def cluster_args(
-    config: StackConfig, network: pulumi.Input[str], subnetwork: pulumi.Input[str]
+    config: StackConfig,
+    network: pulumi.Input[str],
+    subnetwork: pulumi.Input[str],
+    node_service_account: pulumi.Input[str],
 ) -> gcp.container.ClusterArgs:
     """The cluster's Args: shared settings once, then the Standard- or Autopilot-only ones."""
     channel = config.cluster.release_channel
@@ -83,6 +126,9 @@ def cluster_args(
         private_cluster_config=gcp.container.ClusterPrivateClusterConfigArgs(
             enable_private_nodes=True, enable_private_endpoint=False
         ),
+        master_authorized_networks_config=authorized_networks_config(config),
+        control_plane_endpoints_config=control_plane_endpoints_config(config),
+        database_encryption=database_encryption(config),
         enable_multi_networking=True,
         addons_config=addons_config(config),
         release_channel=gcp.container.ClusterReleaseChannelArgs(channel=channel) if channel else None,
@@ -90,9 +136,29 @@ def cluster_args(
         deletion_protection=config.cluster.deletion_protection,
     )
     if config.cluster.mode == "autopilot":
-        # Autopilot brings workload identity and Dataplane V2 itself.
-        return gcp.container.ClusterArgs(enable_autopilot=True, **shared)
+        # Autopilot brings workload identity, Dataplane V2 and Shielded GKE Nodes with secure boot itself; its
+        # nodes take their identity from the auto-provisioning defaults.
+        return gcp.container.ClusterArgs(
+            enable_autopilot=True,
+            cluster_autoscaling=gcp.container.ClusterClusterAutoscalingArgs(
+                auto_provisioning_defaults=gcp.container.ClusterClusterAutoscalingAutoProvisioningDefaultsArgs(
+                    service_account=node_service_account, oauth_scopes=[facts.CLOUD_PLATFORM_SCOPE]
+                )
+            ),
+            **shared,
+        )
     return gcp.container.ClusterArgs(
+        enable_shielded_nodes=True,
+        # The default pool GKE creates before removing it runs as the nodes' account too: a project whose
+        # Compute Engine default account is disabled or unprivileged could not create it otherwise.
+        node_config=gcp.container.ClusterNodeConfigArgs(
+            service_account=node_service_account,
+            oauth_scopes=[facts.CLOUD_PLATFORM_SCOPE],
+            shielded_instance_config=gcp.container.ClusterNodeConfigShieldedInstanceConfigArgs(
+                enable_secure_boot=facts.SHIELDED_SECURE_BOOT,
+                enable_integrity_monitoring=facts.SHIELDED_INTEGRITY_MONITORING,
+            ),
+        ),
         datapath_provider="ADVANCED_DATAPATH",
         workload_identity_config=gcp.container.ClusterWorkloadIdentityConfigArgs(
             workload_pool=workload_pool(config.project)
@@ -115,6 +181,10 @@ class ClusterArgs:
     """The node subnet with the pod and service secondary ranges."""
     container_api: pulumi.Resource
     """The container API; the cluster waits for it."""
+    node_service_account: pulumi.Input[str]
+    """Email of the nodes' service account (Autopilot's node defaults)."""
+    grants: Sequence[pulumi.Resource] = ()
+    """The node roles and the Secrets key grant: a cluster without them cannot start nodes or encrypt."""
     node_networks: Sequence[pulumi.Resource] = ()
     """Autopilot: the gVNIC and RDMA subnets its GPU nodes attach to. The cluster waits for them, so that
     `pulumi destroy` deletes them only once the cluster has removed the nodes that use them (a subnet in
@@ -130,7 +200,13 @@ class Cluster(pulumi.ComponentResource):
         super().__init__("grpo-gke:infra:Cluster", name, None, opts)
         self.cluster = gcp.container.Cluster(
             args.config.cluster_name,
-            cluster_args(args.config, args.network, args.subnetwork),
-            opts=fixed_name_options(parent=self, depends_on=[args.container_api, *args.node_networks]),
+            cluster_args(args.config, args.network, args.subnetwork, args.node_service_account),
+            opts=fixed_name_options(
+                parent=self,
+                depends_on=[args.container_api, *args.node_networks, *args.grants],
+                # nodeConfig describes only the default pool, removed once the cluster exists: what GKE reports
+                # for it afterwards is no reason to replace the cluster.
+                ignore_changes=[DEFAULT_POOL_CONFIG] if args.config.cluster.mode == "standard" else None,
+            ),
         )
         self.register_outputs({})

@@ -89,12 +89,39 @@ class ClusterConfig(_Section):
     min_version: str | None = Field(None, description="Lowest GKE version, e.g. 1.32.2-gke.1475000.")
     deletion_protection: bool = Field(False, description="Refuse cluster deletion; off so `pulumi destroy` works.")
     head_machine_type: str = Field("c2-standard-16", description="Machine type of the Ray head's CPU pool (Standard).")
+    authorized_networks: list[str] = Field(
+        default_factory=list, description="CIDRs that may reach the control plane's public IP endpoint; empty: any."
+    )
+    dns_endpoint: bool = Field(
+        False, description="Reach the control plane through its IAM-authenticated DNS endpoint; closes the public IP."
+    )
+    secrets_kms_key: str | None = Field(
+        None, description="Cloud KMS key (projects/P/locations/L/keyRings/R/cryptoKeys/K) encrypting Secrets."
+    )
 
     _name_form = matching(
         "name",
         r"[a-z]([-a-z0-9]{0,38}[a-z0-9])?",
         "1 to 40 lowercase letters, digits or hyphens, starting with a letter and not ending with a hyphen",
     )
+
+    _kms_key_form = matching(
+        "secrets_kms_key", facts.KMS_KEY_PATTERN, "a key's full resource name projects/P/locations/L/keyRings/R/cryptoKeys/K"
+    )
+
+    @field_validator("authorized_networks")
+    @classmethod
+    def _cidrs(cls, value: list[str]) -> list[str]:
+        for cidr in value:
+            try:
+                ipaddress.IPv4Network(cidr)
+            except ValueError:
+                cidr_form = False
+            else:
+                cidr_form = "/" in cidr
+            if not cidr_form:
+                raise ValueError(f"each entry must be an IPv4 CIDR range such as 203.0.113.0/24, got {cidr!r}")
+        return value
 
     @field_validator("min_version")
     @classmethod
@@ -520,6 +547,8 @@ def _describe(error: Mapping[str, Any]) -> str:
         return f"must be a number, got {value!r}"
     if kind in ("bool_type", "bool_parsing"):
         return f"must be true or false, got {value!r}"
+    if kind == "list_type":
+        return f"must be a list, got {value!r}"
     if kind in ("string_type",):
         return f"must be a string, got {value!r}"
     if kind in ("model_type", "model_attributes_type", "dict_type"):
@@ -826,8 +855,39 @@ def grpo_problems(cfg: StackConfig) -> list[Problem]:
     return problems
 
 
+def _kms_problems(cfg: StackConfig) -> list[Problem]:
+    key = cfg.cluster.secrets_kms_key
+    if key is None:
+        return []
+    location = re.fullmatch(facts.KMS_KEY_PATTERN, key).group("location")
+    if location != cfg.region:
+        # GKE docs, "Encrypt secrets at the application layer": the key lies in the cluster's location.
+        return [
+            Problem(
+                f"{PROJECT_NAMESPACE}:cluster.secretsKmsKey",
+                f"must be a key in the cluster's region gcp:region {cfg.region} (locations/{cfg.region}),"
+                f" got one in {location!r}",
+            )
+        ]
+    return []
+
+
+def control_plane_warnings(cfg: StackConfig) -> list[str]:
+    """A warning when neither authorized networks nor the DNS endpoint closes the control plane's public IP."""
+    if cfg.cluster.authorized_networks or cfg.cluster.dns_endpoint:
+        return []
+    ns = PROJECT_NAMESPACE
+    return [
+        f"{ns}:cluster.authorizedNetworks is empty and {ns}:cluster.dnsEndpoint is false: the control plane's public"
+        f" endpoint accepts connections from any address (each request still needs Google credentials); set"
+        f" {ns}:cluster.authorizedNetworks to the CIDRs of the machines that run pulumi and the job CLI, or"
+        f" {ns}:cluster.dnsEndpoint to true"
+    ]
+
+
 CROSS_RULES = (
     _zone_problems,
+    _kms_problems,
     _version_problems,
     _capacity_problems,
     _storage_problems,
@@ -1042,6 +1102,7 @@ def parse_config(
     problems.extend(cross_check(config))
     if problems:
         raise ConfigError(problems)
+    warnings.extend(control_plane_warnings(config))
     return LoadedConfig(config=config, warnings=tuple(warnings), derived=derived)
 
 

@@ -362,11 +362,12 @@ BASE_SERVICES = (
     "cloudresourcemanager.googleapis.com",
     "compute.googleapis.com",
     "container.googleapis.com",
+    "iam.googleapis.com",
     "storage.googleapis.com",
 )
-"""APIs every stack needs: GKE, VPCs, buckets, and the project-number lookup
+"""APIs every stack needs: GKE, VPCs, buckets, the project-number lookup
 (gcp-infrastructure.md §1 row 1; CT validator `test_apis_enabled`; `projects.get` is a
-Cloud Resource Manager call)."""
+Cloud Resource Manager call) and the nodes' own service account (serviceAccounts.create is an IAM API call)."""
 
 LUSTRE_SERVICES = ("lustre.googleapis.com", "servicenetworking.googleapis.com")
 """APIs the Managed Lustre path adds (gcp-infrastructure.md §1 row 1; DD scripts)."""
@@ -413,6 +414,66 @@ in a multi-line message that the plugin ends with a lone `)` after the `gcloud a
 RESERVATION_AFFINITY_KEY = "compute.googleapis.com/reservation-name"
 """Label key naming a specific reservation in a node pool's reservation affinity (CT gke-node-pool
 `reservation_resource_api_label`; GKE docs, "Consuming reserved zonal resources")."""
+
+# ---------------------------------------------------------------- least privilege (issue 11)
+
+NODE_SERVICE_ACCOUNT_ROLES = ("roles/container.defaultNodeServiceAccount",)
+"""Project roles of the nodes' service account, and nothing else: "At a minimum, these node service accounts
+must have the Kubernetes Engine Default Node Service Account (roles/container.defaultNodeServiceAccount) role
+on your project" (GKE docs, "Create an Autopilot cluster", "Set up IAM service accounts for GKE"; the hardening
+guide's "Use least privilege IAM service accounts"; CIS GKE Benchmark v2.0.0 5.2.1: "the least privilege role
+intended for GKE nodes", read 2026-12-01). The predefined role replaces the older hand-picked set (below); the
+images the stack pulls are public (us-docker.pkg.dev/gce-ai-infra, nvcr.io, docker.io, gke.gcr.io), so no
+Artifact Registry reader is granted: a private `workload.image` in Artifact Registry needs
+roles/artifactregistry.reader added by hand. Workloads reach Google APIs through workload identity only."""
+
+NODE_ROLE_ALLOW_LIST = frozenset(
+    {
+        "roles/container.defaultNodeServiceAccount",
+        # The documented minimal set the predefined role bundles (CIS GKE Benchmark v1.x 6.2.1 / 5.2.1:
+        # monitoring.viewer, monitoring.metricWriter, logging.logWriter; terraform-google-kubernetes-engine
+        # v29 upgrade notes: plus stackdriver.resourceMetadata.writer) and image pulls (artifactregistry.reader).
+        "roles/logging.logWriter",
+        "roles/monitoring.metricWriter",
+        "roles/monitoring.viewer",
+        "roles/stackdriver.resourceMetadata.writer",
+        "roles/autoscaling.metricsWriter",
+        "roles/artifactregistry.reader",
+    }
+)
+"""Every role GKE documents a node service account may need; the tests refuse a node role outside it."""
+
+SHIELDED_SECURE_BOOT = True
+"""Secure boot on both Standard pools. The NVIDIA driver GKE installs on COS GPU nodes
+(`gpu_driver_installation_config`) is a signed module; only unsigned or custom kernel modules conflict with
+secure boot (CT gke-node-pool `enable_secure_boot`, default true: "Keep enabled unless custom kernel modules need
+to be loaded", the module CT's gke-a4 and gke-a3-ultragpu blueprints build their GPU pools with; GKE docs,
+"Configure secure kernel module loading": GPU node images load the NVIDIA driver as an out-of-tree module). The
+gIB NCCL plugin is a user-space library copied onto the host, and the RDMA NICs use the COS kernel's in-tree
+driver, so neither loads a kernel module of its own."""
+
+SHIELDED_INTEGRITY_MONITORING = True
+"""Integrity monitoring on both Standard pools (GKE default for Shielded GKE Nodes; CT gke-node-pool sets it)."""
+
+SERVICE_ACCOUNT_ID_MAX = 30
+"""Longest service account id IAM accepts: 6 to 30 lowercase letters, digits and hyphens (IAM docs, "Create
+service accounts"; pulumi-gcp 10.2.0 serviceaccount.Account `account_id`: "must be 6-30 characters long")."""
+
+KMS_KEY_PATTERN = (
+    r"projects/(?P<project>[a-z][a-z0-9-]{4,28}[a-z0-9])/locations/(?P<location>[a-z0-9-]+)"
+    r"/keyRings/(?P<ring>[A-Za-z0-9_-]{1,63})/cryptoKeys/(?P<key>[A-Za-z0-9_-]{1,63})"
+)
+"""A Cloud KMS key's full resource name, as GKE's `databaseEncryption.keyName` takes it (GKE docs, "Encrypt
+secrets at the application layer"; Cloud KMS resource names: key ring and key ids of letters, digits, _ and -,
+at most 63)."""
+
+KMS_ENCRYPTER_ROLE = "roles/cloudkms.cryptoKeyEncrypterDecrypter"
+"""The role the GKE service agent needs on the key to encrypt Secrets (GKE docs, "Encrypt secrets at the
+application layer": "give the GKE service account access to the key")."""
+
+GKE_SERVICE_AGENT = "serviceAccount:service-{number}@container-engine-robot.iam.gserviceaccount.com"
+"""The GKE service agent of a project, by project number (GKE docs, "Encrypt secrets at the application
+layer", "Grant permission to use the key")."""
 
 LUSTRE_FILESYSTEM_MAX = 8
 """A Lustre filesystem name has at most 8 alphanumeric characters (DOC-LUS; CT managed-lustre)."""
@@ -943,6 +1004,12 @@ FORCE_NEW_INPUTS: dict[str, tuple[str, ...]] = {
     "gcp:storage/bucket:Bucket": ("hierarchicalNamespace", "location", "name", "project"),
     "gcp:storage/bucketIAMMember:BucketIAMMember": ("bucket", "condition", "member", "role"),
     "gcp:projects/service:Service": ("project", "service"),
+    # resourcemanager/resource_google_service_account.go: account_id and project are ForceNew (display name and
+    # description update in place); tpgiamresource/resource_iam_member.go: every field of an IAM member is ForceNew
+    # (project IAM and KMS crypto key IAM members alike).
+    "gcp:serviceaccount/account:Account": ("accountId", "project"),
+    "gcp:projects/iAMMember:IAMMember": ("condition", "member", "project", "role"),
+    "gcp:kms/cryptoKeyIAMMember:CryptoKeyIAMMember": ("condition", "cryptoKeyId", "member", "role"),
     "kubernetes:apps/v1:DaemonSet": KUBERNETES_IDENTITY_INPUTS + ("spec.selector",),
     "kubernetes:batch/v1:Job": KUBERNETES_IDENTITY_INPUTS
     + ("spec.completions", "spec.parallelism", "spec.selector", "spec.template"),

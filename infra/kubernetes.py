@@ -24,12 +24,18 @@ def cluster_identifier(project: str, location: str, cluster: str) -> str:
     return f"projects/{project}/locations/{location}/clusters/{cluster}"
 
 
-def gke_kubeconfig(name: str, endpoint: str, ca_cert: str) -> str:
-    """A kubeconfig for cluster `name` whose user runs gke-gcloud-auth-plugin (no stored credential)."""
+def gke_kubeconfig(name: str, endpoint: str, ca_cert: str | None) -> str:
+    """A kubeconfig for cluster `name` whose user runs gke-gcloud-auth-plugin (no stored credential).
+
+    `ca_cert` None: the DNS endpoint, whose certificate the system's roots verify, as
+    `gcloud container clusters get-credentials --dns-endpoint` writes it."""
+    server: dict[str, str] = {"server": f"https://{endpoint}"}
+    if ca_cert is not None:
+        server["certificate-authority-data"] = ca_cert
     document = {
         "apiVersion": "v1",
         "kind": "Config",
-        "clusters": [{"name": name, "cluster": {"server": f"https://{endpoint}", "certificate-authority-data": ca_cert}}],
+        "clusters": [{"name": name, "cluster": server}],
         "users": [
             {
                 "name": name,
@@ -59,6 +65,8 @@ class KubernetesAccessArgs:
     """The cluster to reach."""
     ready: Sequence[pulumi.Resource]
     """What the provider waits for: the cluster and, on Standard, its node pools."""
+    dns_endpoint: bool = False
+    """Reach the API server through the cluster's DNS endpoint instead of its IP endpoint."""
 
 
 class KubernetesAccess(pulumi.ComponentResource):
@@ -73,10 +81,13 @@ class KubernetesAccess(pulumi.ComponentResource):
         context = pulumi.Output.all(cluster.location, cluster.name).apply(
             lambda parts: gcloud_context_name(args.project, *parts)
         )
+        if args.dns_endpoint:
+            server = cluster.control_plane_endpoints_config.apply(lambda config: config.dns_endpoint_config.endpoint)
+            authority: pulumi.Input[str | None] = None
+        else:
+            server, authority = cluster.endpoint, cluster.master_auth.cluster_ca_certificate
         self.kubeconfig = pulumi.Output.secret(
-            pulumi.Output.all(context, cluster.endpoint, cluster.master_auth.cluster_ca_certificate).apply(
-                lambda parts: gke_kubeconfig(*parts)
-            )
+            pulumi.Output.all(context, server, authority).apply(lambda parts: gke_kubeconfig(*parts))
         )
         # Without an identifier the provider replaces itself, and every object and the running job with
         # it, whenever the kubeconfig's server or CA changes (a credential or IP rotation); with one, only

@@ -55,15 +55,27 @@ RDMA_NETWORKS = tuple(f"rdma-{index}" for index in range(facts.RDMA_SUBNET_COUNT
 """GKE Network objects of the eight RDMA subnets (CT k8s_network_names: rdma- from 0)."""
 
 
-def get_credentials_command(cluster: str, location: str, project: str) -> str:
-    """The command that writes the cluster's context into the kubeconfig (`gke_<project>_<location>_<cluster>`)."""
-    return f"gcloud container clusters get-credentials {cluster} --location {location} --project {project}"
+NODE_SERVICE_ACCOUNT_SUFFIX = "-node-sa"
+"""Suffix of the nodes' Google service account id (`<cluster>-node-sa`)."""
 
 
-def dashboard_port_forward_command(cluster: str, location: str, project: str) -> str:
-    """The one-line command that forwards the Ray dashboard to localhost:8265."""
+def node_service_account_id(cluster: str) -> str:
+    """Account id of the nodes' service account: the cluster name, cut to fit, then `-node-sa`."""
+    stem = cluster[: facts.SERVICE_ACCOUNT_ID_MAX - len(NODE_SERVICE_ACCOUNT_SUFFIX)].rstrip("-")
+    return f"{stem}{NODE_SERVICE_ACCOUNT_SUFFIX}"
+
+
+def get_credentials_command(cluster: str, location: str, project: str, dns_endpoint: bool = False) -> str:
+    """The command that writes the cluster's context into the kubeconfig (`gke_<project>_<location>_<cluster>`),
+    through the DNS-based control-plane endpoint if asked."""
+    endpoint = " --dns-endpoint" if dns_endpoint else ""
+    return f"gcloud container clusters get-credentials {cluster} --location {location} --project {project}{endpoint}"
+
+
+def dashboard_port_forward_command(cluster: str, location: str, project: str, dns_endpoint: bool = False) -> str:
+    """The one-line command that forwards the Ray dashboard to localhost:8265 (through the DNS endpoint if asked)."""
     return (
-        f"{get_credentials_command(cluster, location, project)}"
+        f"{get_credentials_command(cluster, location, project, dns_endpoint)}"
         f" && kubectl -n {NAMESPACE} port-forward svc/{RAY_HEAD_SERVICE} {RAY_DASHBOARD_PORT}:{RAY_DASHBOARD_PORT}"
     )
 

@@ -55,10 +55,19 @@ def additional_networks(
     return nics
 
 
+def shielded_instance_config() -> gcp.container.NodePoolNodeConfigShieldedInstanceConfigArgs:
+    """Secure boot and integrity monitoring (facts.SHIELDED_SECURE_BOOT says why both fit GPU nodes)."""
+    return gcp.container.NodePoolNodeConfigShieldedInstanceConfigArgs(
+        enable_secure_boot=facts.SHIELDED_SECURE_BOOT,
+        enable_integrity_monitoring=facts.SHIELDED_INTEGRITY_MONITORING,
+    )
+
+
 def gpu_pool_args(
     config: StackConfig,
     cluster: pulumi.Input[str],
     nics: list[gcp.container.NodePoolNetworkConfigAdditionalNodeNetworkConfigArgs],
+    service_account: pulumi.Input[str],
 ) -> gcp.container.NodePoolArgs:
     """The GPU pool: machine and accelerators from facts.GPU_MACHINES, capacity from gpu.provisioning."""
     machine = config.gpu_machine
@@ -91,7 +100,9 @@ def gpu_pool_args(
         taints=[
             gcp.container.NodePoolNodeConfigTaintArgs(key=facts.GPU_TAINT_KEY, value="present", effect="NO_SCHEDULE")
         ],
+        service_account=service_account,
         oauth_scopes=[facts.CLOUD_PLATFORM_SCOPE],
+        shielded_instance_config=shielded_instance_config(),
         spot=provisioning == "spot" or None,
         flex_start=flex_start or None,
         reservation_affinity=reservation_affinity(config),
@@ -129,7 +140,9 @@ def gpu_pool_args(
     )
 
 
-def head_pool_args(config: StackConfig, cluster: pulumi.Input[str]) -> gcp.container.NodePoolArgs:
+def head_pool_args(
+    config: StackConfig, cluster: pulumi.Input[str], service_account: pulumi.Input[str]
+) -> gcp.container.NodePoolArgs:
     """The on-demand CPU pool of the Ray head, in the GPU zone."""
     return gcp.container.NodePoolArgs(
         name=names.HEAD_NODE_POOL,
@@ -143,7 +156,9 @@ def head_pool_args(config: StackConfig, cluster: pulumi.Input[str]) -> gcp.conta
             machine_type=config.cluster.head_machine_type,
             image_type=facts.NODE_IMAGE_TYPE,
             workload_metadata_config=gcp.container.NodePoolNodeConfigWorkloadMetadataConfigArgs(mode="GKE_METADATA"),
+            service_account=service_account,
             oauth_scopes=[facts.CLOUD_PLATFORM_SCOPE],
+            shielded_instance_config=shielded_instance_config(),
         ),
     )
 
@@ -164,6 +179,8 @@ class NodePoolsArgs:
     """Name of the RDMA VPC."""
     rdma_subnets: Sequence[pulumi.Input[str]]
     """Names of RDMA subnets 0..7, in order."""
+    service_account: pulumi.Input[str]
+    """Email of the nodes' service account."""
 
 
 class NodePools(pulumi.ComponentResource):
@@ -177,11 +194,11 @@ class NodePools(pulumi.ComponentResource):
         config = args.config
         child = names.fixed_name_options(parent=self)
         self.head = gcp.container.NodePool(
-            f"{config.cluster_name}-{names.HEAD_NODE_POOL}", head_pool_args(config, args.cluster), opts=child
+            f"{config.cluster_name}-{names.HEAD_NODE_POOL}", head_pool_args(config, args.cluster, args.service_account), opts=child
         )
         nics = additional_networks(args.gvnic_vpc, args.gvnic_subnet, args.rdma_vpc, args.rdma_subnets)
         self.gpu = gcp.container.NodePool(
-            f"{config.cluster_name}-{GPU_NODE_POOL}", gpu_pool_args(config, args.cluster, nics), opts=child
+            f"{config.cluster_name}-{GPU_NODE_POOL}", gpu_pool_args(config, args.cluster, nics, args.service_account), opts=child
         )
         self.register_outputs({})
 

@@ -9,6 +9,7 @@ from infra import names
 from infra.apis import Apis, ApisArgs, required_services
 from infra.cluster import Cluster, ClusterArgs
 from infra.config import StackConfig
+from infra.identity import ClusterIdentity, ClusterIdentityArgs
 from infra.kubernetes import KubernetesAccess, KubernetesAccessArgs
 from infra.network import Networks, NetworksArgs
 from infra.nodepools import NodePools, NodePoolsArgs
@@ -33,6 +34,7 @@ def build_infra(config: StackConfig) -> InfraOutputs:
             keep_cluster_vpc=lustre and config.storage.keep_on_destroy,
         ),
     )
+    identity = ClusterIdentity("identity", ClusterIdentityArgs(config=config, apis=dict(apis.services)))
     cluster = Cluster(
         "cluster",
         ClusterArgs(
@@ -40,6 +42,8 @@ def build_infra(config: StackConfig) -> InfraOutputs:
             network=networks.cluster_vpc.name,
             subnetwork=networks.node_subnet.name,
             container_api=apis.service("container.googleapis.com"),
+            node_service_account=identity.node_account.email,
+            grants=identity.cluster_waits_for,
             node_networks=[] if config.cluster.mode == "standard" else [networks.gvnic_subnet, *networks.rdma_subnets],
         ),
     ).cluster
@@ -54,6 +58,7 @@ def build_infra(config: StackConfig) -> InfraOutputs:
                 gvnic_subnet=networks.gvnic_subnet.name,
                 rdma_vpc=networks.rdma_vpc.name,
                 rdma_subnets=[subnet.name for subnet in networks.rdma_subnets],
+                service_account=identity.node_account.email,
             ),
         )
         cluster_ready += pools.pools
@@ -67,7 +72,12 @@ def build_infra(config: StackConfig) -> InfraOutputs:
             cluster_vpc_id=networks.cluster_vpc_id,
         ),
     )
-    access = KubernetesAccess("gke", KubernetesAccessArgs(project=config.project, cluster=cluster, ready=cluster_ready))
+    access = KubernetesAccess(
+        "gke",
+        KubernetesAccessArgs(
+            project=config.project, cluster=cluster, ready=cluster_ready, dns_endpoint=config.cluster.dns_endpoint
+        ),
+    )
 
     pulumi.export("clusterName", cluster.name)
     pulumi.export("clusterLocation", cluster.location)
@@ -77,7 +87,7 @@ def build_infra(config: StackConfig) -> InfraOutputs:
     else:
         pulumi.export("lustreMountPoint", storage.lustre.mount_point)
     pulumi.export(
-        "dashboardCommand", names.dashboard_port_forward_command(prefix, config.region, config.project)
+        "dashboardCommand", names.dashboard_port_forward_command(prefix, config.region, config.project, config.cluster.dns_endpoint)
     )
 
     return InfraOutputs(

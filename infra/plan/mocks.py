@@ -17,6 +17,9 @@ FAKE_PROJECT_NUMBER = "123456789012"
 FAKE_ENDPOINT = "192.0.2.10"
 """Control-plane endpoint of the offline cluster (RFC 5737 documentation address)."""
 
+FAKE_DNS_ENDPOINT = "gke-offline-0000000000000000.us-central1.gke.goog"
+"""The cluster's DNS-based control-plane endpoint offline (the form GKE gives it: gke-<id>.<location>.gke.goog)."""
+
 FAKE_LUSTRE_IP = "192.0.2.20"
 """Address in the offline Lustre mount point (RFC 5737 documentation address)."""
 
@@ -33,6 +36,8 @@ def _computed_outputs(type_: str, name: str, inputs: dict[str, Any]) -> dict[str
             "masterAuth": {"clusterCaCertificate": FAKE_CA_CERTIFICATE},
             "selfLink": f"https://container.googleapis.com/v1/projects/offline/locations/offline/clusters/{physical}",
         }
+        if "dnsEndpointConfig" in (inputs.get("controlPlaneEndpointsConfig") or {}):
+            outputs["controlPlaneEndpointsConfig"] = {"dnsEndpointConfig": {"endpoint": FAKE_DNS_ENDPOINT}}
     elif type_.startswith("gcp:compute/"):
         outputs["selfLink"] = f"https://www.googleapis.com/compute/v1/projects/offline/{physical}"
     elif type_ == "gcp:lustre/instance:Instance":
@@ -47,6 +52,16 @@ def _computed_outputs(type_: str, name: str, inputs: dict[str, Any]) -> dict[str
     return outputs
 
 
+def _merged(computed: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
+    """`given` (the inputs) over `computed`, object by object: an input never loses to a stand-in, and a
+    computed field inside an input object (such as the DNS endpoint's address) is added."""
+    state = dict(computed)
+    for key, value in given.items():
+        both_objects = isinstance(value, dict) and isinstance(state.get(key), dict)
+        state[key] = _merged(state[key], value) if both_objects else value
+    return state
+
+
 class OfflineMocks(pulumi.runtime.Mocks):
     """Mocks that echo inputs and add fixed computed outputs per resource type."""
 
@@ -56,12 +71,7 @@ class OfflineMocks(pulumi.runtime.Mocks):
 
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict]:
         """Give every resource a stable id and its inputs plus computed outputs."""
-        computed = _computed_outputs(args.typ, args.name, args.inputs)
-        state = {**computed, **args.inputs}
-        if "metadata" in computed:
-            # The API server adds the uid to the object's own metadata.
-            state["metadata"] = computed["metadata"]
-        return f"{args.name}-id", state
+        return f"{args.name}-id", _merged(_computed_outputs(args.typ, args.name, args.inputs), dict(args.inputs))
 
     def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict, list]:
         """Answer the provider functions the program calls."""

@@ -15,6 +15,7 @@ def test_gcs_needs_the_base_services_only():
         "cloudresourcemanager.googleapis.com",
         "compute.googleapis.com",
         "container.googleapis.com",
+        "iam.googleapis.com",
         "storage.googleapis.com",
     )
 
@@ -51,10 +52,12 @@ def test_only_the_resources_that_call_an_api_wait_for_it(infra_run, storage):
     expected = {
         "compute": {"Network/grpo-test-net", "Network/grpo-test-gvnic", "Network/grpo-test-rdma"},
         "container": {"Cluster/grpo-test"},
+        "iam": {"Account/grpo-test-node-sa"},
+        "cloudresourcemanager": {"IAMMember/grpo-test-node-sa-container-defaultNodeServiceAccount"},
     }
     if storage == "gcs":
         expected["storage"] = {"Bucket/my-grpo-project-grpo-test"}
-        expected["cloudresourcemanager"] = {"BucketIAMMember/my-grpo-project-grpo-test-ray-object-user"}
+        expected["cloudresourcemanager"] |= {"BucketIAMMember/my-grpo-project-grpo-test-ray-object-user"}
     else:
         expected["servicenetworking"] = {"Connection/grpo-test-lustre-peering"}
         expected["lustre"] = {"Instance/grpo-test-lustre"}

@@ -133,3 +133,37 @@ def test_batch_rules_judge_derived_sizes_beside_a_refused_field(tmp_path):
         " the 8 GPUs of gpu.nodes=1\n"
         "  grpo-gke:storage.keepOnDestroy: must be true or false, got 'yes'\n"
     )
+
+
+def test_control_plane_and_key_settings_are_refused_one_line_each(tmp_path):
+    """A malformed authorized network, a key that is not a full resource name, and a key in another region
+    (beside a field error): each one line naming the key, exit 2, nothing written."""
+    cluster = (
+        "  grpo-gke:cluster:\n"
+        "    authorizedNetworks: [203.0.113.0/24, 203.0.113.7/24]\n"
+        "    secretsKmsKey: {key}\n"
+        "    dnsEndpoint: maybe\n"
+    )
+    dev = shipped_stack_file("dev").read_text()
+    bad_name = dev.replace("  grpo-gke:cluster:\n", cluster.format(key="keyRings/gke/cryptoKeys/secrets"), 1)
+    (tmp_path / "Pulumi.name.yaml").write_text(bad_name)
+    assert refused(plan_in(tmp_path, "--config", "Pulumi.name.yaml")) == (
+        "error: the config of stack 'name' (Pulumi.name.yaml) was refused:\n"
+        "  grpo-gke:cluster.authorizedNetworks: each entry must be an IPv4 CIDR range such as 203.0.113.0/24,"
+        " got '203.0.113.7/24'\n"
+        "  grpo-gke:cluster.dnsEndpoint: must be true or false, got 'maybe'\n"
+        "  grpo-gke:cluster.secretsKmsKey: must be a key's full resource name"
+        " projects/P/locations/L/keyRings/R/cryptoKeys/K, got 'keyRings/gke/cryptoKeys/secrets'\n"
+    )
+    other_region = dev.replace(
+        "  grpo-gke:cluster:\n",
+        "  grpo-gke:cluster:\n    secretsKmsKey: projects/my-keys-1/locations/europe-west4/keyRings/gke/cryptoKeys/s\n",
+        1,
+    )
+    (tmp_path / "Pulumi.region.yaml").write_text(other_region)
+    assert refused(plan_in(tmp_path, "--config", "Pulumi.region.yaml")) == (
+        "error: the config of stack 'region' (Pulumi.region.yaml) was refused:\n"
+        "  grpo-gke:cluster.secretsKmsKey: must be a key in the cluster's region gcp:region us-central1"
+        " (locations/us-central1), got one in 'europe-west4'\n"
+    )
+    assert not (tmp_path / "build").exists()

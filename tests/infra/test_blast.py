@@ -19,6 +19,7 @@ from infra.plan.blast import SPECIAL_TYPES, blast_radius, changed_paths, effect,
 from infra.plan.writer import render_plan_json
 from tests.conftest import REPO_ROOT, run_values, shipped_stack_file, values_of
 from tests.infra.conftest import COMBINATIONS, LUSTRE, infra_values
+from tests.infra.test_config import OPEN_CONTROL_PLANE
 
 LUSTRE_BASE = {"storage": dict(LUSTRE)}
 """The dev stack on an 18000 GiB Lustre at 1000 MB/s/TiB."""
@@ -39,6 +40,13 @@ KEY_CHANGES: dict[str, tuple[str, dict, dict]] = {
     "grpo-gke:cluster.minVersion": ("dev", {}, {"cluster": {"minVersion": "1.34.1-gke.1000000"}}),
     "grpo-gke:cluster.deletionProtection": ("dev", {}, {"cluster": {"deletionProtection": True}}),
     "grpo-gke:cluster.headMachineType": ("dev", {}, {"cluster": {"headMachineType": "c2-standard-30"}}),
+    "grpo-gke:cluster.authorizedNetworks": ("dev", {}, {"cluster": {"authorizedNetworks": ["203.0.113.0/24"]}}),
+    "grpo-gke:cluster.dnsEndpoint": ("dev", {}, {"cluster": {"dnsEndpoint": True}}),
+    "grpo-gke:cluster.secretsKmsKey": (
+        "dev",
+        {},
+        {"cluster": {"secretsKmsKey": "projects/my-grpo-project/locations/us-central1/keyRings/grpo/cryptoKeys/secrets"}},
+    ),
     "grpo-gke:gpu.type": ("dev", {}, {"gpu": {"type": "b200"}}),
     "grpo-gke:gpu.nodes": ("dev", {}, {"gpu": {"nodes": 2}}),
     "grpo-gke:gpu.provisioning": ("dev", {}, {"gpu": {"provisioning": "on-demand"}}),
@@ -314,6 +322,9 @@ def test_the_forcenew_table_covers_exactly_the_types_the_stack_registers(infra_r
         registered |= {r.type for r in infra_run(*combination).resources if r.custom}
     with_token = run_values(infra_values("standard", "h200", "gcs") | {f"{PROJECT_NAMESPACE}:hfToken": "hf_x"})
     registered |= {r.type for r in with_token.resources if r.custom}
+    key = "projects/my-grpo-project/locations/us-central1/keyRings/grpo/cryptoKeys/secrets"
+    with_kms_key = run_values(infra_values("standard", "h200", "gcs", cluster={"secretsKmsKey": key}))
+    registered |= {r.type for r in with_kms_key.resources if r.custom}
     assert registered - set(SPECIAL_TYPES) == set(facts.FORCE_NEW_INPUTS)
 
 
@@ -347,7 +358,7 @@ def test_plan_against_an_earlier_plan_prints_the_blast_radius_and_the_job_verdic
         result = _plan_command(earlier_plan, "--config", "Pulumi.dev.yaml", "--out", "after", "--against", "before")
     finally:
         shutil.copy(shipped_stack_file("dev"), earlier_plan / "Pulumi.dev.yaml")
-    assert (result.returncode, result.stderr) == (0, "")
+    assert (result.returncode, result.stderr) == (0, f"warning: {OPEN_CONTROL_PLANE}\n")
     plan, report = re.split(r"Wrote [^\n]* to after\n", result.stdout)
     assert plan.startswith("Plan of stack 'dev': ")
     assert report == (
@@ -362,7 +373,7 @@ def test_plan_against_an_earlier_plan_prints_the_blast_radius_and_the_job_verdic
 
 def test_plan_against_the_same_config_changes_nothing(earlier_plan):
     result = _plan_command(earlier_plan, "--config", "Pulumi.dev.yaml", "--out", "again", "--against", "before")
-    assert (result.returncode, result.stderr) == (0, "")
+    assert (result.returncode, result.stderr) == (0, f"warning: {OPEN_CONTROL_PLANE}\n")
     assert result.stdout.endswith(
         "Against before/plan.json, pulumi up on stack 'dev' would:"
         " 0 to create, 0 to update, 0 to replace, 0 to delete\n"

@@ -35,8 +35,8 @@ def test_workload_pool_is_the_projects_svc_id_goog():
 
 
 def test_shared_args_are_built_once_and_branch_only_where_modes_differ():
-    standard = cluster_args(config_of("standard", "b200", "gcs"), "net", "sub")
-    autopilot = cluster_args(config_of("autopilot", "b200", "gcs"), "net", "sub")
+    standard = cluster_args(config_of("standard", "b200", "gcs"), "net", "sub", "nodes@p.iam")
+    autopilot = cluster_args(config_of("autopilot", "b200", "gcs"), "net", "sub", "nodes@p.iam")
     for key in ("name", "location", "network", "subnetwork", "networking_mode", "enable_multi_networking"):
         assert getattr(standard, key) == getattr(autopilot, key), key
     assert standard.enable_autopilot is None and autopilot.enable_autopilot is True
@@ -102,8 +102,61 @@ def test_deletion_protection_and_min_version_come_from_their_keys(infra_run, mod
 @pytest.mark.parametrize("mode", MODES)
 def test_cluster_waits_for_its_network_the_container_api_and_on_autopilot_its_nodes_networks(infra_run, mode):
     recording = infra_run(mode, "b200", "gcs")
-    expected = {"container", "grpo-test-net", "grpo-test-nodes"}
+    # The nodes' service account and its role: a node without them cannot write logs or be created at all.
+    expected = {"container", "grpo-test-net", "grpo-test-nodes", "grpo-test-node-sa"}
+    expected |= {"grpo-test-node-sa-container-defaultNodeServiceAccount"}
     if mode == "autopilot":
         # Autopilot creates the GPU nodes on these subnets itself; on Standard the GPU pool waits for them.
         expected |= {"grpo-test-gvnic-sub", *(f"grpo-test-rdma-sub-{index}" for index in range(8))}
     assert depends_on(recording, recording.one(CLUSTER)) == expected
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_without_authorized_networks_or_dns_endpoint_the_public_endpoint_is_unrestricted(infra_run, mode):
+    inputs = infra_run(mode, "b200", "gcs").one(CLUSTER).inputs
+    assert "masterAuthorizedNetworksConfig" not in inputs
+    assert "controlPlaneEndpointsConfig" not in inputs
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_authorized_networks_restrict_the_public_endpoint(infra_run, mode):
+    recording = infra_run(mode, "h200", "lustre", cluster={"authorizedNetworks": ["203.0.113.0/24", "198.51.100.7/32"]})
+    inputs = recording.one(CLUSTER).inputs
+    assert inputs["masterAuthorizedNetworksConfig"] == {
+        "cidrBlocks": [
+            {"cidrBlock": "203.0.113.0/24", "displayName": "grpo-gke-authorized-0"},
+            {"cidrBlock": "198.51.100.7/32", "displayName": "grpo-gke-authorized-1"},
+        ],
+        "gcpPublicCidrsAccessEnabled": False,
+    }
+    assert "controlPlaneEndpointsConfig" not in inputs
+    assert recording.warnings == []
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_dns_endpoint_admits_external_traffic_and_closes_the_public_ip(infra_run, mode):
+    recording = infra_run(mode, "b200", "gcs", cluster={"dnsEndpoint": True})
+    inputs = recording.one(CLUSTER).inputs
+    assert inputs["controlPlaneEndpointsConfig"] == {"dnsEndpointConfig": {"allowExternalTraffic": True}}
+    assert inputs["masterAuthorizedNetworksConfig"] == {"cidrBlocks": [], "gcpPublicCidrsAccessEnabled": False}
+    assert recording.warnings == []
+
+
+def test_the_open_control_plane_warns_in_the_program(infra_run):
+    warnings = infra_run("standard", "b200", "gcs").warnings
+    assert len(warnings) == 1 and warnings[0].startswith("grpo-gke:cluster.authorizedNetworks is empty")
+
+
+def test_standard_nodes_are_shielded_with_secure_boot_and_integrity_monitoring(infra_run):
+    recording = infra_run("standard", "b200", "lustre")
+    cluster = recording.one(CLUSTER).inputs
+    assert cluster["enableShieldedNodes"] is True
+    shielded = {"enableSecureBoot": True, "enableIntegrityMonitoring": True}
+    assert cluster["nodeConfig"]["shieldedInstanceConfig"] == shielded
+    for pool in recording.by_type("gcp:container/nodePool:NodePool"):
+        assert pool.inputs["nodeConfig"]["shieldedInstanceConfig"] == shielded, pool.name
+
+
+def test_autopilot_leaves_shielding_to_autopilot(infra_run):
+    inputs = infra_run("autopilot", "h200", "gcs").one(CLUSTER).inputs
+    assert "enableShieldedNodes" not in inputs, "Autopilot enforces Shielded GKE Nodes; the field conflicts with it"

@@ -45,6 +45,14 @@ LIGHT = {"grpo-gke:grpo": {"microBatchSizePerGpu": 1}}
 ANY_NODES = {"grpo-gke:grpo": {"promptsPerStep": 780, "microBatchSizePerGpu": 1}}
 """GRPO knobs that split evenly over 5, 12 or 13 nodes (780 x 8 samples)."""
 
+OPEN_CONTROL_PLANE = (
+    "grpo-gke:cluster.authorizedNetworks is empty and grpo-gke:cluster.dnsEndpoint is false: the control plane's"
+    " public endpoint accepts connections from any address (each request still needs Google credentials); set"
+    " grpo-gke:cluster.authorizedNetworks to the CIDRs of the machines that run pulumi and the job CLI, or"
+    " grpo-gke:cluster.dnsEndpoint to true"
+)
+"""The warning of a stack whose control plane's public IP endpoint is open to any address."""
+
 KNOWN_TOP = "cluster, gpu, grpo, hfToken, job, network, secretEnv, storage, workload, zone"
 KNOWN_GPU = "nodes, provisioning, reservation, type"
 
@@ -193,8 +201,8 @@ CLUSTER = [
     bad(
         "snake-case-key",
         {"grpo-gke:cluster.release_channel": "RAPID"},
-        "grpo-gke:cluster.release_channel: unknown key; did you mean 'releaseChannel'? (known: deletionProtection,"
-        " headMachineType, minVersion, mode, name, releaseChannel)",
+        "grpo-gke:cluster.release_channel: unknown key; did you mean 'releaseChannel'? (known: authorizedNetworks,"
+        " deletionProtection, dnsEndpoint, headMachineType, minVersion, mode, name, releaseChannel, secretsKmsKey)",
     ),
     bad(
         "channel-lowercase",
@@ -243,11 +251,65 @@ CLUSTER = [
         {"grpo-gke:cluster.headMachineType": "a3-ultragpu-8g"},
         "grpo-gke:cluster.headMachineType: must be a machine type such as c2-standard-16, got 'a3-ultragpu-8g'",
     ),
+    ok("authorized-networks", {"grpo-gke:cluster.authorizedNetworks": ["203.0.113.0/24", "198.51.100.7/32"]}),
+    ok("authorized-networks-empty", {"grpo-gke:cluster.authorizedNetworks": []}),
+    *(
+        bad(
+            f"authorized-networks-{label}",
+            {"grpo-gke:cluster.authorizedNetworks": ["203.0.113.0/24", cidr]},
+            "grpo-gke:cluster.authorizedNetworks: each entry must be an IPv4 CIDR range such as 203.0.113.0/24,"
+            f" got {cidr!r}",
+        )
+        for label, cidr in (
+            ("no-prefix", "203.0.113.7"),
+            ("host-bits-set", "203.0.113.7/24"),
+            ("prefix-33", "203.0.113.0/33"),
+            ("name", "office"),
+            ("ipv6", "2001:db8::/32"),
+        )
+    ),
+    bad(
+        "authorized-networks-not-a-list",
+        {"grpo-gke:cluster.authorizedNetworks": "203.0.113.0/24"},
+        "grpo-gke:cluster.authorizedNetworks: must be a list, got '203.0.113.0/24'",
+    ),
+    ok("dns-endpoint", {"grpo-gke:cluster.dnsEndpoint": True}),
+    bad(
+        "dns-endpoint-not-bool",
+        {"grpo-gke:cluster.dnsEndpoint": "yes"},
+        "grpo-gke:cluster.dnsEndpoint: must be true or false, got 'yes'",
+    ),
+    ok(
+        "secrets-kms-key",
+        {"grpo-gke:cluster.secretsKmsKey": "projects/my-keys-1/locations/us-central1/keyRings/gke/cryptoKeys/secrets"},
+    ),
+    *bad_values(
+        "grpo-gke:cluster.secretsKmsKey",
+        "must be a key's full resource name projects/P/locations/L/keyRings/R/cryptoKeys/K",
+        (
+            ("key-name-only", "secrets"),
+            ("key-ring-only", "projects/my-keys-1/locations/us-central1/keyRings/gke"),
+            ("key-version", "projects/my-keys-1/locations/us-central1/keyRings/gke/cryptoKeys/secrets/cryptoKeyVersions/1"),
+            ("leading-slash", "/projects/my-keys-1/locations/us-central1/keyRings/gke/cryptoKeys/secrets"),
+        ),
+    ),
+    bad(
+        "secrets-kms-key-other-region",
+        {"grpo-gke:cluster.secretsKmsKey": "projects/my-keys-1/locations/europe-west4/keyRings/gke/cryptoKeys/secrets"},
+        "grpo-gke:cluster.secretsKmsKey: must be a key in the cluster's region gcp:region us-central1"
+        " (locations/us-central1), got one in 'europe-west4'",
+    ),
+    bad(
+        "secrets-kms-key-global",
+        {"grpo-gke:cluster.secretsKmsKey": "projects/my-keys-1/locations/global/keyRings/gke/cryptoKeys/secrets"},
+        "grpo-gke:cluster.secretsKmsKey: must be a key in the cluster's region gcp:region us-central1"
+        " (locations/us-central1), got one in 'global'",
+    ),
     bad(
         "unknown-key",
         {"grpo-gke:cluster.releaseChanel": "RAPID"},
-        "grpo-gke:cluster.releaseChanel: unknown key; did you mean 'releaseChannel'? (known: deletionProtection,"
-        " headMachineType, minVersion, mode, name, releaseChannel)",
+        "grpo-gke:cluster.releaseChanel: unknown key; did you mean 'releaseChannel'? (known: authorizedNetworks,"
+        " deletionProtection, dnsEndpoint, headMachineType, minVersion, mode, name, releaseChannel, secretsKmsKey)",
     ),
 ]
 
@@ -997,7 +1059,7 @@ def test_base_config_defaults() -> None:
     """The documented defaults: Standard on REGULAR, spot, keepOnDestroy, derived names, pinned image."""
     loaded = parse_config(raw_values({}), (), "test")
     config = loaded.config
-    assert loaded.warnings == ()
+    assert loaded.warnings == (OPEN_CONTROL_PLANE,)
     assert (config.stack, config.project, config.region, config.zone) == ("test", "my-grpo-project", "us-central1", "us-central1-b")
     assert (config.cluster.mode, config.cluster.release_channel, config.cluster.min_version) == ("standard", "REGULAR", None)
     assert config.cluster.deletion_protection is False
@@ -1023,6 +1085,9 @@ def test_section_defaults() -> None:
         "minVersion": None,
         "deletionProtection": False,
         "headMachineType": "c2-standard-16",
+        "authorizedNetworks": [],
+        "dnsEndpoint": False,
+        "secretsKmsKey": None,
     }
     assert config.network.model_dump(by_alias=True) == {
         "nodeRange": "192.168.0.0/18",
@@ -1101,9 +1166,19 @@ def test_config_is_frozen() -> None:
 def test_secret_token_loads_without_warning() -> None:
     """A token stored as a secret loads quietly."""
     loaded = parse_config(raw_values({"grpo-gke:hfToken": "hf_s3cr3t"}), ("grpo-gke:hfToken",), "t")
-    assert loaded.warnings == ()
+    assert loaded.warnings == (OPEN_CONTROL_PLANE,)
     assert loaded.config.hf_token is not None
     assert loaded.config.hf_token.get_secret_value() == "hf_s3cr3t"
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [{"grpo-gke:cluster.authorizedNetworks": ["203.0.113.0/24"]}, {"grpo-gke:cluster.dnsEndpoint": True}],
+    ids=["authorized-networks", "dns-endpoint"],
+)
+def test_a_closed_control_plane_loads_without_warning(changes: dict[str, Any]) -> None:
+    """Either authorized networks or the DNS endpoint closes the public IP endpoint: no warning."""
+    assert parse_config(raw_values(changes), (), "t").warnings == ()
 
 
 def test_plaintext_token_works_but_warns() -> None:
@@ -1112,6 +1187,7 @@ def test_plaintext_token_works_but_warns() -> None:
     assert loaded.config.hf_token is not None
     assert loaded.warnings == (
         "grpo-gke:hfToken is set in plaintext; store it as a secret: pulumi config set --secret grpo-gke:hfToken <token>",
+        OPEN_CONTROL_PLANE,
     )
     assert all("hf_s3cr3t" not in warning for warning in loaded.warnings)
 
@@ -1232,13 +1308,14 @@ def test_secret_env_loads_as_secrets_and_warns_in_plaintext() -> None:
     """A secret secretEnv loads quietly with its values hidden; a plaintext one loads with a warning."""
     changes = {"grpo-gke:secretEnv": {"WANDB_API_KEY": "wandb-value"}}
     loaded = parse_config(raw_values(changes), ("grpo-gke:secretEnv",), "t")
-    assert loaded.warnings == ()
+    assert loaded.warnings == (OPEN_CONTROL_PLANE,)
     assert loaded.config.secret_env["WANDB_API_KEY"].get_secret_value() == "wandb-value"
     assert "wandb-value" not in repr(loaded.config) and "wandb-value" not in str(loaded.config)
     plain = parse_config(raw_values(changes), (), "t")
     assert plain.warnings == (
         "grpo-gke:secretEnv is set in plaintext; store each value as a secret:"
         " pulumi config set --secret --path 'grpo-gke:secretEnv.<NAME>' <value>",
+        OPEN_CONTROL_PLANE,
     )
 
 
@@ -1286,4 +1363,4 @@ def test_the_plan_refuses_a_secret_under_another_key_in_one_line_exit_2(tmp_path
         [sys.executable, "-m", "infra", "plan", "--config", str(path), "--out", str(tmp_path / "out")],
         cwd=REPO_ROOT, capture_output=True, text=True, timeout=120,
     )
-    assert (result.returncode, result.stderr) == (0, "")
+    assert (result.returncode, result.stderr) == (0, f"warning: {OPEN_CONTROL_PLANE}\n")

@@ -98,3 +98,25 @@ def test_the_identifier_follows_the_cluster_so_a_replaced_cluster_replaces_the_p
 
 def test_cluster_identifier_is_the_clusters_resource_path():
     assert cluster_identifier("p", "us-central1", "c") == "projects/p/locations/us-central1/clusters/c"
+
+
+def test_the_dns_endpoint_kubeconfig_names_the_dns_server_and_no_ca():
+    cluster = yaml.safe_load(gke_kubeconfig("c1", "gke-abc.us-central1.gke.goog", None))["clusters"][0]["cluster"]
+    assert cluster == {"server": "https://gke-abc.us-central1.gke.goog"}
+
+
+def test_with_the_dns_endpoint_the_provider_reaches_the_cluster_through_it():
+    seen: dict = {}
+    register = RecordingMonitor.RegisterResource
+
+    def recording_provider(self, request):
+        response = register(self, request)
+        if request.type == PROVIDER:
+            seen["kubeconfig"] = json_format.MessageToDict(request.object)["kubeconfig"]["value"]
+        return response
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(RecordingMonitor, "RegisterResource", recording_provider)
+        run_values(infra_values("autopilot", "b200", "gcs", cluster={"dnsEndpoint": True}))
+    cluster = yaml.safe_load(seen["kubeconfig"])["clusters"][0]["cluster"]
+    assert cluster == {"server": f"https://{mocks.FAKE_DNS_ENDPOINT}"}

@@ -89,3 +89,10 @@ def test_the_token_secret_is_deleted_before_its_replacement():
     recording = run_values(values, secret_keys=["grpo-gke:hfToken"])
     assert recording.one("kubernetes:core/v1:Secret").delete_before_replace
     assert named_without_delete_first(recording) == []
+
+
+def test_the_dashboard_command_uses_the_dns_endpoint_when_the_stack_does(infra_run):
+    plain = infra_run("standard", "h200", "gcs").outputs["dashboardCommand"]
+    assert "get-credentials grpo-test --location us-central1 --project my-grpo-project &&" in plain
+    dns = infra_run("autopilot", "h200", "gcs", cluster={"dnsEndpoint": True}).outputs["dashboardCommand"]
+    assert "get-credentials grpo-test --location us-central1 --project my-grpo-project --dns-endpoint &&" in dns

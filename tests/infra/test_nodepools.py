@@ -42,7 +42,7 @@ NEMO = {"framework": "nemo-rl", "dataset": "deepscaler", "model": "Qwen/Qwen2.5-
 def test_pool_driver_runs_the_images_cuda(gpu, workload, cluster, driver):
     config = config_of(gpu, workload=workload, cluster=cluster)
     assert gpu_driver_version(config) == driver
-    [accelerator] = gpu_pool_args(config, "cluster", []).node_config.guest_accelerators
+    [accelerator] = gpu_pool_args(config, "cluster", [], "nodes@example.iam.gserviceaccount.com").node_config.guest_accelerators
     assert accelerator.gpu_driver_installation_config.gpu_driver_version == driver
 
 
@@ -173,9 +173,11 @@ def test_head_machine_type_comes_from_config(infra_run):
 
 def test_pools_wait_for_the_cluster_and_the_gpu_pool_for_its_networks(infra_run):
     recording = infra_run("standard", "h200", "gcs")
-    assert depends_on(recording, recording.one(POOL, "grpo-test-ray-head")) == {"grpo-test"}
+    # Both run as the nodes' service account; its role reaches them through the cluster, which waits for it.
+    assert depends_on(recording, recording.one(POOL, "grpo-test-ray-head")) == {"grpo-test", "grpo-test-node-sa"}
     assert depends_on(recording, recording.one(POOL, "grpo-test-gpu")) == {
         "grpo-test",
+        "grpo-test-node-sa",
         "grpo-test-gvnic",
         "grpo-test-gvnic-sub",
         "grpo-test-rdma",

@@ -16,6 +16,7 @@ import pytest
 from infra.plan.monitor import default_provider_name
 from infra.plan.writer import kubernetes_objects, render_graph_mmd
 from tests.conftest import REPO_ROOT, SHIPPED_STACKS, shipped_stack_file
+from tests.infra.test_config import OPEN_CONTROL_PLANE
 from workloads import staging
 
 
@@ -37,7 +38,7 @@ def test_default_provider_names_follow_the_engine(package_version, name):
 
 def test_the_plan_files_as_the_user_gets_them(tmp_path):
     result = plan_cli("dev", tmp_path)
-    assert result.returncode == 0 and result.stderr == "", result.stderr
+    assert result.returncode == 0 and result.stderr == f"warning: {OPEN_CONTROL_PLANE}\n", result.stderr
     script_name = "grpo-staging.staging_script.py"
     assert sorted(path.name for path in tmp_path.iterdir()) == sorted(
         ["plan.json", "k8s.yaml", "job.json", "graph.mmd", script_name]

@@ -6,7 +6,7 @@ import pytest
 
 from tests.infra.conftest import COMBINATIONS
 
-COMPONENTS = {"Apis", "Networks", "Cluster", "NodePools", "Storage", "KubernetesAccess"}
+COMPONENTS = {"Apis", "Networks", "ClusterIdentity", "Cluster", "NodePools", "Storage", "KubernetesAccess"}
 
 
 @pytest.mark.parametrize("mode,gpu,storage", COMBINATIONS)
@@ -53,6 +53,9 @@ NETWORK_EDGES = {
     ("Service", "container"): set(),
     ("Service", "storage"): set(),
     ("Service", "cloudresourcemanager"): set(),
+    ("Service", "iam"): set(),
+    ("Account", "grpo-test-node-sa"): {"iam"},
+    ("IAMMember", "grpo-test-node-sa-container-defaultNodeServiceAccount"): {"cloudresourcemanager", "grpo-test-node-sa"},
     ("Network", "grpo-test-net"): {"compute"},
     ("Network", "grpo-test-gvnic"): {"compute"},
     ("Network", "grpo-test-rdma"): {"compute"},
@@ -62,7 +65,13 @@ NETWORK_EDGES = {
     ("Firewall", "grpo-test-gvnic-internal"): {"grpo-test-gvnic"},
     ("Router", "grpo-test-router"): {"grpo-test-net"},
     ("RouterNat", "grpo-test-nat"): {"grpo-test-router"},
-    ("Cluster", "grpo-test"): {"container", "grpo-test-net", "grpo-test-nodes"},
+    ("Cluster", "grpo-test"): {
+        "container",
+        "grpo-test-net",
+        "grpo-test-nodes",
+        "grpo-test-node-sa",
+        "grpo-test-node-sa-container-defaultNodeServiceAccount",
+    },
 }
 """Edges every combination shares: networks after compute, subnets after their VPC only."""
 
@@ -78,8 +87,14 @@ def edges_of(recording) -> dict[tuple[str, str], set[str]]:
 
 def test_every_edge_has_a_reason_standard_gcs(infra_run):
     expected = NETWORK_EDGES | {
-        ("NodePool", "grpo-test-ray-head"): {"grpo-test"},
-        ("NodePool", "grpo-test-gpu"): {"grpo-test", "grpo-test-gvnic", "grpo-test-gvnic-sub", "grpo-test-rdma"}
+        ("NodePool", "grpo-test-ray-head"): {"grpo-test", "grpo-test-node-sa"},
+        ("NodePool", "grpo-test-gpu"): {
+            "grpo-test",
+            "grpo-test-node-sa",
+            "grpo-test-gvnic",
+            "grpo-test-gvnic-sub",
+            "grpo-test-rdma",
+        }
         | set(RDMA_SUBNETS),
         ("Bucket", "my-grpo-project-grpo-test"): {"storage"},
         ("BucketIAMMember", "my-grpo-project-grpo-test-ray-object-user"): {

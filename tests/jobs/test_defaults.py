@@ -14,6 +14,7 @@ from infra.plan.harness import REPO_ROOT
 from jobs.spec import submission_for, training_spec
 from jobs.validate import job_problems
 from tests.conftest import stack_values, values_of
+from tests.infra.test_config import OPEN_CONTROL_PLANE
 
 UNSET = {"rolloutTensorParallel": None, "microBatchSizePerGpu": None}
 """The two derivable keys removed from a shipped stack."""
@@ -167,7 +168,7 @@ def _codelab_without(tmp_path, *keys: str):
 def test_the_72b_nemo_rl_stack_without_a_tensor_parallel_size_plans_and_says_what_was_derived(tmp_path):
     path = _codelab_without(tmp_path, "rolloutTensorParallel", "microBatchSizePerGpu")
     result = _plan(path, tmp_path / "out")
-    assert (result.returncode, result.stderr) == (0, "")
+    assert (result.returncode, result.stderr) == (0, f"warning: {OPEN_CONTROL_PLANE}\n")
     derived = [line for line in result.stdout.splitlines() if "derived" in line]
     assert derived == [
         "  derived: grpo.microBatchSizePerGpu=1 (16384 tokens a GPU hold 4 samples of 4096 tokens; recipe"

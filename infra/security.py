@@ -1,0 +1,79 @@
+"""The plan's security summary: who reaches the control plane and the Ray head, which identities the nodes and
+the workloads use with which roles, what is encrypted with which key, and every warning. Pure: config in, text out."""
+
+from __future__ import annotations
+
+from infra import facts, names
+from infra.config import PROJECT_NAMESPACE, LoadedConfig, StackConfig
+
+
+def control_plane_access(config: StackConfig) -> str:
+    """Who can reach the Kubernetes API server, and how."""
+    cidrs = ", ".join(config.cluster.authorized_networks)
+    if config.cluster.dns_endpoint:
+        ip_endpoint = f"its public IP endpoint admits {cidrs} only" if cidrs else "its public IP endpoint admits no one"
+        return f"DNS endpoint for Google identities with container.clusters.connect; {ip_endpoint}"
+    if cidrs:
+        return f"public IP endpoint from {cidrs} only"
+    return "public IP endpoint from any address (a Google identity with cluster access is still needed)"
+
+
+def ray_head_access() -> str:
+    """Who can reach the Ray head's ports: what the namespace's NetworkPolicies (workloads/policies.py) admit."""
+    from workloads import policies
+    from workloads.raycluster import HEAD_PORTS
+
+    ports = ", ".join(f"{port} ({name})" for name, port in sorted(HEAD_PORTS.items(), key=lambda item: item[1]))
+    guardian = ", ".join(f"{key}={value}" for key, value in names.GUARDIAN_LABELS.items())
+    agents = ", ".join(f"{key}={value}" for key, value in facts.KONNECTIVITY_AGENT_LABELS.items())
+    return (
+        f"ports {ports} of {names.NAMESPACE}/{names.RAY_HEAD_SERVICE} only from the RayCluster's own pods"
+        f" ({policies.RAY_INTERNAL}); {names.RAY_DASHBOARD_PORT} also from the run guardian ({guardian}) and"
+        f" {facts.KONNECTIVITY_AGENT_NAMESPACE}'s konnectivity agents ({agents}), the path of the API server's"
+        f" service proxy ({policies.HEAD_DASHBOARD}); every other pod is refused ({policies.DEFAULT_DENY});"
+        f" users reach the dashboard through the service proxy"
+    )
+
+
+def node_identity(config: StackConfig) -> str:
+    """The nodes' Google service account, its roles and its shielding."""
+    email = f"{names.node_service_account_id(config.cluster_name)}@{config.project}.iam.gserviceaccount.com"
+    roles = ", ".join(facts.NODE_SERVICE_ACCOUNT_ROLES)
+    if config.cluster.mode == "autopilot":
+        shielding = "Autopilot's Shielded GKE Nodes with secure boot"
+    else:
+        shielding = "Shielded GKE Nodes with secure boot and integrity monitoring"
+    return f"{email} with {roles}; {shielding}"
+
+
+def workload_identity(config: StackConfig) -> str:
+    """The Ray pods' identity and its Google roles."""
+    account = f"Kubernetes service account {names.NAMESPACE}/{names.RAY_SERVICE_ACCOUNT} through workload identity"
+    if config.storage.type == "gcs":
+        return f"{account}, {facts.BUCKET_OBJECT_ROLE} on bucket {config.bucket_name} only"
+    return f"{account}, no Google role (Managed Lustre is reached over the VPC)"
+
+
+def encryption(config: StackConfig) -> str:
+    """What is encrypted with which key."""
+    key = config.cluster.secrets_kms_key
+    if key is None:
+        return (
+            f"Secrets with Google-managed keys at rest; {PROJECT_NAMESPACE}:cluster.secretsKmsKey adds a Cloud KMS key"
+        )
+    return f"Secrets at the application layer with {key} ({facts.KMS_ENCRYPTER_ROLE} to the GKE service agent)"
+
+
+def security_summary(loaded: LoadedConfig) -> str:
+    """The plan's security block: one line per question, then every warning."""
+    config = loaded.config
+    lines = [
+        "Security:",
+        f"  control plane: {control_plane_access(config)}",
+        f"  ray head: {ray_head_access()}",
+        f"  nodes: {node_identity(config)}",
+        f"  workloads: {workload_identity(config)}",
+        f"  encryption: {encryption(config)}",
+    ]
+    lines += [f"  warning: {warning}" for warning in loaded.warnings]
+    return "\n".join(lines)

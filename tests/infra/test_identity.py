@@ -1,0 +1,106 @@
+"""The nodes' own service account with GKE's node role only, used by every pool and by Autopilot, and the GKE
+service agent's grant on the Secrets key."""
+
+from __future__ import annotations
+
+import pytest
+
+from infra import facts, names
+from infra.identity import gke_service_agent, role_resource_name
+from tests.infra.conftest import COMBINATIONS, MODES, depends_on
+
+ACCOUNT = "gcp:serviceaccount/account:Account"
+PROJECT_MEMBER = "gcp:projects/iAMMember:IAMMember"
+KEY_MEMBER = "gcp:kms/cryptoKeyIAMMember:CryptoKeyIAMMember"
+CLUSTER = "gcp:container/cluster:Cluster"
+POOL = "gcp:container/nodePool:NodePool"
+KEY = "projects/my-keys-1/locations/us-central1/keyRings/gke/cryptoKeys/secrets"
+NODE_EMAIL = "grpo-test-node-sa@offline.iam.gserviceaccount.com"
+"""The account's email as the offline mocks compute it."""
+
+
+def test_account_id_fits_iam_and_says_what_it_is():
+    assert names.node_service_account_id("grpo-dev") == "grpo-dev-node-sa"
+    assert names.node_service_account_id("g") == "g-node-sa"
+    longest = names.node_service_account_id("g" * 22 + "-" + "x" * 17)
+    assert longest == "g" * 22 + "-node-sa" and len(longest) == 30, "cut to 30 and no double hyphen"
+
+
+def test_grant_names_and_the_service_agent():
+    assert role_resource_name("grpo-dev", "roles/container.defaultNodeServiceAccount") == (
+        "grpo-dev-node-sa-container-defaultNodeServiceAccount"
+    )
+    assert gke_service_agent("42") == "serviceAccount:service-42@container-engine-robot.iam.gserviceaccount.com"
+
+
+def test_the_node_roles_are_gke_s_node_role_and_inside_the_documented_allow_list():
+    assert facts.NODE_SERVICE_ACCOUNT_ROLES == ("roles/container.defaultNodeServiceAccount",)
+    assert set(facts.NODE_SERVICE_ACCOUNT_ROLES) <= facts.NODE_ROLE_ALLOW_LIST
+    assert not any(role in facts.NODE_ROLE_ALLOW_LIST for role in ("roles/editor", "roles/owner", "roles/storage.admin"))
+
+
+@pytest.mark.parametrize("mode,gpu,storage", COMBINATIONS)
+def test_one_node_account_with_exactly_the_node_role_non_authoritatively(infra_run, mode, gpu, storage):
+    recording = infra_run(mode, gpu, storage)
+    account = recording.one(ACCOUNT)
+    assert account.inputs["accountId"] == "grpo-test-node-sa"
+    assert account.inputs["project"] == "my-grpo-project"
+    assert account.delete_before_replace is True
+    assert depends_on(recording, account) == {"iam"}
+    grants = recording.by_type(PROJECT_MEMBER)
+    assert sorted(grant.inputs["role"] for grant in grants) == list(facts.NODE_SERVICE_ACCOUNT_ROLES)
+    for grant in grants:
+        assert grant.inputs["member"] == f"serviceAccount:{NODE_EMAIL}"
+        assert grant.inputs["project"] == "my-grpo-project"
+        assert grant.inputs["role"] in facts.NODE_ROLE_ALLOW_LIST
+    # Authoritative bindings or policies would drop the project's other members.
+    types = {resource.type for resource in recording.resources}
+    assert not types & {"gcp:projects/iAMBinding:IAMBinding", "gcp:projects/iAMPolicy:IAMPolicy"}
+    # Nothing else is granted to the nodes' account: every IAM member naming it is one of these grants.
+    naming_it = [r for r in recording.resources if r.inputs.get("member") == f"serviceAccount:{NODE_EMAIL}"]
+    assert sorted(r.name for r in naming_it) == sorted(grant.name for grant in grants)
+    assert recording.by_type(KEY_MEMBER) == []
+
+
+@pytest.mark.parametrize("gpu,storage", [("b200", "gcs"), ("h200", "lustre")])
+def test_every_standard_pool_and_the_default_pool_run_as_the_node_account(infra_run, gpu, storage):
+    recording = infra_run("standard", gpu, storage)
+    pools = recording.by_type(POOL)
+    assert len(pools) == 2
+    for pool in pools:
+        assert pool.inputs["nodeConfig"]["serviceAccount"] == NODE_EMAIL, pool.name
+        assert pool.inputs["nodeConfig"]["oauthScopes"] == [facts.CLOUD_PLATFORM_SCOPE]
+    cluster = recording.one(CLUSTER)
+    assert cluster.inputs["nodeConfig"]["serviceAccount"] == NODE_EMAIL
+    assert cluster.ignore_changes == ("nodeConfig",)
+    assert "clusterAutoscaling" not in cluster.inputs
+
+
+@pytest.mark.parametrize("gpu,storage", [("b200", "lustre"), ("h200", "gcs")])
+def test_autopilot_nodes_run_as_the_node_account(infra_run, gpu, storage):
+    recording = infra_run("autopilot", gpu, storage)
+    cluster = recording.one(CLUSTER)
+    defaults = cluster.inputs["clusterAutoscaling"]["autoProvisioningDefaults"]
+    assert defaults == {"serviceAccount": NODE_EMAIL, "oauthScopes": [facts.CLOUD_PLATFORM_SCOPE]}
+    assert "nodeConfig" not in cluster.inputs
+    assert recording.by_type(POOL) == []
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_secrets_key_is_granted_to_the_gke_service_agent_before_the_cluster_uses_it(infra_run, mode):
+    recording = infra_run(mode, "h200", "gcs", cluster={"secretsKmsKey": KEY})
+    grant = recording.one(KEY_MEMBER)
+    assert grant.inputs == {
+        "cryptoKeyId": KEY,
+        "role": "roles/cloudkms.cryptoKeyEncrypterDecrypter",
+        "member": "serviceAccount:service-123456789012@container-engine-robot.iam.gserviceaccount.com",
+    }
+    assert depends_on(recording, grant) == {"container", "cloudresourcemanager"}, "the agent exists once GKE is on"
+    cluster = recording.one(CLUSTER)
+    assert cluster.inputs["databaseEncryption"] == {"state": "ENCRYPTED", "keyName": KEY}
+    assert grant.name in depends_on(recording, cluster)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_without_a_key_secrets_keep_google_managed_encryption(infra_run, mode):
+    assert "databaseEncryption" not in infra_run(mode, "b200", "gcs").one(CLUSTER).inputs

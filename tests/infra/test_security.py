@@ -1,0 +1,95 @@
+"""The plan's security block: control plane, Ray head, node and workload identities, encryption, warnings."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from infra.config import parse_config
+from infra.security import security_summary
+from tests.conftest import REPO_ROOT, shipped_stack_file
+from tests.infra.conftest import infra_values
+from tests.infra.test_config import OPEN_CONTROL_PLANE
+
+KEY = "projects/my-keys-1/locations/us-central1/keyRings/gke/cryptoKeys/secrets"
+HEAD = (
+    "  ray head: ports 6379 (gcs-server), 8265 (dashboard), 10001 (client) of grpo/grpo-head-svc only from the"
+    " RayCluster's own pods (ray-cluster-internal); 8265 also from the run guardian"
+    " (app.kubernetes.io/name=grpo-guardian) and kube-system's konnectivity agents (k8s-app=konnectivity-agent),"
+    " the path of the API server's service proxy (ray-head-dashboard); every other pod is refused"
+    " (default-deny-ingress); users reach the dashboard through the service proxy"
+)
+
+
+def block(mode: str, storage: str, **cluster) -> str:
+    """The security block of one combination with these cluster keys."""
+    return security_summary(parse_config(infra_values(mode, "h200", storage, cluster=cluster), (), "test"))
+
+
+def test_an_open_standard_gcs_stack():
+    assert block("standard", "gcs") == "\n".join(
+        [
+            "Security:",
+            "  control plane: public IP endpoint from any address (a Google identity with cluster access is still"
+            " needed)",
+            HEAD,
+            "  nodes: grpo-test-node-sa@my-grpo-project.iam.gserviceaccount.com with"
+            " roles/container.defaultNodeServiceAccount; Shielded GKE Nodes with secure boot and integrity monitoring",
+            "  workloads: Kubernetes service account grpo/ray-grpo through workload identity, roles/storage.objectUser"
+            " on bucket my-grpo-project-grpo-test only",
+            "  encryption: Secrets with Google-managed keys at rest; grpo-gke:cluster.secretsKmsKey adds a Cloud KMS key",
+            f"  warning: {OPEN_CONTROL_PLANE}",
+        ]
+    )
+
+
+def test_a_closed_autopilot_lustre_stack_with_its_own_key():
+    text = block("autopilot", "lustre", authorizedNetworks=["203.0.113.0/24"], dnsEndpoint=True, secretsKmsKey=KEY)
+    assert text == "\n".join(
+        [
+            "Security:",
+            "  control plane: DNS endpoint for Google identities with container.clusters.connect; its public IP"
+            " endpoint admits 203.0.113.0/24 only",
+            HEAD,
+            "  nodes: grpo-test-node-sa@my-grpo-project.iam.gserviceaccount.com with"
+            " roles/container.defaultNodeServiceAccount; Autopilot's Shielded GKE Nodes with secure boot",
+            "  workloads: Kubernetes service account grpo/ray-grpo through workload identity, no Google role"
+            " (Managed Lustre is reached over the VPC)",
+            f"  encryption: Secrets at the application layer with {KEY} (roles/cloudkms.cryptoKeyEncrypterDecrypter"
+            " to the GKE service agent)",
+        ]
+    )
+
+
+def test_control_plane_lines_for_each_setting():
+    assert "  control plane: public IP endpoint from 198.51.100.7/32 only\n" in block(
+        "standard", "gcs", authorizedNetworks=["198.51.100.7/32"]
+    )
+    dns_only = (
+        "  control plane: DNS endpoint for Google identities with container.clusters.connect; its public IP"
+        " endpoint admits no one\n"
+    )
+    assert dns_only in block("standard", "gcs", dnsEndpoint=True)
+
+
+def test_make_plan_prints_the_block_and_the_warning(tmp_path):
+    """As the user runs it: exit 0, the block after the summary, the warning on stderr too."""
+    result = subprocess.run(
+        [sys.executable, "-m", "infra", "plan", "--config", str(shipped_stack_file("dev")), "--out", str(tmp_path)],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    *security, wrote = result.stdout[result.stdout.index("Security:") :].rstrip("\n").splitlines()
+    assert wrote.startswith("Wrote plan.json, "), "the files' place stays the last line"
+    assert security[0] == "Security:" and security[-1] == f"  warning: {OPEN_CONTROL_PLANE}"
+    assert [line.split(":", 1)[0] for line in security[1:-1]] == [
+        "  control plane",
+        "  ray head",
+        "  nodes",
+        "  workloads",
+        "  encryption",
+    ]
+    assert result.stderr == f"warning: {OPEN_CONTROL_PLANE}\n"
