@@ -52,8 +52,9 @@ HEAD_ENV = {
     "RAY_health_check_failure_threshold": "5",
 }
 """The head's GCS checks each node every second and marks it dead after 5 failures in a row: a killed
-node (refused connections) is dead in about 5 s instead of Ray's default 15 s (period 3 s, threshold 5),
-while a live but loaded node still has 5 s to answer each check."""
+node (refused connections) is dead in about 5 s instead of Ray's default 15 s (period 3 s, timeout 10 s,
+threshold 5, initial delay 5 s: ray-project/ray src/ray/common/ray_config_def.h), while a live but loaded
+node still has 5 s to answer each check."""
 
 START_SECONDS = 90.0
 """Deadline of a node's start (this machine's CPUs are shared; a node takes 10-30 s to join)."""
