@@ -1,8 +1,11 @@
-"""Job-layer fixtures: one real local Ray head for the session, and stack files made for a test."""
+"""Job-layer fixtures: one real local Ray head for the session, a real two-node Ray cluster in network
+namespaces, and stack files made for a test."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import shlex
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -10,10 +13,14 @@ from pathlib import Path
 import pytest
 import yaml
 
+from jobs.spec import run_directory
 from tests.conftest import shipped_stack_file
 
 STAND_IN = Path(__file__).with_name("stand_in.py")
 """Prints verl-style metric lines in place of the trainer, then exits with the code it is given."""
+
+STAND_IN_TRAINER = Path(__file__).with_name("stand_in_trainer.py")
+"""A driver plus a GPU actor per node writing verl-layout checkpoints to $GRPO_RUN_DIR (see its docstring)."""
 
 
 @pytest.fixture(scope="session")
@@ -28,6 +35,36 @@ def ray_head() -> Iterator[str]:
         yield head.dashboard_url
     finally:
         head.stop()
+
+
+@pytest.fixture(scope="session")
+def two_node_cluster():
+    """A real two-node Ray cluster: a head and a node declaring 8 GPUs, each in a network namespace of its own.
+
+    Skips, with the reason, where Ray is missing or `ip netns` is refused (it needs root).
+    """
+    if importlib.util.find_spec("ray") is None:
+        pytest.skip("ray is not installed: pip install 'ray[default]' (requirements.txt) for the job tests")
+    from tests.jobs.netns import NamespaceRefused, namespace_pair
+    from tests.jobs.two_node_ray import TwoNodeRay
+
+    with contextlib.ExitStack() as cleanup:
+        try:
+            head_ns, gpu_ns = cleanup.enter_context(namespace_pair())
+        except NamespaceRefused as refusal:
+            pytest.skip(f"the two-node Ray tests need network namespaces (root): {refusal}")
+        cluster = TwoNodeRay(head_ns, gpu_ns)
+        cleanup.callback(cluster.stop)
+        cluster.start_head()
+        cluster.start_gpu_node()
+        yield cluster
+
+
+@pytest.fixture
+def two_nodes(two_node_cluster):
+    """The session's two-node cluster with its GPU node up (started again if an earlier test left it down)."""
+    two_node_cluster.ensure_gpu_node()
+    return two_node_cluster
 
 
 @pytest.fixture
@@ -47,3 +84,16 @@ def make_stack(tmp_path: Path) -> Callable[..., tuple[str, Path]]:
 def stand_in(exit_code: int = 0, steps: int = 3) -> str:
     """Entrypoint of the stand-in trainer."""
     return f"{sys.executable} {STAND_IN} {exit_code} {steps}"
+
+
+def stand_in_trainer(*flags: str) -> str:
+    """Entrypoint of the stand-in trainer: the venv's Python running stand_in_trainer.py with `flags`."""
+    return shlex.join([sys.executable, str(STAND_IN_TRAINER), *flags])
+
+
+def with_run_env(submission: dict, data_root: Path) -> dict:
+    """`submission` with GRPO_RUN and GRPO_RUN_DIR in its environment, the run directory under `data_root`
+    (the spec's `/data/...` path below a local directory, for runs on this machine)."""
+    run = submission["metadata"]["run"]
+    env = {**submission["runtime_env"]["env_vars"], "GRPO_RUN": run, "GRPO_RUN_DIR": f"{data_root}{run_directory(run)}"}
+    return {**submission, "runtime_env": {**submission["runtime_env"], "env_vars": dict(sorted(env.items()))}}

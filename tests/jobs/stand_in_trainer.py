@@ -1,0 +1,217 @@
+"""Stands in for verl's trainer on a real Ray cluster: a driver plus one Ray actor per GPU node that
+holds the node's 8 GPUs and writes verl-layout checkpoints to `$GRPO_RUN_DIR`.
+
+The layout is verl 0.9.1's (verl/utils/checkpoint/fsdp_checkpoint_manager.py `save_checkpoint`,
+verl/trainer/ppo/ray_trainer.py `_save_checkpoint`): `global_step_<N>/actor/` holds
+`model_world_size_<W>_rank_<r>.pt`, `optim_world_size_<W>_rank_<r>.pt` and
+`extra_state_world_size_<W>_rank_<r>.pt` for every rank r < W, rank 0 adds `huggingface/` and
+`fsdp_config.json`; then `global_step_<N>/data.pt` (the dataloader) and, last and only without
+async_save (verl-project/verl#7952), `latest_checkpointed_iteration.txt`. It saves every
+`--save-every` steps and at the last one, and prints the step's verl-style metric line after its save.
+It resumes as `trainer.resume_mode=auto` does (verl/utils/checkpoint/checkpoint_manager.py
+`find_latest_ckpt_path`): from the step the tracker file names when that directory exists, reading every
+shard of its ranks (a missing one fails the attempt, as torch.load would), else from scratch.
+
+Faults, for the recovery tests: `--hold-after N` (after step N the GPU actors wait for a node loss) and
+`--half-save-at N` (step N's save writes half of the ranks' shards and no data.pt, then waits) happen
+once per run, like a preemption; a wait ends after `--hold-seconds` with the GPU worker dying on its own.
+`--fail-at N` fails every attempt at step N with `--exit-code`, like a bug.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+import ray  # noqa: E402 - after the repository root is on the path
+
+from infra.facts import GPUS_PER_NODE  # noqa: E402
+
+TRACKER = "latest_checkpointed_iteration.txt"
+"""verl's tracker file of the newest checkpointed step, in the run directory."""
+
+SHARD_KINDS = ("model", "optim", "extra_state")
+"""The per-rank files of verl's FSDP checkpoint, in the order verl writes them."""
+
+FAULTS_DIR = "stand-in"
+"""Marker files of the once-per-run faults already injected, in the run directory."""
+
+MAX_STEP_SECONDS = 5.0
+"""Longest pause per step: the stand-in's runs stay short."""
+
+MAX_HOLD_SECONDS = 120.0
+"""Longest wait for a node loss."""
+
+
+def shard_name(kind: str, world_size: int, rank: int) -> str:
+    """verl's file name of one rank's shard of `kind` (model, optim or extra_state)."""
+    return f"{kind}_world_size_{world_size}_rank_{rank}.pt"
+
+
+def step_dir(run_dir: Path, step: int) -> Path:
+    """verl's directory of the checkpoint of `step`."""
+    return run_dir / f"global_step_{step}"
+
+
+@ray.remote(num_cpus=0, num_gpus=GPUS_PER_NODE, max_restarts=0)
+class GpuWorker:
+    """Holds one node's GPUs and that node's ranks of the world, like verl's FSDP workers."""
+
+    def __init__(self, ranks: list[int], world_size: int) -> None:
+        self.ranks, self.world_size = ranks, world_size
+
+    def where(self) -> str:
+        """The node and GPUs this worker holds."""
+        node = ray.get_runtime_context().get_node_id()
+        return f"node {node} GPUs {','.join(map(str, ray.get_gpu_ids()))}"
+
+    def train(self, step: int, seconds: float) -> int:
+        """One step's share of the work: a bounded pause."""
+        time.sleep(seconds)
+        return step
+
+    def save(self, actor_dir: str, step: int, half: bool) -> list[str]:
+        """Write this node's ranks' shards of `step` (only the first half of them when `half`)."""
+        folder = Path(actor_dir)
+        folder.mkdir(parents=True, exist_ok=True)
+        ranks = self.ranks[: len(self.ranks) // 2] if half else self.ranks
+        written = []
+        for rank in ranks:
+            for kind in SHARD_KINDS:
+                path = folder / shard_name(kind, self.world_size, rank)
+                path.write_text(json.dumps({"step": step, "rank": rank, "kind": kind}))
+                written.append(path.name)
+            if rank == 0:
+                (folder / "huggingface").mkdir(exist_ok=True)
+                (folder / "huggingface" / "config.json").write_text(json.dumps({"architectures": ["StandIn"]}))
+                (folder / "fsdp_config.json").write_text(json.dumps({"FSDP_version": 2, "world_size": self.world_size}))
+        return written
+
+    def load(self, actor_dir: str, step: int) -> None:
+        """Read this node's ranks' shards of `step`; FileNotFoundError names the first one missing."""
+        for rank in self.ranks:
+            for kind in SHARD_KINDS:
+                shard = json.loads((Path(actor_dir) / shard_name(kind, self.world_size, rank)).read_text())
+                if shard["step"] != step:
+                    raise ValueError(f"{kind} shard of rank {rank} holds step {shard['step']}, not {step}")
+
+    def hold(self, seconds: float) -> None:
+        """Wait for the node to be lost; if it is not, die after `seconds` as a lost worker would."""
+        time.sleep(seconds)
+        print(f"stand-in: no node loss within {seconds:.0f} s; the GPU worker dies", flush=True)
+        os._exit(1)
+
+
+def once(run_dir: Path, fault: str) -> bool:
+    """True the first time `fault` is asked for in this run (a marker file records it)."""
+    markers = run_dir / FAULTS_DIR
+    markers.mkdir(parents=True, exist_ok=True)
+    try:
+        (markers / fault).open("x").close()
+    except FileExistsError:
+        return False
+    return True
+
+
+def resume_step(run_dir: Path) -> int:
+    """The step `resume_mode=auto` resumes from: the tracker's, when its directory exists; else 0."""
+    tracker = run_dir / TRACKER
+    if not tracker.exists():
+        print(f"Checkpoint tracker file does not exist: {tracker}", flush=True)
+        print("Training from scratch", flush=True)
+        return 0
+    step = int(tracker.read_text())
+    if not step_dir(run_dir, step).exists():
+        print(f"Checkpoint does not exist: {step_dir(run_dir, step)}", flush=True)
+        print("Training from scratch", flush=True)
+        return 0
+    print(f"Resuming from {step_dir(run_dir, step)}", flush=True)
+    return step
+
+
+def metric_line(step: int) -> str:
+    """verl's console line of one step (the score depends on the step only)."""
+    score = step / (step + 1)
+    return f"step:{step} - critic/score/mean:np.float64({score}) - actor/pg_loss:0.125"
+
+
+def bounded(limit: float):
+    """An argparse type: a number of seconds from 0 to `limit`."""
+
+    def parse(text: str) -> float:
+        value = float(text)
+        if not 0 <= value <= limit:
+            raise argparse.ArgumentTypeError(f"must be between 0 and {limit:.0f} seconds")
+        return value
+
+    return parse
+
+
+def parser() -> argparse.ArgumentParser:
+    """The stand-in's command line."""
+    top = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    top.add_argument("--steps", type=int, required=True, help="total training steps (trainer.total_training_steps)")
+    top.add_argument("--save-every", type=int, required=True, help="checkpoint every N steps (trainer.save_freq)")
+    top.add_argument("--nodes", type=int, default=1, help="GPU nodes (trainer.nnodes); world size 8 x nodes")
+    top.add_argument("--step-seconds", type=bounded(MAX_STEP_SECONDS), default=0.2, help="pause per step")
+    top.add_argument("--async-save", action="store_true", help="never write the tracker file (verl#7952)")
+    top.add_argument("--hold-after", type=int, help="once per run: after this step, wait for a node loss")
+    top.add_argument("--half-save-at", type=int, help="once per run: half-write this step's checkpoint, then wait")
+    top.add_argument("--hold-seconds", type=bounded(MAX_HOLD_SECONDS), default=60.0, help="longest wait")
+    top.add_argument("--fail-at", type=int, help="every attempt: fail at this step")
+    top.add_argument("--exit-code", type=int, default=1, help="exit code of --fail-at")
+    return top
+
+
+def main() -> int:
+    """Train the stand-in run; the exit code is the attempt's."""
+    args = parser().parse_args()
+    if not os.environ.get("GRPO_RUN_DIR"):
+        print("stand-in trainer: GRPO_RUN_DIR is not set", flush=True)
+        return 2
+    run_dir = Path(os.environ["GRPO_RUN_DIR"])
+    world_size = GPUS_PER_NODE * args.nodes
+    ray.init()
+    workers = [
+        GpuWorker.remote(list(range(node * GPUS_PER_NODE, (node + 1) * GPUS_PER_NODE)), world_size)
+        for node in range(args.nodes)
+    ]
+    for place in ray.get([worker.where.remote() for worker in workers]):
+        print(f"stand-in: GPU worker on {place}", flush=True)
+    start = resume_step(run_dir)
+    if start:
+        actor_dir = str(step_dir(run_dir, start) / "actor")
+        ray.get([worker.load.remote(actor_dir, start) for worker in workers])
+        data = step_dir(run_dir, start) / "data.pt"
+        if not data.exists():
+            print(f"Warning: No dataloader state found at {data}, will start from scratch", flush=True)
+    for step in range(start + 1, args.steps + 1):
+        if step == args.fail_at:
+            print(f"stand-in trainer: deterministic failure at step {step} (exit code {args.exit_code})", flush=True)
+            return args.exit_code
+        ray.get([worker.train.remote(step, args.step_seconds) for worker in workers])
+        if step % args.save_every == 0 or step == args.steps:
+            folder = step_dir(run_dir, step)
+            half = step == args.half_save_at and once(run_dir, f"half-save-at-{step}")
+            ray.get([worker.save.remote(str(folder / "actor"), step, half) for worker in workers])
+            if half:
+                print(f"stand-in: wrote half of {folder}; waiting for a node loss", flush=True)
+                ray.get([worker.hold.remote(args.hold_seconds) for worker in workers])
+            (folder / "data.pt").write_text(json.dumps({"step": step}))
+            if not args.async_save:
+                (run_dir / TRACKER).write_text(str(step))
+        print(metric_line(step), flush=True)
+        if step == args.hold_after and once(run_dir, f"hold-after-{step}"):
+            print(f"stand-in: holding after step {step}; waiting for a node loss", flush=True)
+            ray.get([worker.hold.remote(args.hold_seconds) for worker in workers])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
