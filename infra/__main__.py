@@ -74,6 +74,7 @@ def plan(args: argparse.Namespace) -> int:
     from infra.plan.blast import PlanError, blast_radius, read_plan, render
     from infra.plan.harness import REPO_ROOT, run_values
     from infra.plan.writer import render_plan_json, summary, write_plan
+    from infra.prices import COST_FILE, catalog, estimate, render_cost_json, summary_lines
     from infra.security import security_summary
     from jobs.validate import check as check_job
 
@@ -97,15 +98,18 @@ def plan(args: argparse.Namespace) -> int:
     if out_dir.exists() and not out_dir.is_dir():
         print(f"error: --out {shown_path(out_dir)}: is a file, not a directory; name a directory", file=sys.stderr)
         return EXIT_BAD_INPUT
+    cost = estimate(loaded.config, catalog())
+    cost_file = {COST_FILE: render_cost_json(cost)}
     recording = run_values(values.values, values.secret_keys, stack)
     for warning in recording.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     try:
-        write_plan(recording, out_dir)
+        write_plan(recording, out_dir, cost_file)
     except OSError as error:
         print(f"error: cannot write the plan to {shown_path(out_dir)}: {error.strerror or error}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    *overview, wrote = summary(recording, key_facts(loaded), out_dir).splitlines()
+    plan_summary = summary(recording, key_facts(loaded), out_dir, summary_lines(cost), list(cost_file))
+    *overview, wrote = plan_summary.splitlines()
     print("\n".join([*overview, security_summary(loaded), wrote]))
     if earlier is not None:
         print(render(blast_radius(earlier, json.loads(render_plan_json(recording))), shown_path(args.against)))

@@ -327,6 +327,14 @@ class JobConfig(_Section):
     ready_timeout_seconds: int = Field(1800, ge=10, le=86400, description="Wait this long for all GPU nodes.")
 
 
+class PricingConfig(_Section):
+    """`grpo-gke:pricing`: what the plan's cost estimate assumes beyond the catalog's list prices."""
+
+    reservation_hourly: float | None = Field(
+        None, gt=0, le=10000, description="Your $/h for one GPU node of the reservation; default the on-demand list price."
+    )
+
+
 class StackConfig(_Section):
     """The whole stack config, validated before a single resource is registered."""
 
@@ -341,6 +349,7 @@ class StackConfig(_Section):
     workload: WorkloadConfig = Field(description="`grpo-gke:workload`: framework, model, data, image.")
     grpo: GrpoConfig = Field(default_factory=GrpoConfig, description="`grpo-gke:grpo`: the GRPO knobs.")
     job: JobConfig = Field(default_factory=JobConfig, description="`grpo-gke:job`: the post-deploy submission.")
+    pricing: PricingConfig = Field(default_factory=PricingConfig, description="`grpo-gke:pricing`: the cost estimate.")
     hf_token: SecretStr | None = Field(None, description="Hugging Face token; a Pulumi secret.")
     secret_env: dict[str, SecretStr] = Field(
         default_factory=dict, description="Secret environment of the Ray pods (name -> value), through a Kubernetes Secret."
@@ -627,6 +636,8 @@ def _capacity_problems(cfg: StackConfig) -> list[Problem]:
         add("gpu.reservation", "is required when gpu.provisioning is 'reservation'")
     if gpu.provisioning != "reservation" and gpu.reservation:
         add("gpu.reservation", f"is only allowed when gpu.provisioning is 'reservation', not {gpu.provisioning!r}")
+    if gpu.provisioning != "reservation" and cfg.pricing.reservation_hourly is not None:
+        add("pricing.reservationHourly", f"is only for gpu.provisioning 'reservation', not {gpu.provisioning!r}")
     if cfg.cluster.mode == "autopilot" and "head_machine_type" in cfg.cluster.model_fields_set:
         add("cluster.headMachineType", "is only for cluster.mode 'standard' (Autopilot chooses the head's machine)")
     if cfg.cluster.mode == "autopilot" and gpu.provisioning in ("reservation", "flex-start"):
@@ -1031,7 +1042,7 @@ def parse_config(
     problems: list[Problem] = []
     warnings: list[str] = []
     data: dict[str, Any] = {"stack": stack}
-    structured = {"cluster", "gpu", "storage", "network", "workload", "grpo", "job"}
+    structured = {"cluster", "gpu", "storage", "network", "workload", "grpo", "job", "pricing"}
 
     if "gcp:project" in values:
         data["project"] = values["gcp:project"]

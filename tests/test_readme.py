@@ -95,7 +95,8 @@ def test_the_documented_stack_outputs_are_the_programs(plan_of):
 
 def test_the_quick_start_lists_every_file_make_plan_writes(plan_of):
     from infra.plan.writer import plan_files
+    from infra.prices import COST_FILE
 
     quick_start = README.split("## Quick start", 1)[1].split("\n## ", 1)[0]
     listed = re.findall(r"^\| `([^`]+)` \|", quick_start, flags=re.M)
-    assert listed == list(plan_files(plan_of("dev")))
+    assert listed == [*plan_files(plan_of("dev")), COST_FILE]

@@ -1,4 +1,4 @@
-"""Write a recorded program run as plan.json, k8s.yaml, job.json and graph.mmd."""
+"""Write a recorded program run as plan.json, k8s.yaml, job.json and graph.mmd (and cost.json beside them)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import heapq
 import json
 import re
 from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -298,8 +299,15 @@ def plan_files(recording: Recording) -> dict[str, str]:
     }
 
 
-def summary(recording: Recording, facts: dict[str, str], out_dir: Path) -> str:
-    """A short readable summary: resources per component, the key facts, where the files are."""
+def summary(
+    recording: Recording,
+    facts: dict[str, str],
+    out_dir: Path,
+    cost_lines: Sequence[str] = (),
+    extra_files: Sequence[str] = (),
+) -> str:
+    """A short readable summary: resources per component, the key facts, the cost lines, where the files
+    are (the plan files, then `extra_files` written beside them)."""
     per_component: dict[str, int] = defaultdict(int)
     for resource in recording.resources:
         if resource.custom:
@@ -309,16 +317,18 @@ def summary(recording: Recording, facts: dict[str, str], out_dir: Path) -> str:
     lines = [f"Plan of stack '{recording.stack}': {plural(total, 'resource')}"]
     lines += [f"  {count:4d}  {name}" for name, count in sorted(per_component.items())]
     lines += [f"  {key}: {value}" for key, value in facts.items()]
-    *first, last = plan_files(recording)
+    lines += [f"  {line}" for line in cost_lines]
+    *first, last = [*plan_files(recording), *extra_files]
     lines.append(f"Wrote {', '.join(first)} and {last} to {out_dir}")
     return "\n".join(lines)
 
 
-def write_plan(recording: Recording, out_dir: Path) -> list[Path]:
-    """Write the plan files (plan_files) into `out_dir`; return their paths."""
+def write_plan(recording: Recording, out_dir: Path, extra_files: Mapping[str, str] | None = None) -> list[Path]:
+    """Write the plan files (plan_files) and `extra_files` (name -> text, such as cost.json) into `out_dir`;
+    return their paths."""
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = []
-    for name, text in plan_files(recording).items():
+    for name, text in {**plan_files(recording), **(extra_files or {})}.items():
         path = out_dir / name
         path.write_text(text)
         paths.append(path)

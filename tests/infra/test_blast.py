@@ -94,6 +94,7 @@ KEY_CHANGES: dict[str, tuple[str, dict, dict]] = {
     "grpo-gke:job.readyTimeoutSeconds": ("dev", {}, {"job": {"readyTimeoutSeconds": 3600}}),
     "grpo-gke:hfToken": ("dev", {}, {"hfToken": "hf_offline_example"}),
     "grpo-gke:secretEnv": ("dev", {}, {"secretEnv": {"WANDB_API_KEY": "offline-example"}}),
+    "grpo-gke:pricing.reservationHourly": ("dev", RESERVATION_BASE, {"pricing": {"reservationHourly": 61.5}}),
 }
 """Config key -> (base stack, sections merged into it first, the change): one valid change per key."""
 

@@ -53,7 +53,7 @@ OPEN_CONTROL_PLANE = (
 )
 """The warning of a stack whose control plane's public IP endpoint is open to any address."""
 
-KNOWN_TOP = "cluster, gpu, grpo, hfToken, job, network, secretEnv, storage, workload, zone"
+KNOWN_TOP = "cluster, gpu, grpo, hfToken, job, network, pricing, secretEnv, storage, workload, zone"
 KNOWN_GPU = "nodes, provisioning, reservation, type"
 
 
@@ -427,6 +427,22 @@ GPU = [
         "reservation-bad-name",
         {"grpo-gke:gpu.provisioning": "reservation", "grpo-gke:gpu.reservation": "My_Res"},
         "grpo-gke:gpu.reservation: must be a reservation name (lowercase letters, digits, hyphens), got 'My_Res'",
+    ),
+    ok(
+        "reservation-hourly-with-reservation",
+        {"grpo-gke:gpu.provisioning": "reservation", "grpo-gke:gpu.reservation": "my-a3u-res",
+         "grpo-gke:pricing": {"reservationHourly": 61.5}},
+    ),
+    bad(
+        "reservation-hourly-without-reservation",
+        {"grpo-gke:pricing": {"reservationHourly": 61.5}},
+        "grpo-gke:pricing.reservationHourly: is only for gpu.provisioning 'reservation', not 'spot'",
+    ),
+    *bad_values(
+        "grpo-gke:pricing.reservationHourly",
+        "must be greater than 0.0",
+        (("zero", 0), ("negative", -1.5)),
+        {"grpo-gke:gpu.provisioning": "reservation", "grpo-gke:gpu.reservation": "my-a3u-res"},
     ),
     ok("autopilot-on-demand", {"grpo-gke:cluster.mode": "autopilot", "grpo-gke:gpu.provisioning": "on-demand"}),
     bad(

@@ -142,12 +142,12 @@ def test_plan_of_dev_matches_its_golden_file(plan_of):
     assert rendered == golden.read_text(), "the dev plan changed: review it, then UPDATE_GOLDEN=1 make test"
 
 
-def test_the_cli_writes_four_byte_identical_files_on_every_run(tmp_path, capsys):
+def test_the_cli_writes_byte_identical_files_on_every_run(tmp_path, capsys):
     first, second = tmp_path / "first", tmp_path / "second"
     assert main(["plan", "--config", str(shipped_stack_file("dev")), "--out", str(first)]) == 0
     assert main(["plan", "--config", str(shipped_stack_file("dev")), "--out", str(second)]) == 0
     names = sorted(path.name for path in first.iterdir())
-    assert names == ["graph.mmd", "grpo-staging.staging_script.py", "job.json", "k8s.yaml", "plan.json"]
+    assert names == ["cost.json", "graph.mmd", "grpo-staging.staging_script.py", "job.json", "k8s.yaml", "plan.json"]
     for name in names:
         assert (first / name).read_bytes() == (second / name).read_bytes(), name
     summary = capsys.readouterr().out

@@ -41,10 +41,10 @@ def test_the_plan_files_as_the_user_gets_them(tmp_path):
     assert result.returncode == 0 and result.stderr == f"warning: {OPEN_CONTROL_PLANE}\n", result.stderr
     script_name = "grpo-staging.staging_script.py"
     assert sorted(path.name for path in tmp_path.iterdir()) == sorted(
-        ["plan.json", "k8s.yaml", "job.json", "graph.mmd", script_name]
+        ["plan.json", "k8s.yaml", "job.json", "graph.mmd", script_name, "cost.json"]
     )
     assert result.stdout.splitlines()[-1] == (
-        f"Wrote plan.json, k8s.yaml, job.json, graph.mmd and {script_name} to {tmp_path}"
+        f"Wrote plan.json, k8s.yaml, job.json, graph.mmd, {script_name} and cost.json to {tmp_path}"
     )
     assert "  head: c2-standard-16 (the Ray head's CPU node pool)" in result.stdout.splitlines()
     run = json.loads((tmp_path / "job.json").read_text())["metadata"]["run"]

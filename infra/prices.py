@@ -1,0 +1,208 @@
+"""The price catalog (infra/prices.json, dated and sourced) and the stack's cost per hour by part.
+
+Pure: a config and a catalog in, cost lines out. A price the catalog lacks is named, never guessed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from infra import facts
+from infra.config import StackConfig
+from jobs.spec import model_size_b
+
+CATALOG_PATH = Path(__file__).with_name("prices.json")
+"""The price catalog beside this module."""
+
+COST_FILE = "cost.json"
+"""The file `python -m infra plan` writes the cost estimate to, beside plan.json."""
+
+GIB = 2**30
+"""Bytes in a GiB."""
+
+@dataclass(frozen=True)
+class PriceCatalog:
+    """List prices by machine, place and provisioning, as infra/prices.json holds them."""
+
+    date: str
+    """The day the catalog's figures were read (YYYY-MM-DD)."""
+    hours_per_month: int
+    """Hours a GiB-month is spread over."""
+    flex_start_discount_ceiling: float
+    """The most flex-start bills below on-demand, as a share."""
+    gpu_nodes: dict[str, dict[str, dict[str, float]]]
+    """$/h of one 8-GPU node: machine type -> zone -> provisioning (`on-demand`, `spot`)."""
+    cpu_machines: dict[str, dict[str, float]]
+    """On-demand $/h of a CPU machine: machine type -> region."""
+    lustre_gib_month: dict[str, dict[str, float]]
+    """$ per GiB-month of Managed Lustre: throughput tier (MB/s per TiB, as text) -> region."""
+    gcs_standard_gib_month: dict[str, float]
+    """$ per GiB-month of Cloud Storage Standard in a region."""
+
+
+def read_catalog(document: dict[str, Any]) -> PriceCatalog:
+    """The catalog of a parsed prices.json."""
+    return PriceCatalog(
+        date=document["catalog_date"],
+        hours_per_month=document["hours_per_month"]["value"],
+        flex_start_discount_ceiling=document["flex_start_discount_ceiling"]["value"],
+        gpu_nodes=document["gpu_nodes"]["prices"],
+        cpu_machines=document["cpu_machines"]["prices"],
+        lustre_gib_month=document["lustre_gib_month"]["prices"],
+        gcs_standard_gib_month=document["gcs_standard_gib_month"]["prices"],
+    )
+
+
+@cache
+def catalog() -> PriceCatalog:
+    """The shipped catalog, infra/prices.json."""
+    return read_catalog(json.loads(CATALOG_PATH.read_text()))
+
+
+@dataclass(frozen=True)
+class CostLine:
+    """What one part of the stack costs per hour, or why the catalog cannot say."""
+
+    part: str
+    """`gpu nodes`, `head` or `storage`."""
+    what: str
+    """What is priced, and at which list price."""
+    hourly: float | None
+    """$/h, or None when the catalog has no price for it."""
+
+
+@dataclass(frozen=True)
+class CostEstimate:
+    """The stack's cost per hour by part and in total."""
+
+    catalog_date: str
+    """Date of the catalog the figures come from."""
+    lines: tuple[CostLine, ...]
+    """One line per part: GPU nodes, head, storage."""
+
+    @property
+    def total(self) -> float:
+        """$/h of the parts the catalog prices."""
+        return sum(line.hourly for line in self.lines if line.hourly is not None)
+
+    @property
+    def unpriced(self) -> tuple[str, ...]:
+        """The parts without a price."""
+        return tuple(line.part for line in self.lines if line.hourly is None)
+
+
+def no_price(what: str, prices: PriceCatalog) -> str:
+    """The line for a price the catalog lacks."""
+    return f"no price for {what} in the catalog (dated {prices.date})"
+
+
+def gpu_node_hourly(prices: PriceCatalog, machine_type: str, zone: str, provisioning: str) -> float | None:
+    """$/h of one node of `machine_type` in `zone` under `provisioning` (`on-demand` or `spot`), or None."""
+    return prices.gpu_nodes.get(machine_type, {}).get(zone, {}).get(provisioning)
+
+
+def _gpu_line(config: StackConfig, prices: PriceCatalog) -> CostLine:
+    machine, zone, nodes = config.gpu_machine.machine_type, config.zone, config.gpu.nodes
+    provisioning = config.gpu.provisioning
+    on_demand = gpu_node_hourly(prices, machine, zone, "on-demand")
+    autopilot = (
+        "; Autopilot bills GPU Pods by their node at Compute Engine rates plus a premium the catalog lacks"
+        if config.cluster.mode == "autopilot"
+        else ""
+    )
+    if provisioning == "flex-start":
+        ceiling = f", {_dollars(on_demand)}/h a node on demand" if on_demand is not None else ""
+        what = no_price(f"{machine} flex-start in {zone}", prices)
+        discount = f"{prices.flex_start_discount_ceiling:.0%}"
+        return CostLine("gpu nodes", f"{what}; flex-start bills up to {discount} below on-demand{ceiling}", None)
+    if provisioning == "reservation" and config.pricing.reservation_hourly is not None:
+        rate, how = config.pricing.reservation_hourly, "reservation at pricing.reservationHourly"
+    elif provisioning == "reservation":
+        rate, how = on_demand, "reservation at the on-demand rate (set pricing.reservationHourly for yours)"
+    else:
+        rate, how = gpu_node_hourly(prices, machine, zone, provisioning), provisioning
+    if rate is None:
+        return CostLine("gpu nodes", no_price(f"{machine} {provisioning} in {zone}", prices) + autopilot, None)
+    what = f"{nodes} x {machine} {how} in {zone} at {_dollars(rate)}/h a node{autopilot}"
+    return CostLine("gpu nodes", what, nodes * rate)
+
+
+def _head_line(config: StackConfig, prices: PriceCatalog) -> CostLine:
+    if config.cluster.mode == "autopilot":
+        requests = facts.HEAD_REQUESTS
+        what = no_price(f"Autopilot's general-purpose Pods in {config.region}", prices)
+        return CostLine("head", f"{what} (the head asks for {requests['cpu']} CPUs, {requests['memory']})", None)
+    machine = config.cluster.head_machine_type
+    rate = prices.cpu_machines.get(machine, {}).get(config.region)
+    if rate is None:
+        return CostLine("head", no_price(f"{machine} in {config.region}", prices), None)
+    return CostLine("head", f"1 x {machine} on-demand in {config.region}", rate)
+
+
+def _storage_line(config: StackConfig, prices: PriceCatalog) -> CostLine:
+    hours, region = prices.hours_per_month, config.region
+    storage = config.storage
+    if storage.type == "lustre":
+        tier = f"Managed Lustre at {storage.throughput} MB/s/TiB in {region}"
+        rate = prices.lustre_gib_month.get(str(storage.throughput), {}).get(region)
+        if rate is None:
+            return CostLine("storage", no_price(tier, prices), None)
+        what = f"{storage.capacity_gib} GiB of {tier} at ${rate}/GiB-month over {hours} h"
+        return CostLine("storage", what, storage.capacity_gib * rate / hours)
+    rate = prices.gcs_standard_gib_month.get(region)
+    if rate is None:
+        return CostLine("storage", no_price(f"Cloud Storage Standard in {region}", prices), None)
+    size_b = model_size_b(config.workload)
+    if size_b is None:
+        what = f"Cloud Storage Standard in {region} at ${rate}/GiB-month: the model's size is unknown"
+        what += " (set workload.modelSizeB)"
+        return CostLine("storage", what, None)
+    gib = size_b * 1e9 * facts.BF16_BYTES_PER_PARAMETER / GIB
+    what = (
+        f"{gib:.1f} GiB (the model in bf16) on Cloud Storage Standard in {region} at ${rate}/GiB-month over {hours} h;"
+        f" checkpoints add {_dollars(100 * rate / hours)}/h per 100 GiB"
+    )
+    return CostLine("storage", what, gib * rate / hours)
+
+
+def estimate(config: StackConfig, prices: PriceCatalog) -> CostEstimate:
+    """The stack's cost per hour by part (GPU nodes, head, storage) at the catalog's list prices."""
+    lines = (_gpu_line(config, prices), _head_line(config, prices), _storage_line(config, prices))
+    return CostEstimate(catalog_date=prices.date, lines=lines)
+
+
+def _dollars(value: float) -> str:
+    """`$1,234.56`; below a cent, two significant digits (`$0.000026`)."""
+    places = 2 if value >= 0.01 or value == 0 else 1 - math.floor(math.log10(value))
+    return f"${value:,.{places}f}"
+
+
+def summary_lines(cost: CostEstimate) -> list[str]:
+    """The plan summary's cost block: one line per part and the total."""
+    lines = [f"cost per hour (list prices of {cost.catalog_date}, infra/prices.json):"]
+    for line in cost.lines:
+        shown = f"{_dollars(line.hourly)}/h for " if line.hourly is not None else ""
+        lines.append(f"  {line.part}: {shown}{line.what}")
+    missing = f" (without the {' and '.join(cost.unpriced)}: no price)" if cost.unpriced else ""
+    lines.append(f"  total: {_dollars(cost.total)}/h{missing}")
+    return lines
+
+
+def render_cost_json(cost: CostEstimate) -> str:
+    """cost.json: the cost per hour by part and in total, with the catalog's date; sorted, deterministic."""
+    document = {
+        "catalogDate": cost.catalog_date,
+        "currency": "USD",
+        "parts": [
+            {"part": line.part, "what": line.what, "hourly": None if line.hourly is None else round(line.hourly, 8)}
+            for line in cost.lines
+        ],
+        "totalHourly": round(cost.total, 8),
+        "unpriced": list(cost.unpriced),
+    }
+    return json.dumps(document, indent=2, sort_keys=True) + "\n"

@@ -1,0 +1,219 @@
+"""The price catalog and the plan's cost per hour: the lookup, the arithmetic of every shipped stack
+(expected figures worked out by hand from the catalog's rows), the lines for a price the catalog lacks,
+cost.json, and `python -m infra plan` of every shipped stack printing its cost."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from infra import facts
+from infra.config import parse_config
+from infra.prices import CATALOG_PATH, catalog, estimate, gpu_node_hourly, read_catalog, render_cost_json, summary_lines
+from tests.conftest import REPO_ROOT, SHIPPED_STACKS, shipped_stack_file, values_of
+from tests.infra.test_config import OPEN_CONTROL_PLANE
+
+DATE = "2026-12-01"
+"""The shipped catalog's date."""
+
+H200_SPOT_US_CENTRAL1_B = 3.56978 + 37.2472
+"""vms.csv: the a3-ultragpu-8g row's SpotPrice plus the H200 x 8 row's, us-central1-b."""
+B200_SPOT_US_CENTRAL1_B = 0.0 + 32.6064
+"""vms.csv: the a4-highgpu-8g row ($0) plus the B200 x 8 row's SpotPrice, us-central1-b."""
+B200_ON_DEMAND_US_CENTRAL1_B = 0.0 + 90.216
+"""vms.csv: the same rows' Price."""
+C2_STANDARD_16_US_CENTRAL1 = 0.83523
+"""vms.csv: c2-standard-16's Price in us-central1."""
+GCS_US_CENTRAL1_HOURLY_PER_GIB = 0.020 / 730
+"""Cloud Storage Standard in us-central1, $0.020 per GiB-month, over 730 hours."""
+
+
+def config_of(stack: str, **sections: dict):
+    """The validated config of a shipped stack with sections merged in."""
+    return parse_config(values_of(stack, **sections), [], stack).config
+
+
+def test_the_catalog_is_dated_and_every_section_names_its_source():
+    document = json.loads(CATALOG_PATH.read_text())
+    assert document["catalog_date"] == DATE
+    sections = [value for value in document.values() if isinstance(value, dict)]
+    assert len(sections) == 6
+    assert all(section["source"].strip() for section in sections)
+
+
+def test_the_catalog_prices_both_gpu_machines():
+    assert {machine.machine_type for machine in facts.GPU_MACHINES.values()} == set(catalog().gpu_nodes)
+
+
+def test_the_lookup_finds_a_listed_price():
+    assert gpu_node_hourly(catalog(), "a3-ultragpu-8g", "us-central1-b", "spot") == pytest.approx(H200_SPOT_US_CENTRAL1_B)
+    assert gpu_node_hourly(catalog(), "a4-highgpu-8g", "us-central1-b", "on-demand") == B200_ON_DEMAND_US_CENTRAL1_B
+
+
+@pytest.mark.parametrize(
+    ("machine", "zone", "provisioning"),
+    [
+        ("a3-ultragpu-8g", "asia-south2-c", "spot"),  # the H200 row has no SpotPrice there
+        ("a3-ultragpu-8g", "us-central1-a", "spot"),  # no A3 Ultra row in that zone
+        ("a4-highgpu-8g", "us-central1-b", "flex-start"),  # the catalog has no flex-start prices
+        ("a2-highgpu-8g", "us-central1-b", "spot"),  # not a machine of this project
+    ],
+)
+def test_the_lookup_of_a_missing_price_is_none(machine, zone, provisioning):
+    assert gpu_node_hourly(catalog(), machine, zone, provisioning) is None
+
+
+EXPECTED_TOTALS = {
+    "dev": H200_SPOT_US_CENTRAL1_B + C2_STANDARD_16_US_CENTRAL1 + 0.5e9 * 2 / 2**30 * GCS_US_CENTRAL1_HOURLY_PER_GIB,
+    "verl-standard-h200": 2 * H200_SPOT_US_CENTRAL1_B
+    + C2_STANDARD_16_US_CENTRAL1
+    + 32e9 * 2 / 2**30 * GCS_US_CENTRAL1_HOURLY_PER_GIB,
+    "verl-autopilot-b200": 2 * B200_SPOT_US_CENTRAL1_B + 32e9 * 2 / 2**30 * GCS_US_CENTRAL1_HOURLY_PER_GIB,
+    "nemo-rl-standard-b200": 8 * B200_SPOT_US_CENTRAL1_B + C2_STANDARD_16_US_CENTRAL1,
+}
+"""Each shipped stack's $/h: GPU nodes, head and storage (the model in bf16 on the bucket)."""
+
+
+def test_every_shipped_stack_has_a_hand_computed_total():
+    assert set(EXPECTED_TOTALS) == set(SHIPPED_STACKS)
+
+
+@pytest.mark.parametrize("stack", sorted(EXPECTED_TOTALS))
+def test_the_cost_of_each_shipped_stack(stack):
+    cost = estimate(config_of(stack), catalog())
+    assert cost.total == pytest.approx(EXPECTED_TOTALS[stack], rel=1e-12)
+
+
+def test_the_parts_of_the_dev_stack():
+    cost = estimate(config_of("dev"), catalog())
+    assert [(line.part, line.hourly) for line in cost.lines] == [
+        ("gpu nodes", pytest.approx(40.81698)),
+        ("head", 0.83523),
+        ("storage", pytest.approx(0.9313225746154785 * 0.020 / 730)),
+    ]
+    assert cost.unpriced == ()
+
+
+def test_the_summary_lines_of_the_nemo_rl_stack_name_the_missing_lustre_price():
+    assert summary_lines(estimate(config_of("nemo-rl-standard-b200"), catalog())) == [
+        f"cost per hour (list prices of {DATE}, infra/prices.json):",
+        "  gpu nodes: $260.85/h for 8 x a4-highgpu-8g spot in us-central1-b at $32.61/h a node",
+        "  head: $0.84/h for 1 x c2-standard-16 on-demand in us-central1",
+        f"  storage: no price for Managed Lustre at 1000 MB/s/TiB in us-central1 in the catalog (dated {DATE})",
+        "  total: $261.69/h (without the storage: no price)",
+    ]
+
+
+def test_a_zone_the_catalog_lacks_says_so_instead_of_guessing():
+    cost = estimate(config_of("dev", gpu={"provisioning": "spot"}).model_copy(update={"zone": "us-central1-a"}), catalog())
+    assert cost.lines[0].what == f"no price for a3-ultragpu-8g spot in us-central1-a in the catalog (dated {DATE})"
+    assert cost.lines[0].hourly is None
+    assert cost.unpriced == ("gpu nodes",)
+    assert cost.total == pytest.approx(cost.lines[1].hourly + cost.lines[2].hourly)
+
+
+def test_a_head_machine_the_catalog_lacks_in_the_region_says_so():
+    config = config_of("dev", gpu={"type": "b200"}).model_copy(update={"region": "us-south1", "zone": "us-south1-b"})
+    cost = estimate(config, catalog())
+    assert cost.lines[0].hourly == B200_SPOT_US_CENTRAL1_B  # the same price in us-south1-b
+    assert cost.lines[1].what == f"no price for c2-standard-16 in us-south1 in the catalog (dated {DATE})"
+
+
+def test_a_reservation_costs_the_on_demand_rate_unless_the_user_gives_theirs():
+    reservation = {"provisioning": "reservation", "reservation": "grpo-a"}
+    default = estimate(config_of("dev", gpu={**reservation, "type": "b200"}), catalog()).lines[0]
+    assert default.hourly == B200_ON_DEMAND_US_CENTRAL1_B
+    assert "reservation at the on-demand rate (set pricing.reservationHourly for yours)" in default.what
+    own = estimate(config_of("dev", gpu={**reservation, "nodes": 2}, pricing={"reservationHourly": 61.5}), catalog()).lines[0]
+    assert own.hourly == 2 * 61.5
+    assert own.what == "2 x a3-ultragpu-8g reservation at pricing.reservationHourly in us-central1-b at $61.50/h a node"
+
+
+def test_flex_start_has_no_price_and_says_what_it_can():
+    line = estimate(config_of("dev", gpu={"provisioning": "flex-start", "type": "b200"}), catalog()).lines[0]
+    assert line.hourly is None
+    assert line.what == (
+        f"no price for a4-highgpu-8g flex-start in us-central1-b in the catalog (dated {DATE});"
+        " flex-start bills up to 53% below on-demand, $90.22/h a node on demand"
+    )
+
+
+def test_autopilot_prices_the_gpu_nodes_by_the_node_and_names_the_head_it_cannot_price():
+    cost = estimate(config_of("verl-autopilot-b200"), catalog())
+    assert cost.lines[0].what.endswith("; Autopilot bills GPU Pods by their node at Compute Engine rates plus a premium the catalog lacks")
+    assert cost.lines[1].what == (
+        f"no price for Autopilot's general-purpose Pods in us-central1 in the catalog (dated {DATE}) (the head asks for 12 CPUs, 32Gi)"
+    )
+    assert cost.unpriced == ("head",)
+
+
+def test_cost_json_is_sorted_and_holds_every_part_and_the_total():
+    cost = estimate(config_of("verl-standard-h200"), catalog())
+    text = render_cost_json(cost)
+    document = json.loads(text)
+    assert text == json.dumps(document, indent=2, sort_keys=True) + "\n"
+    assert document["catalogDate"] == DATE
+    assert [part["part"] for part in document["parts"]] == ["gpu nodes", "head", "storage"]
+    assert document["totalHourly"] == pytest.approx(EXPECTED_TOTALS["verl-standard-h200"], abs=1e-8)
+    assert document["unpriced"] == []
+
+
+TOTAL_LINES = {
+    "dev": "  total: $41.65/h",
+    "verl-standard-h200": "  total: $82.47/h",
+    "verl-autopilot-b200": "  total: $65.21/h (without the head: no price)",
+    "nemo-rl-standard-b200": "  total: $261.69/h (without the storage: no price)",
+}
+"""The total line each shipped stack's plan prints (EXPECTED_TOTALS rounded to the cent)."""
+
+
+@pytest.mark.parametrize("stack", SHIPPED_STACKS)
+def test_the_plan_command_prints_the_cost_of_each_shipped_stack_and_writes_cost_json(stack, tmp_path):
+    out = tmp_path / "out"
+    result = subprocess.run(
+        [sys.executable, "-m", "infra", "plan", "--config", str(shipped_stack_file(stack)), "--out", str(out)],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert (result.returncode, result.stderr) == (0, f"warning: {OPEN_CONTROL_PLANE}\n")
+    expected = summary_lines(estimate(config_of(stack), catalog()))
+    printed = result.stdout.splitlines()
+    start = printed.index(f"  {expected[0]}")
+    assert printed[start : start + len(expected)] == [f"  {line}" for line in expected]
+    assert printed[start + len(expected) - 1] == f"  {TOTAL_LINES[stack]}"
+    assert printed[start + len(expected)] == "Security:"
+    assert printed[-1].startswith("Wrote ") and " and cost.json to " in printed[-1]
+    cost = json.loads((out / "cost.json").read_text())
+    assert cost["totalHourly"] == pytest.approx(EXPECTED_TOTALS[stack], abs=1e-8)
+
+
+def test_lustre_costs_its_capacity_at_the_tiers_price_over_730_hours():
+    document = json.loads(CATALOG_PATH.read_text())
+    document["lustre_gib_month"]["prices"] = {"1000": {"us-central1": 0.5}}
+    line = estimate(config_of("nemo-rl-standard-b200"), read_catalog(document)).lines[2]
+    assert line.hourly == pytest.approx(9000 * 0.5 / 730)
+    assert line.what == "9000 GiB of Managed Lustre at 1000 MB/s/TiB in us-central1 at $0.5/GiB-month over 730 h"
+
+
+def test_a_bucket_whose_model_size_is_unknown_says_so():
+    line = estimate(config_of("dev", workload={"model": "my-org/my-policy"}), catalog()).lines[2]
+    assert line.hourly is None
+    assert line.what == (
+        "Cloud Storage Standard in us-central1 at $0.02/GiB-month: the model's size is unknown (set workload.modelSizeB)"
+    )
+    sized = estimate(config_of("dev", workload={"model": "my-org/my-policy", "modelSizeB": 7}), catalog()).lines[2]
+    assert sized.hourly == pytest.approx(7e9 * 2 / 2**30 * GCS_US_CENTRAL1_HOURLY_PER_GIB)
+
+
+def test_the_readme_shows_what_the_dev_plan_prints_and_the_catalogs_date():
+    section = (REPO_ROOT / "README.md").read_text().split("\n## Cost\n", 1)[1].split("\n## ", 1)[0]
+    shown = section.split("```text\n", 1)[1].split("```", 1)[0]
+    assert shown == "".join(f"  {line}\n" for line in summary_lines(estimate(config_of("dev"), catalog())))
+    assert f"`infra/prices.json`, dated {DATE}" in section
