@@ -13,7 +13,7 @@ from infra.config import ConfigError, DerivedValue, parse_config
 from infra.plan.harness import REPO_ROOT
 from jobs.spec import submission_for, training_spec
 from jobs.validate import job_problems
-from tests.conftest import stack_values, values_of
+from tests.conftest import shipped_stack_file, stack_values, values_of
 from tests.infra.test_config import OPEN_CONTROL_PLANE
 
 UNSET = {"rolloutTensorParallel": None, "microBatchSizePerGpu": None}
@@ -159,7 +159,7 @@ def _plan(path, out) -> subprocess.CompletedProcess:
 
 
 def _codelab_without(tmp_path, *keys: str):
-    lines = (REPO_ROOT / "Pulumi.nemo-rl-standard-b200.yaml").read_text().splitlines(keepends=True)
+    lines = shipped_stack_file("nemo-rl-standard-b200").read_text().splitlines(keepends=True)
     path = tmp_path / "Pulumi.codelab.yaml"
     path.write_text("".join(line for line in lines if line.strip().split(":")[0] not in keys))
     return path
@@ -178,7 +178,7 @@ def test_the_72b_nemo_rl_stack_without_a_tensor_parallel_size_plans_and_says_wha
 
 
 def test_a_plan_that_derives_nothing_says_nothing_and_a_too_small_value_exits_2(tmp_path):
-    shipped = _plan(REPO_ROOT / "Pulumi.nemo-rl-standard-b200.yaml", tmp_path / "shipped")
+    shipped = _plan(shipped_stack_file("nemo-rl-standard-b200"), tmp_path / "shipped")
     assert shipped.returncode == 0
     assert "derived" not in shipped.stdout
     path = _codelab_without(tmp_path, "rolloutTensorParallel")
