@@ -325,6 +325,9 @@ class JobConfig(_Section):
 
     submit: bool = Field(True, description="Submit the GRPO job as the last step of `pulumi up`.")
     ready_timeout_seconds: int = Field(1800, ge=10, le=86400, description="Wait this long for all GPU nodes.")
+    run_generation: int = Field(
+        0, ge=0, description="Part of the run id: raising it starts a new run of the same spec (submit --fresh does)."
+    )
 
 
 class PricingConfig(_Section):

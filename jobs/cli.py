@@ -26,6 +26,8 @@ from jobs.spec import training_spec
 if TYPE_CHECKING:
     from ray.job_submission import JobDetails, JobSubmissionClient
 
+    from jobs.spec import TrainingSpec
+
 LAST_LINES = 20
 """Log lines shown when a followed job ends badly."""
 
@@ -218,12 +220,29 @@ def cmd_submit(args: argparse.Namespace, config: StackConfig) -> int:
         control.wait_for_gpus(endpoint, config.gpu.nodes, timeout, progress)
     finally:
         progress.close()
+    if args.fresh:
+        config, spec = _fresh(args, config)
     outcome = control.ensure_run(client, submission_of(config, spec, 1))
     print(outcome.sentence(), file=sys.stderr)
     print(outcome.submission_id, flush=True)
     if not args.wait:
         return 0
     return _follow(client, config.stack, outcome.submission_id, spec.framework, stream=False)
+
+
+def _fresh(args: argparse.Namespace, config: StackConfig) -> tuple[StackConfig, TrainingSpec]:
+    """Record the next job.runGeneration in the stack file; the config and spec of the new run."""
+    from jobs.generation import record_generation
+
+    path = stack_file(Path(args.dir), args.stack)
+    generation = config.job.run_generation + 1
+    try:
+        record_generation(path, generation, lambda _: load_stack(args.stack, Path(args.dir)).job.run_generation)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    print(f"a fresh run: {PROJECT_NAMESPACE}:job.runGeneration is now {generation} in {path.name}", file=sys.stderr)
+    fresh = load_stack(args.stack, Path(args.dir))
+    return fresh, training_spec(fresh, args.entrypoint)
 
 
 def cmd_status(args: argparse.Namespace, config: StackConfig) -> int:
@@ -300,6 +319,7 @@ def parser() -> argparse.ArgumentParser:
     submit.add_argument("--wait", action="store_true", help="follow the job to its end with a progress line")
     submit.add_argument("--ready-timeout", type=float, help="seconds to wait for the GPU nodes (default: config)")
     submit.add_argument("--entrypoint", help="run this command instead of the trainer (smoke tests); another run")
+    submit.add_argument("--fresh", action="store_true", help="start a new run of the same spec (job.runGeneration + 1)")
     for name in ("status", "stop"):
         sub = commands.add_parser(name, parents=[common], help=COMMANDS[name].__doc__)
         sub.add_argument("job", nargs="?", help="submission id (default: the stack's newest job)")

@@ -1,8 +1,10 @@
 """Runs and attempts on a Ray cluster: readiness gate, idempotent submit, stop, follow.
 
 Ray refuses a reused submission id, so a run is submitted as attempts `<run>-1`, `<run>-2`, ...
-Submitting a run with a live (PENDING/RUNNING) or SUCCEEDED attempt does nothing; after a
-FAILED or STOPPED one it starts the next attempt, which resumes from the run's checkpoints.
+Submitting a run with a live (PENDING/RUNNING) attempt does nothing, nor with a SUCCEEDED one
+unless the schedule now asks for more (spec.extends: a raised `grpo.maxSteps` or `grpo.epochs`);
+otherwise (FAILED, STOPPED, or SUCCEEDED and extended) it starts the next attempt, which resumes
+from the run's checkpoints.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from infra import facts, names
 from jobs.access import AccessError, Endpoint, service_proxy_url
 from jobs.progress import Progress, advance
-from jobs.spec import for_attempt
+from jobs.spec import extends, for_attempt
 
 if TYPE_CHECKING:
     from ray.job_submission import JobDetails, JobSubmissionClient
@@ -73,7 +75,8 @@ class Outcome:
     """What `ensure_run` did."""
 
     action: str
-    """`submitted`, `live` (an attempt is PENDING or RUNNING) or `succeeded` (the run is done)."""
+    """`submitted`, `extended` (submitted past a SUCCEEDED attempt's schedule), `live` (an attempt
+    is PENDING or RUNNING) or `succeeded` (the run is done)."""
     submission_id: str
     """The attempt submitted or found."""
     status: str
@@ -83,9 +86,14 @@ class Outcome:
         """What happened, for the user."""
         if self.action == "submitted":
             return f"submitted {self.submission_id}"
+        if self.action == "extended":
+            return f"submitted {self.submission_id}: the run SUCCEEDED on a shorter schedule and continues"
         if self.action == "live":
             return f"{self.submission_id} is already {self.status}; nothing submitted"
-        return f"{self.submission_id} already SUCCEEDED; nothing submitted (change the spec for a new run)"
+        return (
+            f"{self.submission_id} already SUCCEEDED; nothing submitted"
+            " (raise grpo.maxSteps to extend the run, or submit --fresh for a new one)"
+        )
 
 
 @contextlib.contextmanager
@@ -249,23 +257,27 @@ def stack_jobs(client: JobSubmissionClient, stack: str) -> list[JobDetails]:
 
 
 def ensure_run(client: JobSubmissionClient, submission: dict[str, Any]) -> Outcome:
-    """Submit the run of `submission` (attempt-1 kwargs) unless an attempt is live or SUCCEEDED."""
+    """Submit the run of `submission` (attempt-1 kwargs) unless an attempt is live, or the newest
+    SUCCEEDED and the schedule asks for no more than it ran."""
     run = submission["metadata"]["run"]
     previous = attempts(client, run)
+    action = "submitted"
     if previous:
         newest = previous[-1]
         status = status_text(newest.status)
         if status in LIVE:
             return Outcome("live", newest.submission_id, status)
         if status == "SUCCEEDED":
-            return Outcome("succeeded", newest.submission_id, status)
+            if not extends(newest.metadata or {}, submission["metadata"]):
+                return Outcome("succeeded", newest.submission_id, status)
+            action = "extended"
     attempt = attempt_number(previous[-1]) + 1 if previous else 1
     kwargs = for_attempt(submission, attempt)
     try:
         submission_id = client.submit_job(**kwargs)
     except Exception as error:  # noqa: BLE001 - the Jobs API answers with RuntimeError and HTTP errors
         raise JobError(f"Ray refused {kwargs['submission_id']}: {_short(error)}") from None
-    return Outcome("submitted", submission_id, status_of(client, submission_id))
+    return Outcome(action, submission_id, status_of(client, submission_id))
 
 
 def status_of(client: JobSubmissionClient, submission_id: str) -> str:

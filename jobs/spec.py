@@ -1,8 +1,11 @@
 """The GRPO job as plain data: config in, entrypoint, runtime env and Ray submission out.
 
-A *run* is identified by a stable hash of its training spec: the same spec is the same run,
-writing to (and resuming from) the same checkpoint directory; a changed spec is a new run.
-Each submission of a run is an *attempt* with the Ray submission id `<run>-<n>`.
+A *run* is identified by a stable hash of what shapes the trained model (model, data, algorithm
+and its hyperparameters, node count, release, `job.runGeneration`): the same identity is the same
+run, writing to (and resuming from) the same checkpoint directory; another is a new run. The
+schedule (SCHEDULE_OVERRIDES: steps, epochs, save, validation and retention periods) is kept out of
+the hash, so raising `grpo.maxSteps` extends the run. Each submission of a run is an *attempt*
+with the Ray submission id `<run>-<n>`.
 Pure: no Ray, no Pulumi, no I/O.
 """
 
@@ -23,6 +26,29 @@ RUN_DIR_PLACEHOLDER = "@RUN_DIR@"
 
 RUN_PLACEHOLDER = "@RUN@"
 """Stands for the run id while the spec is hashed."""
+
+SCHEDULE_OVERRIDES = {
+    "verl": frozenset(
+        {
+            "trainer.total_epochs",
+            "trainer.total_training_steps",
+            "trainer.save_freq",
+            "trainer.test_freq",
+            "trainer.max_actor_ckpt_to_keep",
+        }
+    ),
+    "nemo-rl": frozenset(
+        {
+            "grpo.max_num_epochs",
+            "grpo.max_num_steps",
+            "checkpointing.save_period",
+            "grpo.val_period",
+            "checkpointing.keep_top_k",
+        }
+    ),
+}
+"""Overrides of `grpo.epochs`, `maxSteps`, `saveEvery`, `validateEvery` and `keepCheckpoints` per
+framework: how long and how often, not what is trained, so they are kept out of the run's hash."""
 
 EXPERIMENT_PROJECT = "grpo-gke"
 """verl `trainer.project_name` of every run."""
@@ -209,9 +235,12 @@ def _env_vars(config: StackConfig, run_dir: str) -> dict[str, str]:
     return dict(sorted(env.items()))
 
 
-def _spec_hash(framework: str, release: str, entrypoint: str, env_vars: dict[str, str]) -> str:
+def _spec_hash(framework: str, release: str, entrypoint: str, env_vars: dict[str, str], generation: int) -> str:
+    identity: dict[str, object] = {"framework": framework, "release": release, "entrypoint": entrypoint, "env_vars": env_vars}
+    if generation:
+        identity["generation"] = generation
     canonical = json.dumps(
-        {"framework": framework, "release": release, "entrypoint": entrypoint, "env_vars": env_vars},
+        identity,
         sort_keys=True,
         separators=(",", ":"),
     )
@@ -231,8 +260,12 @@ def training_spec(config: StackConfig, entrypoint: str | None = None) -> Trainin
     else:
         overrides = nemo_rl_overrides(config, RUN_DIR_PLACEHOLDER)
     command = entrypoint if entrypoint is not None else _entrypoint(config, overrides)
+    schedule = SCHEDULE_OVERRIDES[framework]
+    identity = [item for item in overrides if item.split("=", 1)[0] not in schedule]
+    hashed = entrypoint if entrypoint is not None else _entrypoint(config, identity)
     env = _env_vars(config, RUN_DIR_PLACEHOLDER)
-    run = f"{sanitize_name(config.stack, 40)}-{_spec_hash(framework, release, command, env)}"
+    digest = _spec_hash(framework, release, hashed, env, config.job.run_generation)
+    run = f"{sanitize_name(config.stack, 40)}-{digest}"
     run_dir = run_directory(run)
     return TrainingSpec(
         framework=framework,
@@ -261,11 +294,17 @@ def attempt_id(run: str, attempt: int) -> str:
     return f"{run}-{attempt}"
 
 
+RUN_ENV = ("GRPO_RUN", "GRPO_ATTEMPT", "GRPO_RUN_DIR")
+"""Environment of each attempt's driver: the run id, the attempt number and the run directory
+(set per attempt, after the run's hash)."""
+
+
 def for_attempt(submission: dict, attempt: int) -> dict:
-    """The submit_job kwargs of attempt `attempt` of the run `submission` names: its own id and
-    metadata and, for verl, its own metrics file under the run directory."""
+    """The submit_job kwargs of attempt `attempt` of the run `submission` names: its own id,
+    metadata and GRPO_* environment and, for verl, its own metrics file under the run directory."""
     run = submission["metadata"]["run"]
     env_vars = dict(submission["runtime_env"]["env_vars"])
+    env_vars.update(zip(RUN_ENV, (run, str(attempt), run_directory(run)), strict=True))
     if submission["metadata"]["framework"] == "verl":
         env_vars[VERL_METRICS_ROOT] = f"{run_directory(run)}/metrics/attempt-{attempt}"
     return {
@@ -281,9 +320,25 @@ def submission_of(config: StackConfig, spec: TrainingSpec, attempt: int) -> dict
     first = {
         "entrypoint": spec.entrypoint,
         "runtime_env": {"env_vars": dict(spec.env_vars)},
-        "metadata": {"stack": config.stack, "framework": spec.framework, "run": spec.run},
+        "metadata": {"stack": config.stack, "framework": spec.framework, "run": spec.run, **schedule_of(config)},
     }
     return for_attempt(first, attempt)
+
+
+def schedule_of(config: StackConfig) -> dict[str, str]:
+    """The schedule an attempt asks for, as job metadata (Ray's metadata values are text; "" is no step limit)."""
+    max_steps = config.grpo.max_steps
+    return {"maxSteps": "" if max_steps is None else str(max_steps), "epochs": str(config.grpo.epochs)}
+
+
+def extends(done: dict[str, str], wanted: dict[str, str]) -> bool:
+    """Whether the schedule `wanted` asks for more training than the SUCCEEDED attempt's `done`
+    (both job metadata from schedule_of): more epochs, or more steps ("" is unlimited). An attempt
+    that recorded no schedule is never extended."""
+    if "maxSteps" not in done or "epochs" not in done:
+        return False
+    steps_done, steps_wanted = (float(item["maxSteps"] or "inf") for item in (done, wanted))
+    return steps_wanted > steps_done or int(wanted["epochs"]) > int(done["epochs"])
 
 
 def submission_for(config: StackConfig) -> dict:

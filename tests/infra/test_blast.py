@@ -92,6 +92,7 @@ KEY_CHANGES: dict[str, tuple[str, dict, dict]] = {
     "grpo-gke:grpo.keepCheckpoints": ("dev", {}, {"grpo": {"keepCheckpoints": 3}}),
     "grpo-gke:job.submit": ("dev", {}, {"job": {"submit": False}}),
     "grpo-gke:job.readyTimeoutSeconds": ("dev", {}, {"job": {"readyTimeoutSeconds": 3600}}),
+    "grpo-gke:job.runGeneration": ("dev", {}, {"job": {"runGeneration": 1}}),
     "grpo-gke:hfToken": ("dev", {}, {"hfToken": "hf_offline_example"}),
     "grpo-gke:secretEnv": ("dev", {}, {"secretEnv": {"WANDB_API_KEY": "offline-example"}}),
     "grpo-gke:pricing.reservationHourly": ("dev", RESERVATION_BASE, {"pricing": {"reservationHourly": 61.5}}),
@@ -367,7 +368,7 @@ def test_plan_against_an_earlier_plan_prints_the_blast_radius_and_the_job_verdic
         " 0 to create, 0 to update, 1 to replace, 0 to delete\n"
         "replace:\n"
         "  grpo-dev-gpu (gcp:container/nodePool:NodePool) (delete first): nodeConfig.spot\n"
-        "the running GRPO job restarts: no, because neither the run (dev-7defe2e3d3) nor the RayCluster changes;"
+        "the running GRPO job restarts: no, because neither the run (dev-d57c9bac6c) nor the RayCluster changes;"
         " but the replaced node pool grpo-dev-gpu takes away the nodes the Ray pods run on\n"
     )
 
@@ -378,7 +379,7 @@ def test_plan_against_the_same_config_changes_nothing(earlier_plan):
     assert result.stdout.endswith(
         "Against before/plan.json, pulumi up on stack 'dev' would:"
         " 0 to create, 0 to update, 0 to replace, 0 to delete\n"
-        "the running GRPO job restarts: no, because neither the run (dev-7defe2e3d3) nor the RayCluster changes\n"
+        "the running GRPO job restarts: no, because neither the run (dev-d57c9bac6c) nor the RayCluster changes\n"
     )
 
 

@@ -1132,7 +1132,7 @@ def test_section_defaults() -> None:
         "validateEvery": 10,
         "keepCheckpoints": 2,
     }
-    assert config.job.model_dump(by_alias=True) == {"submit": True, "readyTimeoutSeconds": 1800}
+    assert config.job.model_dump(by_alias=True) == {"submit": True, "readyTimeoutSeconds": 1800, "runGeneration": 0}
 
 
 def test_derived_names_are_sanitised() -> None:

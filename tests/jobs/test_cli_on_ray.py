@@ -102,7 +102,8 @@ def test_failing_entrypoint_exits_1_with_its_last_lines_and_the_next_submit_is_a
     envs = [dict(job.runtime_env["env_vars"]) for job in jobs]
     run_dir = f"/data/checkpoints/{jobs[0].metadata['run']}"
     assert [env.pop("VERL_FILE_LOGGER_ROOT") for env in envs] == [f"{run_dir}/metrics/attempt-{n}" for n in (1, 2)]
-    assert envs[0] == envs[1], "the attempts of a run differ only in their metrics file"
+    assert [env.pop("GRPO_ATTEMPT") for env in envs] == ["1", "2"]
+    assert envs[0] == envs[1], "the attempts of a run differ only in their metrics file and GRPO_ATTEMPT"
 
     code, out, err = run_cli(capsys, "logs", *args, second, "--follow")
     assert code == 1 and f"{second} FAILED" in err
@@ -242,3 +243,24 @@ def test_the_head_dying_during_logs_follow_is_one_line_and_exit_2(make_stack, ca
     prefix = f"error: lost the Ray dashboard at {head.dashboard_url} while following {job} ("
     suffix = f"); the job may still be running: .venv/bin/python -m jobs status --stack cli-dying {job}\n"
     assert err.startswith(prefix) and err.endswith(suffix) and err.count("\n") == 1, err
+
+
+def test_fresh_starts_a_new_run_that_the_next_submit_keeps(ray_head, make_stack, capsys):
+    name, directory = make_stack("cli-fresh")
+    args = common(name, directory, ray_head)
+    code, out, err = run_cli(capsys, "submit", *args, "--entrypoint", stand_in(steps=1), "--wait")
+    assert code == 0, err
+    first = out.strip().splitlines()[0]
+
+    code, out, err = run_cli(capsys, "submit", *args, "--entrypoint", stand_in(steps=1))
+    assert (code, out.strip()) == (0, first) and "already SUCCEEDED; nothing submitted" in err
+
+    code, out, err = run_cli(capsys, "submit", *args, "--entrypoint", stand_in(steps=1), "--fresh")
+    assert code == 0, err
+    fresh = out.strip()
+    assert fresh.endswith("-1") and fresh != first and fresh.startswith(f"{name}-")
+    assert f"a fresh run: grpo-gke:job.runGeneration is now 1 in Pulumi.{name}.yaml" in err
+    assert "runGeneration: 1" in (directory / f"Pulumi.{name}.yaml").read_text()
+
+    code, out, err = run_cli(capsys, "submit", *args, "--entrypoint", stand_in(steps=1))
+    assert (code, out.strip()) == (0, fresh) and "nothing submitted" in err

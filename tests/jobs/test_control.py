@@ -177,3 +177,69 @@ def test_a_stop_that_ray_refuses_is_a_job_error():
     client = StoppingClient(ATTEMPTS, refuses=True)
     with pytest.raises(control.JobError, match=r"^Ray refused to stop r-2: Request failed with status code 500"):
         control.stop_jobs(client, ATTEMPTS)
+
+
+class AttemptsClient:
+    """A Jobs API client holding finished attempts of one run; records what is submitted."""
+
+    def __init__(self, run: str, statuses: list[str], schedule: dict[str, str]) -> None:
+        from types import SimpleNamespace
+
+        self.jobs = [
+            SimpleNamespace(
+                submission_id=f"{run}-{number}",
+                status=status,
+                metadata={"run": run, "attempt": str(number), **schedule},
+                start_time=1000 + number,
+            )
+            for number, status in enumerate(statuses, start=1)
+        ]
+        self.submitted: list[dict] = []
+
+    def list_jobs(self):
+        return list(reversed(self.jobs))
+
+    def submit_job(self, **kwargs):
+        self.submitted.append(kwargs)
+        return kwargs["submission_id"]
+
+    def get_job_status(self, _submission_id):
+        return "PENDING"
+
+
+def first_attempt(max_steps: int | None):
+    from jobs.spec import submission_of, training_spec
+    from tests.jobs.test_spec import config_of
+
+    config = config_of("dev", grpo={"maxSteps": max_steps})
+    return submission_of(config, training_spec(config), 1)
+
+
+def test_a_succeeded_run_asked_for_more_steps_continues_as_the_next_attempt():
+    submission = first_attempt(200)
+    run = submission["metadata"]["run"]
+    client = AttemptsClient(run, ["FAILED", "SUCCEEDED"], {"maxSteps": "100", "epochs": "1"})
+    outcome = control.ensure_run(client, submission)
+    assert (outcome.action, outcome.submission_id) == ("extended", f"{run}-3")
+    assert client.submitted[0]["metadata"]["maxSteps"] == "200"
+    assert outcome.sentence() == f"submitted {run}-3: the run SUCCEEDED on a shorter schedule and continues"
+
+
+def test_a_succeeded_run_asked_for_no_more_is_left_alone():
+    submission = first_attempt(100)
+    run = submission["metadata"]["run"]
+    client = AttemptsClient(run, ["SUCCEEDED"], {"maxSteps": "100", "epochs": "1"})
+    outcome = control.ensure_run(client, submission)
+    assert (outcome.action, outcome.submission_id, client.submitted) == ("succeeded", f"{run}-1", [])
+    assert "raise grpo.maxSteps to extend the run, or submit --fresh" in outcome.sentence()
+
+
+def test_attempts_past_the_ninth_order_by_number():
+    submission = first_attempt(None)
+    run = submission["metadata"]["run"]
+    client = AttemptsClient(run, ["FAILED"] * 9 + ["SUCCEEDED"] + ["FAILED"], {"maxSteps": "", "epochs": "1"})
+    client.jobs.sort(key=lambda job: job.submission_id)
+    assert [job.submission_id for job in control.attempts(client, run)][-3:] == [f"{run}-9", f"{run}-10", f"{run}-11"]
+    outcome = control.ensure_run(client, submission)
+    assert outcome.submission_id == f"{run}-12"
+    assert client.submitted[0]["runtime_env"]["env_vars"]["GRPO_ATTEMPT"] == "12"

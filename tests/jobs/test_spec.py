@@ -201,19 +201,22 @@ def test_submission_holds_only_submit_job_kwargs_known_runtime_env_fields_and_no
         assert "hf_do_not_leak" not in text and "HF_TOKEN" not in text
         run = submission["metadata"]["run"]
         assert submission["submission_id"] == f"{run}-1"
+        max_steps = "" if config.grpo.max_steps is None else str(config.grpo.max_steps)
         assert submission["metadata"] == {
             "stack": stack, "framework": config.workload.framework, "run": run, "attempt": "1",
+            "maxSteps": max_steps, "epochs": str(config.grpo.epochs),
         }  # fmt: skip
         assert all(isinstance(value, str) for value in submission["runtime_env"]["env_vars"].values())
 
 
-def test_attempts_share_the_run_and_differ_only_in_id_attempt_and_metrics_file():
+def test_attempts_share_the_run_and_differ_only_in_id_attempt_and_metrics_file_and_grpo_attempt():
     config = config_of("dev")
     first, third = submission_for(config), submission_of(config, training_spec(config), 3)
     assert third["submission_id"] == f"{first['metadata']['run']}-3" and third["metadata"]["attempt"] == "3"
     first_env, third_env = (dict(item["runtime_env"]["env_vars"]) for item in (first, third))
     assert third_env.pop("VERL_FILE_LOGGER_ROOT").endswith("/metrics/attempt-3")
     assert first_env.pop("VERL_FILE_LOGGER_ROOT").endswith("/metrics/attempt-1")
+    assert (first_env.pop("GRPO_ATTEMPT"), third_env.pop("GRPO_ATTEMPT")) == ("1", "3")
     assert third_env == first_env
     unrelated = {"submission_id": None, "metadata": None, "runtime_env": None}
     assert {**third, **unrelated} == {**first, **unrelated}
@@ -231,3 +234,85 @@ def test_the_submission_and_its_run_are_the_same_in_every_process():
         assert result.returncode == 0, result.stderr
         outputs.add(result.stdout)
     assert outputs == {json.dumps(submission_for(config_of("nemo-rl-standard-b200"))) + "\n"}
+
+
+SCHEDULE_CHANGES = {
+    "maxSteps": 777, "epochs": 3, "saveEvery": 5, "validateEvery": 7, "keepCheckpoints": 4,
+}  # fmt: skip
+IDENTITY_CHANGES = {
+    ("grpo", "promptsPerStep"): 32,
+    ("grpo", "generationsPerPrompt"): 4,
+    ("grpo", "learningRate"): 2e-6,
+    ("grpo", "maxPromptLength"): 256,
+    ("grpo", "maxResponseLength"): 512,
+    ("grpo", "miniBatchSize"): 16,
+    ("grpo", "microBatchSizePerGpu"): 2,
+    ("grpo", "klLossCoef"): 0.01,
+    ("grpo", "gpuMemoryUtilization"): 0.5,
+    ("grpo", "rolloutTensorParallel"): 2,
+    ("workload", "model"): "Qwen/Qwen2.5-1.5B-Instruct",
+    ("gpu", "nodes"): 2,
+    ("job", "runGeneration"): 1,
+}
+
+
+@pytest.mark.parametrize("stack", ["dev", "nemo-rl-standard-b200"])
+@pytest.mark.parametrize("key", sorted(SCHEDULE_CHANGES))
+def test_a_schedule_knob_keeps_the_run_but_reaches_the_trainer(stack, key):
+    base = training_spec(config_of(stack))
+    changed = training_spec(config_of(stack, grpo={key: SCHEDULE_CHANGES[key]}))
+    assert changed.run == base.run and changed.run_dir == base.run_dir
+    assert changed.entrypoint != base.entrypoint
+
+
+@pytest.mark.parametrize("stack", ["dev", "nemo-rl-standard-b200"])
+def test_job_knobs_keep_the_run(stack):
+    base = training_spec(config_of(stack)).run
+    assert training_spec(config_of(stack, job={"readyTimeoutSeconds": 60, "submit": False})).run == base
+
+
+@pytest.mark.parametrize(("section", "key"), sorted(IDENTITY_CHANGES))
+def test_an_identity_knob_makes_a_new_run(section, key):
+    base = training_spec(config_of("dev"))
+    changed = training_spec(config_of("dev", **{section: {key: IDENTITY_CHANGES[(section, key)]}}))
+    assert changed.run != base.run and changed.run.startswith("dev-")
+
+
+def test_each_attempt_gets_grpo_run_attempt_and_run_dir_outside_the_hash():
+    config = config_of("dev")
+    spec = training_spec(config)
+    for attempt in (1, 2, 10):
+        env = submission_of(config, spec, attempt)["runtime_env"]["env_vars"]
+        assert (env["GRPO_RUN"], env["GRPO_ATTEMPT"], env["GRPO_RUN_DIR"]) == (spec.run, str(attempt), spec.run_dir)
+    assert not any(name.startswith("GRPO_") for name in spec.env_vars)
+    assert "GRPO_" not in spec.entrypoint
+
+
+def test_the_schedule_is_recorded_in_the_metadata():
+    metadata = submission_for(config_of("dev", grpo={"maxSteps": 40, "epochs": 2}))["metadata"]
+    assert (metadata["maxSteps"], metadata["epochs"]) == ("40", "2")
+    assert submission_for(config_of("dev"))["metadata"]["maxSteps"] == ""
+
+
+@pytest.mark.parametrize(
+    ("done", "wanted", "extended"),
+    [
+        ({"maxSteps": "100", "epochs": "1"}, {"maxSteps": "200", "epochs": "1"}, True),
+        ({"maxSteps": "100", "epochs": "1"}, {"maxSteps": "", "epochs": "1"}, True),
+        ({"maxSteps": "100", "epochs": "1"}, {"maxSteps": "100", "epochs": "2"}, True),
+        ({"maxSteps": "100", "epochs": "1"}, {"maxSteps": "100", "epochs": "1"}, False),
+        ({"maxSteps": "100", "epochs": "2"}, {"maxSteps": "50", "epochs": "2"}, False),
+        ({"maxSteps": "", "epochs": "1"}, {"maxSteps": "900", "epochs": "1"}, False),
+        ({"maxSteps": "", "epochs": "1"}, {"maxSteps": "", "epochs": "1"}, False),
+        ({}, {"maxSteps": "900", "epochs": "9"}, False),
+    ],
+)
+def test_a_succeeded_run_is_extended_only_when_the_schedule_asks_for_more(done, wanted, extended):
+    from jobs.spec import extends
+
+    assert extends(done, wanted) is extended
+
+
+def test_a_negative_run_generation_is_refused_naming_the_key():
+    with pytest.raises(ConfigError, match="grpo-gke:job.runGeneration"):
+        config_of("dev", job={"runGeneration": -1})
