@@ -5,7 +5,9 @@
 2. The first `make plan` on a fresh clone beside a plain `pip install -r requirements.txt` into an
    empty venv, measured in the same run with empty download caches (target: at most 0.5x; and under
    a minute). The install dominates the first plan: `make plan` installs with uv, falling back to pip.
-3. The job layer's own benchmark (benchmarks/bench_jobs.py) when it is present.
+3. The critical path of each shipped stack from typical creation times, beside the serial sum
+   (benchmarks/critical_path.py; an estimate, not a measurement).
+4. The job layer's own benchmark (benchmarks/bench_jobs.py) when it is present.
 """
 
 from __future__ import annotations
@@ -144,6 +146,7 @@ def main() -> int:
     ]
     if os.environ.get("BENCH_SKIP_FRESH_CLONE") != "1":
         results.append(first_plan_on_fresh_clone())
+    results.append(subprocess.run([PYTHON, str(REPO / "benchmarks" / "critical_path.py")], cwd=REPO).returncode == 0)
     jobs_bench = REPO / "benchmarks" / "bench_jobs.py"
     if jobs_bench.is_file():
         results.append(subprocess.run([PYTHON, str(jobs_bench)], cwd=REPO).returncode == 0)
