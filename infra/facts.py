@@ -492,6 +492,21 @@ FLEX_START_LOCATION_POLICY = "ANY"
 auto-repair, spot or reservations (CT modules/compute/gke-node-pool/main.tf: autoscaling block and
 the enable_flex_start preconditions; CT gke-consumption-options Option 4)."""
 
+COMPACT_PLACEMENT = "COMPACT"
+"""The GPU pool's placement_policy type when it has 2 or more nodes on on-demand or Spot capacity. Google's
+AI Hypercomputer placement guide (ai-hypercomputer/docs/placement-policy-and-workload-policy, read
+2026-12-01): capacity of one reservation (capacity blocks, calendar mode) is already densely colocated;
+otherwise, to place A4 / A3 Ultra machines close together, apply a compact placement policy (best effort
+without a max distance). CT's gke-a4 / gke-a3-ultragpu pools consume a reservation and set none
+(examples/gke-a4/gke-a4.yaml `a4-pool`); its gke-node-pool module takes `placement_policy.type = COMPACT`
+(variables.tf). Flex-start capacity is left to GKE (colocated on a best-effort basis, same guide).
+Autopilot: GKE's compact placement for pods (how-to/compact-placement) covers A100, L4 and H100 only, so
+neither B200 nor H200 pods get one there."""
+
+COMPACT_PLACEMENT_MAX_NODES = 150
+"""Most VMs one compact placement policy holds (Compute Engine define-instance-placement, restrictions of
+compact policies; GKE Standard node pools apply one policy per pool); gpu.nodes (at most 64) stays below it."""
+
 
 # ---------------------------------------------------------------- in-cluster workloads
 

@@ -64,7 +64,7 @@ class KubernetesAccessArgs:
     cluster: gcp.container.Cluster
     """The cluster to reach."""
     ready: Sequence[pulumi.Resource]
-    """What the provider waits for: the cluster and, on Standard, its node pools."""
+    """What the provider waits for: the cluster, its NAT and, on Standard, the head pool (not the GPU pool)."""
     dns_endpoint: bool = False
     """Reach the API server through the cluster's DNS endpoint instead of its IP endpoint."""
 

@@ -38,6 +38,13 @@ def reservation_affinity(config: StackConfig) -> gcp.container.NodePoolNodeConfi
     return gcp.container.NodePoolNodeConfigReservationAffinityArgs(consume_reservation_type="NO_RESERVATION")
 
 
+def placement_policy(config: StackConfig) -> gcp.container.NodePoolPlacementPolicyArgs | None:
+    """COMPACT for 2 or more on-demand or Spot GPU nodes (facts.COMPACT_PLACEMENT); otherwise none."""
+    if config.gpu.nodes >= 2 and config.gpu.provisioning in ("on-demand", "spot"):
+        return gcp.container.NodePoolPlacementPolicyArgs(type=facts.COMPACT_PLACEMENT)
+    return None
+
+
 def additional_networks(
     gvnic_vpc: pulumi.Input[str],
     gvnic_subnet: pulumi.Input[str],
@@ -136,6 +143,7 @@ def gpu_pool_args(
             )
         ),
         network_config=gcp.container.NodePoolNetworkConfigArgs(additional_node_network_configs=nics),
+        placement_policy=placement_policy(config),
         node_config=node_config,
     )
 

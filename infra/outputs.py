@@ -13,7 +13,7 @@ class InfraOutputs:
     """Handles on the Google Cloud resources that the in-cluster objects build on."""
 
     k8s_provider: k8s.Provider
-    """Kubernetes provider for the cluster, ordered after the node pools."""
+    """Kubernetes provider for the cluster, ordered after the cluster, its NAT and the head pool."""
     kubeconfig: pulumi.Output[str]
     """The provider's kubeconfig (secret; exec auth through gke-gcloud-auth-plugin)."""
     gvnic_network: pulumi.Output[str]
@@ -26,7 +26,10 @@ class InfraOutputs:
     """Names of rdma subnets 0..7, in order."""
     cluster_ready: list[pulumi.Resource] = field(default_factory=list)
     """What in-cluster objects wait for: the cluster, its Cloud NAT (private nodes pull public
-    images through it) and, on Standard, its node pools."""
+    images through it) and, on Standard, the head's CPU pool."""
+    gpu_ready: list[pulumi.Resource] = field(default_factory=list)
+    """What only the GPU pods wait for besides: on Standard, the GPU pool (Autopilot makes GPU nodes
+    for the pods)."""
     storage_ready: list[pulumi.Resource] = field(default_factory=list)
     """What a pod mounting the storage waits for (bucket grant; Lustre instance)."""
     bucket_name: pulumi.Output[str] | None = None

@@ -47,7 +47,10 @@ def build_infra(config: StackConfig) -> InfraOutputs:
             node_networks=[] if config.cluster.mode == "standard" else [networks.gvnic_subnet, *networks.rdma_subnets],
         ),
     ).cluster
+    # The in-cluster objects wait for the cluster, its NAT and the head's CPU pool; only the RayCluster
+    # waits for the GPU pool too (gpu_ready), so the staging Job downloads while the GPU nodes come up.
     cluster_ready: list[pulumi.Resource] = [cluster, networks.nat]
+    gpu_ready: list[pulumi.Resource] = []
     if config.cluster.mode == "standard":
         pools = NodePools(
             "node-pools",
@@ -61,7 +64,8 @@ def build_infra(config: StackConfig) -> InfraOutputs:
                 service_account=identity.node_account.email,
             ),
         )
-        cluster_ready += pools.pools
+        cluster_ready.append(pools.head)
+        gpu_ready.append(pools.gpu)
     storage = Storage(
         "storage",
         StorageArgs(
@@ -98,6 +102,7 @@ def build_infra(config: StackConfig) -> InfraOutputs:
         rdma_network=networks.rdma_vpc.name,
         rdma_subnets=[subnet.name for subnet in networks.rdma_subnets],
         cluster_ready=cluster_ready,
+        gpu_ready=gpu_ready,
         storage_ready=storage.ready,
         bucket_name=storage.bucket.name if storage.bucket is not None else None,
         lustre_instance_id=storage.lustre.instance_id if storage.lustre is not None else None,

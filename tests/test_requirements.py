@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib.metadata
+import re
+import subprocess
 
 from infra import facts
 from tests.conftest import REPO_ROOT
@@ -51,3 +53,50 @@ def test_make_plan_never_installs_the_test_requirements_and_make_test_does():
     assert rules["test"][0] == ["$(INSTALLED_TEST)"]
     assert rules["$(INSTALLED_TEST)"][0] == ["$(INSTALLED)", "requirements-test.txt"]
     assert "pip install --quiet --disable-pip-version-check -r requirements-test.txt" in rules["$(INSTALLED_TEST)"][1]
+
+
+def _fake_venv(tmp_path, uv_installs: bool):
+    """A venv whose python and uv only log their arguments; `pip install uv==...` fails unless uv_installs."""
+    bin_dir = tmp_path / "venv" / "bin"
+    bin_dir.mkdir(parents=True)
+    log = tmp_path / "calls.log"
+    fail_uv = "" if uv_installs else 'case "$*" in *uv==*) exit 1;; esac\n'
+    (bin_dir / "python").write_text(f'#!/bin/sh\necho "python $*" >> {log}\n{fail_uv}exit 0\n')
+    (bin_dir / "uv").write_text(f'#!/bin/sh\necho "uv $*" >> {log}\n')
+    for tool in ("python", "uv"):
+        (bin_dir / tool).chmod(0o755)
+    return tmp_path / "venv", log
+
+
+def _make_install(tmp_path, uv_installs: bool) -> tuple[subprocess.CompletedProcess, list[str]]:
+    venv, log = _fake_venv(tmp_path, uv_installs)
+    run = subprocess.run(
+        ["make", "--no-print-directory", f"VENV={venv}", f"{venv}/.installed"],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=60,
+    )
+    return run, log.read_text().splitlines()
+
+
+def test_make_installs_the_pins_with_uv_from_pypi_when_it_can(tmp_path):
+    run, calls = _make_install(tmp_path, uv_installs=True)
+    assert run.returncode == 0, run.stderr
+    venv = tmp_path / "venv"
+    uv_pin = re.search(r"^UV_VERSION := (\S+)$", (REPO_ROOT / "Makefile").read_text(), re.M).group(1)
+    assert re.fullmatch(r"\d+\.\d+\.\d+", uv_pin)
+    assert calls == [
+        f"python -m pip install --quiet --disable-pip-version-check uv=={uv_pin}",
+        f"uv pip install --quiet --python {venv}/bin/python -r requirements.txt",
+        f"uv pip install --quiet --python {venv}/bin/python --no-deps -r requirements-verl.txt",
+    ]
+    assert (venv / ".installed").is_file()
+
+
+def test_make_falls_back_to_pip_when_uv_cannot_be_installed(tmp_path):
+    run, calls = _make_install(tmp_path, uv_installs=False)
+    assert run.returncode == 0, run.stderr
+    assert "uv could not install the pins: installing them with pip" in run.stdout
+    assert [call for call in calls if call.startswith("uv ")] == []
+    assert calls[1:] == [
+        "python -m pip install --quiet --disable-pip-version-check -r requirements.txt",
+        "python -m pip install --quiet --disable-pip-version-check --no-deps -r requirements-verl.txt",
+    ]

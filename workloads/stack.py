@@ -76,7 +76,11 @@ def build_workloads(config: StackConfig, infra: InfraOutputs) -> WorkloadOutputs
     )
     ray = RayCluster(
         "ray",
-        RayClusterArgs(config=config, provider=provider, depends_on=[*cluster, networks, installer, *ray_needs]),
+        RayClusterArgs(
+            config=config,
+            provider=provider,
+            depends_on=[*cluster, *infra.gpu_ready, networks, installer, *ray_needs],
+        ),
     )
     return WorkloadOutputs(
         ray_cluster=ray.cluster,

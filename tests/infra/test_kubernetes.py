@@ -39,14 +39,15 @@ def test_kubeconfig_is_deterministic():
 
 
 @pytest.mark.parametrize("mode,gpu,storage", COMBINATIONS)
-def test_provider_is_secret_server_side_and_waits_for_the_nodes(infra_run, mode, gpu, storage):
+def test_provider_is_secret_server_side_and_waits_for_the_head_pool_not_the_gpu_pool(infra_run, mode, gpu, storage):
     recording = infra_run(mode, gpu, storage)
     provider = recording.one(PROVIDER, "gke")
     assert provider.inputs["kubeconfig"] == "[secret]"
     assert provider.inputs["enableServerSideApply"] == "true"
     expected = {"grpo-test", "grpo-test-nat"}
     if mode == "standard":
-        expected |= {"grpo-test-gpu", "grpo-test-ray-head"}
+        # Only the RayCluster waits for the GPU pool, so the staging Job starts beside its creation.
+        expected |= {"grpo-test-ray-head"}
     assert depends_on(recording, provider) == expected
     assert recording.outputs["kubeconfig"] == "[secret]"
 

@@ -183,3 +183,27 @@ def test_pools_wait_for_the_cluster_and_the_gpu_pool_for_its_networks(infra_run)
         "grpo-test-rdma",
         *(f"grpo-test-rdma-sub-{index}" for index in range(8)),
     }
+
+
+@pytest.mark.parametrize(("gpu", "provisioning", "nodes", "compact"), [
+    ("b200", "on-demand", 2, True),
+    ("h200", "spot", 4, True),
+    ("h200", "on-demand", 1, False),
+    ("b200", "spot", 1, False),
+    ("h200", "reservation", 4, False),
+    ("b200", "flex-start", 4, False),
+])
+def test_multi_node_pools_without_a_reservation_are_compact_placed(infra_run, gpu, provisioning, nodes, compact):
+    section = {"provisioning": provisioning, "nodes": nodes}
+    if provisioning == "reservation":
+        section["reservation"] = "my-block"
+    pool = infra_run("standard", gpu, "gcs", gpu=section).one(POOL, "grpo-test-gpu").inputs
+    assert pool.get("placementPolicy") == ({"type": "COMPACT"} if compact else None)
+    assert "placementPolicy" not in infra_run("standard", gpu, "gcs", gpu=section).one(POOL, "grpo-test-ray-head").inputs
+
+
+def test_the_largest_gpu_pool_fits_one_compact_placement_policy():
+    from infra.config import GpuConfig
+
+    most = next(m.le for m in GpuConfig.model_fields["nodes"].metadata if hasattr(m, "le"))
+    assert most <= facts.COMPACT_PLACEMENT_MAX_NODES

@@ -102,7 +102,8 @@ def test_every_edge_has_a_reason_standard_gcs(infra_run):
             "grpo-test",
             "my-grpo-project-grpo-test",
         },
-        ("kubernetes", "gke"): {"grpo-test", "grpo-test-nat", "grpo-test-gpu", "grpo-test-ray-head"},
+        # Not the GPU pool: only the RayCluster waits for it, so staging starts beside its creation.
+        ("kubernetes", "gke"): {"grpo-test", "grpo-test-nat", "grpo-test-ray-head"},
     }
     assert edges_of(infra_run("standard", "b200", "gcs")) == expected
 

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from infra.nodepools import GPU_NODE_POOL
+from infra.plan.graph import upstream, waits_for
 from infra.plan.monitor import RecordingMonitor
 from infra.plan.writer import render_k8s_yaml, summary, write_plan
 from tests.conftest import SHIPPED_STACKS, run_values
@@ -172,3 +174,34 @@ def test_rendered_k8s_yaml_matches_the_golden_file(stack, plan_of):
         golden.write_text(text)
     assert golden.is_file(), f"missing {golden}; regenerate on purpose with UPDATE_GOLDEN=1"
     assert text == golden.read_text(), f"{golden} differs; if the change is intended, rerun with UPDATE_GOLDEN=1"
+
+
+GPU_POOL = "gcp:container/nodePool:NodePool"
+GRPO_JOB = "pulumi-python:dynamic:Resource"
+
+
+@pytest.mark.parametrize(("mode", "gpu", "storage"), [(m, "h200", s) for m in ("standard", "autopilot") for s in ("gcs", "lustre")])
+def test_only_the_ray_cluster_and_the_job_wait_for_the_gpu_pool(mode, gpu, storage):
+    recording = mocked_run(mode, gpu, storage, token=TEST_TOKEN)
+    waits = waits_for(recording.resources)
+    gpu_pools = {r.urn for r in recording.by_type(GPU_POOL) if r.inputs["name"] == GPU_NODE_POOL}
+    head_pools = {r.urn for r in recording.by_type(GPU_POOL) if r.inputs["name"] == names.HEAD_NODE_POOL}
+    assert len(gpu_pools) == len(head_pools) == (1 if mode == "standard" else 0)
+    ray, staging, job = recording.one(RAY), recording.one(JOB), recording.one(GRPO_JOB)
+    # The new edge: the RayCluster waits for the GPU pool itself, not through the provider.
+    assert gpu_pools <= set(ray.depends_on)
+    assert {ray.urn, staging.urn} <= set(job.depends_on)
+    waiting_for_gpus = {urn for urn in waits if gpu_pools & upstream(waits, urn)}
+    custom = {r.urn for r in recording.resources if r.custom}
+    assert waiting_for_gpus & custom == ({ray.urn, job.urn} if mode == "standard" else set())
+    # The staging Job still waits for the cluster, its NAT, the head's CPU pool and the storage.
+    before_staging = upstream(waits, staging.urn)
+    storage_type = "gcp:storage/bucketIAMMember:BucketIAMMember" if storage == "gcs" else "gcp:lustre/instance:Instance"
+    needed = {recording.one("gcp:container/cluster:Cluster").urn, recording.one("gcp:compute/routerNat:RouterNat").urn,
+              recording.one(storage_type).urn, *head_pools}
+    assert needed <= before_staging
+    # Destroy runs this order backwards: the RayCluster goes before the GPU pool, and every in-cluster
+    # object before the head pool and the cluster (through the provider).
+    provider = recording.one("pulumi:providers:kubernetes")
+    assert needed - {recording.one(storage_type).urn} <= upstream(waits, provider.urn)
+    assert all(provider.urn in upstream(waits, r.urn) for r in recording.resources if r.type.startswith("kubernetes:"))
