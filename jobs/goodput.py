@@ -28,6 +28,7 @@ GPU_CAPACITY_LOST = "gpu-capacity-lost"
 Failure = Literal["gpu-capacity-lost", "other"]
 
 _ENDED_BADLY = ("FAILED", "STOPPED")
+"""Ray statuses of an attempt that ended without finishing the run: its work after the last checkpoint is lost."""
 
 
 @dataclass(frozen=True)
@@ -218,6 +219,9 @@ def measure(
     timeline = sorted(steps, key=lambda done: (done.time, done.step))
     saved = sorted(set(checkpoints))
     ran = [(item, item.start, now if item.end is None else item.end) for item in ordered if item.start is not None]
+    # Per attempt, the time that made no kept progress is the union of its startup (start to first step) and,
+    # when it failed, its work after the kept checkpoint; a loss counts the startup of the attempt after it
+    # as its restart, so a failed restart's own loss starts after that startup (nothing is counted twice).
     losses = []
     wasted_s = 0.0
     previous_failed = False
@@ -230,7 +234,7 @@ def measure(
         if failed:
             last_step = max((done.step for done in own), default=None)
             following = ran[index + 1] if index + 1 < len(ran) else None
-            if following is not None:
+            if following is not None:  # what the next attempt loaded is what was kept
                 checkpoint = following[0].resumed_from
             else:
                 reached = max((done.step for done in timeline if done.time <= end), default=0)

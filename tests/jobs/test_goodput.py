@@ -68,6 +68,13 @@ def test_a_preemption_costs_the_work_after_the_checkpoint_and_the_restart_until_
     assert (loss.after_checkpoint_s, loss.restart_s, loss.total_s) == (250.0, 300.0, 550.0)
 
 
+def test_the_step_the_next_attempt_resumed_from_is_what_was_kept_even_when_its_checkpoint_is_gone():
+    # verl's checkpoint keep limit may have removed checkpoint 2 from the run directory since; attempt 2
+    # still resumed from it, so attempt 1 lost 950 - 700 = 250 s, not its whole 890 s.
+    (loss,) = measure(PREEMPTED, PREEMPTED_STEPS, [], gpu_hourly=100.0, now=T0 + 5000).losses
+    assert (loss.checkpoint, loss.after_checkpoint_s) == (2, 250.0)
+
+
 def test_the_run_figures_across_a_preemption_and_its_resume():
     figures = measure(PREEMPTED, PREEMPTED_STEPS, [2], gpu_hourly=100.0, now=T0 + 5000)
     # GPU time 890 + 600 = 1490 s; progress kept: 600..700 (step 2) and 1500..1800: 400 s.
@@ -188,6 +195,7 @@ def test_the_run_figures_across_two_preemptions_while_the_third_attempt_runs():
 
 def test_a_run_that_never_reached_step_1():
     # Attempt 1 ran 300..900 and failed before any step; attempt 2 waits for GPUs (no GPU time yet); $36/h.
+    # NeMo-RL opened step 1 at 400 but never reported it: 0 steps. All 600 s of GPU time are lost, $6.00.
     never = [
         attempt(1, 0, 300, 900, "FAILED", failure="other"),
         attempt(2, 1000, None, None, "PENDING"),
