@@ -304,9 +304,12 @@ def for_attempt(submission: dict, attempt: int) -> dict:
     metadata and GRPO_* environment and, for verl, its own metrics file under the run directory."""
     run = submission["metadata"]["run"]
     env_vars = dict(submission["runtime_env"]["env_vars"])
-    env_vars.update(zip(RUN_ENV, (run, str(attempt), run_directory(run)), strict=True))
+    # A submission that already names its run directory keeps it (a run on this machine places the shared
+    # storage's paths under a local directory); the spec's own submissions never do.
+    run_dir = env_vars.get("GRPO_RUN_DIR", run_directory(run))
+    env_vars.update(zip(RUN_ENV, (run, str(attempt), run_dir), strict=True))
     if submission["metadata"]["framework"] == "verl":
-        env_vars[VERL_METRICS_ROOT] = f"{run_directory(run)}/metrics/attempt-{attempt}"
+        env_vars[VERL_METRICS_ROOT] = f"{run_dir}/metrics/attempt-{attempt}"
     return {
         **submission,
         "submission_id": attempt_id(run, attempt),

@@ -15,6 +15,7 @@ from infra import facts
 from infra.config import ConfigError, StackConfig, parse_config
 from infra.plan.harness import REPO_ROOT
 from jobs.spec import (
+    for_attempt,
     hf_architecture,
     model_size_b,
     nemo_rl_recipe,
@@ -286,6 +287,19 @@ def test_each_attempt_gets_grpo_run_attempt_and_run_dir_outside_the_hash():
         assert (env["GRPO_RUN"], env["GRPO_ATTEMPT"], env["GRPO_RUN_DIR"]) == (spec.run, str(attempt), spec.run_dir)
     assert not any(name.startswith("GRPO_") for name in spec.env_vars)
     assert "GRPO_" not in spec.entrypoint
+
+
+def test_a_submission_that_names_its_run_directory_keeps_it_for_every_attempt():
+    """A run on this machine places the shared storage's run directory under a local one; the next attempt's
+    GRPO_RUN_DIR and verl metrics root stay there (once they moved back to /data on the host)."""
+    config = config_of("dev")
+    spec = training_spec(config)
+    local = f"/tmp/local-data{spec.run_dir}"
+    first = submission_of(config, spec, 1)
+    first["runtime_env"]["env_vars"]["GRPO_RUN_DIR"] = local
+    env = for_attempt(first, 2)["runtime_env"]["env_vars"]
+    assert (env["GRPO_RUN_DIR"], env["GRPO_ATTEMPT"]) == (local, "2")
+    assert env["VERL_FILE_LOGGER_ROOT"] == f"{local}/metrics/attempt-2"
 
 
 def test_the_schedule_is_recorded_in_the_metadata():
