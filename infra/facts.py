@@ -1081,3 +1081,52 @@ FABRIC_ITERATIONS = 100
 FABRIC_EXPECTED_NETWORK = GIB_NCCL_ENV["NCCL_NET"]
 """The network NCCL must name at init ("NCCL INFO Using network gIB", DOC-NCCL-VM "Enable NCCL/gIB"; the line is
 NCCL's `INFO(NCCL_INIT, "Using network %s", ...)` in src/init.cc); `Socket` there means NCCL fell back to TCP."""
+
+
+
+# ---------------------------------------------------------------- deploying identity (issue 13 item 6)
+
+IAM_ROLES_DOC = "cloud.google.com/iam/docs/roles-permissions/<service> (Google's role and permission index)"
+"""Where each role below is defined: one page per service (container, compute, iam, resourcemanager,
+storage, lustre, servicenetworking, serviceusage, cloudkms); read 2026-12-01."""
+
+DEPLOYER_ROLES: dict[str, tuple[tuple[str, ...], str]] = {
+    "gcp:projects/service:Service": (("roles/serviceusage.serviceUsageAdmin",), "serviceusage.services.enable"),
+    "gcp:compute/network:Network": (("roles/compute.networkAdmin",), "compute.networks.create"),
+    "gcp:compute/subnetwork:Subnetwork": (("roles/compute.networkAdmin",), "compute.subnetworks.create"),
+    "gcp:compute/router:Router": (("roles/compute.networkAdmin",), "compute.routers.create"),
+    "gcp:compute/routerNat:RouterNat": (("roles/compute.networkAdmin",), "compute.routers.update"),
+    "gcp:compute/globalAddress:GlobalAddress": (("roles/compute.networkAdmin",), "compute.globalAddresses.create"),
+    # Compute Network Admin manages networking resources "except for firewall rules and SSL certificates".
+    "gcp:compute/firewall:Firewall": (("roles/compute.securityAdmin",), "compute.firewalls.create"),
+    "gcp:servicenetworking/connection:Connection": (
+        ("roles/servicenetworking.networksAdmin",),
+        "servicenetworking.services.addPeering",
+    ),
+    "gcp:serviceaccount/account:Account": (("roles/iam.serviceAccountAdmin",), "iam.serviceAccounts.create"),
+    "gcp:projects/iAMMember:IAMMember": (
+        ("roles/resourcemanager.projectIamAdmin",),
+        "resourcemanager.projects.setIamPolicy",
+    ),
+    # Nodes run as <cluster>-node-sa: creating them needs actAs on that account as well.
+    "gcp:container/cluster:Cluster": (
+        ("roles/container.admin", "roles/iam.serviceAccountUser"),
+        "container.clusters.create, iam.serviceAccounts.actAs",
+    ),
+    "gcp:container/nodePool:NodePool": (
+        ("roles/container.admin", "roles/iam.serviceAccountUser"),
+        "container.clusters.update, iam.serviceAccounts.actAs",
+    ),
+    "gcp:storage/bucket:Bucket": (("roles/storage.admin",), "storage.buckets.create"),
+    "gcp:storage/bucketIAMMember:BucketIAMMember": (("roles/storage.admin",), "storage.buckets.setIamPolicy"),
+    "gcp:lustre/instance:Instance": (("roles/lustre.admin",), "lustre.instances.create"),
+    "gcp:kms/cryptoKeyIAMMember:CryptoKeyIAMMember": (("roles/cloudkms.admin",), "cloudkms.cryptoKeys.setIamPolicy"),
+    # Every in-cluster object (namespace, service account, Secrets, DaemonSet, Job, NetworkPolicies, PV/PVC,
+    # the GKE network objects and the RayCluster) goes through the Kubernetes API with the deployer's identity.
+    "kubernetes:": (("roles/container.admin",), "container.<kind>.create in the cluster"),
+    # The post-deploy step reaches the Ray head through the API server's service proxy.
+    "pulumi-python:dynamic:Resource": (("roles/container.admin",), "container.services.proxy"),
+}
+"""The predefined roles that let the identity running `pulumi up` create each resource type the stack
+registers, and the permissions it uses from them (IAM_ROLES_DOC; Managed Lustre's from
+cloud.google.com/iam/docs/roles-permissions/lustre). A key ending in ':' covers a whole package."""

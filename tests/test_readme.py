@@ -9,8 +9,12 @@ import sys
 
 from pydantic import BaseModel
 
+from benchmarks.critical_path import TYPICAL_SECONDS, kind_of
+from infra import facts
 from infra.config import StackConfig
-from tests.conftest import REPO_ROOT, shipped_stack_file
+from infra.plan.graph import critical_path, waits_for
+from infra.plan.harness import run_values
+from tests.conftest import REPO_ROOT, SHIPPED_STACKS, shipped_stack_file, values_of
 
 README = (REPO_ROOT / "README.md").read_text()
 INTERNAL = {"stack", "project", "region"}
@@ -100,3 +104,105 @@ def test_the_quick_start_lists_every_file_make_plan_writes(plan_of):
     quick_start = README.split("## Quick start", 1)[1].split("\n## ", 1)[0]
     listed = re.findall(r"^\| `([^`]+)` \|", quick_start, flags=re.M)
     assert listed == [*plan_files(plan_of("dev")), COST_FILE]
+
+
+BEFORE_UP = "## Before the first `pulumi up`"
+TYPE_TOKEN = r"`((?:gcp|kubernetes|pulumi-python):[A-Za-z0-9/.:]*)`"
+
+
+def before_up_section() -> str:
+    """The README's section on what a user must know before the first `pulumi up`."""
+    return README.split(BEFORE_UP, 1)[1].split("\n## ", 1)[0]
+
+
+def deployer_role_row(type_: str) -> tuple[tuple[str, ...], str] | None:
+    """The DEPLOYER_ROLES row of a resource type: its own, else its package's (`kubernetes:`)."""
+    return facts.DEPLOYER_ROLES.get(type_) or facts.DEPLOYER_ROLES.get(type_.split(":", 1)[0] + ":")
+
+
+def registered_types(recording) -> set[str]:
+    """Type tokens of the custom resources a mocked run registers, providers left out."""
+    return {r.type for r in recording.resources if r.custom and not r.type.startswith("pulumi:providers:")}
+
+
+def test_the_before_up_section_covers_quotas_roles_timeline_and_recovery():
+    section = before_up_section()
+    for heading in (
+        "### Quotas to request",
+        "### IAM roles of the deploying identity",
+        "### The first `pulumi up`, and where to watch it",
+        "### After a half-failed `up`",
+    ):
+        assert heading in section, heading
+    for command in ("gcloud beta quotas info list", "gcloud compute regions describe", "pulumi refresh", "pulumi cancel"):
+        assert command in section, command
+
+
+def test_every_resource_type_the_stacks_register_has_a_deployer_role(plan_of):
+    kms_key = "projects/my-grpo-project/locations/us-central1/keyRings/grpo/cryptoKeys/secrets"
+    with_kms = run_values(values_of("dev", cluster={"secretsKmsKey": kms_key}), (), "dev")
+    types = registered_types(with_kms).union(*(registered_types(plan_of(stack)) for stack in SHIPPED_STACKS))
+    assert "gcp:kms/cryptoKeyIAMMember:CryptoKeyIAMMember" in types and "gcp:lustre/instance:Instance" in types
+    assert {t for t in types if deployer_role_row(t) is None} == set()
+    constructed = set()
+    for source in [*REPO_ROOT.glob("infra/**/*.py"), *REPO_ROOT.glob("workloads/**/*.py"), *REPO_ROOT.glob("jobs/**/*.py")]:
+        for module, cls in re.findall(r"\bgcp\.([a-z]+)\.([A-Z][A-Za-z]*)\(", source.read_text()):
+            if not cls.endswith("Args"):
+                constructed.add(f"gcp:{module}/{cls[0].lower()}{cls[1:]}:{cls}")
+    assert {t for t in constructed if deployer_role_row(t) is None} == set()
+
+
+def test_the_roles_table_is_the_deployer_roles_of_the_facts():
+    table = before_up_section().split("<!-- deployer-roles", 1)[1].split("\n### ", 1)[0]
+    documented: dict[str, set[str]] = {}
+    for row in re.findall(r"^\| (`.+?) \| (`roles/.+?) \|", table, flags=re.M):
+        types, roles = row
+        for type_ in re.findall(TYPE_TOKEN, types):
+            assert type_ not in documented, f"{type_} has two rows"
+            documented[type_] = set(re.findall(r"`(roles/[A-Za-z.]+)`", roles))
+    assert documented == {type_: set(roles) for type_, (roles, _) in facts.DEPLOYER_ROLES.items()}
+    for roles, _ in facts.DEPLOYER_ROLES.values():
+        assert all(re.fullmatch(r"roles/[a-z]+\.[A-Za-z]+", role) for role in roles), roles
+
+
+def test_the_first_up_timeline_states_the_benchmarks_estimates(plan_of):
+    timeline = before_up_section().split("### The first `pulumi up`", 1)[1].split("\n### ", 1)[0]
+    for stack in SHIPPED_STACKS:
+        resources = plan_of(stack).resources
+        seconds = {r.urn: TYPICAL_SECONDS[kind_of(r)][0] for r in resources if r.custom}
+        path = critical_path(seconds, waits_for(resources))
+        row = f"| `{stack}` | {path.seconds / 60:.0f} min | {path.serial_seconds / 60:.0f} min |"
+        assert row in timeline, row
+
+
+IMPORT_IDS = {
+    "gcp:storage/bucket:Bucket": lambda inputs: f"{inputs['project']}/{inputs['name']}",
+    "gcp:lustre/instance:Instance": lambda inputs: (
+        f"projects/{inputs['project']}/locations/{inputs['location']}/instances/{inputs['instanceId']}"
+    ),
+    "gcp:compute/globalAddress:GlobalAddress": lambda inputs: (
+        f"projects/{inputs['project']}/global/addresses/{inputs['name']}"
+    ),
+    "gcp:compute/network:Network": lambda inputs: f"projects/{inputs['project']}/global/networks/{inputs['name']}",
+    "gcp:servicenetworking/connection:Connection": lambda inputs: (
+        f"{inputs['network'].rsplit('/', 1)[1]}:{inputs['service']}"
+    ),
+}
+"""The import id of a kept resource from its inputs, in the forms of pulumi-gcp 10.2.0's "Import" sections
+(storage.Bucket: the name or `project/name`; the others as `pulumi import` examples in each class's docstring)."""
+
+
+def test_the_import_commands_name_resources_the_program_registers(plan_of):
+    section = before_up_section().split("### After a half-failed `up`", 1)[1]
+    text = re.sub(r"\s*\\\n\s*", " ", section)
+    shell_variables = dict(re.findall(r"^\s*(\w+)='([^']+)'$", text, flags=re.M))
+    commands = re.findall(r"pulumi import (\S+) (\S+) (\S+) --parent (\S+)", text)
+    assert len(commands) == 5
+    for type_, name, import_id, parent in commands:
+        parent = shell_variables.get(parent.strip('"').removeprefix("$"), parent.strip("'"))
+        parent_urn = parent.split("=", 1)[1]
+        stack = parent_urn.split("::", 1)[0].removeprefix("urn:pulumi:")
+        matching = [r for r in plan_of(stack).resources if r.type == type_ and r.name == name]
+        assert len(matching) == 1, (type_, name)
+        assert matching[0].parent == parent_urn and matching[0].retain_on_delete, (type_, name)
+        assert import_id == IMPORT_IDS[type_](matching[0].inputs), (type_, name)
