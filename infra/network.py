@@ -9,9 +9,10 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_gcp as gcp
 
-from infra import facts
-from infra.names import fixed_name_options
-from infra.config import NetworkConfig
+from core.config import NetworkConfig
+from core.facts.gcp import RDMA_NETWORK_PROFILE
+from core.facts.platform import MAX_MTU, RDMA_SUBNET_COUNT
+from core.names import fixed_name_options
 
 POD_RANGE_NAME = "pods"
 """Secondary range of the node subnet holding pod addresses."""
@@ -56,13 +57,13 @@ def network_names(prefix: str) -> NetworkNames:
         gvnic_subnet=f"{prefix}-gvnic-sub",
         gvnic_firewall=f"{prefix}-gvnic-internal",
         rdma_vpc=rdma_vpc,
-        rdma_subnets=tuple(f"{rdma_vpc}-sub-{index}" for index in range(facts.RDMA_SUBNET_COUNT)),
+        rdma_subnets=tuple(f"{rdma_vpc}-sub-{index}" for index in range(RDMA_SUBNET_COUNT)),
     )
 
 
 def rdma_network_profile(project: str, zone: str) -> str:
     """The zonal RoCE network profile of `zone` (never `<region>-vpc-roce`)."""
-    return facts.RDMA_NETWORK_PROFILE.format(project=project, zone=zone)
+    return RDMA_NETWORK_PROFILE.format(project=project, zone=zone)
 
 
 def network_id(project: str, vpc: str) -> str:
@@ -82,7 +83,7 @@ def vpc_args(name: str, project: str, routing_mode: str, network_profile: str | 
         name=name,
         project=project,
         auto_create_subnetworks=False,
-        mtu=facts.MAX_MTU,
+        mtu=MAX_MTU,
         routing_mode=routing_mode,
         network_profile=network_profile,
     )

@@ -8,8 +8,17 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_gcp as gcp
 
-from infra import facts, names
-from infra.config import StackConfig
+from core import names
+from core.config import StackConfig
+from core.facts.gcp import CLOUD_PLATFORM_SCOPE, GPU_TAINT_KEY, NODE_IMAGE_TYPE, RESERVATION_AFFINITY_KEY
+from core.facts.platform import GPUS_PER_NODE
+from core.facts.privilege import (
+    FLEX_START_LOCATION_POLICY,
+    GPU_POOL_MAX_SURGE,
+    GPU_POOL_MAX_UNAVAILABLE,
+    SHIELDED_INTEGRITY_MONITORING,
+    SHIELDED_SECURE_BOOT,
+)
 
 GPU_NODE_POOL = "gpu"
 """Name of the GPU node pool."""
@@ -32,7 +41,7 @@ def reservation_affinity(config: StackConfig) -> gcp.container.NodePoolNodeConfi
     if config.gpu.provisioning == "reservation":
         return gcp.container.NodePoolNodeConfigReservationAffinityArgs(
             consume_reservation_type="SPECIFIC_RESERVATION",
-            key=facts.RESERVATION_AFFINITY_KEY,
+            key=RESERVATION_AFFINITY_KEY,
             values=[config.gpu.reservation],
         )
     return gcp.container.NodePoolNodeConfigReservationAffinityArgs(consume_reservation_type="NO_RESERVATION")
@@ -56,10 +65,10 @@ def additional_networks(
 
 
 def shielded_instance_config() -> gcp.container.NodePoolNodeConfigShieldedInstanceConfigArgs:
-    """Secure boot and integrity monitoring (facts.SHIELDED_SECURE_BOOT says why both fit GPU nodes)."""
+    """Secure boot and integrity monitoring (SHIELDED_SECURE_BOOT says why both fit GPU nodes)."""
     return gcp.container.NodePoolNodeConfigShieldedInstanceConfigArgs(
-        enable_secure_boot=facts.SHIELDED_SECURE_BOOT,
-        enable_integrity_monitoring=facts.SHIELDED_INTEGRITY_MONITORING,
+        enable_secure_boot=SHIELDED_SECURE_BOOT,
+        enable_integrity_monitoring=SHIELDED_INTEGRITY_MONITORING,
     )
 
 
@@ -69,17 +78,17 @@ def gpu_pool_args(
     nics: list[gcp.container.NodePoolNetworkConfigAdditionalNodeNetworkConfigArgs],
     service_account: pulumi.Input[str],
 ) -> gcp.container.NodePoolArgs:
-    """The GPU pool: machine and accelerators from facts.GPU_MACHINES, capacity from gpu.provisioning."""
+    """The GPU pool: machine and accelerators from GPU_MACHINES, capacity from gpu.provisioning."""
     machine = config.gpu_machine
     provisioning = config.gpu.provisioning
     flex_start = provisioning == "flex-start"
     node_config = gcp.container.NodePoolNodeConfigArgs(
         machine_type=machine.machine_type,
-        image_type=facts.NODE_IMAGE_TYPE,
+        image_type=NODE_IMAGE_TYPE,
         guest_accelerators=[
             gcp.container.NodePoolNodeConfigGuestAcceleratorArgs(
                 type=machine.accelerator,
-                count=facts.GPUS_PER_NODE,
+                count=GPUS_PER_NODE,
                 gpu_driver_installation_config=(
                     gcp.container.NodePoolNodeConfigGuestAcceleratorGpuDriverInstallationConfigArgs(
                         gpu_driver_version=gpu_driver_version(config)
@@ -98,10 +107,10 @@ def gpu_pool_args(
         ),
         workload_metadata_config=gcp.container.NodePoolNodeConfigWorkloadMetadataConfigArgs(mode="GKE_METADATA"),
         taints=[
-            gcp.container.NodePoolNodeConfigTaintArgs(key=facts.GPU_TAINT_KEY, value="present", effect="NO_SCHEDULE")
+            gcp.container.NodePoolNodeConfigTaintArgs(key=GPU_TAINT_KEY, value="present", effect="NO_SCHEDULE")
         ],
         service_account=service_account,
-        oauth_scopes=[facts.CLOUD_PLATFORM_SCOPE],
+        oauth_scopes=[CLOUD_PLATFORM_SCOPE],
         shielded_instance_config=shielded_instance_config(),
         spot=provisioning == "spot" or None,
         flex_start=flex_start or None,
@@ -119,7 +128,7 @@ def gpu_pool_args(
             gcp.container.NodePoolAutoscalingArgs(
                 total_min_node_count=0,
                 total_max_node_count=config.gpu.nodes,
-                location_policy=facts.FLEX_START_LOCATION_POLICY,
+                location_policy=FLEX_START_LOCATION_POLICY,
             )
             if flex_start
             else None
@@ -131,8 +140,8 @@ def gpu_pool_args(
             if flex_start
             else gcp.container.NodePoolUpgradeSettingsArgs(
                 strategy="SURGE",
-                max_surge=facts.GPU_POOL_MAX_SURGE,
-                max_unavailable=facts.GPU_POOL_MAX_UNAVAILABLE,
+                max_surge=GPU_POOL_MAX_SURGE,
+                max_unavailable=GPU_POOL_MAX_UNAVAILABLE,
             )
         ),
         network_config=gcp.container.NodePoolNetworkConfigArgs(additional_node_network_configs=nics),
@@ -154,10 +163,10 @@ def head_pool_args(
         management=gcp.container.NodePoolManagementArgs(auto_repair=True, auto_upgrade=True),
         node_config=gcp.container.NodePoolNodeConfigArgs(
             machine_type=config.cluster.head_machine_type,
-            image_type=facts.NODE_IMAGE_TYPE,
+            image_type=NODE_IMAGE_TYPE,
             workload_metadata_config=gcp.container.NodePoolNodeConfigWorkloadMetadataConfigArgs(mode="GKE_METADATA"),
             service_account=service_account,
-            oauth_scopes=[facts.CLOUD_PLATFORM_SCOPE],
+            oauth_scopes=[CLOUD_PLATFORM_SCOPE],
             shielded_instance_config=shielded_instance_config(),
         ),
     )

@@ -13,14 +13,15 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from infra import names
-from infra.config import PROJECT_NAMESPACE, ConfigError, StackConfig, parse_config
-from infra.stackfile import StackFileError, read_stack_file, stack_file
+from core import names
+from core.config import PROJECT_NAMESPACE, ConfigError, StackConfig
+from core.stackfile import StackFileError, read_stack_file, stack_file
 from jobs import access, control
+from jobs.load import load_config
 from jobs.spec import training_spec
 
 if TYPE_CHECKING:
@@ -48,7 +49,7 @@ class UsageError(Exception):
 def load_stack(stack: str, directory: Path) -> StackConfig:
     """The validated config of `Pulumi.<stack>.yaml` in `directory`."""
     values = read_stack_file(stack_file(directory, stack), PROJECT_NAMESPACE, stack)
-    return parse_config(values.values, values.secret_keys, stack).config
+    return load_config(values.values, values.secret_keys, stack).config
 
 
 def stack_context(config: StackConfig) -> str:
@@ -108,7 +109,7 @@ class _ProgressLine:
 def _job_line(job: JobDetails) -> str:
     meta = job.metadata or {}
     started = (
-        datetime.fromtimestamp(job.start_time / 1000, timezone.utc).strftime("%Y-%m-%d %H:%M:%SZ")
+        datetime.fromtimestamp(job.start_time / 1000, UTC).strftime("%Y-%m-%d %H:%M:%SZ")
         if job.start_time
         else "-"
     )

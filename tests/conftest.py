@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from infra.config import PROJECT_NAMESPACE
-from infra.plan.harness import REPO_ROOT, Recording, run_values
-from infra.stackfile import StackValues, read_stack_file, stack_file
+from core.config import PROJECT_NAMESPACE
+from core.stackfile import StackValues, read_stack_file, stack_file
+from plan.harness import REPO_ROOT, Recording, run_values
 
 SHARED = REPO_ROOT.parent / "shared"
 """The steering repo's shared/ folder (reference sheets, KubeRay schemas, NeMo-RL configs)."""

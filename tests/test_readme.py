@@ -9,7 +9,7 @@ import sys
 
 from pydantic import BaseModel
 
-from infra.config import StackConfig
+from core.config import StackConfig
 from tests.conftest import REPO_ROOT, shipped_stack_file
 
 README = (REPO_ROOT / "README.md").read_text()
@@ -71,13 +71,14 @@ def test_every_config_field_has_a_description():
 
 
 def test_the_versions_table_matches_the_pinned_facts():
-    from infra import facts
+    from core.facts.platform import DEFAULT_IMAGES, VERL_VERSION
+    from core.facts.pods import GIB_INSTALLER_IMAGE
 
     versions = README.split("## Versions", 1)[1].split("\n## ", 1)[0]
-    for image in facts.DEFAULT_IMAGES.values():
+    for image in DEFAULT_IMAGES.values():
         assert f"`{image.image}`, Ray {image.ray_version}" in versions
-    assert facts.GIB_INSTALLER_IMAGE.rsplit("/", 1)[1] in versions
-    assert f"| {facts.VERL_VERSION} |" in versions
+    assert GIB_INSTALLER_IMAGE.rsplit("/", 1)[1] in versions
+    assert f"| {VERL_VERSION} |" in versions
     lines = (REPO_ROOT / "requirements.txt").read_text().splitlines()
     pins = dict(line.split("==", 1) for line in lines if "==" in line and not line.startswith("#"))
     sdks = ", ".join(pins[package] for package in ("pulumi", "pulumi-gcp", "pulumi-kubernetes"))
@@ -94,8 +95,8 @@ def test_the_documented_stack_outputs_are_the_programs(plan_of):
 
 
 def test_the_quick_start_lists_every_file_make_plan_writes(plan_of):
-    from infra.plan.writer import plan_files
-    from infra.prices import COST_FILE
+    from plan.prices import COST_FILE
+    from plan.writer import plan_files
 
     quick_start = README.split("## Quick start", 1)[1].split("\n## ", 1)[0]
     listed = re.findall(r"^\| `([^`]+)` \|", quick_start, flags=re.M)

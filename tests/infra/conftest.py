@@ -8,8 +8,8 @@ from collections.abc import Callable
 
 import pytest
 
-from infra.plan.harness import Recording
-from infra.plan.monitor import Recorded
+from plan.harness import Recording
+from plan.monitor import Recorded
 from tests.conftest import run_values, values_of
 
 MODES = ("standard", "autopilot")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from infra.cluster import addons_config, cluster_args, lustre_port, version_below, workload_pool
-from infra.config import parse_config
+from jobs.load import load_config
 from tests.infra.conftest import COMBINATIONS, MODES, depends_on, infra_values
 
 CLUSTER = "gcp:container/cluster:Cluster"
@@ -13,7 +13,7 @@ CLUSTER = "gcp:container/cluster:Cluster"
 
 def config_of(mode: str, gpu: str, storage: str, /, **sections: dict):
     """A validated StackConfig for one combination."""
-    return parse_config(infra_values(mode, gpu, storage, **sections), (), "test").config
+    return load_config(infra_values(mode, gpu, storage, **sections), (), "test").config
 
 
 def test_version_below_compares_numerically_and_ignores_an_unpinned_version():

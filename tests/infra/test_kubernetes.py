@@ -7,9 +7,9 @@ import yaml
 from google.protobuf import json_format
 
 from infra.kubernetes import cluster_identifier, gcloud_context_name, gke_kubeconfig
-from infra.plan import mocks
-from infra.plan.harness import run_values
-from infra.plan.monitor import SECRET_SIG, SIG_KEY, RecordingMonitor
+from plan import mocks
+from plan.harness import run_values
+from plan.monitor import SECRET_SIG, SIG_KEY, RecordingMonitor
 from tests.infra.conftest import COMBINATIONS, depends_on, infra_values
 
 PROVIDER = "pulumi:providers:kubernetes"

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from infra.names import fixed_name_options
-from infra.plan.harness import Recording, run_values
-from infra.plan.monitor import Recorded
+from core.names import fixed_name_options
+from plan.harness import Recording, run_values
+from plan.monitor import Recorded
 from tests.conftest import SHIPPED_STACKS
 from tests.infra.conftest import COMBINATIONS, infra_values
 

@@ -6,8 +6,8 @@ import ipaddress
 
 import pytest
 
-from infra import facts
-from infra.config import NetworkConfig
+from core.config import NetworkConfig
+from core.facts.platform import MAX_MTU
 from infra.network import cidr_address, network_id, network_names, rdma_network_profile
 from tests.infra.conftest import COMBINATIONS, depends_on
 
@@ -45,7 +45,7 @@ def test_cidr_address_and_network_id():
 def test_gvnic_vpc_subnet_and_internal_firewall(infra_run, mode, gpu, storage):
     recording = infra_run(mode, gpu, storage)
     vpc = recording.one(NETWORK, "grpo-test-gvnic")
-    assert vpc.inputs["mtu"] == facts.MAX_MTU == 8896
+    assert vpc.inputs["mtu"] == MAX_MTU == 8896
     assert vpc.inputs["autoCreateSubnetworks"] is False
     assert "networkProfile" not in vpc.inputs
     subnet = recording.one(SUBNET, "grpo-test-gvnic-sub")

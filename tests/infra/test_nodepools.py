@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from infra import facts, names
-from infra.config import parse_config
+from core import names
+from core.facts.platform import GPU_MACHINES
 from infra.nodepools import gpu_driver_version, gpu_pool_args, reservation_affinity
+from jobs.load import load_config
 from tests.infra.conftest import COMBINATIONS, GPUS, depends_on, infra_values
 
 POOL = "gcp:container/nodePool:NodePool"
@@ -14,7 +15,7 @@ POOL = "gcp:container/nodePool:NodePool"
 
 def config_of(gpu: str, /, **sections: dict):
     """A validated Standard gcs StackConfig."""
-    return parse_config(infra_values("standard", gpu, "gcs", **sections), (), "test").config
+    return load_config(infra_values("standard", gpu, "gcs", **sections), (), "test").config
 
 
 USER_IMAGE = {"image": "example.com/verl:custom", "rayVersion": "2.55.1"}
@@ -70,7 +71,7 @@ def test_gpu_pool_machine_accelerators_disks_and_nics(infra_run, gpu):
     recording = infra_run("standard", gpu, "gcs", gpu={"nodes": 2})
     pool = recording.one(POOL, "grpo-test-gpu")
     inputs, node = pool.inputs, pool.inputs["nodeConfig"]
-    machine = facts.GPU_MACHINES[gpu]
+    machine = GPU_MACHINES[gpu]
     assert node["machineType"] == {"b200": "a4-highgpu-8g", "h200": "a3-ultragpu-8g"}[gpu] == machine.machine_type
     assert node["guestAccelerators"] == [
         {

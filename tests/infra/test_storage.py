@@ -7,9 +7,9 @@ import re
 
 import pytest
 
-from infra import names
-from infra.plan.mocks import FAKE_PROJECT_NUMBER
+from core import names
 from infra.storage import lustre_names, workload_principal
+from plan.mocks import FAKE_PROJECT_NUMBER
 from tests.infra.conftest import MODES, all_dependencies, depends_on
 
 BUCKET = "gcp:storage/bucket:Bucket"

@@ -14,8 +14,8 @@ import pytest
 import yaml
 
 from infra.kubernetes import gke_kubeconfig
-from infra.plan.harness import REPO_ROOT
 from jobs.cli import error_line
+from plan.harness import REPO_ROOT
 
 CA = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUJ0ZXN0Ci0tLS0tRU5EIENFUlRJRklDQVRFLS0tLS0K"
 STACK_CONTEXT = "gke_my-grpo-project_us-central1_grpo-cli"

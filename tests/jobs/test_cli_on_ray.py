@@ -8,10 +8,9 @@ import sys
 
 import pytest
 
-from infra.plan.harness import REPO_ROOT
-
 from jobs.cli import main
 from jobs.local_head import refusing_address
+from plan.harness import REPO_ROOT
 from tests.jobs.conftest import stand_in
 
 pytestmark = pytest.mark.usefixtures("ray_head")

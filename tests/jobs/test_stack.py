@@ -5,9 +5,9 @@ from __future__ import annotations
 import pulumi
 import pytest
 
-from infra.plan import harness
-from infra.plan.harness import run_values
 from jobs.spec import submission_for
+from plan import harness
+from plan.harness import run_values
 from tests.conftest import SHIPPED_STACKS, stack_values, values_of
 from tests.jobs.test_spec import config_of
 

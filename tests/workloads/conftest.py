@@ -12,8 +12,9 @@ from typing import Any
 import jsonschema
 import pytest
 
-from infra.config import PROJECT_NAMESPACE, StackConfig, parse_config
-from infra.plan.harness import Recording
+from core.config import PROJECT_NAMESPACE, StackConfig
+from jobs.load import load_config
+from plan.harness import Recording
 from tests.conftest import SHARED, run_values, values_of
 
 MODES = ("standard", "autopilot")
@@ -68,7 +69,7 @@ def config_of(mode: str = "standard", gpu_type: str = "h200", storage_type: str 
               token: str | None = None, secret_env: dict[str, str] | None = None, **sections: dict) -> StackConfig:
     """A validated StackConfig of one combination, sections merged in (e.g. gpu={"nodes": 2})."""
     values, secret_keys = combination_values(mode, gpu_type, storage_type, framework, token, secret_env, **sections)
-    return parse_config(values, secret_keys, "test").config
+    return load_config(values, secret_keys, "test").config
 
 
 _RUNS: dict[tuple, Recording] = {}

@@ -4,7 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from infra import facts, names
+from core import names
+from core.facts.platform import GPU_MACHINES
+from core.facts.pods import (
+    GCSFUSE_SIDECAR_ANNOTATIONS,
+    GIB_INSTALLER_IMAGE,
+    LOCAL_SSD_GIB,
+    NODE_DAEMON_HEADROOM,
+    NODE_MEMORY_MARGIN,
+    PAUSE_IMAGE,
+    SHM_GIB,
+)
 from tests.workloads.conftest import config_of
 from workloads import gib, identity, network, sizing, storage
 
@@ -40,9 +50,9 @@ def test_gib_installer_follows_the_pinned_cea_manifest(mode, namespace, command,
     assert daemonset.metadata.namespace == namespace
     assert pod.priority_class_name == priority
     assert command in pod.init_containers[0].args[0]
-    assert pod.init_containers[0].image == facts.GIB_INSTALLER_IMAGE
+    assert pod.init_containers[0].image == GIB_INSTALLER_IMAGE
     assert pod.init_containers[0].image.endswith(":v1.1.1")
-    assert pod.containers[0].image == facts.PAUSE_IMAGE and "@sha256:" in pod.containers[0].image
+    assert pod.containers[0].image == PAUSE_IMAGE and "@sha256:" in pod.containers[0].image
     assert pod.host_network and pod.host_pid and pod.init_containers[0].security_context.privileged
     terms = pod.affinity.node_affinity.required_during_scheduling_ignored_during_execution.node_selector_terms
     assert sorted(terms[0].match_expressions[0].values) == ["nvidia-b200", "nvidia-h200-141gb"]
@@ -157,28 +167,28 @@ def test_gke_reservation_matches_the_documented_example():
     assert sizing.gke_reserved_cpu(4) == pytest.approx(0.08)
 
 
-@pytest.mark.parametrize("gpu", sorted(facts.GPU_MACHINES))
+@pytest.mark.parametrize("gpu", sorted(GPU_MACHINES))
 def test_worker_requests_leave_gke_and_daemonset_headroom(gpu):
-    machine = facts.GPU_MACHINES[gpu]
+    machine = GPU_MACHINES[gpu]
     requests = sizing.worker_requests(machine)
     allocatable = machine.memory_gib - sizing.gke_reserved_memory_gib(machine.memory_gib)
-    assert requests.memory_gib + facts.NODE_DAEMON_HEADROOM["memory_gib"] <= allocatable
-    assert requests.cpu + facts.NODE_DAEMON_HEADROOM["cpu"] <= machine.vcpus - sizing.gke_reserved_cpu(machine.vcpus)
-    assert requests.ephemeral_gib < machine.local_ssd_count * facts.LOCAL_SSD_GIB * 0.9
-    assert requests.memory_gib > facts.SHM_GIB
+    assert requests.memory_gib + NODE_DAEMON_HEADROOM["memory_gib"] <= allocatable
+    assert requests.cpu + NODE_DAEMON_HEADROOM["cpu"] <= machine.vcpus - sizing.gke_reserved_cpu(machine.vcpus)
+    assert requests.ephemeral_gib < machine.local_ssd_count * LOCAL_SSD_GIB * 0.9
+    assert requests.memory_gib > SHM_GIB
 
 
 def test_the_tutorials_2800gi_does_not_fit_beside_the_daemonsets_of_an_a3_ultra():
-    machine = facts.GPU_MACHINES["h200"]
-    usable = machine.memory_gib * (1 - facts.NODE_MEMORY_MARGIN) - sizing.gke_reserved_memory_gib(machine.memory_gib)
-    assert 2800 > usable - facts.NODE_DAEMON_HEADROOM["memory_gib"]
+    machine = GPU_MACHINES["h200"]
+    usable = machine.memory_gib * (1 - NODE_MEMORY_MARGIN) - sizing.gke_reserved_memory_gib(machine.memory_gib)
+    assert 2800 > usable - NODE_DAEMON_HEADROOM["memory_gib"]
 
 
 @pytest.mark.parametrize(("gpu", "memory"), [("b200", "3736Gi"), ("h200", "2760Gi")])
 def test_worker_memory_starts_from_the_machine_tables_gb_read_as_gib(gpu, memory):
     """a4-highgpu-8g has 3,968 and a3-ultragpu-8g 2,952 binary GB: less GKE's reservation (86.2 / 65.9 GiB),
     the 2% margin and 64 GiB of DaemonSet headroom, rounded down to 8 GiB."""
-    assert sizing.worker_requests(facts.GPU_MACHINES[gpu]).quantities()["memory"] == memory
+    assert sizing.worker_requests(GPU_MACHINES[gpu]).quantities()["memory"] == memory
 
 
 @pytest.mark.parametrize(
@@ -196,17 +206,17 @@ def _gib(quantity: str) -> float:
     return float(quantity.removesuffix("Gi")) if quantity.endswith("Gi") else float(quantity.removesuffix("Ti")) * 1024
 
 
-@pytest.mark.parametrize("gpu", sorted(facts.GPU_MACHINES))
+@pytest.mark.parametrize("gpu", sorted(GPU_MACHINES))
 def test_autopilot_gcs_fuse_sidecar_fits_beside_the_worker(gpu):
     # On Autopilot the sidecar's limits become its requests; they may take at most half of the node's
     # DaemonSet headroom, and its file cache must fit on the local SSD beside the worker's request.
-    machine = facts.GPU_MACHINES[gpu]
+    machine = GPU_MACHINES[gpu]
     requests = sizing.worker_requests(machine)
-    sidecar = facts.GCSFUSE_SIDECAR_ANNOTATIONS["autopilot"]
+    sidecar = GCSFUSE_SIDECAR_ANNOTATIONS["autopilot"]
     cpu = requests.cpu + float(sidecar["gke-gcsfuse/cpu-limit"])
-    assert cpu <= machine.vcpus - sizing.gke_reserved_cpu(machine.vcpus) - facts.NODE_DAEMON_HEADROOM["cpu"] / 2
+    assert cpu <= machine.vcpus - sizing.gke_reserved_cpu(machine.vcpus) - NODE_DAEMON_HEADROOM["cpu"] / 2
     memory = requests.memory_gib + _gib(sidecar["gke-gcsfuse/memory-limit"])
     allocatable = machine.memory_gib - sizing.gke_reserved_memory_gib(machine.memory_gib)
-    assert memory <= allocatable - facts.NODE_DAEMON_HEADROOM["memory_gib"] / 2
+    assert memory <= allocatable - NODE_DAEMON_HEADROOM["memory_gib"] / 2
     ephemeral = requests.ephemeral_gib + _gib(sidecar["gke-gcsfuse/ephemeral-storage-limit"])
-    assert ephemeral <= machine.local_ssd_count * facts.LOCAL_SSD_GIB * 0.9
+    assert ephemeral <= machine.local_ssd_count * LOCAL_SSD_GIB * 0.9

@@ -9,7 +9,9 @@ import json
 import pulumi_kubernetes as k8s
 import pytest
 
-from infra import facts, names
+from core import names
+from core.facts.platform import DEFAULT_IMAGES, GPU_MACHINES
+from core.facts.pods import GIB_NCCL_ENV, KUBERAY_READY_WAIT, SHM_GIB
 from tests.workloads.conftest import COMBINATIONS, FRAMEWORKS, TEST_TOKEN, config_of, schema_errors
 from workloads import raycluster
 from workloads.sizing import worker_requests
@@ -44,8 +46,8 @@ def test_strict_schema_refuses_a_misspelt_field_and_an_int_node_selector():
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_ray_version_is_the_default_images_fact(framework):
     spec = raycluster.render_spec(config_of(framework=framework))
-    assert spec["rayVersion"] == facts.DEFAULT_IMAGES[framework].ray_version
-    assert spec["headGroupSpec"]["template"]["spec"]["containers"][0]["image"] == facts.DEFAULT_IMAGES[framework].image
+    assert spec["rayVersion"] == DEFAULT_IMAGES[framework].ray_version
+    assert spec["headGroupSpec"]["template"]["spec"]["containers"][0]["image"] == DEFAULT_IMAGES[framework].image
 
 
 def test_ray_version_of_a_users_image_is_the_configured_one():
@@ -70,14 +72,14 @@ def test_workers_are_fixed_at_gpu_nodes_with_eight_gpus_each(nodes):
 def test_worker_requests_fit_the_machine_and_shm_fits_the_memory(gpu):
     worker = _worker(raycluster.render_manifest(config_of(gpu_type=gpu)))
     requests = worker["template"]["spec"]["containers"][0]["resources"]["requests"]
-    machine = facts.GPU_MACHINES[gpu]
+    machine = GPU_MACHINES[gpu]
     assert int(requests["memory"].removesuffix("Gi")) < machine.memory_gib
     assert int(requests["cpu"]) < machine.vcpus
     assert requests == worker_requests(machine).quantities()
     shm = next(v for v in worker["template"]["spec"]["volumes"] if v["name"] == "dshm")
-    assert shm["emptyDir"] == {"medium": "Memory", "sizeLimit": f"{facts.SHM_GIB}Gi"}
-    assert facts.SHM_GIB < int(requests["memory"].removesuffix("Gi"))
-    assert int(worker["rayStartParams"]["object-store-memory"]) < facts.SHM_GIB * 1024**3
+    assert shm["emptyDir"] == {"medium": "Memory", "sizeLimit": f"{SHM_GIB}Gi"}
+    assert SHM_GIB < int(requests["memory"].removesuffix("Gi"))
+    assert int(worker["rayStartParams"]["object-store-memory"]) < SHM_GIB * 1024**3
 
 
 def test_h200_worker_memory_is_below_the_tutorials_unschedulable_2800gi():
@@ -91,7 +93,7 @@ def test_worker_env_carries_gib_nccl_settings_for_the_gpu(gpu, tuner):
     assert env["NCCL_TUNER_CONFIG_PATH"] == f"/usr/local/gib/configs/{tuner}"
     assert env["NCCL_NET"] == "gIB"
     assert env["GLOO_SOCKET_IFNAME"] == "eth0"
-    assert {k: env[k] for k in facts.GIB_NCCL_ENV} == facts.GIB_NCCL_ENV
+    assert {k: env[k] for k in GIB_NCCL_ENV} == GIB_NCCL_ENV
     assert "NCCL_SOCKET_IFNAME" not in env and "NCCL_IB_GID_INDEX" not in env
 
 
@@ -247,7 +249,7 @@ def test_every_mount_names_a_declared_volume(mode, storage):
 
 def test_metadata_goes_through_the_typed_object_meta():
     metadata = k8s.meta.v1.ObjectMetaArgs(**raycluster.render_metadata(config_of()))
-    assert metadata.annotations["pulumi.com/waitFor"] == facts.KUBERAY_READY_WAIT
+    assert metadata.annotations["pulumi.com/waitFor"] == KUBERAY_READY_WAIT
     with pytest.raises(TypeError):
         k8s.meta.v1.ObjectMetaArgs(**{**raycluster.render_metadata(config_of()), "anotations": {}})
 

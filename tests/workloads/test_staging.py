@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from infra import facts, names
+from core import names
+from core.facts.platform import DEFAULT_IMAGES, VERL_VERSION
+from core.facts.pods import HUB_DATASETS, STAGING_DEADLINE_SECONDS, VERL_TRANSFORMERS
 from tests.workloads.conftest import TEST_TOKEN, config_of
 from workloads import paths, staging, staging_script
 
@@ -73,7 +75,7 @@ def test_command_stages_verl_and_gsm8k_for_verl():
     command = staging.staging_command(config)
     args = staging_script.parse_args(command[2:])
     assert str(args.model_dir) == paths.model_dir(config) and args.model == config.workload.model
-    assert args.verl_version == facts.VERL_VERSION and args.transformers_version == facts.VERL_TRANSFORMERS
+    assert args.verl_version == VERL_VERSION and args.transformers_version == VERL_TRANSFORMERS
     assert str(args.verl_dir) == paths.verl_site_dir() and str(args.gsm8k_dir) == paths.gsm8k_dir()
     assert args.dataset == []
 
@@ -81,7 +83,7 @@ def test_command_stages_verl_and_gsm8k_for_verl():
 def test_command_caches_the_hub_data_sets_for_nemo_rl():
     args = staging_script.parse_args(staging.staging_command(config_of(framework="nemo-rl"))[2:])
     assert args.verl_version is None and args.gsm8k_dir is None
-    assert args.dataset == list(facts.HUB_DATASETS["deepscaler"])
+    assert args.dataset == list(HUB_DATASETS["deepscaler"])
 
 
 def test_job_waits_fails_fast_and_is_kept_for_pulumi():
@@ -90,10 +92,10 @@ def test_job_waits_fails_fast_and_is_kept_for_pulumi():
     assert "pulumi.com/skipAwait" not in annotations
     assert int(annotations["pulumi.com/timeoutSeconds"]) > job.spec.active_deadline_seconds
     assert job.spec.backoff_limit <= 3 and job.spec.ttl_seconds_after_finished is None
-    assert job.spec.active_deadline_seconds == facts.STAGING_DEADLINE_SECONDS
+    assert job.spec.active_deadline_seconds == STAGING_DEADLINE_SECONDS
     pod = job.spec.template.spec
     assert pod.restart_policy == "Never" and pod.service_account_name == names.RAY_SERVICE_ACCOUNT
-    assert pod.containers[0].image == facts.DEFAULT_IMAGES["verl"].image
+    assert pod.containers[0].image == DEFAULT_IMAGES["verl"].image
     assert [m.mount_path for m in pod.containers[0].volume_mounts] == [names.DATA_MOUNT, staging.SCRIPT_DIR]
 
 

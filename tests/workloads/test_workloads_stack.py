@@ -10,12 +10,17 @@ from pathlib import Path
 
 import pytest
 
-from infra.plan.monitor import RecordingMonitor
-from infra.plan.writer import render_k8s_yaml, summary, write_plan
+from core import names
+from plan.monitor import RecordingMonitor
+from plan.writer import render_k8s_yaml, summary, write_plan
 from tests.conftest import SHIPPED_STACKS, run_values
-from infra import names
 from tests.workloads.conftest import (
-    COMBINATIONS, TEST_SECRET_ENV, TEST_TOKEN, combination_values, mocked_run, schema_errors,
+    COMBINATIONS,
+    TEST_SECRET_ENV,
+    TEST_TOKEN,
+    combination_values,
+    mocked_run,
+    schema_errors,
 )
 
 GOLDEN = Path(__file__).with_name("golden")

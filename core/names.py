@@ -9,7 +9,9 @@ from typing import Any
 
 import pulumi
 
-from infra import facts
+from core.facts.platform import RDMA_SUBNET_COUNT
+from core.facts.pods import RAY_PORTS
+from core.facts.privilege import SERVICE_ACCOUNT_ID_MAX
 
 NAMESPACE = "grpo"
 """Namespace of the RayCluster, its service account, the storage claim and the staging Job."""
@@ -23,7 +25,7 @@ RAY_CLUSTER = "grpo"
 RAY_HEAD_SERVICE = f"{RAY_CLUSTER}-head-svc"
 """Service KubeRay creates for the head (`<raycluster>-head-svc`)."""
 
-RAY_DASHBOARD_PORT = facts.RAY_PORTS["dashboard"]
+RAY_DASHBOARD_PORT = RAY_PORTS["dashboard"]
 """Ray dashboard and Jobs API port on the head."""
 
 GUARDIAN_LABELS = {"app.kubernetes.io/name": "grpo-guardian"}
@@ -51,7 +53,7 @@ DATA_MOUNT = "/data"
 GVNIC_NETWORK = "gvnic-1"
 """GKE Network object of the gVNIC VPC (CT k8s_network_names: gvnic- from 1)."""
 
-RDMA_NETWORKS = tuple(f"rdma-{index}" for index in range(facts.RDMA_SUBNET_COUNT))
+RDMA_NETWORKS = tuple(f"rdma-{index}" for index in range(RDMA_SUBNET_COUNT))
 """GKE Network objects of the eight RDMA subnets (CT k8s_network_names: rdma- from 0)."""
 
 
@@ -61,7 +63,7 @@ NODE_SERVICE_ACCOUNT_SUFFIX = "-node-sa"
 
 def node_service_account_id(cluster: str) -> str:
     """Account id of the nodes' service account: the cluster name, cut to fit, then `-node-sa`."""
-    stem = cluster[: facts.SERVICE_ACCOUNT_ID_MAX - len(NODE_SERVICE_ACCOUNT_SUFFIX)].rstrip("-")
+    stem = cluster[: SERVICE_ACCOUNT_ID_MAX - len(NODE_SERVICE_ACCOUNT_SUFFIX)].rstrip("-")
     return f"{stem}{NODE_SERVICE_ACCOUNT_SUFFIX}"
 
 

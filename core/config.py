@@ -11,7 +11,7 @@ import difflib
 import ipaddress
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
@@ -27,8 +27,33 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
-from infra import facts
-from infra.stackfile import OPAQUE_SECRET
+from core.facts.platform import (
+    CUDA_MAJOR_DRIVER_BRANCH,
+    DEFAULT_IMAGES,
+    FLEX_START_FLOOR,
+    GPU_MACHINES,
+    GPUS_PER_NODE,
+    HEAD_MIN_MEMORY_GIB,
+    HEAD_MIN_VCPUS,
+    LATEST_DRIVER_FLOORS,
+    LUSTRE_CSI_FLOOR,
+    LUSTRE_PEERING_PREFIX_MAX,
+    LUSTRE_TIERS,
+    MACHINE_CLASS_GIB_PER_VCPU,
+    NEMO_RL_RELEASES,
+    RAY_OPERATOR_FLOOR,
+    RDMA_SUBNET_COUNT,
+    SUBNET_MAX_PREFIX,
+    SUBNET_RESERVED_ADDRESSES,
+    SUPPORTED_PAIRS,
+    TENSOR_PARALLEL_SIZES,
+    VERL_VERSION,
+    FrameworkImage,
+    GkeVersion,
+    GpuMachine,
+)
+from core.facts.privilege import KMS_KEY_PATTERN
+from core.stackfile import OPAQUE_SECRET
 
 PROJECT_NAMESPACE = "grpo-gke"
 """The Pulumi project name, which is also the namespace of its config keys."""
@@ -36,7 +61,7 @@ PROJECT_NAMESPACE = "grpo-gke"
 RFC1918_BLOCKS = tuple(ipaddress.IPv4Network(block) for block in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"))
 """The private address blocks of RFC 1918, which every VPC range must lie in."""
 
-RDMA_SPLIT_BITS = (facts.RDMA_SUBNET_COUNT - 1).bit_length()
+RDMA_SPLIT_BITS = (RDMA_SUBNET_COUNT - 1).bit_length()
 """Prefix bits added to `network.rdmaRange` to split it into the RDMA subnets (3 for eight)."""
 
 
@@ -106,7 +131,7 @@ class ClusterConfig(_Section):
     )
 
     _kms_key_form = matching(
-        "secrets_kms_key", facts.KMS_KEY_PATTERN, "a key's full resource name projects/P/locations/L/keyRings/R/cryptoKeys/K"
+        "secrets_kms_key", KMS_KEY_PATTERN, "a key's full resource name projects/P/locations/L/keyRings/R/cryptoKeys/K"
     )
 
     @field_validator("authorized_networks")
@@ -127,7 +152,7 @@ class ClusterConfig(_Section):
     @classmethod
     def _version(cls, value: str | None) -> str | None:
         if value is not None:
-            facts.GkeVersion.parse(value)
+            GkeVersion.parse(value)
         return value
 
     @field_validator("head_machine_type")
@@ -137,14 +162,14 @@ class ClusterConfig(_Section):
         if not match:
             raise ValueError(f"must be a machine type such as c2-standard-16, got {value!r}")
         machine_class, vcpus = match.group(1), int(match.group(2))
-        if vcpus < facts.HEAD_MIN_VCPUS:
+        if vcpus < HEAD_MIN_VCPUS:
             raise ValueError(
-                f"must have at least {facts.HEAD_MIN_VCPUS} vCPUs (the Ray head asks for 12), got {value!r}"
+                f"must have at least {HEAD_MIN_VCPUS} vCPUs (the Ray head asks for 12), got {value!r}"
             )
-        if vcpus * facts.MACHINE_CLASS_GIB_PER_VCPU[machine_class] < facts.HEAD_MIN_MEMORY_GIB:
+        if vcpus * MACHINE_CLASS_GIB_PER_VCPU[machine_class] < HEAD_MIN_MEMORY_GIB:
             raise ValueError(
-                f"must have at least {facts.HEAD_MIN_MEMORY_GIB} GiB of memory (the Ray head asks for 32 GiB;"
-                f" a {machine_class} type may have as little as {facts.MACHINE_CLASS_GIB_PER_VCPU[machine_class]}"
+                f"must have at least {HEAD_MIN_MEMORY_GIB} GiB of memory (the Ray head asks for 32 GiB;"
+                f" a {machine_class} type may have as little as {MACHINE_CLASS_GIB_PER_VCPU[machine_class]}"
                 f" GiB per vCPU), got {value!r}"
             )
         return value
@@ -154,7 +179,7 @@ class GpuConfig(_Section):
     """`grpo-gke:gpu`: the 8-GPU nodes."""
 
     type: Literal["b200", "h200"] = Field(
-        description=f"B200 ({facts.GPU_MACHINES['b200'].machine_type}) or H200 ({facts.GPU_MACHINES['h200'].machine_type})."
+        description=f"B200 ({GPU_MACHINES['b200'].machine_type}) or H200 ({GPU_MACHINES['h200'].machine_type})."
     )
     nodes: int = Field(ge=1, le=64, description="Number of 8-GPU nodes, 1 to 64.")
     provisioning: Literal["spot", "on-demand", "reservation", "flex-start"] = Field(
@@ -179,8 +204,8 @@ class StorageConfig(_Section):
     @field_validator("throughput")
     @classmethod
     def _tier(cls, value: int | None) -> int | None:
-        if value is not None and value not in facts.LUSTRE_TIERS:
-            tiers = sorted(facts.LUSTRE_TIERS)
+        if value is not None and value not in LUSTRE_TIERS:
+            tiers = sorted(LUSTRE_TIERS)
             raise ValueError(f"must be one of {', '.join(map(str, tiers[:-1]))} or {tiers[-1]}, got {value!r}")
         return value
 
@@ -229,7 +254,7 @@ class WorkloadConfig(_Section):
     framework: Literal["verl", "nemo-rl"] = Field(description="The GRPO trainer.")
     model: str = Field(description="Hugging Face model id, e.g. Qwen/Qwen2.5-32B-Instruct.")
     dataset: Literal["gsm8k", "deepscaler"] = Field(description="Training data set.")
-    image: str | None = Field(None, description="Workload image; default pinned per framework in infra/facts.py.")
+    image: str | None = Field(None, description="Workload image; default pinned per framework in core/facts/platform.py.")
     ray_version: str | None = Field(None, description="Ray version inside `image`; required with `image`.")
     nemo_rl_release: str | None = Field(None, description="NeMo-RL release inside `image` (nemo-rl with `image`).")
     model_size_b: float | None = Field(None, gt=0, description="Parameters in billions; default read from `model`.")
@@ -247,8 +272,8 @@ class WorkloadConfig(_Section):
     @field_validator("nemo_rl_release")
     @classmethod
     def _release(cls, value: str | None) -> str | None:
-        if value is not None and value not in facts.NEMO_RL_RELEASES:
-            raise ValueError(f"must be one of {', '.join(facts.NEMO_RL_RELEASES)}, got {value!r}")
+        if value is not None and value not in NEMO_RL_RELEASES:
+            raise ValueError(f"must be one of {', '.join(NEMO_RL_RELEASES)}, got {value!r}")
         return value
 
     @field_validator("extra_env")
@@ -262,20 +287,20 @@ class WorkloadConfig(_Section):
     def _cuda(cls, value: str | None) -> str | None:
         if value is None:
             return value
-        majors = " or ".join(map(str, sorted(facts.CUDA_MAJOR_DRIVER_BRANCH)))
+        majors = " or ".join(map(str, sorted(CUDA_MAJOR_DRIVER_BRANCH)))
         if not re.fullmatch(r"\d+\.\d+", value):
             raise ValueError(f"must be a CUDA version such as 12.8, got {value!r}")
-        if cuda_major(value) not in facts.CUDA_MAJOR_DRIVER_BRANCH:
+        if cuda_major(value) not in CUDA_MAJOR_DRIVER_BRANCH:
             raise ValueError(f"must be a CUDA {majors} version (the driver branches known here), got {value!r}")
         return value
 
-    def resolved_image(self) -> facts.FrameworkImage:
+    def resolved_image(self) -> FrameworkImage:
         """The image, its Ray version, framework release and CUDA: the configured ones or the pinned default."""
-        default = facts.DEFAULT_IMAGES[self.framework]
+        default = DEFAULT_IMAGES[self.framework]
         if self.image is None:
             return default
-        release = self.nemo_rl_release if self.framework == "nemo-rl" else facts.VERL_VERSION
-        return facts.FrameworkImage(
+        release = self.nemo_rl_release if self.framework == "nemo-rl" else VERL_VERSION
+        return FrameworkImage(
             image=self.image, ray_version=self.ray_version or "", release=release or "", cuda_version=self.cuda_version
         )
 
@@ -288,8 +313,8 @@ class GrpoConfig(_Section):
     rollout_tensor_parallel: int | None = Field(
         None,
         ge=1,
-        le=facts.GPUS_PER_NODE,
-        description=f"vLLM tensor parallel size; divides {facts.GPUS_PER_NODE}; default derived from model and GPU.",
+        le=GPUS_PER_NODE,
+        description=f"vLLM tensor parallel size; divides {GPUS_PER_NODE}; default derived from model and GPU.",
     )
     learning_rate: float = Field(1e-6, gt=0, le=1e-3, description="Actor learning rate.")
     max_prompt_length: int = Field(512, ge=16, le=131072, description="Longest prompt in tokens.")
@@ -309,10 +334,10 @@ class GrpoConfig(_Section):
     @field_validator("rollout_tensor_parallel")
     @classmethod
     def _divides_node(cls, value: int | None) -> int | None:
-        if value is not None and value not in facts.TENSOR_PARALLEL_SIZES:
-            *smaller, largest = facts.TENSOR_PARALLEL_SIZES
+        if value is not None and value not in TENSOR_PARALLEL_SIZES:
+            *smaller, largest = TENSOR_PARALLEL_SIZES
             choices = f"{', '.join(map(str, smaller))} or {largest}"
-            raise ValueError(f"must divide {facts.GPUS_PER_NODE} ({choices}), got {value}")
+            raise ValueError(f"must divide {GPUS_PER_NODE} ({choices}), got {value}")
         return value
 
     def effective_mini_batch(self) -> int:
@@ -394,7 +419,7 @@ class StackConfig(_Section):
     @property
     def total_gpus(self) -> int:
         """GPUs across all worker nodes."""
-        return self.gpu.nodes * facts.GPUS_PER_NODE
+        return self.gpu.nodes * GPUS_PER_NODE
 
     @property
     def cluster_name(self) -> str:
@@ -407,9 +432,9 @@ class StackConfig(_Section):
         return self.storage.bucket or sanitize_name(f"{self.project}-grpo-{self.stack}", 63)
 
     @property
-    def gpu_machine(self) -> facts.GpuMachine:
+    def gpu_machine(self) -> GpuMachine:
         """Facts of the configured GPU machine."""
-        return facts.GPU_MACHINES[self.gpu.type]
+        return GPU_MACHINES[self.gpu.type]
 
 
 # ---------------------------------------------------------------- helpers
@@ -436,14 +461,14 @@ def driver_branch_for(cuda_version: str | None) -> int | None:
     """The lowest driver branch that runs this CUDA version, or None when the version is not known."""
     if cuda_version is None:
         return None
-    return facts.CUDA_MAJOR_DRIVER_BRANCH[cuda_major(cuda_version)]
+    return CUDA_MAJOR_DRIVER_BRANCH[cuda_major(cuda_version)]
 
 
 def pinned_below(min_version: str | None, floor: str) -> bool:
     """True when a pinned minimum GKE version is older than `floor` (no pin: the channel's, far above)."""
     if min_version is None:
         return False
-    return facts.GkeVersion.parse(min_version).key() < facts.GkeVersion.parse(floor).key()
+    return GkeVersion.parse(min_version).key() < GkeVersion.parse(floor).key()
 
 
 # ---------------------------------------------------------------- naming helpers
@@ -589,14 +614,14 @@ def _pydantic_problems(error: ValidationError, secret_sections: Iterable[str] = 
 
 
 def _version_floors(cfg: StackConfig) -> list[tuple[str, str]]:
-    floors = [(facts.RAY_OPERATOR_FLOOR, "the Ray operator add-on")]
+    floors = [(RAY_OPERATOR_FLOOR, "the Ray operator add-on")]
     floors.append(
         (cfg.gpu_machine.rdma_floor[cfg.cluster.mode], f"GPUDirect RDMA on {cfg.gpu.type.upper()} ({cfg.cluster.mode})")
     )
     if cfg.storage.type == "lustre":
-        floors.append((facts.LUSTRE_CSI_FLOOR, "the Managed Lustre CSI driver"))
+        floors.append((LUSTRE_CSI_FLOOR, "the Managed Lustre CSI driver"))
     if cfg.gpu.provisioning == "flex-start":
-        floors.append((facts.FLEX_START_FLOOR, "flex-start node pools"))
+        floors.append((FLEX_START_FLOOR, "flex-start node pools"))
     return floors
 
 
@@ -614,9 +639,9 @@ def _zone_problems(cfg: StackConfig) -> list[Problem]:
 def _version_problems(cfg: StackConfig) -> list[Problem]:
     problems = []
     if cfg.cluster.min_version:
-        version = facts.GkeVersion.parse(cfg.cluster.min_version)
+        version = GkeVersion.parse(cfg.cluster.min_version)
         for floor, reason in _version_floors(cfg):
-            if version.key() < facts.GkeVersion.parse(floor).key():
+            if version.key() < GkeVersion.parse(floor).key():
                 problems.append(
                     Problem(
                         f"{PROJECT_NAMESPACE}:cluster.minVersion",
@@ -659,11 +684,11 @@ def _storage_problems(cfg: StackConfig) -> list[Problem]:
         if storage.bucket is not None:
             add("storage.bucket", "is only for storage.type 'gcs'")
         if storage.throughput is None:
-            add("storage.throughput", f"is required for Lustre: one of {sorted(facts.LUSTRE_TIERS)} MB/s per TiB")
+            add("storage.throughput", f"is required for Lustre: one of {sorted(LUSTRE_TIERS)} MB/s per TiB")
         if storage.capacity_gib is None:
             add("storage.capacityGib", "is required for Lustre")
         elif storage.throughput is not None:
-            tier = facts.LUSTRE_TIERS[storage.throughput]
+            tier = LUSTRE_TIERS[storage.throughput]
             if storage.capacity_gib < tier.min_gib:
                 add(
                     "storage.capacityGib",
@@ -709,24 +734,24 @@ def _network_problems(cfg: StackConfig) -> list[Problem]:
                         f"must not overlap network.{first} ({ranges[first]}), got {ranges[second]}",
                     )
                 )
-    largest_rdma_prefix = facts.SUBNET_MAX_PREFIX - RDMA_SPLIT_BITS
+    largest_rdma_prefix = SUBNET_MAX_PREFIX - RDMA_SPLIT_BITS
     if parsed["rdmaRange"].prefixlen > largest_rdma_prefix:
         problems.append(
             Problem(
                 f"{ns}:network.rdmaRange",
-                f"must be /{largest_rdma_prefix} or larger to hold {facts.RDMA_SUBNET_COUNT} subnets"
-                f" of at least /{facts.SUBNET_MAX_PREFIX}, got {ranges['rdmaRange']}",
+                f"must be /{largest_rdma_prefix} or larger to hold {RDMA_SUBNET_COUNT} subnets"
+                f" of at least /{SUBNET_MAX_PREFIX}, got {ranges['rdmaRange']}",
             )
         )
     elif _node_addresses(parsed["rdmaRange"].prefixlen + RDMA_SPLIT_BITS) < cfg.gpu.nodes:
         problems.append(_too_small("rdmaRange", ranges, "each RDMA subnet", RDMA_SPLIT_BITS, cfg.gpu.nodes))
     if _node_addresses(parsed["gvnicRange"].prefixlen) < cfg.gpu.nodes:
         problems.append(_too_small("gvnicRange", ranges, "the gVNIC subnet", 0, cfg.gpu.nodes))
-    if cfg.storage.type == "lustre" and parsed["lustreRange"].prefixlen > facts.LUSTRE_PEERING_PREFIX_MAX:
+    if cfg.storage.type == "lustre" and parsed["lustreRange"].prefixlen > LUSTRE_PEERING_PREFIX_MAX:
         problems.append(
             Problem(
                 f"{ns}:network.lustreRange",
-                f"must be /{facts.LUSTRE_PEERING_PREFIX_MAX} or larger, got {ranges['lustreRange']}",
+                f"must be /{LUSTRE_PEERING_PREFIX_MAX} or larger, got {ranges['lustreRange']}",
             )
         )
     return problems
@@ -734,12 +759,12 @@ def _network_problems(cfg: StackConfig) -> list[Problem]:
 
 def _node_addresses(prefix_length: int) -> int:
     """Node addresses a subnet of this prefix length holds (Google Cloud keeps four)."""
-    return 2 ** (32 - prefix_length) - facts.SUBNET_RESERVED_ADDRESSES
+    return 2 ** (32 - prefix_length) - SUBNET_RESERVED_ADDRESSES
 
 
 def _too_small(key: str, ranges: Mapping[str, str], what: str, split_bits: int, nodes: int) -> Problem:
     """`network.<key>` is too small for one address per GPU node in `what`."""
-    largest_prefix = 32 - (nodes + facts.SUBNET_RESERVED_ADDRESSES - 1).bit_length() - split_bits
+    largest_prefix = 32 - (nodes + SUBNET_RESERVED_ADDRESSES - 1).bit_length() - split_bits
     return Problem(
         f"{PROJECT_NAMESPACE}:network.{key}",
         f"must be /{largest_prefix} or larger: {what} needs an address for each of the gpu.nodes={nodes}"
@@ -751,7 +776,7 @@ def _workload_problems(cfg: StackConfig) -> list[Problem]:
     ns = PROJECT_NAMESPACE
     problems = []
     workload = cfg.workload
-    supported = facts.SUPPORTED_PAIRS[workload.framework]
+    supported = SUPPORTED_PAIRS[workload.framework]
     if workload.dataset not in supported:
         problems.append(
             Problem(
@@ -772,7 +797,7 @@ def _workload_problems(cfg: StackConfig) -> list[Problem]:
         problems.append(
             Problem(
                 f"{ns}:workload.nemoRlRelease",
-                f"is required with workload.image for nemo-rl: one of {', '.join(facts.NEMO_RL_RELEASES)}",
+                f"is required with workload.image for nemo-rl: one of {', '.join(NEMO_RL_RELEASES)}",
             )
         )
     if workload.nemo_rl_release is not None and (workload.framework != "nemo-rl" or workload.image is None):
@@ -800,9 +825,9 @@ def _driver_problems(cfg: StackConfig) -> list[Problem]:
     needed = driver_branch_for(image.cuda_version)
     if needed is None or cfg.gpu_driver == "DEFAULT":
         return []
-    # Every branch of facts.CUDA_MAJOR_DRIVER_BRANCH has a LATEST floor (tests/infra/test_config.py).
-    branch = min(known for known in facts.LATEST_DRIVER_FLOORS if known >= needed)
-    floor = facts.LATEST_DRIVER_FLOORS[branch]
+    # Every branch of CUDA_MAJOR_DRIVER_BRANCH has a LATEST floor (tests/infra/test_config.py).
+    branch = min(known for known in LATEST_DRIVER_FLOORS if known >= needed)
+    floor = LATEST_DRIVER_FLOORS[branch]
     source = "workload.cudaVersion" if cfg.workload.image else f"the pinned {cfg.workload.framework} image"
     if pinned_below(cfg.cluster.min_version, floor):
         return [
@@ -870,7 +895,7 @@ def _kms_problems(cfg: StackConfig) -> list[Problem]:
     key = cfg.cluster.secrets_kms_key
     if key is None:
         return []
-    location = re.fullmatch(facts.KMS_KEY_PATTERN, key).group("location")
+    location = re.fullmatch(KMS_KEY_PATTERN, key).group("location")
     if location != cfg.region:
         # GKE docs, "Encrypt secrets at the application layer": the key lies in the cluster's location.
         return [
@@ -1010,14 +1035,12 @@ def _without_invalid(model: type[BaseModel], data: Mapping[str, Any], invalid: s
     return partial
 
 
-def _cross_check_what_validated(data: Mapping[str, Any], error: ValidationError) -> list[Problem]:
+def _cross_check_what_validated(data: Mapping[str, Any], error: ValidationError, derive: Derivation) -> list[Problem]:
     """The cross rules whose keys all validated, run on the config without the refused keys."""
-    from jobs.defaults import derive_defaults
-
     partial = _without_invalid(StackConfig, data, {tuple(item["loc"]) for item in error.errors()})
     rules = CROSS_RULES
     try:
-        partial, _ = derive_defaults(partial)
+        partial, _ = derive(partial)
     except AttributeError:
         # Derivation read a refused key: the batch rules would judge underived (None) sizes, so they wait.
         rules = tuple(rule for rule in CROSS_RULES if rule is not grpo_problems)
@@ -1030,8 +1053,12 @@ def _cross_check_what_validated(data: Mapping[str, Any], error: ValidationError)
     return problems
 
 
+Derivation = Callable[[StackConfig], tuple[StackConfig, tuple[DerivedValue, ...]]]
+"""Fills the defaults derived from other keys, returning the config and what it derived (jobs.defaults)."""
+
+
 def parse_config(
-    values: Mapping[str, Any], secret_keys: Iterable[str], stack: str
+    values: Mapping[str, Any], secret_keys: Iterable[str], stack: str, derive: Derivation
 ) -> LoadedConfig:
     """Validate Pulumi config values (`ns:key` -> raw string as the engine passes them).
 
@@ -1100,16 +1127,15 @@ def parse_config(
     except ValidationError as error:
         problems.extend(_pydantic_problems(error, secret_sections))
         if not secret_sections:
-            problems.extend(_cross_check_what_validated(data, error))
+            problems.extend(_cross_check_what_validated(data, error, derive))
         raise ConfigError(problems) from None
     if secret_sections:
         # The cross-key messages quote values; none of a misplaced secret may be shown.
         raise ConfigError(problems)
     # Derived once, here, so that every reader (program, plan, job CLI) sees the same values and the
-    # cross checks hold them to the rules an explicit value meets. jobs.defaults builds on this module.
-    from jobs.defaults import derive_defaults
-
-    config, derived = derive_defaults(config)
+    # cross checks hold them to the rules an explicit value meets. The job layer supplies `derive`
+    # (jobs/load.py): the derivation needs its recipes and capacity formula, and core never imports jobs.
+    config, derived = derive(config)
     problems.extend(cross_check(config))
     if problems:
         raise ConfigError(problems)
@@ -1117,11 +1143,8 @@ def parse_config(
     return LoadedConfig(config=config, warnings=tuple(warnings), derived=derived)
 
 
-def load_from_pulumi() -> LoadedConfig:
-    """Load and validate the running Pulumi program's config (engine or mocks).
-
-    Raises ConfigError; the program turns it into a clean `pulumi.RunError`.
-    """
+def pulumi_values() -> tuple[dict[str, Any], set[str], str]:
+    """The running Pulumi program's config values, its secret keys and the stack's name (engine or mocks)."""
     import pulumi
     from pulumi.runtime import config as runtime_config
 
@@ -1129,4 +1152,4 @@ def load_from_pulumi() -> LoadedConfig:
     values.update(runtime_config.CONFIG.get())
     secret_keys = set(runtime_config.get_config_secret_keys_env())
     secret_keys |= {key for key in values if runtime_config.is_config_secret(key)}
-    return parse_config(values, secret_keys, pulumi.get_stack())
+    return values, secret_keys, pulumi.get_stack()
