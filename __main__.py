@@ -2,7 +2,7 @@
 
 import pulumi
 
-from core.config import ConfigError
+from core.config.problems import ConfigError
 from infra.stack import build_infra
 from jobs.load import load_running_stack
 from jobs.stack import build_job

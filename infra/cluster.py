@@ -9,7 +9,7 @@ from typing import NamedTuple
 import pulumi
 import pulumi_gcp as gcp
 
-from core.config import StackConfig
+from core.config.model import StackConfig
 from core.facts.gcp import CLOUD_PLATFORM_SCOPE, WORKLOAD_POOL
 from core.facts.platform import LUSTRE_DEFAULT_PORT_FLOOR, LUSTRE_LEGACY_PORT, LUSTRE_PORT, GkeVersion
 from core.facts.privilege import SHIELDED_INTEGRITY_MONITORING, SHIELDED_SECURE_BOOT

@@ -9,7 +9,7 @@ import pulumi
 import pulumi_gcp as gcp
 
 from core import names
-from core.config import StackConfig
+from core.config.model import StackConfig
 from core.facts.privilege import GKE_SERVICE_AGENT, KMS_ENCRYPTER_ROLE, NODE_SERVICE_ACCOUNT_ROLES
 
 

@@ -12,11 +12,7 @@ import pulumi_kubernetes as k8s
 import yaml
 
 from core.facts.gcp import GKE_AUTH_PLUGIN, GKE_AUTH_PLUGIN_API
-
-
-def gcloud_context_name(project: str, location: str, cluster: str) -> str:
-    """The name `gcloud container clusters get-credentials` gives a cluster's kubeconfig entries."""
-    return f"gke_{project}_{location}_{cluster}"
+from core.names import gcloud_context_name
 
 
 def cluster_identifier(project: str, location: str, cluster: str) -> str:

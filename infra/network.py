@@ -9,56 +9,16 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_gcp as gcp
 
-from core.config import NetworkConfig
+from core.config.model import NetworkConfig
 from core.facts.gcp import RDMA_NETWORK_PROFILE
-from core.facts.platform import MAX_MTU, RDMA_SUBNET_COUNT
-from core.names import fixed_name_options
+from core.facts.platform import MAX_MTU
+from core.names import fixed_name_options, network_names
 
 POD_RANGE_NAME = "pods"
 """Secondary range of the node subnet holding pod addresses."""
 
 SERVICE_RANGE_NAME = "services"
 """Secondary range of the node subnet holding service addresses."""
-
-
-@dataclass(frozen=True)
-class NetworkNames:
-    """Deterministic names of every network resource, derived from the cluster name."""
-
-    cluster_vpc: str
-    """The cluster's VPC."""
-    node_subnet: str
-    """The nodes' subnet."""
-    router: str
-    """Cloud Router of the NAT."""
-    nat: str
-    """Cloud NAT of the private nodes."""
-    gvnic_vpc: str
-    """The gVNIC VPC."""
-    gvnic_subnet: str
-    """The gVNIC subnet."""
-    gvnic_firewall: str
-    """Internal firewall rule of the gVNIC VPC."""
-    rdma_vpc: str
-    """The RDMA VPC."""
-    rdma_subnets: tuple[str, ...]
-    """The RDMA subnets, 0..7."""
-
-
-def network_names(prefix: str) -> NetworkNames:
-    """Names of the network resources of cluster `prefix` (RDMA subnets `<vpc>-sub-N`, as CT names them)."""
-    rdma_vpc = f"{prefix}-rdma"
-    return NetworkNames(
-        cluster_vpc=f"{prefix}-net",
-        node_subnet=f"{prefix}-nodes",
-        router=f"{prefix}-router",
-        nat=f"{prefix}-nat",
-        gvnic_vpc=f"{prefix}-gvnic",
-        gvnic_subnet=f"{prefix}-gvnic-sub",
-        gvnic_firewall=f"{prefix}-gvnic-internal",
-        rdma_vpc=rdma_vpc,
-        rdma_subnets=tuple(f"{rdma_vpc}-sub-{index}" for index in range(RDMA_SUBNET_COUNT)),
-    )
 
 
 def rdma_network_profile(project: str, zone: str) -> str:

@@ -9,7 +9,7 @@ import pulumi
 import pulumi_gcp as gcp
 
 from core import names
-from core.config import StackConfig
+from core.config.model import StackConfig
 from core.facts.gcp import CLOUD_PLATFORM_SCOPE, GPU_TAINT_KEY, NODE_IMAGE_TYPE, RESERVATION_AFFINITY_KEY
 from core.facts.platform import GPUS_PER_NODE
 from core.facts.privilege import (
@@ -19,9 +19,6 @@ from core.facts.privilege import (
     SHIELDED_INTEGRITY_MONITORING,
     SHIELDED_SECURE_BOOT,
 )
-
-GPU_NODE_POOL = "gpu"
-"""Name of the GPU node pool."""
 
 HEAD_NODE_COUNT = 1
 """The Ray head runs alone on one CPU node."""
@@ -117,7 +114,7 @@ def gpu_pool_args(
         reservation_affinity=reservation_affinity(config),
     )
     return gcp.container.NodePoolArgs(
-        name=GPU_NODE_POOL,
+        name=names.GPU_NODE_POOL,
         project=config.project,
         cluster=cluster,
         location=config.region,
@@ -207,7 +204,7 @@ class NodePools(pulumi.ComponentResource):
         )
         nics = additional_networks(args.gvnic_vpc, args.gvnic_subnet, args.rdma_vpc, args.rdma_subnets)
         self.gpu = gcp.container.NodePool(
-            f"{config.cluster_name}-{GPU_NODE_POOL}", gpu_pool_args(config, args.cluster, nics, args.service_account), opts=child
+            f"{config.cluster_name}-{names.GPU_NODE_POOL}", gpu_pool_args(config, args.cluster, nics, args.service_account), opts=child
         )
         self.register_outputs({})
 

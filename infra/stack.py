@@ -6,7 +6,7 @@ from __future__ import annotations
 import pulumi
 
 from core import names
-from core.config import StackConfig
+from core.config.model import StackConfig
 from infra.apis import Apis, ApisArgs, required_services
 from infra.cluster import Cluster, ClusterArgs
 from infra.identity import ClusterIdentity, ClusterIdentityArgs

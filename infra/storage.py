@@ -3,17 +3,15 @@ instance on the cluster VPC. Either is kept on `pulumi destroy` when storage.kee
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import pulumi
 import pulumi_gcp as gcp
 
 from core import names
-from core.config import StackConfig
+from core.config.model import StackConfig
 from core.facts.gcp import BUCKET_OBJECT_ROLE, WORKLOAD_PRINCIPAL
 from core.facts.platform import PSA_DELETION_POLICY
-from core.facts.privilege import LUSTRE_FILESYSTEM_MAX
 from infra.cluster import lustre_port
 from infra.network import cidr_address, ingress_firewall_args
 
@@ -22,30 +20,6 @@ def workload_principal(project: str, project_number: str) -> str:
     """IAM principal of the Ray pods' Kubernetes service account (workload identity federation)."""
     return WORKLOAD_PRINCIPAL.format(
         number=project_number, project=project, namespace=names.NAMESPACE, ksa=names.RAY_SERVICE_ACCOUNT
-    )
-
-
-@dataclass(frozen=True)
-class LustreNames:
-    """Deterministic names of the Lustre path's resources."""
-
-    instance_id: str
-    """Managed Lustre instance id."""
-    filesystem: str
-    """Lustre filesystem name (at most 8 alphanumerics)."""
-    peering_range: str
-    """Private service access range."""
-    firewall: str
-    """Firewall rule letting nodes reach Lustre."""
-
-
-def lustre_names(prefix: str) -> LustreNames:
-    """Names derived from the cluster name; the filesystem is its first 8 alphanumeric characters."""
-    return LustreNames(
-        instance_id=f"{prefix}-lustre",
-        filesystem=re.sub(r"[^a-z0-9]", "", prefix.lower())[: LUSTRE_FILESYSTEM_MAX],
-        peering_range=f"{prefix}-lustre-psa",
-        firewall=f"{prefix}-lustre-lnet",
     )
 
 
@@ -130,7 +104,7 @@ class Storage(pulumi.ComponentResource):
     def _lustre(self, args: StorageArgs) -> None:
         config = args.config
         keep = config.storage.keep_on_destroy
-        lustre = lustre_names(config.cluster_name)
+        lustre = names.lustre_names(config.cluster_name)
         address, prefix_length = cidr_address(config.network.lustre_range)
         port = lustre_port(config)
         self.peering_range = gcp.compute.GlobalAddress(

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from core import names
-from core.config import PROJECT_NAMESPACE, ConfigError, StackConfig
+from core.config.model import PROJECT_NAMESPACE, StackConfig
+from core.config.problems import ConfigError
 from core.stackfile import StackFileError, read_stack_file, stack_file
 from jobs import access, control
 from jobs.load import load_config
@@ -54,9 +55,7 @@ def load_stack(stack: str, directory: Path) -> StackConfig:
 
 def stack_context(config: StackConfig) -> str:
     """The kubeconfig context `gcloud container clusters get-credentials` gives the stack's cluster."""
-    from infra.kubernetes import gcloud_context_name
-
-    return gcloud_context_name(config.project, config.region, config.cluster_name)
+    return names.gcloud_context_name(config.project, config.region, config.cluster_name)
 
 
 def credentials_command(config: StackConfig) -> str:

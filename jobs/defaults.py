@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from pathlib import PurePosixPath
 
-from core.config import DerivedValue, StackConfig, grpo_problems
+from core.config.load import DerivedValue
+from core.config.model import StackConfig
 from core.facts.job import NemoRlRecipe
 from core.facts.platform import (
     BF16_BYTES_PER_PARAMETER,
@@ -19,7 +20,7 @@ from core.facts.platform import (
     VLLM_HEADROOM_PER_GPU_GB,
 )
 from jobs.spec import model_size_b, recipe_for_size
-from jobs.validate import rollout_capacity_gb
+from jobs.validate import grpo_problems, rollout_capacity_gb
 
 
 def _recipe(config: StackConfig) -> NemoRlRecipe | None:

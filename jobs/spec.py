@@ -14,7 +14,8 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
-from core.config import PROJECT_NAMESPACE, ConfigError, Problem, StackConfig, WorkloadConfig, sanitize_name
+from core.config.model import PROJECT_NAMESPACE, StackConfig, WorkloadConfig, sanitize_name
+from core.config.problems import ConfigError, Problem
 from core.facts.job import (
     HF_ARCHITECTURES,
     NEMO_RL_DEEPSCALER,

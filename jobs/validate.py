@@ -17,7 +17,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-from core.config import PROJECT_NAMESPACE, ConfigError, Problem, StackConfig
+from core.config.model import PROJECT_NAMESPACE, StackConfig
+from core.config.problems import ConfigError, Problem
+from core.config.rules import CrossRule
 from core.facts.job import NEMO_RL_RELEASE_FACTS, VERL_CONFIG_NAME
 from core.facts.platform import BF16_BYTES_PER_PARAMETER, GPUS_PER_NODE, TENSOR_PARALLEL_SIZES, VERL_VERSION
 from jobs.spec import model_size_b, nemo_rl_recipe, training_spec
@@ -188,6 +190,60 @@ def _composition_problems(config_dir: Path, overrides: tuple[str, ...]) -> tuple
 
 def _first_line(error: Exception) -> str:
     return str(error).strip().splitlines()[0]
+
+
+def grpo_problems(cfg: StackConfig) -> list[Problem]:
+    """The batch-divisibility rules of `grpo-gke:grpo` (derived defaults are chosen to keep them)."""
+    ns = PROJECT_NAMESPACE
+    problems = []
+    grpo = cfg.grpo
+    gpus = cfg.total_gpus
+    samples = grpo.prompts_per_step * grpo.generations_per_prompt
+    mini = grpo.effective_mini_batch()
+
+    def add(key: str, message: str) -> None:
+        problems.append(Problem(f"{ns}:grpo.{key}", message))
+
+    if mini > grpo.prompts_per_step:
+        add("miniBatchSize", f"must be at most grpo.promptsPerStep ({grpo.prompts_per_step}), got {mini}")
+    elif grpo.prompts_per_step % mini:
+        add("miniBatchSize", f"must divide grpo.promptsPerStep ({grpo.prompts_per_step}), got {mini}")
+
+    if cfg.workload.framework == "verl":
+        # verl validate_config: the real batch (prompts x n) divides across all GPUs, and each
+        # GPU's share of a mini-batch is a whole number of micro-batches (jobs-and-frameworks.md §1).
+        if samples % gpus:
+            add(
+                "promptsPerStep",
+                f"promptsPerStep x generationsPerPrompt ({grpo.prompts_per_step} x {grpo.generations_per_prompt}"
+                f" = {samples}) must be divisible by the {gpus} GPUs of gpu.nodes={cfg.gpu.nodes}",
+            )
+        elif (mini * grpo.generations_per_prompt) % gpus:
+            add(
+                "miniBatchSize",
+                f"miniBatchSize x generationsPerPrompt ({mini * grpo.generations_per_prompt}) must be divisible"
+                f" by the {gpus} GPUs",
+            )
+        elif (mini * grpo.generations_per_prompt // gpus) % grpo.micro_batch_size_per_gpu:
+            add(
+                "microBatchSizePerGpu",
+                f"must divide each GPU's share of a mini-batch ({mini * grpo.generations_per_prompt // gpus}),"
+                f" got {grpo.micro_batch_size_per_gpu}",
+            )
+    else:
+        # NeMo-RL: train_global_batch_size = prompts x generations must split into whole
+        # micro-batches on every data-parallel rank (nemo_rl/algorithms/grpo.py setup checks).
+        if samples % (gpus * grpo.micro_batch_size_per_gpu):
+            add(
+                "promptsPerStep",
+                f"promptsPerStep x generationsPerPrompt ({samples}) must be divisible by the {gpus} GPUs"
+                f" x microBatchSizePerGpu ({grpo.micro_batch_size_per_gpu})",
+            )
+    return problems
+
+
+JOB_RULES = (CrossRule(grpo_problems, reads_derived=True),)
+"""The job layer's cross-rules, run with the config's (core.config.rules.CONFIG_RULES) by jobs/load.py."""
 
 
 def rollout_capacity_gb(config: StackConfig, tensor_parallel: int) -> float:

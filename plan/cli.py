@@ -10,7 +10,9 @@ import json
 import sys
 from pathlib import Path
 
-from core.config import PROJECT_NAMESPACE, ConfigError, LoadedConfig, StackConfig
+from core.config.load import LoadedConfig
+from core.config.model import PROJECT_NAMESPACE, StackConfig
+from core.config.problems import ConfigError
 from core.facts.pods import HEAD_REQUESTS
 from core.stackfile import StackFileError, read_stack_file, stack_file, stack_name_of
 from jobs.load import load_stack

@@ -13,7 +13,7 @@ import pulumi
 from pulumi.runtime import settings
 from pulumi.runtime.sync_await import _sync_await
 
-from core.config import PROJECT_NAMESPACE
+from core.config.model import PROJECT_NAMESPACE
 from core.stackfile import read_stack_file, stack_file
 from plan.mocks import OfflineMocks
 from plan.monitor import SECRET_PLACEHOLDER, Recorded, RecordingMonitor, wire_value

@@ -12,7 +12,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from core.config import StackConfig
+from core.config.model import StackConfig
 from core.facts.platform import BF16_BYTES_PER_PARAMETER
 from core.facts.pods import HEAD_REQUESTS
 from jobs.spec import model_size_b

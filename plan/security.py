@@ -4,7 +4,8 @@ the workloads use with which roles, what is encrypted with which key, and every 
 from __future__ import annotations
 
 from core import names
-from core.config import PROJECT_NAMESPACE, LoadedConfig, StackConfig
+from core.config.load import LoadedConfig
+from core.config.model import PROJECT_NAMESPACE, StackConfig
 from core.facts.gcp import BUCKET_OBJECT_ROLE
 from core.facts.pods import KONNECTIVITY_AGENT_LABELS, KONNECTIVITY_AGENT_NAMESPACE
 from core.facts.privilege import KMS_ENCRYPTER_ROLE, NODE_SERVICE_ACCOUNT_ROLES

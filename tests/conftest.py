@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from core.config import PROJECT_NAMESPACE
+from core.config.model import PROJECT_NAMESPACE
 from core.stackfile import StackValues, read_stack_file, stack_file
 from plan.harness import REPO_ROOT, Recording, run_values
 

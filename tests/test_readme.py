@@ -9,7 +9,7 @@ import sys
 
 from pydantic import BaseModel
 
-from core.config import StackConfig
+from core.config.model import StackConfig
 from tests.conftest import REPO_ROOT, shipped_stack_file
 
 README = (REPO_ROOT / "README.md").read_text()

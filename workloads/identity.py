@@ -19,7 +19,7 @@ from pulumi_kubernetes.core.v1.Secret import SecretInitArgs
 from pulumi_kubernetes.core.v1.ServiceAccount import ServiceAccountInitArgs
 
 from core import names
-from core.config import StackConfig
+from core.config.model import StackConfig
 
 LABELS = {"app.kubernetes.io/part-of": "grpo-gke"}
 """Labels on every object the workloads create in their namespace."""

@@ -13,7 +13,7 @@ from core import names
 from core.facts.platform import VERL_VERSION
 
 if TYPE_CHECKING:
-    from core.config import StackConfig
+    from core.config.model import StackConfig
 
 MOUNT = names.DATA_MOUNT
 """Mount path of the shared storage in every pod."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from core import names
-from core.config import StackConfig
+from core.config.model import StackConfig
 from core.facts.gcp import GPU_TAINT_KEY
 from core.facts.platform import GPU_DRIVER_NODE_LABEL, GPUS_PER_NODE
 

@@ -16,7 +16,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from core import names
-from core.config import StackConfig
+from core.config.model import StackConfig
 from core.facts.pods import (
     GIB_HOST_DIR,
     GIB_NCCL_ENV,

@@ -20,7 +20,7 @@ from pulumi_kubernetes.batch.v1.Job import JobInitArgs
 from pulumi_kubernetes.core.v1.ConfigMap import ConfigMapInitArgs
 
 from core import names
-from core.config import StackConfig
+from core.config.model import StackConfig
 from core.facts.platform import VERL_VERSION
 from core.facts.pods import (
     HUB_DATASETS,

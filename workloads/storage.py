@@ -16,7 +16,7 @@ from pulumi_kubernetes.core.v1.PersistentVolume import PersistentVolumeInitArgs
 from pulumi_kubernetes.core.v1.PersistentVolumeClaim import PersistentVolumeClaimInitArgs
 
 from core import names
-from core.config import StackConfig
+from core.config.model import StackConfig
 from core.facts.pods import (
     GCSFUSE_MOUNT_OPTIONS,
     GCSFUSE_POD_ANNOTATION,

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from core.config import PROJECT_NAMESPACE
+from core.config.model import PROJECT_NAMESPACE
 from core.facts.changes import FORCE_NEW_INPUTS
 from plan.blast import SPECIAL_TYPES, blast_radius, changed_paths, effect, render
 from plan.writer import render_plan_json

@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from core.config import ConfigError, Problem, StackConfig
+from core.config.model import StackConfig
+from core.config.problems import ConfigError, Problem
 from core.facts.platform import (
     CUDA_MAJOR_DRIVER_BRANCH,
     DEFAULT_IMAGES,

@@ -6,7 +6,8 @@ import pytest
 import yaml
 from google.protobuf import json_format
 
-from infra.kubernetes import cluster_identifier, gcloud_context_name, gke_kubeconfig
+from core.names import gcloud_context_name
+from infra.kubernetes import cluster_identifier, gke_kubeconfig
 from plan import mocks
 from plan.harness import run_values
 from plan.monitor import SECRET_SIG, SIG_KEY, RecordingMonitor

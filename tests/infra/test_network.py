@@ -6,9 +6,10 @@ import ipaddress
 
 import pytest
 
-from core.config import NetworkConfig
+from core.config.model import NetworkConfig
 from core.facts.platform import MAX_MTU
-from infra.network import cidr_address, network_id, network_names, rdma_network_profile
+from core.names import network_names
+from infra.network import cidr_address, network_id, rdma_network_profile
 from tests.infra.conftest import COMBINATIONS, depends_on
 
 NETWORK = "gcp:compute/network:Network"

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from core.config import PROJECT_NAMESPACE, LoadedConfig
+from core.config.load import LoadedConfig
+from core.config.model import PROJECT_NAMESPACE
 from core.stackfile import read_stack_file
 from jobs.load import load_config
 from tests.conftest import REPO_ROOT, SHIPPED_STACKS, shipped_stack_file

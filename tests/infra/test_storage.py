@@ -8,7 +8,8 @@ import re
 import pytest
 
 from core import names
-from infra.storage import lustre_names, workload_principal
+from core.names import lustre_names
+from infra.storage import workload_principal
 from plan.mocks import FAKE_PROJECT_NUMBER
 from tests.infra.conftest import MODES, all_dependencies, depends_on
 

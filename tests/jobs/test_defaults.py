@@ -8,7 +8,8 @@ import sys
 
 import pytest
 
-from core.config import ConfigError, DerivedValue
+from core.config.load import DerivedValue
+from core.config.problems import ConfigError
 from core.facts.platform import GPUS_PER_NODE
 from jobs.load import load_config
 from jobs.spec import submission_for, training_spec

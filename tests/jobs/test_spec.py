@@ -11,7 +11,8 @@ import sys
 
 import pytest
 
-from core.config import ConfigError, StackConfig
+from core.config.model import StackConfig
+from core.config.problems import ConfigError
 from core.facts.job import NEMO_RL_WORKDIR, VERL_ENTRY_MODULE
 from jobs.load import load_config
 from jobs.spec import (

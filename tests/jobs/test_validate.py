@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from omegaconf import DictConfig, OmegaConf
 
-from core.config import ConfigError
+from core.config.problems import ConfigError
 from core.facts.job import NEMO_RL_RELEASE_FACTS
 from core.facts.platform import NEMO_RL_RELEASES
 from jobs.cli import main

@@ -12,7 +12,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from core.config import PROJECT_NAMESPACE, StackConfig
+from core.config.model import PROJECT_NAMESPACE, StackConfig
 from jobs.load import load_config
 from plan.harness import Recording
 from tests.conftest import SHARED, run_values, values_of
