@@ -75,7 +75,9 @@ def _version_problems(cfg: StackConfig) -> list[Problem]:
 def _capacity_problems(cfg: StackConfig) -> list[Problem]:
     ns = PROJECT_NAMESPACE
     problems: list[Problem] = []
-    add = lambda path, message: problems.append(Problem(f"{ns}:{path}", message))  # noqa: E731
+
+    def add(path: str, message: str) -> None:
+        problems.append(Problem(f"{ns}:{path}", message))
 
     gpu = cfg.gpu
     if gpu.provisioning == "reservation" and not gpu.reservation:
@@ -94,7 +96,9 @@ def _capacity_problems(cfg: StackConfig) -> list[Problem]:
 def _storage_problems(cfg: StackConfig) -> list[Problem]:
     ns = PROJECT_NAMESPACE
     problems: list[Problem] = []
-    add = lambda path, message: problems.append(Problem(f"{ns}:{path}", message))  # noqa: E731
+
+    def add(path: str, message: str) -> None:
+        problems.append(Problem(f"{ns}:{path}", message))
 
     storage = cfg.storage
     if storage.type == "gcs":

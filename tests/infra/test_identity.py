@@ -9,7 +9,8 @@ from core import names
 from core.facts.gcp import CLOUD_PLATFORM_SCOPE
 from core.facts.privilege import NODE_ROLE_ALLOW_LIST, NODE_SERVICE_ACCOUNT_ROLES
 from infra.identity import gke_service_agent, role_resource_name
-from tests.infra.conftest import COMBINATIONS, MODES, depends_on
+from tests.conftest import COMBINATIONS, MODES
+from tests.infra.conftest import depends_on
 
 ACCOUNT = "gcp:serviceaccount/account:Account"
 PROJECT_MEMBER = "gcp:projects/iAMMember:IAMMember"

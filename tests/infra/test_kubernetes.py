@@ -11,7 +11,8 @@ from infra.kubernetes import cluster_identifier, gke_kubeconfig
 from plan import mocks
 from plan.harness import run_values
 from plan.monitor import SECRET_SIG, SIG_KEY, RecordingMonitor
-from tests.infra.conftest import COMBINATIONS, depends_on, infra_values
+from tests.conftest import COMBINATIONS, combination_values
+from tests.infra.conftest import depends_on
 
 PROVIDER = "pulumi:providers:kubernetes"
 
@@ -73,7 +74,7 @@ def provider_registration(endpoint: str, ca_certificate: str) -> dict:
         patch.setattr(mocks, "FAKE_ENDPOINT", endpoint)
         patch.setattr(mocks, "FAKE_CA_CERTIFICATE", ca_certificate)
         patch.setattr(RecordingMonitor, "RegisterResource", recording_provider)
-        run_values(infra_values("standard", "h200", "gcs"))
+        run_values(combination_values("standard", "h200", "gcs"))
     return seen
 
 
@@ -118,6 +119,6 @@ def test_with_the_dns_endpoint_the_provider_reaches_the_cluster_through_it():
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(RecordingMonitor, "RegisterResource", recording_provider)
-        run_values(infra_values("autopilot", "b200", "gcs", cluster={"dnsEndpoint": True}))
+        run_values(combination_values("autopilot", "b200", "gcs", cluster={"dnsEndpoint": True}))
     cluster = yaml.safe_load(seen["kubeconfig"])["clusters"][0]["cluster"]
     assert cluster == {"server": f"https://{mocks.FAKE_DNS_ENDPOINT}"}

@@ -10,7 +10,8 @@ from core.config.model import NetworkConfig
 from core.facts.platform import MAX_MTU
 from core.names import network_names
 from infra.network import cidr_address, network_id, rdma_network_profile
-from tests.infra.conftest import COMBINATIONS, depends_on
+from tests.conftest import COMBINATIONS
+from tests.infra.conftest import depends_on
 
 NETWORK = "gcp:compute/network:Network"
 SUBNET = "gcp:compute/subnetwork:Subnetwork"

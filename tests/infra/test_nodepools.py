@@ -7,15 +7,10 @@ import pytest
 from core import names
 from core.facts.platform import GPU_MACHINES
 from infra.nodepools import gpu_driver_version, gpu_pool_args, reservation_affinity
-from jobs.load import load_config
-from tests.infra.conftest import COMBINATIONS, GPUS, depends_on, infra_values
+from tests.conftest import COMBINATIONS, GPUS, combination_config
+from tests.infra.conftest import depends_on
 
 POOL = "gcp:container/nodePool:NodePool"
-
-
-def config_of(gpu: str, /, **sections: dict):
-    """A validated Standard gcs StackConfig."""
-    return load_config(infra_values("standard", gpu, "gcs", **sections), (), "test").config
 
 
 USER_IMAGE = {"image": "example.com/verl:custom", "rayVersion": "2.55.1"}
@@ -41,21 +36,21 @@ NEMO = {"framework": "nemo-rl", "dataset": "deepscaler", "model": "Qwen/Qwen2.5-
     ("b200", USER_IMAGE, {}, "LATEST"),
 ])
 def test_pool_driver_runs_the_images_cuda(gpu, workload, cluster, driver):
-    config = config_of(gpu, workload=workload, cluster=cluster)
+    config = combination_config("standard", gpu, workload=workload, cluster=cluster)
     assert gpu_driver_version(config) == driver
     [accelerator] = gpu_pool_args(config, "cluster", [], "nodes@example.iam.gserviceaccount.com").node_config.guest_accelerators
     assert accelerator.gpu_driver_installation_config.gpu_driver_version == driver
 
 
 def test_reservation_affinity_per_provisioning():
-    reserved = reservation_affinity(config_of("b200", gpu={"provisioning": "reservation", "reservation": "res-a4"}))
+    reserved = reservation_affinity(combination_config("standard", "b200", gpu={"provisioning": "reservation", "reservation": "res-a4"}))
     assert (reserved.consume_reservation_type, reserved.key, reserved.values) == (
         "SPECIFIC_RESERVATION",
         "compute.googleapis.com/reservation-name",
         ["res-a4"],
     )
     for provisioning in ("spot", "on-demand", "flex-start"):
-        affinity = reservation_affinity(config_of("b200", gpu={"provisioning": provisioning}))
+        affinity = reservation_affinity(combination_config("standard", "b200", gpu={"provisioning": provisioning}))
         assert affinity.consume_reservation_type == "NO_RESERVATION", provisioning
 
 

@@ -12,9 +12,8 @@ import sys
 import pytest
 
 from core.facts.platform import GPU_MACHINES
-from jobs.load import load_config
 from plan.prices import CATALOG_PATH, catalog, estimate, gpu_node_hourly, read_catalog, render_cost_json, summary_lines
-from tests.conftest import REPO_ROOT, SHIPPED_STACKS, shipped_stack_file, values_of
+from tests.conftest import REPO_ROOT, SHIPPED_STACKS, config_of, shipped_stack_file
 from tests.infra.test_config import OPEN_CONTROL_PLANE
 
 DATE = "2026-12-01"
@@ -30,11 +29,6 @@ C2_STANDARD_16_US_CENTRAL1 = 0.83523
 """vms.csv: c2-standard-16's Price in us-central1."""
 GCS_US_CENTRAL1_HOURLY_PER_GIB = 0.020 / 730
 """Cloud Storage Standard in us-central1, $0.020 per GiB-month, over 730 hours."""
-
-
-def config_of(stack: str, **sections: dict):
-    """The validated config of a shipped stack with sections merged in."""
-    return load_config(values_of(stack, **sections), [], stack).config
 
 
 def test_the_catalog_is_dated_and_every_section_names_its_source():

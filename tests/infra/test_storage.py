@@ -11,7 +11,8 @@ from core import names
 from core.names import lustre_names
 from infra.storage import workload_principal
 from plan.mocks import FAKE_PROJECT_NUMBER
-from tests.infra.conftest import MODES, all_dependencies, depends_on
+from tests.conftest import MODES
+from tests.infra.conftest import all_dependencies, depends_on
 
 BUCKET = "gcp:storage/bucket:Bucket"
 GRANT = "gcp:storage/bucketIAMMember:BucketIAMMember"

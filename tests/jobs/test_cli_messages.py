@@ -113,7 +113,7 @@ def not_found_server() -> Iterator[str]:
     """Address of an HTTP server that answers every path with 404, as a dashboard does a wrong path."""
 
     class NotFound(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 - the http.server hook name
+        def do_GET(self) -> None:
             self.send_response(404)
             self.end_headers()
             self.wfile.write(b"404: Not Found")

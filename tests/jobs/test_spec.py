@@ -14,7 +14,6 @@ import pytest
 from core.config.model import StackConfig
 from core.config.problems import ConfigError
 from core.facts.job import NEMO_RL_WORKDIR, VERL_ENTRY_MODULE
-from jobs.load import load_config
 from jobs.spec import (
     hf_architecture,
     model_size_b,
@@ -25,7 +24,7 @@ from jobs.spec import (
 )
 from jobs.validate import parse_override
 from plan.harness import REPO_ROOT
-from tests.conftest import SHIPPED_STACKS, stack_values, values_of
+from tests.conftest import SHIPPED_STACKS, config_of
 from workloads import paths
 
 
@@ -41,16 +40,6 @@ def submit_job_kwargs() -> set[str]:
     from ray.job_submission import JobSubmissionClient
 
     return set(inspect.signature(JobSubmissionClient.submit_job).parameters) - {"self"}
-
-
-def config_of(base: str, stack: str | None = None, secret_token: bool = False, **sections: dict) -> StackConfig:
-    """A validated config from a shipped stack with sections changed, under another stack name if given."""
-    values = values_of(base, **sections)
-    secret_keys = set(stack_values(base).secret_keys)
-    if secret_token:
-        values["grpo-gke:hfToken"] = "hf_do_not_leak_0123456789"
-        secret_keys.add("grpo-gke:hfToken")
-    return load_config(values, secret_keys, stack or base).config
 
 
 def overrides_of(config: StackConfig) -> dict[str, object]:
@@ -223,7 +212,7 @@ def test_attempts_share_the_run_and_differ_only_in_id_attempt_and_metrics_file()
 
 def test_the_submission_and_its_run_are_the_same_in_every_process():
     code = (
-        "import json; from tests.jobs.test_spec import config_of; from jobs.spec import submission_for;"
+        "import json; from tests.conftest import config_of; from jobs.spec import submission_for;"
         " print(json.dumps(submission_for(config_of('nemo-rl-standard-b200'))))"
     )
     outputs = set()

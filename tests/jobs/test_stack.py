@@ -8,8 +8,7 @@ import pytest
 from jobs.spec import submission_for
 from plan import harness
 from plan.harness import run_values
-from tests.conftest import SHIPPED_STACKS, stack_values, values_of
-from tests.jobs.test_spec import config_of
+from tests.conftest import SHIPPED_STACKS, config_of, stack_values, values_of
 
 DYNAMIC = "pulumi-python:dynamic:Resource"
 

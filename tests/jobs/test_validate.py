@@ -14,8 +14,8 @@ from core.facts.platform import NEMO_RL_RELEASES
 from jobs.cli import main
 from jobs.spec import nemo_rl_recipe, training_spec
 from jobs.validate import check, job_problems, nemo_rl_keys, nemo_rl_problems, verl_problems
-from tests.conftest import SHIPPED_STACKS, STACKS_DIR
-from tests.jobs.test_spec import config_of, nemo_rl
+from tests.conftest import SHIPPED_STACKS, STACKS_DIR, config_of
+from tests.jobs.test_spec import nemo_rl
 
 SHARED_RELEASES = {"v0.4.0": "v0.4.0", "v0.7.0": "main"}
 """Releases whose recipes ../shared/nemo-rl holds: v0.4.0, and main for v0.7.0's layout (both

@@ -15,7 +15,7 @@ from core.facts.pods import (
     PAUSE_IMAGE,
     SHM_GIB,
 )
-from tests.workloads.conftest import config_of
+from tests.conftest import combination_config
 from workloads import gib, identity, network, sizing, storage
 
 SUBNETS = [f"sub-{n}" for n in range(8)]
@@ -90,7 +90,7 @@ def test_identity_uses_the_shared_names_and_the_token_never_enters_a_pod_spec():
     assert (account.name, account.namespace) == (names.RAY_SERVICE_ACCOUNT, names.NAMESPACE)
     secret = identity.render_token_secret("value")
     assert secret.string_data == {names.HF_TOKEN_SECRET_KEY: "value"} and secret.data is None
-    [env] = [entry.as_args() for entry in identity.secret_env(config_of(token="hf_x"))]
+    [env] = [entry.as_args() for entry in identity.secret_env(combination_config(token="hf_x"))]
     assert env.name == "HF_TOKEN" and env.value is None
     assert (env.value_from.secret_key_ref.name, env.value_from.secret_key_ref.key) == (
         names.HF_TOKEN_SECRET, names.HF_TOKEN_SECRET_KEY,
@@ -101,7 +101,7 @@ def test_secret_env_is_one_secret_keyed_by_name_and_read_by_reference():
     secret = identity.render_secret_env_secret({"B_KEY": "b", "A_KEY": "a"})
     assert (secret.metadata.name, secret.metadata.namespace) == (names.SECRET_ENV_SECRET, names.NAMESPACE)
     assert secret.string_data == {"A_KEY": "a", "B_KEY": "b"} and secret.data is None
-    config = config_of(token="hf_x", secret_env={"B_KEY": "b", "A_KEY": "a"})
+    config = combination_config(token="hf_x", secret_env={"B_KEY": "b", "A_KEY": "a"})
     assert [entry.as_dict() for entry in identity.secret_env(config)] == [
         {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"key": names.HF_TOKEN_SECRET_KEY, "name": names.HF_TOKEN_SECRET}}},
         {"name": "A_KEY", "valueFrom": {"secretKeyRef": {"key": "A_KEY", "name": names.SECRET_ENV_SECRET}}},
@@ -121,7 +121,7 @@ KES_GCSFUSE_MOUNT_OPTIONS = [
 
 
 def test_gcs_volume_is_static_retained_and_tuned():
-    config = config_of(storage_type="gcs")
+    config = combination_config(storage_type="gcs")
     volume = storage.render_volume(config, storage.StorageTarget(bucket="my-bucket")).spec
     assert volume.csi.driver == "gcsfuse.csi.storage.gke.io" and volume.csi.volume_handle == "my-bucket"
     assert volume.persistent_volume_reclaim_policy == "Retain"
@@ -136,17 +136,17 @@ def test_gcs_volume_is_static_retained_and_tuned():
 
 def test_a_grown_lustre_instance_changes_the_volume_but_never_the_unresizable_claim():
     target = storage.StorageTarget(lustre_instance="inst", lustre_mount_point="192.0.2.20@tcp:/grpo", lustre_filesystem="grpo")
-    small, large = (config_of(storage_type="lustre", storage={"capacityGib": gib}) for gib in (18000, 36000))
+    small, large = (combination_config(storage_type="lustre", storage={"capacityGib": gib}) for gib in (18000, 36000))
     assert storage.render_volume(small, target).spec.capacity != storage.render_volume(large, target).spec.capacity
     claim = storage.render_claim().spec.resources.requests["storage"]
     assert claim == storage.CLAIM_REQUEST
-    for config in (small, large, config_of(storage_type="gcs")):
+    for config in (small, large, combination_config(storage_type="gcs")):
         volume = storage.render_volume(config, target if config.storage.type == "lustre" else storage.StorageTarget(bucket="b"))
         assert _gib(claim) <= _gib(volume.spec.capacity["storage"])
 
 
 def test_lustre_volume_has_no_fuse_options_and_needs_the_instance():
-    config = config_of(storage_type="lustre")
+    config = combination_config(storage_type="lustre")
     target = storage.StorageTarget(lustre_instance="inst", lustre_mount_point="192.0.2.20@tcp:/grpo", lustre_filesystem="grpo")
     volume = storage.render_volume(config, target).spec
     assert volume.csi.driver == "lustre.csi.storage.gke.io" and volume.mount_options is None
@@ -158,7 +158,7 @@ def test_lustre_volume_has_no_fuse_options_and_needs_the_instance():
     with pytest.raises(ValueError, match="lustre needs"):
         storage.render_volume(config, storage.StorageTarget(bucket="b"))
     with pytest.raises(ValueError, match="gcs needs"):
-        storage.render_volume(config_of(storage_type="gcs"), storage.StorageTarget())
+        storage.render_volume(combination_config(storage_type="gcs"), storage.StorageTarget())
 
 
 def test_gke_reservation_matches_the_documented_example():
@@ -196,10 +196,10 @@ def test_worker_memory_starts_from_the_machine_tables_gb_read_as_gib(gpu, memory
     [("standard", False, "0"), ("standard", True, "0"), ("autopilot", True, "1Ti"), ("autopilot", False, None)],
 )
 def test_gcs_fuse_sidecar_limits_per_mode_and_node(mode, gpu_node, limits):
-    annotations = storage.pod_annotations(config_of(mode, storage_type="gcs"), gpu_node=gpu_node)
+    annotations = storage.pod_annotations(combination_config(mode, storage_type="gcs"), gpu_node=gpu_node)
     assert annotations["gke-gcsfuse/volumes"] == "true"
     assert annotations.get("gke-gcsfuse/ephemeral-storage-limit") == limits
-    assert storage.pod_annotations(config_of(mode, storage_type="lustre"), gpu_node=gpu_node) == {}
+    assert storage.pod_annotations(combination_config(mode, storage_type="lustre"), gpu_node=gpu_node) == {}
 
 
 def _gib(quantity: str) -> float:

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from core.facts.pods import RAY_PORTS
-from tests.workloads.conftest import COMBINATIONS, k8s_schema_errors, mocked_run
+from tests.conftest import COMBINATIONS
+from tests.workloads.conftest import k8s_schema_errors, mocked_run
 from workloads import policies
 
 POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"

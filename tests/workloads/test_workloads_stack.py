@@ -13,9 +13,8 @@ import pytest
 from core import names
 from plan.monitor import RecordingMonitor
 from plan.writer import render_k8s_yaml, summary, write_plan
-from tests.conftest import SHIPPED_STACKS, run_values
+from tests.conftest import COMBINATIONS, SHIPPED_STACKS, run_values
 from tests.workloads.conftest import (
-    COMBINATIONS,
     TEST_SECRET_ENV,
     TEST_TOKEN,
     combination_values,
