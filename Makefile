@@ -28,10 +28,12 @@ $(INSTALLED_TEST): $(INSTALLED) requirements-test.txt
 	touch $(INSTALLED_TEST)
 
 plan: $(INSTALLED)  ## Render the $(STACK) stack offline into build/$(STACK)/
-	$(PY) -m infra plan --stack $(STACK)
+	$(PY) -m plan --stack $(STACK)
 
-test: $(INSTALLED_TEST)  ## Run the whole test suite
-	$(PY) -m pytest
+test: $(INSTALLED_TEST)  ## The layering contract (pyproject.toml), ruff, then the whole test suite
+	$(VENV)/bin/lint-imports
+	$(VENV)/bin/ruff check .
+	$(PY) -m pytest -n 2
 
 bench: $(INSTALLED)  ## Speed targets: offline plan and job submission
 	$(PY) benchmarks/run.py

@@ -2,15 +2,14 @@
 
 import pulumi
 
-from infra.config import ConfigError, load_from_pulumi
+from core.config.problems import ConfigError
 from infra.stack import build_infra
+from jobs.load import load_running_stack
 from jobs.stack import build_job
-from jobs.validate import check as check_job
 from workloads.stack import build_workloads
 
 try:
-    loaded = load_from_pulumi()
-    check_job(loaded.config)
+    loaded = load_running_stack()
 except ConfigError as error:
     raise pulumi.RunError(f"the stack config was refused:\n{error}") from None
 for warning in loaded.warnings:

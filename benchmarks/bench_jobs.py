@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[1]
 """The repository root (put on sys.path for the imports below)."""
 sys.path.insert(0, str(REPO))
 
-from infra import facts  # noqa: E402
+from core.facts.platform import GPUS_PER_NODE  # noqa: E402
 from jobs import local_head  # noqa: E402
 from jobs.control import TERMINAL, connect, endpoint_for_address  # noqa: E402
 
@@ -73,7 +73,7 @@ def main() -> int:
     document = yaml.safe_load((REPO / "Pulumi.dev.yaml").read_text())
     document["config"]["grpo-gke:gpu"]["nodes"] = 1
     (stacks / "Pulumi.bench.yaml").write_text(yaml.safe_dump(document))
-    head = local_head.start(num_cpus=4, num_gpus=facts.GPUS_PER_NODE)
+    head = local_head.start(num_cpus=4, num_gpus=GPUS_PER_NODE)
     try:
         client = connect(endpoint_for_address(head.dashboard_url))
         ours, theirs = [], []
@@ -83,7 +83,7 @@ def main() -> int:
     finally:
         head.stop()
         shutil.rmtree(stacks, ignore_errors=True)
-    ratios = sorted(mine / ray for mine, ray in zip(ours, theirs))
+    ratios = sorted(mine / ray for mine, ray in zip(ours, theirs, strict=False))
     ratio = statistics.median(ratios)
     verdict = "ok" if ratio <= TARGET else "OVER TARGET"
     print(

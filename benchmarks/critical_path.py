@@ -11,10 +11,10 @@ REPO = Path(__file__).resolve().parents[1]
 """The repository root (put on sys.path for the imports below)."""
 sys.path.insert(0, str(REPO))
 
-from infra.nodepools import GPU_NODE_POOL  # noqa: E402
-from infra.plan.graph import critical_path, waits_for  # noqa: E402
-from infra.plan.harness import run_stack  # noqa: E402
-from infra.plan.monitor import Recorded  # noqa: E402
+from core.names import GPU_NODE_POOL  # noqa: E402
+from plan.graph import critical_path, waits_for  # noqa: E402
+from plan.harness import run_stack  # noqa: E402
+from plan.monitor import Recorded  # noqa: E402
 
 SHIPPED_STACKS = ("dev", "nemo-rl-standard-b200", "verl-autopilot-b200", "verl-standard-h200")
 """The stack files beside Pulumi.yaml."""

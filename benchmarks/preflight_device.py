@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from infra import facts
+from core.facts.gpu_health import GPU_HEALTH_REFERENCES, GpuHealthReference
 from jobs.preflight import measure, smi, verdict
 
 CONTENDER = """
@@ -50,7 +50,7 @@ def raw(command: list[str]) -> str:
     return result.stdout
 
 
-def judged(report: dict, reference: facts.GpuHealthReference) -> dict:
+def judged(report: dict, reference: GpuHealthReference) -> dict:
     """The verdict on a one-GPU machine, as data and lines."""
     node = verdict.judge_node(report, reference, required_cuda="12.8", gpus_expected=1)
     return {"passed": node.passed, "gpus": node.gpus, "lines": node.lines()}
@@ -84,7 +84,7 @@ def main(out: Path) -> None:
     matmul_median = statistics.median(figures["bf16_matmul_tflops"] for figures in gpu_figures)
     copy_median = statistics.median(figures["copy_tbps"] for figures in gpu_figures)
     measured_reference = dataclasses.replace(
-        facts.GPU_HEALTH_REFERENCES["h200"], bf16_matmul_tflops=matmul_median, copy_tbps=copy_median
+        GPU_HEALTH_REFERENCES["h200"], bf16_matmul_tflops=matmul_median, copy_tbps=copy_median
     )
     result = {
         "taken": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
@@ -93,10 +93,10 @@ def main(out: Path) -> None:
         "device_name": torch.cuda.get_device_name(0),
         "contender": ready,
         "reference_measured": dataclasses.asdict(measured_reference),
-        "reference_facts": dataclasses.asdict(facts.GPU_HEALTH_REFERENCES["h200"]),
+        "reference_facts": dataclasses.asdict(GPU_HEALTH_REFERENCES["h200"]),
         "reports": {"healthy": healthy, "slowed_by_contender": slowed, "matmul_2048": small},
         "verdicts": {
-            name: {"facts": judged(report, facts.GPU_HEALTH_REFERENCES["h200"]),
+            name: {"facts": judged(report, GPU_HEALTH_REFERENCES["h200"]),
                    "measured": judged(report, measured_reference)}
             for name, report in (("healthy_1", healthy[0]), ("healthy_2", healthy[1]), ("healthy_3", healthy[2]),
                                  ("slowed_by_contender", slowed), ("matmul_2048", small))

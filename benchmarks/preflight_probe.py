@@ -8,7 +8,6 @@ jobs/preflight/measure.py times (CUDA events, median of `repetitions` timings of
 from __future__ import annotations
 
 import json
-import statistics
 import subprocess
 import sys
 import time

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import statistics
 import subprocess
 import sys
@@ -47,7 +46,7 @@ def _timed(command: list[str], cwd: Path = REPO) -> float:
 def sdk_floor_script() -> str:
     """A script that imports and touches every SDK class behind the dev plan's resource types."""
     sys.path.insert(0, str(REPO))
-    from infra.plan.harness import run_stack
+    from plan.harness import run_stack
 
     recording = run_stack("dev")
     lines = ["import pulumi", "import pulumi_gcp", "import pulumi_kubernetes"]
@@ -79,7 +78,7 @@ def compare(label: str, candidate: list[str], floor: list[str], target: float) -
     for _ in range(PAIRS):
         floor_times.append(_timed(floor))
         candidate_times.append(_timed(candidate))
-    ratios = sorted(c / f for c, f in zip(candidate_times, floor_times))
+    ratios = sorted(c / f for c, f in zip(candidate_times, floor_times, strict=False))
     median = statistics.median(ratios)
     low, high = ratios[len(ratios) // 4], ratios[(3 * len(ratios)) // 4]
     verdict = "ok" if high <= target else ("ok (median)" if median <= target else "OVER TARGET")

@@ -1,130 +1,19 @@
-"""`python -m infra plan (--stack NAME | --config PATH) [--out DIR] [--against DIR]`: the offline plan,
-and with --against what `pulumi up` would change on a stack deployed from an earlier plan."""
-
-from __future__ import annotations
+"""`python -m infra plan ...`: the offline plan under its earlier name, kept so that users' commands do not
+break. It delegates to the plan tool on top (`python -m plan`): the one upward import below the program,
+named in the import contract's ignore list (pyproject.toml)."""
 
 import argparse
-import gc
-import json
 import sys
-from pathlib import Path
 
-from infra import facts
-from infra.config import PROJECT_NAMESPACE, ConfigError, LoadedConfig, StackConfig, parse_config
-from infra.stackfile import StackFileError, read_stack_file, stack_file, stack_name_of
-
-EXIT_BAD_INPUT = 2
-"""Exit status of a refused config or a missing stack file."""
-
-
-def _arguments(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m infra", description=__doc__)
-    commands = parser.add_subparsers(dest="command", required=True)
-    plan = commands.add_parser("plan", help="render the stack offline under Pulumi's mocks")
-    source = plan.add_mutually_exclusive_group(required=True)
-    source.add_argument("--stack", help="stack name: reads Pulumi.<NAME>.yaml beside Pulumi.yaml")
-    source.add_argument("--config", type=Path, help="path of a Pulumi.<stack>.yaml file")
-    plan.add_argument("--out", type=Path, help="output directory (default build/<stack>/)")
-    plan.add_argument(
-        "--against", type=Path, help="directory of an earlier plan of the stack: show what `pulumi up` would change"
-    )
-    return parser.parse_args(argv)
-
-
-def key_facts(loaded: LoadedConfig) -> dict[str, str]:
-    """The facts the summary shows: GPUs, storage, framework and model, the run, the head's machine and the
-    derived defaults."""
-    from jobs.spec import training_spec
-
-    config = loaded.config
-    machine = config.gpu_machine
-    if config.storage.type == "gcs":
-        storage = f"Cloud Storage bucket {config.bucket_name} (FUSE)"
-    else:
-        storage = f"Managed Lustre {config.storage.capacity_gib} GiB at {config.storage.throughput} MB/s/TiB"
-    shown = {
-        "cluster": f"{config.cluster_name} ({config.cluster.mode}) in {config.region}, GPUs in {config.zone}",
-        "gpus": f"{machine.machine_type} x {config.gpu.nodes} ({config.gpu.provisioning}), {config.total_gpus} x {machine.accelerator}",
-        "storage": storage,
-        "job": f"{config.workload.framework} GRPO on {config.workload.model} with {config.workload.dataset}",
-        "run": training_spec(config).run,
-        "head": head_machine(config),
-    }
-    if loaded.derived:
-        shown["derived"] = ", ".join(str(value) for value in loaded.derived)
-    return shown
-
-
-def head_machine(config: StackConfig) -> str:
-    """The Ray head's machine: the CPU pool's type on Standard; on Autopilot, what the head asks for."""
-    if config.cluster.mode == "standard":
-        return f"{config.cluster.head_machine_type} (the Ray head's CPU node pool)"
-    requests = facts.HEAD_REQUESTS
-    return f"chosen by Autopilot for the head's request of {requests['cpu']} CPUs and {requests['memory']} memory"
-
-
-def shown_path(path: Path) -> Path:
-    """`path` as the user would type it: relative to the working directory when it lies below it."""
-    absolute, here = path.resolve(), Path.cwd().resolve()
-    return absolute.relative_to(here) if absolute.is_relative_to(here) else path
-
-
-def plan(args: argparse.Namespace) -> int:
-    """Validate the stack config, run the program under mocks and write the plan files."""
-    from infra.plan.blast import PlanError, blast_radius, read_plan, render
-    from infra.plan.harness import REPO_ROOT, run_values
-    from infra.plan.writer import render_plan_json, summary, write_plan
-    from infra.prices import COST_FILE, catalog, estimate, render_cost_json, summary_lines
-    from infra.security import security_summary
-    from jobs.validate import check as check_job
-
-    path = shown_path(args.config if args.config else stack_file(REPO_ROOT, args.stack))
-    stack = args.stack or stack_name_of(path)
-    try:
-        values = read_stack_file(path, PROJECT_NAMESPACE, stack)
-        loaded = parse_config(values.values, values.secret_keys, stack)
-        check_job(loaded.config)
-        earlier = read_plan(args.against, stack) if args.against else None
-    except (StackFileError, PlanError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except ConfigError as error:
-        print(f"error: the config of stack '{stack}' ({path}) was refused:", file=sys.stderr)
-        for problem in error.problems:
-            print(f"  {problem}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-
-    out_dir = args.out or REPO_ROOT / "build" / stack
-    if out_dir.exists() and not out_dir.is_dir():
-        print(f"error: --out {shown_path(out_dir)}: is a file, not a directory; name a directory", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    cost = estimate(loaded.config, catalog())
-    cost_file = {COST_FILE: render_cost_json(cost)}
-    recording = run_values(values.values, values.secret_keys, stack)
-    for warning in recording.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
-    try:
-        write_plan(recording, out_dir, cost_file)
-    except OSError as error:
-        print(f"error: cannot write the plan to {shown_path(out_dir)}: {error.strerror or error}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    plan_summary = summary(recording, key_facts(loaded), out_dir, summary_lines(cost), list(cost_file))
-    *overview, wrote = plan_summary.splitlines()
-    print("\n".join([*overview, security_summary(loaded), wrote]))
-    if earlier is not None:
-        print(render(blast_radius(earlier, json.loads(render_plan_json(recording))), shown_path(args.against)))
-    return 0
+from plan.cli import add_plan_arguments, run
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of `python -m infra`."""
-    # A short-lived command: the SDKs load a few million objects that live until exit, and the
-    # cyclic garbage collector would walk them again and again while the program registers.
-    gc.disable()
-    try:
-        return plan(_arguments(argv))
-    finally:
-        gc.enable()
+    """Entry point of `python -m infra`: its one command, `plan`, is `python -m plan`."""
+    parser = argparse.ArgumentParser(prog="python -m infra", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    add_plan_arguments(commands.add_parser("plan", help="render the stack offline under Pulumi's mocks"))
+    return run(parser.parse_args(argv))
 
 
 if __name__ == "__main__":

@@ -7,14 +7,14 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_gcp as gcp
 
-from infra import facts
+from core.facts.gcp import BASE_SERVICES, LUSTRE_SERVICES
 
 
 def required_services(storage_type: str) -> tuple[str, ...]:
     """The APIs a stack with this storage type needs, sorted."""
-    services = set(facts.BASE_SERVICES)
+    services = set(BASE_SERVICES)
     if storage_type == "lustre":
-        services |= set(facts.LUSTRE_SERVICES)
+        services |= set(LUSTRE_SERVICES)
     return tuple(sorted(services))
 
 

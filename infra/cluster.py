@@ -9,11 +9,12 @@ from typing import NamedTuple
 import pulumi
 import pulumi_gcp as gcp
 
-from infra import facts
-from infra.names import fixed_name_options
-from infra.config import StackConfig
+from core.config.model import StackConfig
+from core.facts.gcp import CLOUD_PLATFORM_SCOPE, WORKLOAD_POOL
+from core.facts.platform import LUSTRE_DEFAULT_PORT_FLOOR, LUSTRE_LEGACY_PORT, LUSTRE_PORT, GkeVersion
+from core.facts.privilege import SHIELDED_INTEGRITY_MONITORING, SHIELDED_SECURE_BOOT
+from core.names import fixed_name_options
 from infra.network import POD_RANGE_NAME, SERVICE_RANGE_NAME
-
 
 DEFAULT_POOL_CONFIG = "nodeConfig"
 """The cluster input that configures only GKE's initial default pool (Standard)."""
@@ -32,19 +33,19 @@ def version_below(min_version: str | None, floor: str) -> bool:
     """True when a pinned minimum version is older than `floor` (no pin: the channel default, far above)."""
     if min_version is None:
         return False
-    return facts.GkeVersion.parse(min_version).key() < facts.GkeVersion.parse(floor).key()
+    return GkeVersion.parse(min_version).key() < GkeVersion.parse(floor).key()
 
 
 def lustre_port(config: StackConfig) -> LustrePort:
     """Port 988 on nodes at or above LUSTRE_DEFAULT_PORT_FLOOR, otherwise the legacy port."""
-    if version_below(config.cluster.min_version, facts.LUSTRE_DEFAULT_PORT_FLOOR):
-        return LustrePort(port=facts.LUSTRE_LEGACY_PORT, legacy=True)
-    return LustrePort(port=facts.LUSTRE_PORT, legacy=False)
+    if version_below(config.cluster.min_version, LUSTRE_DEFAULT_PORT_FLOOR):
+        return LustrePort(port=LUSTRE_LEGACY_PORT, legacy=True)
+    return LustrePort(port=LUSTRE_PORT, legacy=False)
 
 
 def workload_pool(project: str) -> str:
     """The workload identity pool of `project`."""
-    return facts.WORKLOAD_POOL.format(project=project)
+    return WORKLOAD_POOL.format(project=project)
 
 
 def addons_config(config: StackConfig) -> gcp.container.ClusterAddonsConfigArgs:
@@ -142,7 +143,7 @@ def cluster_args(
             enable_autopilot=True,
             cluster_autoscaling=gcp.container.ClusterClusterAutoscalingArgs(
                 auto_provisioning_defaults=gcp.container.ClusterClusterAutoscalingAutoProvisioningDefaultsArgs(
-                    service_account=node_service_account, oauth_scopes=[facts.CLOUD_PLATFORM_SCOPE]
+                    service_account=node_service_account, oauth_scopes=[CLOUD_PLATFORM_SCOPE]
                 )
             ),
             **shared,
@@ -153,10 +154,10 @@ def cluster_args(
         # Compute Engine default account is disabled or unprivileged could not create it otherwise.
         node_config=gcp.container.ClusterNodeConfigArgs(
             service_account=node_service_account,
-            oauth_scopes=[facts.CLOUD_PLATFORM_SCOPE],
+            oauth_scopes=[CLOUD_PLATFORM_SCOPE],
             shielded_instance_config=gcp.container.ClusterNodeConfigShieldedInstanceConfigArgs(
-                enable_secure_boot=facts.SHIELDED_SECURE_BOOT,
-                enable_integrity_monitoring=facts.SHIELDED_INTEGRITY_MONITORING,
+                enable_secure_boot=SHIELDED_SECURE_BOOT,
+                enable_integrity_monitoring=SHIELDED_INTEGRITY_MONITORING,
             ),
         ),
         datapath_provider="ADVANCED_DATAPATH",

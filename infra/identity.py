@@ -8,8 +8,9 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_gcp as gcp
 
-from infra import facts, names
-from infra.config import StackConfig
+from core import names
+from core.config.model import StackConfig
+from core.facts.privilege import GKE_SERVICE_AGENT, KMS_ENCRYPTER_ROLE, NODE_SERVICE_ACCOUNT_ROLES
 
 
 def role_resource_name(cluster: str, role: str) -> str:
@@ -19,7 +20,7 @@ def role_resource_name(cluster: str, role: str) -> str:
 
 def gke_service_agent(project_number: str) -> str:
     """IAM member of the GKE service agent of the project with this number."""
-    return facts.GKE_SERVICE_AGENT.format(number=project_number)
+    return GKE_SERVICE_AGENT.format(number=project_number)
 
 
 @dataclass(frozen=True)
@@ -61,7 +62,7 @@ class ClusterIdentity(pulumi.ComponentResource):
                 gcp.projects.IAMMemberArgs(project=config.project, role=role, member=self.node_account.member),
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[args.apis["cloudresourcemanager.googleapis.com"]]),
             )
-            for role in facts.NODE_SERVICE_ACCOUNT_ROLES
+            for role in NODE_SERVICE_ACCOUNT_ROLES
         ]
         key = config.cluster.secrets_kms_key
         if key is not None:
@@ -75,7 +76,7 @@ class ClusterIdentity(pulumi.ComponentResource):
                 f"{cluster}-secrets-key",
                 gcp.kms.CryptoKeyIAMMemberArgs(
                     crypto_key_id=key,
-                    role=facts.KMS_ENCRYPTER_ROLE,
+                    role=KMS_ENCRYPTER_ROLE,
                     member=project.number.apply(gke_service_agent),
                 ),
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[args.apis["container.googleapis.com"]]),

@@ -11,12 +11,8 @@ import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 import yaml
 
-from infra import facts
-
-
-def gcloud_context_name(project: str, location: str, cluster: str) -> str:
-    """The name `gcloud container clusters get-credentials` gives a cluster's kubeconfig entries."""
-    return f"gke_{project}_{location}_{cluster}"
+from core.facts.gcp import GKE_AUTH_PLUGIN, GKE_AUTH_PLUGIN_API
+from core.names import gcloud_context_name
 
 
 def cluster_identifier(project: str, location: str, cluster: str) -> str:
@@ -41,9 +37,9 @@ def gke_kubeconfig(name: str, endpoint: str, ca_cert: str | None) -> str:
                 "name": name,
                 "user": {
                     "exec": {
-                        "apiVersion": facts.GKE_AUTH_PLUGIN_API,
-                        "command": facts.GKE_AUTH_PLUGIN,
-                        "installHint": f"Install {facts.GKE_AUTH_PLUGIN}: gcloud components install {facts.GKE_AUTH_PLUGIN}",
+                        "apiVersion": GKE_AUTH_PLUGIN_API,
+                        "command": GKE_AUTH_PLUGIN,
+                        "installHint": f"Install {GKE_AUTH_PLUGIN}: gcloud components install {GKE_AUTH_PLUGIN}",
                         "provideClusterInfo": True,
                     }
                 },

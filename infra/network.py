@@ -9,9 +9,10 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_gcp as gcp
 
-from infra import facts
-from infra.names import fixed_name_options
-from infra.config import NetworkConfig
+from core.config.model import NetworkConfig
+from core.facts.gcp import RDMA_NETWORK_PROFILE
+from core.facts.platform import MAX_MTU
+from core.names import fixed_name_options, network_names
 
 POD_RANGE_NAME = "pods"
 """Secondary range of the node subnet holding pod addresses."""
@@ -20,49 +21,9 @@ SERVICE_RANGE_NAME = "services"
 """Secondary range of the node subnet holding service addresses."""
 
 
-@dataclass(frozen=True)
-class NetworkNames:
-    """Deterministic names of every network resource, derived from the cluster name."""
-
-    cluster_vpc: str
-    """The cluster's VPC."""
-    node_subnet: str
-    """The nodes' subnet."""
-    router: str
-    """Cloud Router of the NAT."""
-    nat: str
-    """Cloud NAT of the private nodes."""
-    gvnic_vpc: str
-    """The gVNIC VPC."""
-    gvnic_subnet: str
-    """The gVNIC subnet."""
-    gvnic_firewall: str
-    """Internal firewall rule of the gVNIC VPC."""
-    rdma_vpc: str
-    """The RDMA VPC."""
-    rdma_subnets: tuple[str, ...]
-    """The RDMA subnets, 0..7."""
-
-
-def network_names(prefix: str) -> NetworkNames:
-    """Names of the network resources of cluster `prefix` (RDMA subnets `<vpc>-sub-N`, as CT names them)."""
-    rdma_vpc = f"{prefix}-rdma"
-    return NetworkNames(
-        cluster_vpc=f"{prefix}-net",
-        node_subnet=f"{prefix}-nodes",
-        router=f"{prefix}-router",
-        nat=f"{prefix}-nat",
-        gvnic_vpc=f"{prefix}-gvnic",
-        gvnic_subnet=f"{prefix}-gvnic-sub",
-        gvnic_firewall=f"{prefix}-gvnic-internal",
-        rdma_vpc=rdma_vpc,
-        rdma_subnets=tuple(f"{rdma_vpc}-sub-{index}" for index in range(facts.RDMA_SUBNET_COUNT)),
-    )
-
-
 def rdma_network_profile(project: str, zone: str) -> str:
     """The zonal RoCE network profile of `zone` (never `<region>-vpc-roce`)."""
-    return facts.RDMA_NETWORK_PROFILE.format(project=project, zone=zone)
+    return RDMA_NETWORK_PROFILE.format(project=project, zone=zone)
 
 
 def network_id(project: str, vpc: str) -> str:
@@ -82,7 +43,7 @@ def vpc_args(name: str, project: str, routing_mode: str, network_profile: str | 
         name=name,
         project=project,
         auto_create_subnetworks=False,
-        mtu=facts.MAX_MTU,
+        mtu=MAX_MTU,
         routing_mode=routing_mode,
         network_profile=network_profile,
     )

@@ -8,11 +8,23 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_gcp as gcp
 
-from infra import facts, names
-from infra.config import StackConfig
-
-GPU_NODE_POOL = "gpu"
-"""Name of the GPU node pool."""
+from core import names
+from core.config.model import StackConfig
+from core.facts.gcp import (
+    CLOUD_PLATFORM_SCOPE,
+    COMPACT_PLACEMENT,
+    GPU_TAINT_KEY,
+    NODE_IMAGE_TYPE,
+    RESERVATION_AFFINITY_KEY,
+)
+from core.facts.platform import GPUS_PER_NODE
+from core.facts.privilege import (
+    FLEX_START_LOCATION_POLICY,
+    GPU_POOL_MAX_SURGE,
+    GPU_POOL_MAX_UNAVAILABLE,
+    SHIELDED_INTEGRITY_MONITORING,
+    SHIELDED_SECURE_BOOT,
+)
 
 HEAD_NODE_COUNT = 1
 """The Ray head runs alone on one CPU node."""
@@ -32,16 +44,16 @@ def reservation_affinity(config: StackConfig) -> gcp.container.NodePoolNodeConfi
     if config.gpu.provisioning == "reservation":
         return gcp.container.NodePoolNodeConfigReservationAffinityArgs(
             consume_reservation_type="SPECIFIC_RESERVATION",
-            key=facts.RESERVATION_AFFINITY_KEY,
+            key=RESERVATION_AFFINITY_KEY,
             values=[config.gpu.reservation],
         )
     return gcp.container.NodePoolNodeConfigReservationAffinityArgs(consume_reservation_type="NO_RESERVATION")
 
 
 def placement_policy(config: StackConfig) -> gcp.container.NodePoolPlacementPolicyArgs | None:
-    """COMPACT for 2 or more on-demand or Spot GPU nodes (facts.COMPACT_PLACEMENT); otherwise none."""
+    """COMPACT for 2 or more on-demand or Spot GPU nodes (COMPACT_PLACEMENT); otherwise none."""
     if config.gpu.nodes >= 2 and config.gpu.provisioning in ("on-demand", "spot"):
-        return gcp.container.NodePoolPlacementPolicyArgs(type=facts.COMPACT_PLACEMENT)
+        return gcp.container.NodePoolPlacementPolicyArgs(type=COMPACT_PLACEMENT)
     return None
 
 
@@ -63,10 +75,10 @@ def additional_networks(
 
 
 def shielded_instance_config() -> gcp.container.NodePoolNodeConfigShieldedInstanceConfigArgs:
-    """Secure boot and integrity monitoring (facts.SHIELDED_SECURE_BOOT says why both fit GPU nodes)."""
+    """Secure boot and integrity monitoring (SHIELDED_SECURE_BOOT says why both fit GPU nodes)."""
     return gcp.container.NodePoolNodeConfigShieldedInstanceConfigArgs(
-        enable_secure_boot=facts.SHIELDED_SECURE_BOOT,
-        enable_integrity_monitoring=facts.SHIELDED_INTEGRITY_MONITORING,
+        enable_secure_boot=SHIELDED_SECURE_BOOT,
+        enable_integrity_monitoring=SHIELDED_INTEGRITY_MONITORING,
     )
 
 
@@ -76,17 +88,17 @@ def gpu_pool_args(
     nics: list[gcp.container.NodePoolNetworkConfigAdditionalNodeNetworkConfigArgs],
     service_account: pulumi.Input[str],
 ) -> gcp.container.NodePoolArgs:
-    """The GPU pool: machine and accelerators from facts.GPU_MACHINES, capacity from gpu.provisioning."""
+    """The GPU pool: machine and accelerators from GPU_MACHINES, capacity from gpu.provisioning."""
     machine = config.gpu_machine
     provisioning = config.gpu.provisioning
     flex_start = provisioning == "flex-start"
     node_config = gcp.container.NodePoolNodeConfigArgs(
         machine_type=machine.machine_type,
-        image_type=facts.NODE_IMAGE_TYPE,
+        image_type=NODE_IMAGE_TYPE,
         guest_accelerators=[
             gcp.container.NodePoolNodeConfigGuestAcceleratorArgs(
                 type=machine.accelerator,
-                count=facts.GPUS_PER_NODE,
+                count=GPUS_PER_NODE,
                 gpu_driver_installation_config=(
                     gcp.container.NodePoolNodeConfigGuestAcceleratorGpuDriverInstallationConfigArgs(
                         gpu_driver_version=gpu_driver_version(config)
@@ -105,17 +117,17 @@ def gpu_pool_args(
         ),
         workload_metadata_config=gcp.container.NodePoolNodeConfigWorkloadMetadataConfigArgs(mode="GKE_METADATA"),
         taints=[
-            gcp.container.NodePoolNodeConfigTaintArgs(key=facts.GPU_TAINT_KEY, value="present", effect="NO_SCHEDULE")
+            gcp.container.NodePoolNodeConfigTaintArgs(key=GPU_TAINT_KEY, value="present", effect="NO_SCHEDULE")
         ],
         service_account=service_account,
-        oauth_scopes=[facts.CLOUD_PLATFORM_SCOPE],
+        oauth_scopes=[CLOUD_PLATFORM_SCOPE],
         shielded_instance_config=shielded_instance_config(),
         spot=provisioning == "spot" or None,
         flex_start=flex_start or None,
         reservation_affinity=reservation_affinity(config),
     )
     return gcp.container.NodePoolArgs(
-        name=GPU_NODE_POOL,
+        name=names.GPU_NODE_POOL,
         project=config.project,
         cluster=cluster,
         location=config.region,
@@ -126,7 +138,7 @@ def gpu_pool_args(
             gcp.container.NodePoolAutoscalingArgs(
                 total_min_node_count=0,
                 total_max_node_count=config.gpu.nodes,
-                location_policy=facts.FLEX_START_LOCATION_POLICY,
+                location_policy=FLEX_START_LOCATION_POLICY,
             )
             if flex_start
             else None
@@ -138,8 +150,8 @@ def gpu_pool_args(
             if flex_start
             else gcp.container.NodePoolUpgradeSettingsArgs(
                 strategy="SURGE",
-                max_surge=facts.GPU_POOL_MAX_SURGE,
-                max_unavailable=facts.GPU_POOL_MAX_UNAVAILABLE,
+                max_surge=GPU_POOL_MAX_SURGE,
+                max_unavailable=GPU_POOL_MAX_UNAVAILABLE,
             )
         ),
         network_config=gcp.container.NodePoolNetworkConfigArgs(additional_node_network_configs=nics),
@@ -162,10 +174,10 @@ def head_pool_args(
         management=gcp.container.NodePoolManagementArgs(auto_repair=True, auto_upgrade=True),
         node_config=gcp.container.NodePoolNodeConfigArgs(
             machine_type=config.cluster.head_machine_type,
-            image_type=facts.NODE_IMAGE_TYPE,
+            image_type=NODE_IMAGE_TYPE,
             workload_metadata_config=gcp.container.NodePoolNodeConfigWorkloadMetadataConfigArgs(mode="GKE_METADATA"),
             service_account=service_account,
-            oauth_scopes=[facts.CLOUD_PLATFORM_SCOPE],
+            oauth_scopes=[CLOUD_PLATFORM_SCOPE],
             shielded_instance_config=shielded_instance_config(),
         ),
     )
@@ -206,7 +218,7 @@ class NodePools(pulumi.ComponentResource):
         )
         nics = additional_networks(args.gvnic_vpc, args.gvnic_subnet, args.rdma_vpc, args.rdma_subnets)
         self.gpu = gcp.container.NodePool(
-            f"{config.cluster_name}-{GPU_NODE_POOL}", gpu_pool_args(config, args.cluster, nics, args.service_account), opts=child
+            f"{config.cluster_name}-{names.GPU_NODE_POOL}", gpu_pool_args(config, args.cluster, nics, args.service_account), opts=child
         )
         self.register_outputs({})
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pulumi
 
-from infra import names
+from core import names
+from core.config.model import StackConfig
 from infra.apis import Apis, ApisArgs, required_services
 from infra.cluster import Cluster, ClusterArgs
-from infra.config import StackConfig
 from infra.identity import ClusterIdentity, ClusterIdentityArgs
 from infra.kubernetes import KubernetesAccess, KubernetesAccessArgs
 from infra.network import Networks, NetworksArgs

@@ -3,46 +3,23 @@ instance on the cluster VPC. Either is kept on `pulumi destroy` when storage.kee
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import pulumi
 import pulumi_gcp as gcp
 
-from infra import facts, names
+from core import names
+from core.config.model import StackConfig
+from core.facts.gcp import BUCKET_OBJECT_ROLE, WORKLOAD_PRINCIPAL
+from core.facts.platform import PSA_DELETION_POLICY
 from infra.cluster import lustre_port
-from infra.config import StackConfig
 from infra.network import cidr_address, ingress_firewall_args
 
 
 def workload_principal(project: str, project_number: str) -> str:
     """IAM principal of the Ray pods' Kubernetes service account (workload identity federation)."""
-    return facts.WORKLOAD_PRINCIPAL.format(
+    return WORKLOAD_PRINCIPAL.format(
         number=project_number, project=project, namespace=names.NAMESPACE, ksa=names.RAY_SERVICE_ACCOUNT
-    )
-
-
-@dataclass(frozen=True)
-class LustreNames:
-    """Deterministic names of the Lustre path's resources."""
-
-    instance_id: str
-    """Managed Lustre instance id."""
-    filesystem: str
-    """Lustre filesystem name (at most 8 alphanumerics)."""
-    peering_range: str
-    """Private service access range."""
-    firewall: str
-    """Firewall rule letting nodes reach Lustre."""
-
-
-def lustre_names(prefix: str) -> LustreNames:
-    """Names derived from the cluster name; the filesystem is its first 8 alphanumeric characters."""
-    return LustreNames(
-        instance_id=f"{prefix}-lustre",
-        filesystem=re.sub(r"[^a-z0-9]", "", prefix.lower())[: facts.LUSTRE_FILESYSTEM_MAX],
-        peering_range=f"{prefix}-lustre-psa",
-        firewall=f"{prefix}-lustre-lnet",
     )
 
 
@@ -118,7 +95,7 @@ class Storage(pulumi.ComponentResource):
             f"{config.bucket_name}-ray-object-user",
             gcp.storage.BucketIAMMemberArgs(
                 bucket=self.bucket.name,
-                role=facts.BUCKET_OBJECT_ROLE,
+                role=BUCKET_OBJECT_ROLE,
                 member=project.number.apply(lambda number: workload_principal(config.project, number)),
             ),
             opts=pulumi.ResourceOptions(parent=self, depends_on=[args.cluster]),
@@ -127,7 +104,7 @@ class Storage(pulumi.ComponentResource):
     def _lustre(self, args: StorageArgs) -> None:
         config = args.config
         keep = config.storage.keep_on_destroy
-        lustre = lustre_names(config.cluster_name)
+        lustre = names.lustre_names(config.cluster_name)
         address, prefix_length = cidr_address(config.network.lustre_range)
         port = lustre_port(config)
         self.peering_range = gcp.compute.GlobalAddress(
@@ -151,7 +128,7 @@ class Storage(pulumi.ComponentResource):
                 reserved_peering_ranges=[self.peering_range.name],
                 # Kept: never deleted, so the provider's default. Not kept: the Lustre instance (which
                 # waits for this connection) is deleted first, then this, then the range and the VPC.
-                deletion_policy=None if keep else facts.PSA_DELETION_POLICY,
+                deletion_policy=None if keep else PSA_DELETION_POLICY,
             ),
             opts=pulumi.ResourceOptions(
                 parent=self,

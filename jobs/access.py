@@ -21,7 +21,8 @@ from typing import Any
 
 import yaml
 
-from infra import facts, names
+from core import names
+from core.facts.gcp import GCLOUD_NOT_LOGGED_IN, GKE_AUTH_PLUGIN
 
 
 class AccessError(Exception):
@@ -122,7 +123,7 @@ def _run(command: list[str], env: dict[str, str] | None = None) -> str:
     except FileNotFoundError:
         raise AccessError(
             f"{command[0]} is not installed; it is needed to get a Google access token"
-            f" (gcloud components install {facts.GKE_AUTH_PLUGIN}; gcloud auth login)"
+            f" (gcloud components install {GKE_AUTH_PLUGIN}; gcloud auth login)"
         ) from None
     except subprocess.TimeoutExpired:
         raise AccessError(f"{command[0]} did not answer within 60 s") from None
@@ -133,7 +134,7 @@ def _run(command: list[str], env: dict[str, str] | None = None) -> str:
 
 def credential_failure(command: str, stderr: str) -> str:
     """One line for a credential command that failed with `stderr`: not logged in, or its first error line."""
-    if any(sign in stderr for sign in facts.GCLOUD_NOT_LOGGED_IN):
+    if any(sign in stderr for sign in GCLOUD_NOT_LOGGED_IN):
         return f"gcloud is not logged in, so {command} got no Google access token; run gcloud auth login"
     lines = [line.strip() for line in stderr.splitlines() if line.strip()]
     reason = next((line for line in lines if "error" in line.lower()), lines[0] if lines else "no output")

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 import sys
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 VERL_TRACKER = "latest_checkpointed_iteration.txt"
@@ -115,7 +115,7 @@ def prepare_resume(run_dir: Path, framework: str, world_size: int, now: datetime
     chosen = newest_complete(run_dir, framework, world_size)
     if chosen is None:
         return None
-    stamp = (now or datetime.now(timezone.utc)).strftime("%Y%m%dT%H%M%SZ")
+    stamp = (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%SZ")
     for item in step_dirs(run_dir, framework, world_size):
         if not item.complete:
             aside = run_dir / INCOMPLETE_DIR / f"{item.path.name}-{stamp}"

@@ -13,14 +13,16 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
-from infra import names
-from infra.config import PROJECT_NAMESPACE, ConfigError, StackConfig, parse_config
-from infra.stackfile import StackFileError, read_stack_file, stack_file
+from core import names
+from core.config.model import PROJECT_NAMESPACE, StackConfig
+from core.config.problems import ConfigError
+from core.stackfile import StackFileError, read_stack_file, stack_file
 from jobs import access, control
+from jobs.load import load_config
 from jobs.spec import training_spec
 
 if TYPE_CHECKING:
@@ -50,14 +52,12 @@ class UsageError(Exception):
 def load_stack(stack: str, directory: Path) -> StackConfig:
     """The validated config of `Pulumi.<stack>.yaml` in `directory`."""
     values = read_stack_file(stack_file(directory, stack), PROJECT_NAMESPACE, stack)
-    return parse_config(values.values, values.secret_keys, stack).config
+    return load_config(values.values, values.secret_keys, stack).config
 
 
 def stack_context(config: StackConfig) -> str:
     """The kubeconfig context `gcloud container clusters get-credentials` gives the stack's cluster."""
-    from infra.kubernetes import gcloud_context_name
-
-    return gcloud_context_name(config.project, config.region, config.cluster_name)
+    return names.gcloud_context_name(config.project, config.region, config.cluster_name)
 
 
 def credentials_command(config: StackConfig) -> str:
@@ -110,7 +110,7 @@ class _ProgressLine:
 def _job_line(job: JobDetails) -> str:
     meta = job.metadata or {}
     started = (
-        datetime.fromtimestamp(job.start_time / 1000, timezone.utc).strftime("%Y-%m-%d %H:%M:%SZ")
+        datetime.fromtimestamp(job.start_time / 1000, UTC).strftime("%Y-%m-%d %H:%M:%SZ")
         if job.start_time
         else "-"
     )
@@ -301,7 +301,7 @@ COMMANDS = {
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         raise UsageError(message)
 
 

@@ -19,7 +19,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from infra import facts, names
+from core import names
+from core.facts.job import RAY_JOB_START_TIMEOUT_SECONDS
+from core.facts.platform import GPUS_PER_NODE
 from jobs.access import AccessError, Endpoint, service_proxy_url
 from jobs.progress import Progress, advance
 from jobs.spec import extends, for_attempt
@@ -193,14 +195,14 @@ def gpu_nodes(endpoint: Endpoint) -> list[float]:
 
 def readiness(gpus_by_node: list[float], nodes: int) -> str | None:
     """What is missing for `nodes` Ray nodes with 8 GPUs each, or None when they are there."""
-    full = sum(1 for gpus in gpus_by_node if gpus >= facts.GPUS_PER_NODE)
+    full = sum(1 for gpus in gpus_by_node if gpus >= GPUS_PER_NODE)
     if full >= nodes:
         return None
-    partial = sorted(int(gpus) for gpus in gpus_by_node if 0 < gpus < facts.GPUS_PER_NODE)
+    partial = sorted(int(gpus) for gpus in gpus_by_node if 0 < gpus < GPUS_PER_NODE)
     detail = f" (and nodes with only {', '.join(map(str, partial))} GPUs)" if partial else ""
     return (
-        f"{full} of {nodes} Ray nodes with {facts.GPUS_PER_NODE} GPUs are up{detail}; missing {nodes - full}"
-        f" (gpu.nodes={nodes}; verl places one STRICT_PACK group of {facts.GPUS_PER_NODE} GPUs per node)"
+        f"{full} of {nodes} Ray nodes with {GPUS_PER_NODE} GPUs are up{detail}; missing {nodes - full}"
+        f" (gpu.nodes={nodes}; verl places one STRICT_PACK group of {GPUS_PER_NODE} GPUs per node)"
     )
 
 
@@ -227,7 +229,7 @@ def wait_for_gpus(
         if left <= 0:
             raise JobError(
                 f"refused: the job can never be placed: {missing} after {timeout:.0f} s."
-                f" Ray would keep it PENDING for {facts.RAY_JOB_START_TIMEOUT_SECONDS} s; check the GPU node pool"
+                f" Ray would keep it PENDING for {RAY_JOB_START_TIMEOUT_SECONDS} s; check the GPU node pool"
                 f" (kubectl -n {names.NAMESPACE} get pods) and job.readyTimeoutSeconds"
             )
         if missing != reported or now - reported_at >= REPORT_EVERY_SECONDS:

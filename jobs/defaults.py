@@ -9,13 +9,21 @@ from __future__ import annotations
 
 from pathlib import PurePosixPath
 
-from infra import facts
-from infra.config import DerivedValue, StackConfig, grpo_problems
+from core.config.load import DerivedValue
+from core.config.model import StackConfig
+from core.facts.job import NemoRlRecipe
+from core.facts.platform import (
+    BF16_BYTES_PER_PARAMETER,
+    GPUS_PER_NODE,
+    MICRO_BATCH_TOKENS_PER_GPU,
+    TENSOR_PARALLEL_SIZES,
+    VLLM_HEADROOM_PER_GPU_GB,
+)
 from jobs.spec import model_size_b, recipe_for_size
-from jobs.validate import rollout_capacity_gb
+from jobs.validate import grpo_problems, rollout_capacity_gb
 
 
-def _recipe(config: StackConfig) -> facts.NemoRlRecipe | None:
+def _recipe(config: StackConfig) -> NemoRlRecipe | None:
     """The NeMo-RL recipe of the stack, or None for verl or a model of unknown size."""
     size_b = model_size_b(config.workload)
     if config.workload.framework != "nemo-rl" or size_b is None:
@@ -23,7 +31,7 @@ def _recipe(config: StackConfig) -> facts.NemoRlRecipe | None:
     return recipe_for_size(size_b)
 
 
-def _recipe_name(recipe: facts.NemoRlRecipe) -> str:
+def _recipe_name(recipe: NemoRlRecipe) -> str:
     return PurePosixPath(recipe.config).stem
 
 
@@ -33,14 +41,14 @@ def derived_rollout_tensor_parallel(config: StackConfig) -> tuple[int, str]:
     size_b = model_size_b(config.workload)
     if size_b is None:
         return 1, f"the size of {config.workload.model} is unknown; set workload.modelSizeB to derive it"
-    weights_gb = size_b * facts.BF16_BYTES_PER_PARAMETER
-    headroom = facts.VLLM_HEADROOM_PER_GPU_GB
+    weights_gb = size_b * BF16_BYTES_PER_PARAMETER
+    headroom = VLLM_HEADROOM_PER_GPU_GB
     holding = [
         size
-        for size in facts.TENSOR_PARALLEL_SIZES
+        for size in TENSOR_PARALLEL_SIZES
         if weights_gb + size * headroom <= rollout_capacity_gb(config, size)
     ]
-    smallest = holding[0] if holding else facts.GPUS_PER_NODE
+    smallest = holding[0] if holding else GPUS_PER_NODE
     group = f"{smallest} x {config.gpu.type.upper()}"
     fit = f"{group} hold it" if holding else f"more than {group} hold"
     reason = f"{config.workload.model} needs {weights_gb:.0f} GB in bf16, {fit} with {headroom} GB a GPU to spare"
@@ -56,7 +64,7 @@ def derived_micro_batch_size(config: StackConfig) -> tuple[int, str]:
     (and the NeMo-RL recipe's own micro-batch) that keeps the batch-divisibility rules; and why."""
     grpo = config.grpo
     sample_tokens = grpo.max_prompt_length + grpo.max_response_length
-    budget = facts.MICRO_BATCH_TOKENS_PER_GPU
+    budget = MICRO_BATCH_TOKENS_PER_GPU
     limit = max(1, budget // sample_tokens)
     reason = f"{budget} tokens a GPU hold {limit} samples of {sample_tokens} tokens"
     recipe = _recipe(config)

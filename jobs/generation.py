@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from infra.config import PROJECT_NAMESPACE
+from core.config.model import PROJECT_NAMESPACE
 
 KEY = "runGeneration"
 """The key under `grpo-gke:job`."""

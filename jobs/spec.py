@@ -17,8 +17,18 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
-from infra import facts
-from infra.config import PROJECT_NAMESPACE, ConfigError, Problem, StackConfig, WorkloadConfig, sanitize_name
+from core.config.model import PROJECT_NAMESPACE, StackConfig, WorkloadConfig, sanitize_name
+from core.config.problems import ConfigError, Problem
+from core.facts.job import (
+    HF_ARCHITECTURES,
+    NEMO_RL_DEEPSCALER,
+    NEMO_RL_RECIPES,
+    NEMO_RL_RELEASE_FACTS,
+    NEMO_RL_WORKDIR,
+    VERL_ENTRY_MODULE,
+    NemoRlRecipe,
+)
+from core.facts.platform import GPUS_PER_NODE
 from workloads import paths
 
 RUN_DIR_PLACEHOLDER = "@RUN_DIR@"
@@ -83,7 +93,7 @@ def model_size_b(workload: WorkloadConfig) -> float | None:
     return float(match.group(1)) if match else None
 
 
-def nemo_rl_recipe(config: StackConfig) -> facts.NemoRlRecipe:
+def nemo_rl_recipe(config: StackConfig) -> NemoRlRecipe:
     """The release's example recipe that fits the model size; ConfigError when the size is unknown."""
     size = model_size_b(config.workload)
     if size is None:
@@ -99,14 +109,14 @@ def nemo_rl_recipe(config: StackConfig) -> facts.NemoRlRecipe:
     return recipe_for_size(size)
 
 
-def recipe_for_size(size_b: float) -> facts.NemoRlRecipe:
+def recipe_for_size(size_b: float) -> NemoRlRecipe:
     """The first NeMo-RL example recipe whose max_size_b a model of `size_b` billion parameters fits."""
-    return next(recipe for recipe in facts.NEMO_RL_RECIPES if size_b <= recipe.max_size_b)
+    return next(recipe for recipe in NEMO_RL_RECIPES if size_b <= recipe.max_size_b)
 
 
 def hf_architecture(model: str) -> str | None:
     """The Hugging Face architecture of `model`'s family (NeMo-RL's converter_type), or None."""
-    for prefix, architecture in sorted(facts.HF_ARCHITECTURES.items(), key=lambda item: -len(item[0])):
+    for prefix, architecture in sorted(HF_ARCHITECTURES.items(), key=lambda item: -len(item[0])):
         if model.startswith(prefix):
             return architecture
     return None
@@ -158,7 +168,7 @@ def verl_overrides(config: StackConfig, run: str, run_dir: str) -> list[str]:
         ("trainer.project_name", EXPERIMENT_PROJECT),
         ("trainer.experiment_name", run),
         ("trainer.nnodes", config.gpu.nodes),
-        ("trainer.n_gpus_per_node", facts.GPUS_PER_NODE),
+        ("trainer.n_gpus_per_node", GPUS_PER_NODE),
         ("trainer.total_epochs", grpo.epochs),
         ("trainer.save_freq", grpo.save_every),
         ("trainer.test_freq", grpo.validate_every),
@@ -174,7 +184,7 @@ def verl_overrides(config: StackConfig, run: str, run_dir: str) -> list[str]:
 def nemo_rl_overrides(config: StackConfig, run_dir: str) -> list[str]:
     """Overrides of the release's GRPO entry script, on the keys of the recipe that fits the model."""
     grpo = config.grpo
-    release = facts.NEMO_RL_RELEASE_FACTS[config.workload.resolved_image().release]
+    release = NEMO_RL_RELEASE_FACTS[config.workload.resolved_image().release]
     recipe = nemo_rl_recipe(config)
     values: list[tuple[str, object]] = [
         ("policy.model_name", paths.model_dir(config)),
@@ -191,7 +201,7 @@ def nemo_rl_overrides(config: StackConfig, run_dir: str) -> list[str]:
         ("policy.generation.vllm_cfg.gpu_memory_utilization", grpo.gpu_memory_utilization),
         ("data.max_input_seq_length", grpo.max_prompt_length),
         ("cluster.num_nodes", config.gpu.nodes),
-        ("cluster.gpus_per_node", facts.GPUS_PER_NODE),
+        ("cluster.gpus_per_node", GPUS_PER_NODE),
         ("checkpointing.enabled", True),
         ("checkpointing.checkpoint_dir", run_dir),
         ("checkpointing.save_period", grpo.save_every),
@@ -201,7 +211,7 @@ def nemo_rl_overrides(config: StackConfig, run_dir: str) -> list[str]:
     ]
     if grpo.max_steps is not None:
         values.append(("grpo.max_num_steps", grpo.max_steps))
-    train, validation, repeat = facts.NEMO_RL_DEEPSCALER
+    train, validation, repeat = NEMO_RL_DEEPSCALER
     if release.dataset_layout == "flat":
         values.append(("data.dataset_name", train))
     else:
@@ -218,10 +228,10 @@ def nemo_rl_overrides(config: StackConfig, run_dir: str) -> list[str]:
 
 def _entrypoint(config: StackConfig, overrides: list[str]) -> str:
     if config.workload.framework == "verl":
-        return shlex.join(["python3", "-m", facts.VERL_ENTRY_MODULE, *overrides])
-    release = facts.NEMO_RL_RELEASE_FACTS[config.workload.resolved_image().release]
+        return shlex.join(["python3", "-m", VERL_ENTRY_MODULE, *overrides])
+    release = NEMO_RL_RELEASE_FACTS[config.workload.resolved_image().release]
     command = ["uv", "run", "python", release.entry_script, "--config", nemo_rl_recipe(config).config, *overrides]
-    return f"cd {facts.NEMO_RL_WORKDIR} && {shlex.join(command)}"
+    return f"cd {NEMO_RL_WORKDIR} && {shlex.join(command)}"
 
 
 def _env_vars(config: StackConfig, run_dir: str) -> dict[str, str]:

@@ -8,7 +8,7 @@ from typing import Any
 import pulumi
 import pulumi.dynamic
 
-from infra.config import StackConfig
+from core.config.model import StackConfig
 from infra.outputs import InfraOutputs
 from jobs.cli import job_command
 from jobs.provider import JobProvider

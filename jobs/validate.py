@@ -17,8 +17,11 @@ import re
 from pathlib import Path
 from typing import Any
 
-from infra import facts
-from infra.config import PROJECT_NAMESPACE, ConfigError, Problem, StackConfig
+from core.config.model import PROJECT_NAMESPACE, StackConfig
+from core.config.problems import ConfigError, Problem
+from core.config.rules import CrossRule
+from core.facts.job import NEMO_RL_RELEASE_FACTS, VERL_CONFIG_NAME
+from core.facts.platform import BF16_BYTES_PER_PARAMETER, GPUS_PER_NODE, TENSOR_PARALLEL_SIZES, VERL_VERSION
 from jobs.spec import model_size_b, nemo_rl_recipe, training_spec
 
 _NUMBER = (int, float)
@@ -67,7 +70,7 @@ NEMO_RL_CONVERTER_KEYS: dict[str, tuple[type, ...]] = {"policy.megatron_cfg.conv
 
 def nemo_rl_keys(release: str, backend: str) -> dict[str, tuple[type, ...]]:
     """The typed model of the override keys of `release`'s recipes for `backend`: key -> accepted types."""
-    facts_of = facts.NEMO_RL_RELEASE_FACTS[release]
+    facts_of = NEMO_RL_RELEASE_FACTS[release]
     keys = {**NEMO_RL_COMMON_KEYS, **NEMO_RL_BACKEND_KEYS[backend], **NEMO_RL_LAYOUT_KEYS[facts_of.dataset_layout]}
     if backend == "megatron" and facts_of.recipes_carry_converter_type:
         keys.update(NEMO_RL_CONVERTER_KEYS)
@@ -109,12 +112,12 @@ def verl_config_dir() -> Path:
     """verl's Hydra config directory in the installed (pinned, `--no-deps`) verl, without importing verl."""
     spec = importlib.util.find_spec("verl")
     if spec is None or not spec.submodule_search_locations:
-        raise FileNotFoundError(f"verl is not installed: pip install --no-deps verl=={facts.VERL_VERSION}")
+        raise FileNotFoundError(f"verl is not installed: pip install --no-deps verl=={VERL_VERSION}")
     installed = importlib.metadata.version("verl")
-    if installed != facts.VERL_VERSION:
+    if installed != VERL_VERSION:
         raise FileNotFoundError(
-            f"verl {installed} is installed, the job runs {facts.VERL_VERSION}:"
-            f" pip install --no-deps verl=={facts.VERL_VERSION}"
+            f"verl {installed} is installed, the job runs {VERL_VERSION}:"
+            f" pip install --no-deps verl=={VERL_VERSION}"
         )
     return Path(spec.submodule_search_locations[0]) / "trainer" / "config"
 
@@ -170,7 +173,7 @@ def _composition_problems(config_dir: Path, overrides: tuple[str, ...]) -> tuple
     with initialize_config_dir(config_dir=str(config_dir), version_base=None):
         while True:
             try:
-                compose(facts.VERL_CONFIG_NAME, overrides=remaining)
+                compose(VERL_CONFIG_NAME, overrides=remaining)
                 break
             except (HydraException, OmegaConfBaseException) as error:
                 # Name the offender, drop it and compose again, so every bad override is reported.
@@ -189,6 +192,60 @@ def _first_line(error: Exception) -> str:
     return str(error).strip().splitlines()[0]
 
 
+def grpo_problems(cfg: StackConfig) -> list[Problem]:
+    """The batch-divisibility rules of `grpo-gke:grpo` (derived defaults are chosen to keep them)."""
+    ns = PROJECT_NAMESPACE
+    problems = []
+    grpo = cfg.grpo
+    gpus = cfg.total_gpus
+    samples = grpo.prompts_per_step * grpo.generations_per_prompt
+    mini = grpo.effective_mini_batch()
+
+    def add(key: str, message: str) -> None:
+        problems.append(Problem(f"{ns}:grpo.{key}", message))
+
+    if mini > grpo.prompts_per_step:
+        add("miniBatchSize", f"must be at most grpo.promptsPerStep ({grpo.prompts_per_step}), got {mini}")
+    elif grpo.prompts_per_step % mini:
+        add("miniBatchSize", f"must divide grpo.promptsPerStep ({grpo.prompts_per_step}), got {mini}")
+
+    if cfg.workload.framework == "verl":
+        # verl validate_config: the real batch (prompts x n) divides across all GPUs, and each
+        # GPU's share of a mini-batch is a whole number of micro-batches (jobs-and-frameworks.md §1).
+        if samples % gpus:
+            add(
+                "promptsPerStep",
+                f"promptsPerStep x generationsPerPrompt ({grpo.prompts_per_step} x {grpo.generations_per_prompt}"
+                f" = {samples}) must be divisible by the {gpus} GPUs of gpu.nodes={cfg.gpu.nodes}",
+            )
+        elif (mini * grpo.generations_per_prompt) % gpus:
+            add(
+                "miniBatchSize",
+                f"miniBatchSize x generationsPerPrompt ({mini * grpo.generations_per_prompt}) must be divisible"
+                f" by the {gpus} GPUs",
+            )
+        elif (mini * grpo.generations_per_prompt // gpus) % grpo.micro_batch_size_per_gpu:
+            add(
+                "microBatchSizePerGpu",
+                f"must divide each GPU's share of a mini-batch ({mini * grpo.generations_per_prompt // gpus}),"
+                f" got {grpo.micro_batch_size_per_gpu}",
+            )
+    else:
+        # NeMo-RL: train_global_batch_size = prompts x generations must split into whole
+        # micro-batches on every data-parallel rank (nemo_rl/algorithms/grpo.py setup checks).
+        if samples % (gpus * grpo.micro_batch_size_per_gpu):
+            add(
+                "promptsPerStep",
+                f"promptsPerStep x generationsPerPrompt ({samples}) must be divisible by the {gpus} GPUs"
+                f" x microBatchSizePerGpu ({grpo.micro_batch_size_per_gpu})",
+            )
+    return problems
+
+
+JOB_RULES = (CrossRule(grpo_problems, reads_derived=True),)
+"""The job layer's cross-rules, run with the config's (core.config.rules.CONFIG_RULES) by jobs/load.py."""
+
+
 def rollout_capacity_gb(config: StackConfig, tensor_parallel: int) -> float:
     """GB of GPU memory vLLM may use in a rollout group of `tensor_parallel` GPUs (gpuMemoryUtilization of each)."""
     return tensor_parallel * config.gpu_machine.gpu_memory_gb * config.grpo.gpu_memory_utilization
@@ -200,18 +257,18 @@ def rollout_memory_problems(config: StackConfig) -> list[Problem]:
     if size_b is None:
         return []
     machine, grpo = config.gpu_machine, config.grpo
-    weights_gb = size_b * facts.BF16_BYTES_PER_PARAMETER
+    weights_gb = size_b * BF16_BYTES_PER_PARAMETER
 
     def capacity(tensor_parallel: int) -> float:
         return rollout_capacity_gb(config, tensor_parallel)
 
     if weights_gb <= capacity(grpo.rollout_tensor_parallel):
         return []
-    enough = [tp for tp in facts.TENSOR_PARALLEL_SIZES if capacity(tp) >= weights_gb]
+    enough = [tp for tp in TENSOR_PARALLEL_SIZES if capacity(tp) >= weights_gb]
     advice = (
         f"use at least {enough[0]}"
         if enough
-        else f"even {facts.GPUS_PER_NODE} GPUs are too few: raise grpo.gpuMemoryUtilization or use a smaller model"
+        else f"even {GPUS_PER_NODE} GPUs are too few: raise grpo.gpuMemoryUtilization or use a smaller model"
     )
     return [
         Problem(

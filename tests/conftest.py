@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from infra.config import PROJECT_NAMESPACE
-from infra.plan.harness import REPO_ROOT, Recording, run_values
-from infra.stackfile import StackValues, read_stack_file, stack_file
+from core.config.model import PROJECT_NAMESPACE, StackConfig
+from core.stackfile import StackValues, read_stack_file, stack_file
+from jobs.load import load_config
+from plan.harness import REPO_ROOT, Recording, run_values
 
 SHARED = REPO_ROOT.parent / "shared"
 """The steering repo's shared/ folder (reference sheets, KubeRay schemas, NeMo-RL configs)."""
@@ -50,6 +52,74 @@ def values_of(stack: str, **sections: dict) -> dict[str, str]:
                 current[name] = value
         values[key] = json.dumps(current)
     return values
+
+
+MODES = ("standard", "autopilot")
+GPUS = ("b200", "h200")
+STORAGES = ("gcs", "lustre")
+FRAMEWORKS = ("verl", "nemo-rl")
+COMBINATIONS = list(itertools.product(MODES, GPUS, STORAGES))
+"""All eight mode x GPU x storage combinations."""
+
+LUSTRE = {"type": "lustre", "capacityGib": 18000, "throughput": 1000}
+"""A valid Lustre storage section (two steps of the 1000 MB/s/TiB tier)."""
+
+WORKLOADS = {
+    "verl": {"framework": "verl", "model": "Qwen/Qwen2.5-0.5B-Instruct", "dataset": "gsm8k"},
+    "nemo-rl": {"framework": "nemo-rl", "model": "Qwen/Qwen2.5-1.5B", "dataset": "deepscaler"},
+}
+"""A valid workload section per framework."""
+
+SECRET_TOKEN = "hf_do_not_leak_0123456789"
+"""A recognisable fake Hugging Face token of a shipped stack's config (`config_of(..., secret_token=True)`)."""
+
+
+def combination_values(mode: str, gpu: str, storage: str, /, **sections: dict) -> dict[str, str]:
+    """The dev stack's values turned into one mode x GPU x storage combination, further sections merged in."""
+    storage_section = dict(LUSTRE) if storage == "lustre" else {"type": "gcs"}
+    storage_section |= sections.pop("storage", {})
+    return values_of(
+        "dev",
+        cluster={"mode": mode} | sections.pop("cluster", {}),
+        gpu={"type": gpu} | sections.pop("gpu", {}),
+        storage=storage_section,
+        **sections,
+    )
+
+
+def with_secrets(
+    values: dict[str, str], token: str | None = None, secret_env: dict[str, str] | None = None
+) -> tuple[dict[str, str], tuple[str, ...]]:
+    """`values` with `token` and `secret_env` set as secrets, as the engine hands them over, and the secret keys."""
+    values, secret_keys = dict(values), ()
+    if token is not None:
+        values[f"{PROJECT_NAMESPACE}:hfToken"] = token
+        secret_keys += (f"{PROJECT_NAMESPACE}:hfToken",)
+    if secret_env is not None:
+        values[f"{PROJECT_NAMESPACE}:secretEnv"] = json.dumps(secret_env)
+        secret_keys += (f"{PROJECT_NAMESPACE}:secretEnv",)
+    return values, secret_keys
+
+
+def config_of(base: str, stack: str | None = None, secret_token: bool = False, **sections: dict) -> StackConfig:
+    """A validated config from a shipped stack with sections changed, under another stack name if given."""
+    values, secret_keys = with_secrets(values_of(base, **sections), SECRET_TOKEN if secret_token else None)
+    return load_config(values, {*stack_values(base).secret_keys, *secret_keys}, stack or base).config
+
+
+def combination_config(
+    mode: str = "standard",
+    gpu_type: str = "h200",
+    storage_type: str = "gcs",
+    framework: str = "verl",
+    token: str | None = None,
+    secret_env: dict[str, str] | None = None,
+    **sections: dict,
+) -> StackConfig:
+    """A validated config of one combination and framework (stack `test`), sections merged in."""
+    workload = WORKLOADS[framework] | sections.pop("workload", {})
+    values = combination_values(mode, gpu_type, storage_type, workload=workload, **sections)
+    return load_config(*with_secrets(values, token, secret_env), "test").config
 
 
 _PLANS: dict[str, Recording] = {}

@@ -10,10 +10,10 @@ import sys
 from pydantic import BaseModel
 
 from benchmarks.critical_path import TYPICAL_SECONDS, kind_of
-from infra import facts
-from infra.config import StackConfig
-from infra.plan.graph import critical_path, waits_for
-from infra.plan.harness import run_values
+from core.config.model import StackConfig
+from core.facts.privilege import DEPLOYER_ROLES
+from plan.graph import critical_path, waits_for
+from plan.harness import run_values
 from tests.conftest import REPO_ROOT, SHIPPED_STACKS, shipped_stack_file, values_of
 
 README = (REPO_ROOT / "README.md").read_text()
@@ -75,13 +75,14 @@ def test_every_config_field_has_a_description():
 
 
 def test_the_versions_table_matches_the_pinned_facts():
-    from infra import facts
+    from core.facts.platform import DEFAULT_IMAGES, VERL_VERSION
+    from core.facts.pods import GIB_INSTALLER_IMAGE
 
     versions = README.split("## Versions", 1)[1].split("\n## ", 1)[0]
-    for image in facts.DEFAULT_IMAGES.values():
+    for image in DEFAULT_IMAGES.values():
         assert f"`{image.image}`, Ray {image.ray_version}" in versions
-    assert facts.GIB_INSTALLER_IMAGE.rsplit("/", 1)[1] in versions
-    assert f"| {facts.VERL_VERSION} |" in versions
+    assert GIB_INSTALLER_IMAGE.rsplit("/", 1)[1] in versions
+    assert f"| {VERL_VERSION} |" in versions
     lines = (REPO_ROOT / "requirements.txt").read_text().splitlines()
     pins = dict(line.split("==", 1) for line in lines if "==" in line and not line.startswith("#"))
     sdks = ", ".join(pins[package] for package in ("pulumi", "pulumi-gcp", "pulumi-kubernetes"))
@@ -98,8 +99,8 @@ def test_the_documented_stack_outputs_are_the_programs(plan_of):
 
 
 def test_the_quick_start_lists_every_file_make_plan_writes(plan_of):
-    from infra.plan.writer import plan_files
-    from infra.prices import COST_FILE
+    from plan.prices import COST_FILE
+    from plan.writer import plan_files
 
     quick_start = README.split("## Quick start", 1)[1].split("\n## ", 1)[0]
     listed = re.findall(r"^\| `([^`]+)` \|", quick_start, flags=re.M)
@@ -117,7 +118,7 @@ def before_up_section() -> str:
 
 def deployer_role_row(type_: str) -> tuple[tuple[str, ...], str] | None:
     """The DEPLOYER_ROLES row of a resource type: its own, else its package's (`kubernetes:`)."""
-    return facts.DEPLOYER_ROLES.get(type_) or facts.DEPLOYER_ROLES.get(type_.split(":", 1)[0] + ":")
+    return DEPLOYER_ROLES.get(type_) or DEPLOYER_ROLES.get(type_.split(":", 1)[0] + ":")
 
 
 def registered_types(recording) -> set[str]:
@@ -160,8 +161,8 @@ def test_the_roles_table_is_the_deployer_roles_of_the_facts():
         for type_ in re.findall(TYPE_TOKEN, types):
             assert type_ not in documented, f"{type_} has two rows"
             documented[type_] = set(re.findall(r"`(roles/[A-Za-z.]+)`", roles))
-    assert documented == {type_: set(roles) for type_, (roles, _) in facts.DEPLOYER_ROLES.items()}
-    for roles, _ in facts.DEPLOYER_ROLES.values():
+    assert documented == {type_: set(roles) for type_, (roles, _) in DEPLOYER_ROLES.items()}
+    for roles, _ in DEPLOYER_ROLES.values():
         assert all(re.fullmatch(r"roles/[a-z]+\.[A-Za-z]+", role) for role in roles), roles
 
 

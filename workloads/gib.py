@@ -15,8 +15,16 @@ import pulumi_kubernetes as k8s
 from pulumi_kubernetes.apps.v1.DaemonSet import DaemonSetInitArgs
 from pulumi_kubernetes.core.v1.Namespace import NamespaceInitArgs
 
-from infra import facts
-from infra.names import fixed_name_options
+from core.facts.platform import GPU_MACHINES
+from core.facts.pods import (
+    GIB_HOST_DIR,
+    GIB_INSTALL_ARGS,
+    GIB_INSTALLER_IMAGE,
+    GIB_INSTALLER_NAMESPACE,
+    NVIDIA_HOST_DIR,
+    PAUSE_IMAGE,
+)
+from core.names import fixed_name_options
 
 NAME = "nccl-rdma-installer"
 """DaemonSet name and `k8s-app` label (CEA)."""
@@ -31,7 +39,7 @@ def installer_script(mode: str) -> str:
     pods that do not match an allowlisted workload (user-pains §1 E.18), so nothing is reworded."""
     lines = [
         "set -ex",
-        f"/scripts/container_entry.sh {' '.join(facts.GIB_INSTALL_ARGS[mode])}",
+        f"/scripts/container_entry.sh {' '.join(GIB_INSTALL_ARGS[mode])}",
         f"cp -r /var/lib/gib/lib64/. {_LIBRARY_MOUNT}",
         f"cp -r /var/lib/gib/. {_GIB_MOUNT}",
         'echo "installation finishes"',
@@ -43,14 +51,14 @@ def render_namespace(mode: str) -> NamespaceInitArgs | None:
     """Autopilot's installer namespace (`rdma-system`); None on Standard (kube-system exists)."""
     if mode != "autopilot":
         return None
-    namespace = facts.GIB_INSTALLER_NAMESPACE[mode]
+    namespace = GIB_INSTALLER_NAMESPACE[mode]
     return NamespaceInitArgs(metadata=k8s.meta.v1.ObjectMetaArgs(name=namespace, labels={"name": namespace}))
 
 
 def render_daemonset(mode: str) -> DaemonSetInitArgs:
     """The installer DaemonSet of one cluster mode."""
     labels = {"k8s-app": NAME}
-    accelerators = sorted(machine.accelerator for machine in facts.GPU_MACHINES.values())
+    accelerators = sorted(machine.accelerator for machine in GPU_MACHINES.values())
     affinity = k8s.core.v1.AffinityArgs(
         node_affinity=k8s.core.v1.NodeAffinityArgs(
             required_during_scheduling_ignored_during_execution=k8s.core.v1.NodeSelectorArgs(
@@ -68,7 +76,7 @@ def render_daemonset(mode: str) -> DaemonSetInitArgs:
     )
     installer = k8s.core.v1.ContainerArgs(
         name=NAME,
-        image=facts.GIB_INSTALLER_IMAGE,
+        image=GIB_INSTALLER_IMAGE,
         resources=k8s.core.v1.ResourceRequirementsArgs(requests={"cpu": "150m"}),
         security_context=k8s.core.v1.SecurityContextArgs(privileged=True),
         volume_mounts=[
@@ -88,17 +96,17 @@ def render_daemonset(mode: str) -> DaemonSetInitArgs:
             k8s.core.v1.VolumeArgs(
                 name="library-dir-host",
                 host_path=k8s.core.v1.HostPathVolumeSourceArgs(
-                    path=f"{facts.NVIDIA_HOST_DIR}/lib64", type="DirectoryOrCreate"
+                    path=f"{NVIDIA_HOST_DIR}/lib64", type="DirectoryOrCreate"
                 ),
             ),
-            k8s.core.v1.VolumeArgs(name="gib", host_path=k8s.core.v1.HostPathVolumeSourceArgs(path=facts.GIB_HOST_DIR)),
+            k8s.core.v1.VolumeArgs(name="gib", host_path=k8s.core.v1.HostPathVolumeSourceArgs(path=GIB_HOST_DIR)),
         ],
         init_containers=[installer],
-        containers=[k8s.core.v1.ContainerArgs(name="pause", image=facts.PAUSE_IMAGE)],
+        containers=[k8s.core.v1.ContainerArgs(name="pause", image=PAUSE_IMAGE)],
     )
     return DaemonSetInitArgs(
         metadata=k8s.meta.v1.ObjectMetaArgs(
-            name=NAME, namespace=facts.GIB_INSTALLER_NAMESPACE[mode], labels=dict(labels)
+            name=NAME, namespace=GIB_INSTALLER_NAMESPACE[mode], labels=dict(labels)
         ),
         spec=k8s.apps.v1.DaemonSetSpecArgs(
             selector=k8s.meta.v1.LabelSelectorArgs(match_labels=dict(labels)),
@@ -136,7 +144,7 @@ class GibInstaller(pulumi.ComponentResource):
         self.namespace = None
         if namespace_args is not None:
             self.namespace = k8s.core.v1.Namespace(
-                facts.GIB_INSTALLER_NAMESPACE[args.mode],
+                GIB_INSTALLER_NAMESPACE[args.mode],
                 namespace_args,
                 opts=fixed_name_options(parent=self, provider=args.provider, depends_on=depends_on),
             )
@@ -146,4 +154,4 @@ class GibInstaller(pulumi.ComponentResource):
             render_daemonset(args.mode),
             opts=fixed_name_options(parent=self, provider=args.provider, depends_on=depends_on),
         )
-        self.register_outputs({"namespace": facts.GIB_INSTALLER_NAMESPACE[args.mode]})
+        self.register_outputs({"namespace": GIB_INSTALLER_NAMESPACE[args.mode]})

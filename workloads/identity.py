@@ -2,7 +2,7 @@
 and the Secret of `grpo-gke:secretEnv`. Secret values are secret Outputs end to end; pods read them by
 `secretKeyRef`, so no value enters a manifest.
 
-The names come from infra.names, which the bucket grant of the infrastructure graph also reads
+The names come from core.names, which the bucket grant of the infrastructure graph also reads
 (workload identity principal `.../ns/<NAMESPACE>/sa/<RAY_SERVICE_ACCOUNT>`).
 """
 
@@ -18,8 +18,8 @@ from pulumi_kubernetes.core.v1.Namespace import NamespaceInitArgs
 from pulumi_kubernetes.core.v1.Secret import SecretInitArgs
 from pulumi_kubernetes.core.v1.ServiceAccount import ServiceAccountInitArgs
 
-from infra import names
-from infra.config import StackConfig
+from core import names
+from core.config.model import StackConfig
 
 LABELS = {"app.kubernetes.io/part-of": "grpo-gke"}
 """Labels on every object the workloads create in their namespace."""

@@ -13,7 +13,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from infra import names
+from core import names
 
 API_VERSION = "networking.gke.io/v1"
 """API group and version of both kinds."""

@@ -16,6 +16,6 @@ class WorkloadOutputs:
     staging_job: k8s.batch.v1.Job
     """The staging Job; complete (model and data on the shared storage) once Pulumi has created it."""
     data_claim: k8s.core.v1.PersistentVolumeClaim
-    """The shared storage's claim, mounted at infra.names.DATA_MOUNT in every pod."""
+    """The shared storage's claim, mounted at core.names.DATA_MOUNT in every pod."""
     token_secret: k8s.core.v1.Secret | None
     """The Hugging Face token Secret, or None when grpo-gke:hfToken is unset."""

@@ -1,6 +1,6 @@
 """Where things live on the shared storage: the one layout the staging Job writes and the job layer reads.
 
-Every pod mounts the shared storage (GCS FUSE or Managed Lustre) at `infra.names.DATA_MOUNT`.
+Every pod mounts the shared storage (GCS FUSE or Managed Lustre) at `core.names.DATA_MOUNT`.
 The staging Job fills it once before training; the job layer points the trainer at the same
 paths (model, data files, PYTHONPATH, HF_HOME, checkpoints). Pure: no Pulumi, no I/O.
 """
@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, NamedTuple
 
-from infra import facts, names
+from core import names
+from core.facts.platform import VERL_VERSION
 
 if TYPE_CHECKING:
-    from infra.config import StackConfig
+    from core.config.model import StackConfig
 
 MOUNT = names.DATA_MOUNT
 """Mount path of the shared storage in every pod."""
@@ -34,7 +35,7 @@ def model_dir(config: StackConfig) -> str:
 
 def verl_site_dir() -> str:
     """`pip install --target` directory of the pinned verl release; put it first on PYTHONPATH."""
-    return f"{MOUNT}/verl/{facts.VERL_VERSION}"
+    return f"{MOUNT}/verl/{VERL_VERSION}"
 
 
 def gsm8k_dir() -> str:

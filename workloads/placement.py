@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from infra import facts, names
-from infra.config import StackConfig
+from core import names
+from core.config.model import StackConfig
+from core.facts.gcp import GPU_TAINT_KEY
+from core.facts.platform import GPU_DRIVER_NODE_LABEL, GPUS_PER_NODE
 
 
 def cpu_node_selector(config: StackConfig) -> dict[str, str]:
@@ -22,8 +24,8 @@ def gpu_node_selector(config: StackConfig) -> dict[str, str]:
         "topology.kubernetes.io/zone": config.zone,
     }
     if config.cluster.mode == "autopilot":
-        selector["cloud.google.com/gke-accelerator-count"] = str(facts.GPUS_PER_NODE)
-        selector[facts.GPU_DRIVER_NODE_LABEL] = config.gpu_driver.lower()
+        selector["cloud.google.com/gke-accelerator-count"] = str(GPUS_PER_NODE)
+        selector[GPU_DRIVER_NODE_LABEL] = config.gpu_driver.lower()
         if config.gpu.provisioning == "spot":
             selector["cloud.google.com/gke-spot"] = "true"
     return selector
@@ -31,4 +33,4 @@ def gpu_node_selector(config: StackConfig) -> dict[str, str]:
 
 def gpu_tolerations() -> list[dict[str, str]]:
     """Tolerate the GPU nodes' taint (KES ray-cluster-*.yaml; infra's GPU pool taint)."""
-    return [{"effect": "NoSchedule", "key": facts.GPU_TAINT_KEY, "operator": "Exists"}]
+    return [{"effect": "NoSchedule", "key": GPU_TAINT_KEY, "operator": "Exists"}]

@@ -10,7 +10,7 @@ Autopilot: always on), so three policies close the namespace:
   Job needs none: it only downloads);
 - the RayCluster's pods (`ray.io/cluster`) admit each other on every port: besides the head's fixed
   ports Ray listens on random ones (node manager, object manager, runtime env agent, metrics, worker
-  range; facts.RAY_PORTS), and Gloo (eth0) and NCCL's bootstrap sockets run over the pod network too;
+  range; RAY_PORTS), and Gloo (eth0) and NCCL's bootstrap sockets run over the pod network too;
 - the head's dashboard port admits the run guardian (names.GUARDIAN_LABELS) and the konnectivity agents
   through which GKE's control plane reaches pods (the API server's service proxy, jobs/access.py).
 
@@ -22,14 +22,19 @@ interfaces (eth1 .. eth9) that GKE attaches outside the pod network, where only 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pulumi
 import pulumi_kubernetes as k8s
 from pulumi_kubernetes.networking.v1.NetworkPolicy import NetworkPolicyInitArgs
 
-from infra import facts, names
+from core import names
+from core.facts.pods import (
+    KONNECTIVITY_AGENT_LABELS,
+    KONNECTIVITY_AGENT_NAMESPACE,
+    KUBERAY_CLUSTER_LABEL,
+    KUBERAY_NODE_TYPE_LABEL,
+)
 from workloads.identity import LABELS
 
 DEFAULT_DENY = "default-deny-ingress"
@@ -45,12 +50,12 @@ NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 
 def ray_pod_labels() -> dict[str, str]:
     """Labels KubeRay puts on every pod of the stack's RayCluster."""
-    return {facts.KUBERAY_CLUSTER_LABEL: names.RAY_CLUSTER}
+    return {KUBERAY_CLUSTER_LABEL: names.RAY_CLUSTER}
 
 
 def ray_head_labels() -> dict[str, str]:
     """Labels KubeRay puts on the stack's head pod."""
-    return {**ray_pod_labels(), facts.KUBERAY_NODE_TYPE_LABEL: "head"}
+    return {**ray_pod_labels(), KUBERAY_NODE_TYPE_LABEL: "head"}
 
 
 def _metadata(name: str) -> k8s.meta.v1.ObjectMetaArgs:
@@ -91,9 +96,9 @@ def render_head_dashboard() -> NetworkPolicyInitArgs:
     )
     service_proxy = k8s.networking.v1.NetworkPolicyPeerArgs(
         namespace_selector=k8s.meta.v1.LabelSelectorArgs(
-            match_labels={NAMESPACE_NAME_LABEL: facts.KONNECTIVITY_AGENT_NAMESPACE}
+            match_labels={NAMESPACE_NAME_LABEL: KONNECTIVITY_AGENT_NAMESPACE}
         ),
-        pod_selector=k8s.meta.v1.LabelSelectorArgs(match_labels=dict(facts.KONNECTIVITY_AGENT_LABELS)),
+        pod_selector=k8s.meta.v1.LabelSelectorArgs(match_labels=dict(KONNECTIVITY_AGENT_LABELS)),
     )
     return NetworkPolicyInitArgs(
         metadata=_metadata(HEAD_DASHBOARD),

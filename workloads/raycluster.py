@@ -15,8 +15,22 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from infra import facts, names
-from infra.config import StackConfig
+from core import names
+from core.config.model import StackConfig
+from core.facts.pods import (
+    GIB_HOST_DIR,
+    GIB_NCCL_ENV,
+    GIB_POD_DIR,
+    GLOO_SOCKET_IFNAME,
+    HEAD_REQUESTS,
+    KUBERAY_READY_WAIT,
+    NVIDIA_HOST_DIR,
+    NVIDIA_POD_DIR,
+    OBJECT_STORE_GIB,
+    RAY_PORTS,
+    RDMA_INTERFACES_START,
+    SHM_GIB,
+)
 from workloads import paths, placement, storage
 from workloads.identity import LABELS, container_security_context, secret_env
 from workloads.sizing import worker_requests
@@ -37,7 +51,7 @@ REPLACE_ON_CHANGES = ["spec"]
 `up` would report success with the old pods. Any spec change therefore replaces the RayCluster
 (deleted first: its name is fixed)."""
 
-HEAD_PORTS = {name: facts.RAY_PORTS[name] for name in ("gcs-server", "dashboard", "client")}
+HEAD_PORTS = {name: RAY_PORTS[name] for name in ("gcs-server", "dashboard", "client")}
 """Ports the head exposes on its ClusterIP service (KES ray-cluster-standard.yaml)."""
 
 
@@ -45,7 +59,7 @@ def rdma_interfaces() -> list[dict[str, str]]:
     """Pod interfaces: eth0 the pod network, eth1 gvnic-1, eth2 .. eth9 rdma-0 .. rdma-7 (A.7)."""
     interfaces = [{"interfaceName": "eth0", "network": "default"}, {"interfaceName": "eth1", "network": names.GVNIC_NETWORK}]
     interfaces += [
-        {"interfaceName": f"eth{facts.RDMA_INTERFACES_START + index}", "network": network}
+        {"interfaceName": f"eth{RDMA_INTERFACES_START + index}", "network": network}
         for index, network in enumerate(names.RDMA_NETWORKS)
     ]
     return interfaces
@@ -70,7 +84,7 @@ def worker_library_path(config: StackConfig) -> str:
     """The worker's LD_LIBRARY_PATH, which replaces the image's: an NCCL the image installs on purpose,
     then the host driver, then the image's own entries (CUDA compat libraries, cuDNN, ...) after it."""
     image = config.workload.resolved_image()
-    host = f"{facts.NVIDIA_POD_DIR}/lib64"
+    host = f"{NVIDIA_POD_DIR}/lib64"
     entries = [image.own_nccl_dir] if image.own_nccl_dir else []
     entries += [host, *(entry for entry in image.library_path if entry != host)]
     return ":".join(entries)
@@ -81,9 +95,9 @@ def worker_env(config: StackConfig) -> list[dict[str, Any]]:
     the shared HF_HOME, then workload.extraEnv (which wins), and the secret variables from their Secrets."""
     values = {
         "LD_LIBRARY_PATH": worker_library_path(config),
-        **facts.GIB_NCCL_ENV,
+        **GIB_NCCL_ENV,
         "NCCL_TUNER_CONFIG_PATH": config.gpu_machine.nccl_tuner_config,
-        "GLOO_SOCKET_IFNAME": facts.GLOO_SOCKET_IFNAME,
+        "GLOO_SOCKET_IFNAME": GLOO_SOCKET_IFNAME,
         "HF_HOME": paths.hf_home(),
     }
     values.update(config.workload.extra_env)
@@ -109,7 +123,7 @@ def _data_volume() -> dict[str, Any]:
 
 def render_head(config: StackConfig) -> dict[str, Any]:
     """The head group: CPU only, dashboard on the ClusterIP service (reachable only inside the cluster)."""
-    requests = dict(facts.HEAD_REQUESTS)
+    requests = dict(HEAD_REQUESTS)
     pod_spec: dict[str, Any] = {
         "containers": [
             {
@@ -157,8 +171,8 @@ def render_worker_group(config: StackConfig) -> dict[str, Any]:
         "securityContext": container_security_context(),
         "volumeMounts": [
             {"mountPath": "/dev/shm", "name": "dshm"},
-            {"mountPath": facts.NVIDIA_POD_DIR, "name": "nvidia", "readOnly": read_only},
-            {"mountPath": facts.GIB_POD_DIR, "name": "gib", "readOnly": read_only},
+            {"mountPath": NVIDIA_POD_DIR, "name": "nvidia", "readOnly": read_only},
+            {"mountPath": GIB_POD_DIR, "name": "gib", "readOnly": read_only},
             {"mountPath": names.DATA_MOUNT, "name": "data"},
         ],
     }
@@ -169,9 +183,9 @@ def render_worker_group(config: StackConfig) -> dict[str, Any]:
         "tolerations": placement.gpu_tolerations(),
         "volumes": [
             _data_volume(),
-            _shm_volume(facts.SHM_GIB),
-            _host_volume("gib", facts.GIB_HOST_DIR),
-            _host_volume("nvidia", facts.NVIDIA_HOST_DIR),
+            _shm_volume(SHM_GIB),
+            _host_volume("gib", GIB_HOST_DIR),
+            _host_volume("nvidia", NVIDIA_HOST_DIR),
         ],
     }
     return {
@@ -180,7 +194,7 @@ def render_worker_group(config: StackConfig) -> dict[str, Any]:
         "minReplicas": config.gpu.nodes,
         "rayStartParams": {
             "num-cpus": str(requests.cpu),
-            "object-store-memory": str(facts.OBJECT_STORE_GIB * 1024**3),
+            "object-store-memory": str(OBJECT_STORE_GIB * 1024**3),
         },
         "replicas": config.gpu.nodes,
         "template": {
@@ -205,7 +219,7 @@ def render_metadata(config: StackConfig) -> dict[str, Any]:
     return {
         "annotations": {
             "pulumi.com/timeoutSeconds": str(config.job.ready_timeout_seconds),
-            "pulumi.com/waitFor": facts.KUBERAY_READY_WAIT,
+            "pulumi.com/waitFor": KUBERAY_READY_WAIT,
         },
         "labels": dict(LABELS),
         "name": names.RAY_CLUSTER,

@@ -5,7 +5,16 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from infra import facts
+from core.facts.platform import GPUS_PER_NODE, GpuMachine
+from core.facts.pods import (
+    EPHEMERAL_SHARE_OF_LOCAL_SSD,
+    GKE_CPU_RESERVATION,
+    GKE_EVICTION_MIB,
+    GKE_MEMORY_RESERVATION,
+    LOCAL_SSD_GIB,
+    NODE_DAEMON_HEADROOM,
+    NODE_MEMORY_MARGIN,
+)
 
 
 def _banded(total: float, bands: tuple[tuple[float, float], ...]) -> float:
@@ -22,12 +31,12 @@ def _banded(total: float, bands: tuple[tuple[float, float], ...]) -> float:
 
 def gke_reserved_memory_gib(memory_gib: float) -> float:
     """Memory GKE keeps from pods on a node of `memory_gib`: the banded reservation plus eviction."""
-    return _banded(memory_gib, facts.GKE_MEMORY_RESERVATION) + facts.GKE_EVICTION_MIB / 1024
+    return _banded(memory_gib, GKE_MEMORY_RESERVATION) + GKE_EVICTION_MIB / 1024
 
 
 def gke_reserved_cpu(vcpus: float) -> float:
     """CPU GKE keeps from pods on a node of `vcpus`."""
-    return _banded(vcpus, facts.GKE_CPU_RESERVATION)
+    return _banded(vcpus, GKE_CPU_RESERVATION)
 
 
 @dataclass(frozen=True)
@@ -47,18 +56,18 @@ class WorkerRequests:
             "cpu": str(self.cpu),
             "ephemeral-storage": f"{self.ephemeral_gib}Gi",
             "memory": f"{self.memory_gib}Gi",
-            "nvidia.com/gpu": str(facts.GPUS_PER_NODE),
+            "nvidia.com/gpu": str(GPUS_PER_NODE),
         }
 
 
-def worker_requests(machine: facts.GpuMachine) -> WorkerRequests:
+def worker_requests(machine: GpuMachine) -> WorkerRequests:
     """Requests that fit `machine` after GKE's reservation, the kernel margin and DaemonSet headroom."""
     memory = machine.memory_gib
     memory -= gke_reserved_memory_gib(machine.memory_gib)
-    memory -= machine.memory_gib * facts.NODE_MEMORY_MARGIN
-    memory -= facts.NODE_DAEMON_HEADROOM["memory_gib"]
-    cpu = machine.vcpus - gke_reserved_cpu(machine.vcpus) - facts.NODE_DAEMON_HEADROOM["cpu"]
-    ephemeral = machine.local_ssd_count * facts.LOCAL_SSD_GIB * facts.EPHEMERAL_SHARE_OF_LOCAL_SSD
+    memory -= machine.memory_gib * NODE_MEMORY_MARGIN
+    memory -= NODE_DAEMON_HEADROOM["memory_gib"]
+    cpu = machine.vcpus - gke_reserved_cpu(machine.vcpus) - NODE_DAEMON_HEADROOM["cpu"]
+    ephemeral = machine.local_ssd_count * LOCAL_SSD_GIB * EPHEMERAL_SHARE_OF_LOCAL_SSD
     return WorkerRequests(
         cpu=math.floor(cpu),
         memory_gib=math.floor(memory / 8) * 8,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pulumi
 
-from infra.config import StackConfig
+from core.config.model import StackConfig
 from infra.outputs import InfraOutputs
 from workloads.gib import GibInstaller, GibInstallerArgs
 from workloads.identity import Identity, IdentityArgs

@@ -19,8 +19,16 @@ import pulumi_kubernetes as k8s
 from pulumi_kubernetes.batch.v1.Job import JobInitArgs
 from pulumi_kubernetes.core.v1.ConfigMap import ConfigMapInitArgs
 
-from infra import facts, names
-from infra.config import StackConfig
+from core import names
+from core.config.model import StackConfig
+from core.facts.platform import VERL_VERSION
+from core.facts.pods import (
+    HUB_DATASETS,
+    STAGING_BACKOFF_LIMIT,
+    STAGING_DEADLINE_SECONDS,
+    STAGING_REQUESTS,
+    VERL_TRANSFORMERS,
+)
 from workloads import paths, placement, storage
 from workloads.identity import LABELS, container_security_context, secret_env
 
@@ -50,12 +58,12 @@ def staging_command(config: StackConfig) -> list[str]:
     ]
     if config.workload.framework == "verl":
         command += [
-            "--verl-version", facts.VERL_VERSION,
-            "--transformers-version", facts.VERL_TRANSFORMERS,
+            "--verl-version", VERL_VERSION,
+            "--transformers-version", VERL_TRANSFORMERS,
             "--verl-dir", paths.verl_site_dir(),
             "--gsm8k-dir", paths.gsm8k_dir(),
         ]
-    for repo in facts.HUB_DATASETS.get(config.workload.dataset, ()):
+    for repo in HUB_DATASETS.get(config.workload.dataset, ()):
         command += ["--dataset", repo]
     return command
 
@@ -92,7 +100,7 @@ def render_job(config: StackConfig) -> JobInitArgs:
         command=staging_command(config),
         env=env,
         resources=k8s.core.v1.ResourceRequirementsArgs(
-            requests=dict(facts.STAGING_REQUESTS), limits={"memory": facts.STAGING_REQUESTS["memory"]}
+            requests=dict(STAGING_REQUESTS), limits={"memory": STAGING_REQUESTS["memory"]}
         ),
         security_context=_security_context(),
         volume_mounts=[
@@ -116,12 +124,12 @@ def render_job(config: StackConfig) -> JobInitArgs:
             namespace=names.NAMESPACE,
             labels=dict(LABELS),
             annotations={
-                "pulumi.com/timeoutSeconds": str(facts.STAGING_DEADLINE_SECONDS + TIMEOUT_MARGIN_SECONDS),
+                "pulumi.com/timeoutSeconds": str(STAGING_DEADLINE_SECONDS + TIMEOUT_MARGIN_SECONDS),
             },
         ),
         spec=k8s.batch.v1.JobSpecArgs(
-            backoff_limit=facts.STAGING_BACKOFF_LIMIT,
-            active_deadline_seconds=facts.STAGING_DEADLINE_SECONDS,
+            backoff_limit=STAGING_BACKOFF_LIMIT,
+            active_deadline_seconds=STAGING_DEADLINE_SECONDS,
             completions=1,
             parallelism=1,
             template=k8s.core.v1.PodTemplateSpecArgs(
@@ -167,7 +175,7 @@ class Staging(pulumi.ComponentResource):
         )
         pulumi.log.info(
             f"staging: `up` waits for Job {names.NAMESPACE}/{NAME} (model, data; at most"
-            f" {facts.STAGING_DEADLINE_SECONDS // 3600} h); follow it with kubectl -n {names.NAMESPACE} logs -f job/{NAME}",
+            f" {STAGING_DEADLINE_SECONDS // 3600} h); follow it with kubectl -n {names.NAMESPACE} logs -f job/{NAME}",
             resource=self,
         )
         self.job = k8s.batch.v1.Job(

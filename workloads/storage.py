@@ -15,8 +15,14 @@ import pulumi_kubernetes as k8s
 from pulumi_kubernetes.core.v1.PersistentVolume import PersistentVolumeInitArgs
 from pulumi_kubernetes.core.v1.PersistentVolumeClaim import PersistentVolumeClaimInitArgs
 
-from infra import facts, names
-from infra.config import StackConfig
+from core import names
+from core.config.model import StackConfig
+from core.facts.pods import (
+    GCSFUSE_MOUNT_OPTIONS,
+    GCSFUSE_POD_ANNOTATION,
+    GCSFUSE_SIDECAR_ANNOTATIONS,
+    GCSFUSE_VOLUME_ATTRIBUTES,
+)
 from workloads.identity import LABELS
 
 GCS_NOMINAL_CAPACITY = "64Ti"
@@ -69,7 +75,7 @@ def _csi(config: StackConfig, target: StorageTarget) -> k8s.core.v1.CSIPersisten
         return k8s.core.v1.CSIPersistentVolumeSourceArgs(
             driver="gcsfuse.csi.storage.gke.io",
             volume_handle=target.bucket,
-            volume_attributes=dict(facts.GCSFUSE_VOLUME_ATTRIBUTES),
+            volume_attributes=dict(GCSFUSE_VOLUME_ATTRIBUTES),
         )
     if target.lustre_instance is None or target.lustre_mount_point is None or target.lustre_filesystem is None:
         raise ValueError("storage.type lustre needs the instance id, mount point and filesystem")
@@ -89,7 +95,7 @@ def render_volume(config: StackConfig, target: StorageTarget) -> PersistentVolum
             capacity={"storage": capacity(config)},
             claim_ref=k8s.core.v1.ObjectReferenceArgs(namespace=names.NAMESPACE, name=names.DATA_CLAIM),
             csi=_csi(config, target),
-            mount_options=list(facts.GCSFUSE_MOUNT_OPTIONS) if config.storage.type == "gcs" else None,
+            mount_options=list(GCSFUSE_MOUNT_OPTIONS) if config.storage.type == "gcs" else None,
             persistent_volume_reclaim_policy="Retain",
             storage_class_name="",
         ),
@@ -115,9 +121,9 @@ def pod_annotations(config: StackConfig, gpu_node: bool = False) -> dict[str, st
     (Autopilot's CPU capacity keeps the defaults)."""
     if config.storage.type != "gcs":
         return {}
-    annotations = {facts.GCSFUSE_POD_ANNOTATION: "true"}
+    annotations = {GCSFUSE_POD_ANNOTATION: "true"}
     if config.cluster.mode == "standard" or gpu_node:
-        annotations.update(facts.GCSFUSE_SIDECAR_ANNOTATIONS[config.cluster.mode])
+        annotations.update(GCSFUSE_SIDECAR_ANNOTATIONS[config.cluster.mode])
     return dict(sorted(annotations.items()))
 
 
@@ -130,7 +136,7 @@ def data_volume() -> k8s.core.v1.VolumeArgs:
 
 
 def data_mount() -> k8s.core.v1.VolumeMountArgs:
-    """The claim mounted at infra.names.DATA_MOUNT."""
+    """The claim mounted at core.names.DATA_MOUNT."""
     return k8s.core.v1.VolumeMountArgs(name="data", mount_path=names.DATA_MOUNT)
 
 

@@ -12,7 +12,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from infra import facts
+from core.facts.fabric import (
+    FABRIC_EXPECTED_NETWORK,
+    FABRIC_FLOOR_BUSBW_GBPS,
+    FABRIC_SWEEP_MAX_BYTES,
+    FABRIC_SWEEP_MIN_BYTES,
+)
 from jobs.preflight import fabric_search
 from jobs.preflight.verdict import Finding
 
@@ -47,8 +52,8 @@ def bandwidths(collective: str, size_bytes: int, seconds: float, ranks: int) -> 
     return algbw, algbw * bus_bandwidth_factor(collective, ranks)
 
 
-def sweep_sizes(min_bytes: int = facts.FABRIC_SWEEP_MIN_BYTES,
-                max_bytes: int = facts.FABRIC_SWEEP_MAX_BYTES) -> list[int]:
+def sweep_sizes(min_bytes: int = FABRIC_SWEEP_MIN_BYTES,
+                max_bytes: int = FABRIC_SWEEP_MAX_BYTES) -> list[int]:
     """Message sizes of the sweep: `min_bytes` doubling up to `max_bytes` (nccl-tests `-b MIN -e MAX -f 2`)."""
     if min_bytes < 1 or max_bytes < min_bytes:
         raise ValueError(f"sweep from {min_bytes} to {max_bytes} bytes is empty")
@@ -147,8 +152,8 @@ def pair_outcome(pair: dict[str, Any], floor_gbps: float) -> fabric_search.PairO
                                      shortfall="" if passed else describe_shortfall(pair, floor_gbps))
 
 
-def judge_fabric(report: dict[str, Any], floor_gbps: float = facts.FABRIC_FLOOR_BUSBW_GBPS,
-                 expected_network: str | None = facts.FABRIC_EXPECTED_NETWORK) -> FabricVerdict:
+def judge_fabric(report: dict[str, Any], floor_gbps: float = FABRIC_FLOOR_BUSBW_GBPS,
+                 expected_network: str | None = FABRIC_EXPECTED_NETWORK) -> FabricVerdict:
     """Judge a `measure_fabric()` report: the network NCCL used on every node (unless `expected_network` is None,
     for a backend without NCCL), each collective's sweep average against `floor_gbps`, and the pair search."""
     nodes = report["nodes"]

@@ -21,7 +21,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from infra import facts
+from core.facts.fabric import (
+    FABRIC_FLOOR_BUSBW_GBPS,
+    FABRIC_ITERATIONS,
+    FABRIC_SWEEP_MAX_BYTES,
+    FABRIC_SWEEP_MIN_BYTES,
+    FABRIC_WARMUPS,
+)
 from jobs.preflight import fabric, fabric_search
 
 FLOAT_BYTES = 4
@@ -138,7 +144,7 @@ def _measure_round(groups: list[tuple[str, ...]], ranks_of: dict[str, list[int]]
             collective: [_point(collective, int(moved), seconds, len(group_ranks), bool(correct))
                          for moved, seconds, correct in values[index][row]]
             for row, collective in enumerate(collectives)}}
-        for index, (nodes, group_ranks) in enumerate(zip(groups, members))
+        for index, (nodes, group_ranks) in enumerate(zip(groups, members, strict=False))
     ]
 
 
@@ -162,10 +168,10 @@ def _nccl_logging(log_dir: Path, rank: int) -> Path:
 
 
 def measure_fabric(rank: int, node_of_rank: list[str], init_method: str, backend: str = "nccl",
-                   device: str = "cuda:0", min_bytes: int = facts.FABRIC_SWEEP_MIN_BYTES,
-                   max_bytes: int = facts.FABRIC_SWEEP_MAX_BYTES, collectives: tuple[str, ...] = fabric.COLLECTIVES,
-                   warmups: int = facts.FABRIC_WARMUPS, iterations: int = facts.FABRIC_ITERATIONS,
-                   floor_gbps: float = facts.FABRIC_FLOOR_BUSBW_GBPS, inject_delay_s: float = 0.0,
+                   device: str = "cuda:0", min_bytes: int = FABRIC_SWEEP_MIN_BYTES,
+                   max_bytes: int = FABRIC_SWEEP_MAX_BYTES, collectives: tuple[str, ...] = fabric.COLLECTIVES,
+                   warmups: int = FABRIC_WARMUPS, iterations: int = FABRIC_ITERATIONS,
+                   floor_gbps: float = FABRIC_FLOOR_BUSBW_GBPS, inject_delay_s: float = 0.0,
                    timeout_s: float = TIMEOUT_S) -> dict[str, Any]:
     """This rank's part of the fabric preflight; every rank returns the same report.
 

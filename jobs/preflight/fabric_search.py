@@ -70,7 +70,7 @@ def next_round(nodes: list[str], outcomes: list[PairOutcome]) -> list[Pair]:
         measured = {frozenset(outcome.nodes) for outcome in outcomes}
         return _new_disjoint_pairs(nodes, measured) if len(measured) < len(nodes) else []
     pending = [node for node in nodes if node not in cleared and not _decided(node, outcomes, cleared)]
-    return list(zip(pending, cleared))
+    return list(zip(pending, cleared, strict=False))
 
 
 def interpret(nodes: list[str], outcomes: list[PairOutcome]) -> list[Finding]:

@@ -3,7 +3,7 @@
 `measure_node()` is the entry a Ray task placed on one GPU node calls; it returns plain data that
 `verdict.judge_node()` judges. torch is imported inside the functions, so the package imports without it.
 
-Method (the same as the H200 reference in infra/facts.py was taken with):
+Method (the same as the H200 reference in core/facts/gpu_health.py was taken with):
 - matmul: C = A @ B on random bf16 N x N matrices (N = 8192), 2 N^3 floating-point operations each;
   `warmups` products first, then `repetitions` timings of `inner` back-to-back products, each timed
   with CUDA events; the figure is the median timing's rate.

@@ -123,7 +123,7 @@ def parse_query_csv(text: str) -> list[dict[str, Any]]:
             raise SmiError(f"nvidia-smi printed {len(cells)} fields, expected {len(QUERY_FIELDS)}: {line.strip()!r}")
         gpu: dict[str, Any] = {}
         events = []
-        for key, cell in zip(QUERY_FIELDS, cells):
+        for key, cell in zip(QUERY_FIELDS, cells, strict=False):
             value = _value(key, cell)
             if key.startswith(CLOCK_EVENT_PREFIX):
                 if value:

@@ -10,7 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from infra import facts
+from core.facts.gpu_health import (
+    PREFLIGHT_FAILING_CLOCK_EVENTS,
+    PREFLIGHT_HARDWARE_XIDS,
+    PREFLIGHT_MIN_SHARE,
+    PREFLIGHT_NORMAL_CLOCK_EVENTS,
+    GpuHealthReference,
+)
+from core.facts.platform import GPUS_PER_NODE
 from jobs.preflight.smi import pci_key
 
 
@@ -68,7 +75,7 @@ def cuda_at_least(available: str, required: str) -> bool:
 
 
 def _xid_severity(code: int) -> Literal["fail", "note"]:
-    return "fail" if code in facts.PREFLIGHT_HARDWARE_XIDS else "note"
+    return "fail" if code in PREFLIGHT_HARDWARE_XIDS else "note"
 
 
 def _share_check(node: str, gpu: dict[str, Any], key: str, label: str, unit: str, reference: float,
@@ -86,7 +93,7 @@ def _share_check(node: str, gpu: dict[str, Any], key: str, label: str, unit: str
     )
 
 
-def _gpu_findings(node: str, gpu: dict[str, Any], reference: facts.GpuHealthReference, threshold: float,
+def _gpu_findings(node: str, gpu: dict[str, Any], reference: GpuHealthReference, threshold: float,
                   xids: list[dict[str, Any]]) -> list[Finding]:
     index = gpu["index"]
     findings: list[Finding] = []
@@ -119,13 +126,13 @@ def _gpu_findings(node: str, gpu: dict[str, Any], reference: facts.GpuHealthRefe
         add("fail", "a memory row remapping failed (the GPU needs service)")
     if gpu.get("retired_pages_pending"):
         add("fail", "a page retirement is pending (reset the GPU to apply it)")
-    hardware_events = [event for event in gpu.get("clock_events", []) if event in facts.PREFLIGHT_FAILING_CLOCK_EVENTS]
+    hardware_events = [event for event in gpu.get("clock_events", []) if event in PREFLIGHT_FAILING_CLOCK_EVENTS]
     if hardware_events:
         add("fail", f"clocks slowed by the hardware: {', '.join(hardware_events)} "
                     f"(SM {gpu.get('clock_sm_mhz')} of {gpu.get('clock_sm_max_mhz')} MHz)")
     other_events = [
         event for event in gpu.get("clock_events", [])
-        if event not in facts.PREFLIGHT_FAILING_CLOCK_EVENTS + facts.PREFLIGHT_NORMAL_CLOCK_EVENTS
+        if event not in PREFLIGHT_FAILING_CLOCK_EVENTS + PREFLIGHT_NORMAL_CLOCK_EVENTS
     ]
     if other_events:
         add("note", f"clock events {', '.join(other_events)} (SM {gpu.get('clock_sm_mhz')} of "
@@ -135,8 +142,8 @@ def _gpu_findings(node: str, gpu: dict[str, Any], reference: facts.GpuHealthRefe
     return findings
 
 
-def judge_node(report: dict[str, Any], reference: facts.GpuHealthReference, required_cuda: str,
-               gpus_expected: int = facts.GPUS_PER_NODE, threshold: float = facts.PREFLIGHT_MIN_SHARE) -> NodeVerdict:
+def judge_node(report: dict[str, Any], reference: GpuHealthReference, required_cuda: str,
+               gpus_expected: int = GPUS_PER_NODE, threshold: float = PREFLIGHT_MIN_SHARE) -> NodeVerdict:
     """Judge one node's report: every GPU against `reference` at `threshold`, the driver against `required_cuda`."""
     node = report["node"]
     findings: list[Finding] = []

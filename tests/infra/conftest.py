@@ -2,39 +2,16 @@
 
 from __future__ import annotations
 
-import itertools
 import json
 from collections.abc import Callable
 
 import pytest
 
-from infra.plan.harness import Recording
-from infra.plan.monitor import Recorded
-from tests.conftest import run_values, values_of
-
-MODES = ("standard", "autopilot")
-GPUS = ("b200", "h200")
-STORAGES = ("gcs", "lustre")
-COMBINATIONS = list(itertools.product(MODES, GPUS, STORAGES))
-"""All eight mode x GPU x storage combinations."""
-
-LUSTRE = {"type": "lustre", "capacityGib": 18000, "throughput": 1000}
-"""A valid Lustre storage section (two steps of the 1000 MB/s/TiB tier)."""
+from plan.harness import Recording
+from plan.monitor import Recorded
+from tests.conftest import combination_values, run_values
 
 _RUNS: dict[str, Recording] = {}
-
-
-def infra_values(mode: str, gpu: str, storage: str, /, **sections: dict) -> dict[str, str]:
-    """The dev stack's values turned into one combination, with further sections merged in."""
-    storage_section = dict(LUSTRE) if storage == "lustre" else {"type": "gcs"}
-    storage_section |= sections.pop("storage", {})
-    return values_of(
-        "dev",
-        cluster={"mode": mode} | sections.pop("cluster", {}),
-        gpu={"type": gpu} | sections.pop("gpu", {}),
-        storage=storage_section,
-        **sections,
-    )
 
 
 @pytest.fixture(scope="session")
@@ -42,7 +19,7 @@ def infra_run() -> Callable[..., Recording]:
     """A function (mode, gpu, storage, **sections) -> the recorded mocked run (cached per session)."""
 
     def run(mode: str, gpu: str, storage: str, /, **sections: dict) -> Recording:
-        values = infra_values(mode, gpu, storage, **sections)
+        values = combination_values(mode, gpu, storage, **sections)
         key = json.dumps(values, sort_keys=True)
         if key not in _RUNS:
             _RUNS[key] = run_values(values)

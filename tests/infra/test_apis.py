@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from infra.apis import required_services, service_resource_name
-from tests.infra.conftest import COMBINATIONS, depends_on
+from tests.conftest import COMBINATIONS
+from tests.infra.conftest import depends_on
 
 SERVICE = "gcp:projects/service:Service"
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from infra.__main__ import EXIT_BAD_INPUT, main
+from plan.cli import EXIT_BAD_INPUT, main
 from tests.conftest import REPO_ROOT, SHIPPED_STACKS, shipped_stack_file
 
 
@@ -74,7 +74,7 @@ def test_a_stack_file_without_read_permission_is_one_line(tmp_path, monkeypatch,
         raise PermissionError(13, "Permission denied", str(self))
 
     monkeypatch.setattr(Path, "read_bytes", read_bytes)
-    assert main(["plan", "--config", str(path), "--out", str(tmp_path / "out")]) == EXIT_BAD_INPUT
+    assert main(["--config", str(path), "--out", str(tmp_path / "out")]) == EXIT_BAD_INPUT
     captured = capsys.readouterr()
     assert (captured.out, captured.err) == ("", f"error: {path}: cannot be read: Permission denied\n")
     assert not (tmp_path / "out").exists()

@@ -13,12 +13,19 @@ from pathlib import Path
 
 import pytest
 
-from infra import facts
-from infra.config import PROJECT_NAMESPACE
-from infra.plan.blast import SPECIAL_TYPES, blast_radius, changed_paths, effect, render
-from infra.plan.writer import render_plan_json
-from tests.conftest import REPO_ROOT, run_values, shipped_stack_file, values_of
-from tests.infra.conftest import COMBINATIONS, LUSTRE, infra_values
+from core.config.model import PROJECT_NAMESPACE
+from core.facts.changes import FORCE_NEW_INPUTS
+from plan.blast import SPECIAL_TYPES, blast_radius, changed_paths, effect, render
+from plan.writer import render_plan_json
+from tests.conftest import (
+    COMBINATIONS,
+    LUSTRE,
+    REPO_ROOT,
+    combination_values,
+    run_values,
+    shipped_stack_file,
+    values_of,
+)
 from tests.infra.test_config import OPEN_CONTROL_PLANE
 
 LUSTRE_BASE = {"storage": dict(LUSTRE)}
@@ -322,12 +329,12 @@ def test_the_forcenew_table_covers_exactly_the_types_the_stack_registers(infra_r
     registered = set()
     for combination in COMBINATIONS:
         registered |= {r.type for r in infra_run(*combination).resources if r.custom}
-    with_token = run_values(infra_values("standard", "h200", "gcs") | {f"{PROJECT_NAMESPACE}:hfToken": "hf_x"})
+    with_token = run_values(combination_values("standard", "h200", "gcs") | {f"{PROJECT_NAMESPACE}:hfToken": "hf_x"})
     registered |= {r.type for r in with_token.resources if r.custom}
     key = "projects/my-grpo-project/locations/us-central1/keyRings/grpo/cryptoKeys/secrets"
-    with_kms_key = run_values(infra_values("standard", "h200", "gcs", cluster={"secretsKmsKey": key}))
+    with_kms_key = run_values(combination_values("standard", "h200", "gcs", cluster={"secretsKmsKey": key}))
     registered |= {r.type for r in with_kms_key.resources if r.custom}
-    assert registered - set(SPECIAL_TYPES) == set(facts.FORCE_NEW_INPUTS)
+    assert registered - set(SPECIAL_TYPES) == set(FORCE_NEW_INPUTS)
 
 
 # --- the command as the user meets it -----------------------------------------------------------

@@ -5,15 +5,10 @@ from __future__ import annotations
 import pytest
 
 from infra.cluster import addons_config, cluster_args, lustre_port, version_below, workload_pool
-from infra.config import parse_config
-from tests.infra.conftest import COMBINATIONS, MODES, depends_on, infra_values
+from tests.conftest import COMBINATIONS, MODES, combination_config
+from tests.infra.conftest import depends_on
 
 CLUSTER = "gcp:container/cluster:Cluster"
-
-
-def config_of(mode: str, gpu: str, storage: str, /, **sections: dict):
-    """A validated StackConfig for one combination."""
-    return parse_config(infra_values(mode, gpu, storage, **sections), (), "test").config
 
 
 def test_version_below_compares_numerically_and_ignores_an_unpinned_version():
@@ -23,10 +18,10 @@ def test_version_below_compares_numerically_and_ignores_an_unpinned_version():
 
 
 def test_lustre_port_is_988_from_the_floor_and_legacy_below_it():
-    assert lustre_port(config_of("standard", "b200", "lustre")) == (988, False)
-    pinned_new = config_of("standard", "b200", "lustre", cluster={"minVersion": "1.33.2-gke.4655000"})
+    assert lustre_port(combination_config("standard", "b200", "lustre")) == (988, False)
+    pinned_new = combination_config("standard", "b200", "lustre", cluster={"minVersion": "1.33.2-gke.4655000"})
     assert lustre_port(pinned_new) == (988, False)
-    pinned_old = config_of("standard", "b200", "lustre", cluster={"minVersion": "1.33.2-gke.1111000"})
+    pinned_old = combination_config("standard", "b200", "lustre", cluster={"minVersion": "1.33.2-gke.1111000"})
     assert lustre_port(pinned_old) == (6988, True)
 
 
@@ -35,8 +30,8 @@ def test_workload_pool_is_the_projects_svc_id_goog():
 
 
 def test_shared_args_are_built_once_and_branch_only_where_modes_differ():
-    standard = cluster_args(config_of("standard", "b200", "gcs"), "net", "sub", "nodes@p.iam")
-    autopilot = cluster_args(config_of("autopilot", "b200", "gcs"), "net", "sub", "nodes@p.iam")
+    standard = cluster_args(combination_config("standard", "b200", "gcs"), "net", "sub", "nodes@p.iam")
+    autopilot = cluster_args(combination_config("autopilot", "b200", "gcs"), "net", "sub", "nodes@p.iam")
     for key in ("name", "location", "network", "subnetwork", "networking_mode", "enable_multi_networking"):
         assert getattr(standard, key) == getattr(autopilot, key), key
     assert standard.enable_autopilot is None and autopilot.enable_autopilot is True
@@ -44,12 +39,12 @@ def test_shared_args_are_built_once_and_branch_only_where_modes_differ():
 
 
 def test_addons_follow_mode_and_storage():
-    gcs_standard = addons_config(config_of("standard", "h200", "gcs"))
+    gcs_standard = addons_config(combination_config("standard", "h200", "gcs"))
     assert gcs_standard.gcs_fuse_csi_driver_config.enabled is True
     assert gcs_standard.lustre_csi_driver_config is None
-    gcs_autopilot = addons_config(config_of("autopilot", "h200", "gcs"))
+    gcs_autopilot = addons_config(combination_config("autopilot", "h200", "gcs"))
     assert gcs_autopilot.gcs_fuse_csi_driver_config is None, "Autopilot has GCS FUSE on by default"
-    lustre = addons_config(config_of("autopilot", "h200", "lustre"))
+    lustre = addons_config(combination_config("autopilot", "h200", "lustre"))
     assert lustre.lustre_csi_driver_config.enabled is True
     assert lustre.gcs_fuse_csi_driver_config is None
 

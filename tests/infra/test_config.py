@@ -14,9 +14,18 @@ from typing import Any
 
 import pytest
 
-from infra import facts
-from infra.config import ConfigError, Problem, StackConfig, parse_config
-from infra.plan.harness import REPO_ROOT
+from core.config.model import StackConfig
+from core.config.problems import ConfigError, Problem
+from core.facts.platform import (
+    CUDA_MAJOR_DRIVER_BRANCH,
+    DEFAULT_IMAGES,
+    LATEST_DRIVER_FLOORS,
+    VERL_VERSION,
+    FrameworkImage,
+    GkeVersion,
+)
+from jobs.load import load_config
+from plan.harness import REPO_ROOT
 
 DELETE = object()
 """A change value that removes the key or field."""
@@ -78,7 +87,7 @@ def raw_values(changes: dict[str, Any]) -> dict[str, str]:
 def problem_lines(changes: dict[str, Any], secret_keys: tuple[str, ...] = (), stack: str = "test") -> list[str]:
     """The refused config's problem lines, or [] when it loads."""
     try:
-        parse_config(raw_values(changes), secret_keys, stack)
+        load_config(raw_values(changes), secret_keys, stack)
     except ConfigError as error:
         lines = [str(problem) for problem in error.problems]
         assert str(error) == "\n".join(lines)
@@ -316,8 +325,8 @@ CLUSTER = [
 
 def _below(version: str) -> str:
     """The GKE version just below `version` (its gke build number minus one)."""
-    parsed = facts.GkeVersion.parse(version)
-    return str(facts.GkeVersion(parsed.major, parsed.minor, parsed.patch, parsed.gke - 1))
+    parsed = GkeVersion.parse(version)
+    return str(GkeVersion(parsed.major, parsed.minor, parsed.patch, parsed.gke - 1))
 
 
 RDMA_FLOORS = [
@@ -972,10 +981,10 @@ DRIVER = [
 def test_every_cuda_major_has_a_latest_driver_that_runs_it() -> None:
     """The driver facts agree: each known CUDA major's branch is carried by some GKE LATEST driver, and the
     pinned images' CUDA versions are of known majors."""
-    for major, branch in facts.CUDA_MAJOR_DRIVER_BRANCH.items():
-        assert any(known >= branch for known in facts.LATEST_DRIVER_FLOORS), major
-    for image in facts.DEFAULT_IMAGES.values():
-        assert image.cuda_version is not None and int(image.cuda_version.split(".")[0]) in facts.CUDA_MAJOR_DRIVER_BRANCH
+    for major, branch in CUDA_MAJOR_DRIVER_BRANCH.items():
+        assert any(known >= branch for known in LATEST_DRIVER_FLOORS), major
+    for image in DEFAULT_IMAGES.values():
+        assert image.cuda_version is not None and int(image.cuda_version.split(".")[0]) in CUDA_MAJOR_DRIVER_BRANCH
 
 
 # ---------------------------------------------------------------- grpo-gke:secretEnv and secrets elsewhere
@@ -1047,7 +1056,7 @@ def test_a_flat_key_set_without_path_says_how_to_set_the_field() -> None:
     values["grpo-gke:gpu.nodes"] = "2"
     values["grpo-gke:zone.x"] = "1"
     with pytest.raises(ConfigError) as caught:
-        parse_config(values, (), "t")
+        load_config(values, (), "t")
     assert [str(problem) for problem in caught.value.problems] == [
         "grpo-gke:gpu.nodes: is a flat key, not a field of grpo-gke:gpu: pulumi config rm grpo-gke:gpu.nodes,"
         " then pulumi config set --path grpo-gke:gpu.nodes <value>",
@@ -1073,7 +1082,7 @@ def test_config_error_deduplicates() -> None:
 
 def test_base_config_defaults() -> None:
     """The documented defaults: Standard on REGULAR, spot, keepOnDestroy, derived names, pinned image."""
-    loaded = parse_config(raw_values({}), (), "test")
+    loaded = load_config(raw_values({}), (), "test")
     config = loaded.config
     assert loaded.warnings == (OPEN_CONTROL_PLANE,)
     assert (config.stack, config.project, config.region, config.zone) == ("test", "my-grpo-project", "us-central1", "us-central1-b")
@@ -1086,14 +1095,14 @@ def test_base_config_defaults() -> None:
     assert config.total_gpus == 8
     assert config.gpu_machine.machine_type == "a3-ultragpu-8g"
     assert config.hf_token is None
-    assert config.workload.resolved_image() == facts.DEFAULT_IMAGES["verl"]
+    assert config.workload.resolved_image() == DEFAULT_IMAGES["verl"]
     assert config.grpo.effective_mini_batch() == config.grpo.prompts_per_step == 256
     assert config.job.submit is True
 
 
 def test_section_defaults() -> None:
     """The defaults of the optional sections, as users see them (camelCase)."""
-    config = parse_config(raw_values({}), (), "test").config
+    config = load_config(raw_values({}), (), "test").config
     assert config.cluster.model_dump(by_alias=True) == {
         "mode": "standard",
         "name": None,
@@ -1137,21 +1146,21 @@ def test_section_defaults() -> None:
 
 def test_derived_names_are_sanitised() -> None:
     """A stack name with capitals and dots still yields valid cluster and bucket names."""
-    config = parse_config(raw_values({}), (), "My.Stack_9").config
+    config = load_config(raw_values({}), (), "My.Stack_9").config
     assert config.cluster_name == "grpo-my-stack-9"
     assert config.bucket_name == "my-grpo-project-grpo-my-stack-9"
 
 
 def test_derived_names_are_truncated() -> None:
     """A long stack name is cut to the 40-character cluster and 63-character bucket limits."""
-    config = parse_config(raw_values({}), (), "s" * 100).config
+    config = load_config(raw_values({}), (), "s" * 100).config
     assert config.cluster_name == "grpo-" + "s" * 35
     assert config.bucket_name == "my-grpo-project-grpo-" + "s" * 42
 
 
 def test_configured_names_win() -> None:
     """Configured cluster and bucket names are used as given."""
-    config = parse_config(
+    config = load_config(
         raw_values({"grpo-gke:cluster.name": "mine", "grpo-gke:storage.bucket": "my-bucket"}), (), "test"
     ).config
     assert (config.cluster_name, config.bucket_name) == ("mine", "my-bucket")
@@ -1159,29 +1168,29 @@ def test_configured_names_win() -> None:
 
 def test_custom_image_resolution() -> None:
     """A configured image carries its Ray version, and NeMo-RL's release."""
-    verl = parse_config(raw_values(IMAGE), (), "t").config.workload.resolved_image()
-    assert verl == facts.FrameworkImage("example.com/verl:custom", "2.49.2", facts.VERL_VERSION)
-    nemo = parse_config(raw_values(NEMO_IMAGE), (), "t").config.workload.resolved_image()
-    assert nemo == facts.FrameworkImage("example.com/nemo-rl:custom", "2.55.1", "v0.7.0")
-    assert parse_config(raw_values(NEMO), (), "t").config.workload.resolved_image() == facts.DEFAULT_IMAGES["nemo-rl"]
+    verl = load_config(raw_values(IMAGE), (), "t").config.workload.resolved_image()
+    assert verl == FrameworkImage("example.com/verl:custom", "2.49.2", VERL_VERSION)
+    nemo = load_config(raw_values(NEMO_IMAGE), (), "t").config.workload.resolved_image()
+    assert nemo == FrameworkImage("example.com/nemo-rl:custom", "2.55.1", "v0.7.0")
+    assert load_config(raw_values(NEMO), (), "t").config.workload.resolved_image() == DEFAULT_IMAGES["nemo-rl"]
 
 
 def test_rdma_subnets() -> None:
     """The RDMA range splits into eight equal subnets, in order."""
-    config = parse_config(raw_values({"grpo-gke:network.rdmaRange": "192.168.128.0/26"}), (), "t").config
+    config = load_config(raw_values({"grpo-gke:network.rdmaRange": "192.168.128.0/26"}), (), "t").config
     assert config.network.rdma_subnets() == [f"192.168.128.{8 * index}/29" for index in range(8)]
 
 
 def test_config_is_frozen() -> None:
     """The config cannot be changed after validation."""
-    config = parse_config(raw_values({}), (), "t").config
+    config = load_config(raw_values({}), (), "t").config
     with pytest.raises(ValueError):
         config.gpu.nodes = 2  # type: ignore[misc]
 
 
 def test_secret_token_loads_without_warning() -> None:
     """A token stored as a secret loads quietly."""
-    loaded = parse_config(raw_values({"grpo-gke:hfToken": "hf_s3cr3t"}), ("grpo-gke:hfToken",), "t")
+    loaded = load_config(raw_values({"grpo-gke:hfToken": "hf_s3cr3t"}), ("grpo-gke:hfToken",), "t")
     assert loaded.warnings == (OPEN_CONTROL_PLANE,)
     assert loaded.config.hf_token is not None
     assert loaded.config.hf_token.get_secret_value() == "hf_s3cr3t"
@@ -1194,12 +1203,12 @@ def test_secret_token_loads_without_warning() -> None:
 )
 def test_a_closed_control_plane_loads_without_warning(changes: dict[str, Any]) -> None:
     """Either authorized networks or the DNS endpoint closes the public IP endpoint: no warning."""
-    assert parse_config(raw_values(changes), (), "t").warnings == ()
+    assert load_config(raw_values(changes), (), "t").warnings == ()
 
 
 def test_plaintext_token_works_but_warns() -> None:
     """A plaintext token loads and yields one warning saying how to fix it."""
-    loaded = parse_config(raw_values({"grpo-gke:hfToken": "hf_s3cr3t"}), (), "t")
+    loaded = load_config(raw_values({"grpo-gke:hfToken": "hf_s3cr3t"}), (), "t")
     assert loaded.config.hf_token is not None
     assert loaded.warnings == (
         "grpo-gke:hfToken is set in plaintext; store it as a secret: pulumi config set --secret grpo-gke:hfToken <token>",
@@ -1210,7 +1219,7 @@ def test_plaintext_token_works_but_warns() -> None:
 
 def test_token_never_in_config_text() -> None:
     """str and repr of the config (and its dump) never show the token."""
-    config = parse_config(raw_values({"grpo-gke:hfToken": "hf_s3cr3t"}), ("grpo-gke:hfToken",), "t").config
+    config = load_config(raw_values({"grpo-gke:hfToken": "hf_s3cr3t"}), ("grpo-gke:hfToken",), "t").config
     for text in (str(config), repr(config), str(config.model_dump()), config.model_dump_json()):
         assert "hf_s3cr3t" not in text
 
@@ -1221,7 +1230,7 @@ def test_token_never_in_error_text(token: Any) -> None:
     values = raw_values({"grpo-gke:gpu.nodes": 0})
     values["grpo-gke:hfToken"] = token
     with pytest.raises(ConfigError) as caught:
-        parse_config(values, ("grpo-gke:hfToken",), "t")
+        load_config(values, ("grpo-gke:hfToken",), "t")
     for text in (str(caught.value), repr(caught.value), repr(caught.value.problems)):
         assert str(token) not in text
     assert "grpo-gke:gpu.nodes: must be at least 1, got 0" in str(caught.value)
@@ -1312,7 +1321,7 @@ def test_a_flat_secret_env_key_says_how_to_set_it_as_a_secret() -> None:
     values = raw_values({})
     values["grpo-gke:secretEnv.WANDB_API_KEY"] = SECURE
     with pytest.raises(ConfigError) as caught:
-        parse_config(values, ("grpo-gke:secretEnv.WANDB_API_KEY",), "t")
+        load_config(values, ("grpo-gke:secretEnv.WANDB_API_KEY",), "t")
     assert [str(problem) for problem in caught.value.problems] == [
         "grpo-gke:secretEnv.WANDB_API_KEY: is a flat key, not a field of grpo-gke:secretEnv: pulumi config rm"
         " grpo-gke:secretEnv.WANDB_API_KEY, then pulumi config set --secret --path grpo-gke:secretEnv.WANDB_API_KEY"
@@ -1323,11 +1332,11 @@ def test_a_flat_secret_env_key_says_how_to_set_it_as_a_secret() -> None:
 def test_secret_env_loads_as_secrets_and_warns_in_plaintext() -> None:
     """A secret secretEnv loads quietly with its values hidden; a plaintext one loads with a warning."""
     changes = {"grpo-gke:secretEnv": {"WANDB_API_KEY": "wandb-value"}}
-    loaded = parse_config(raw_values(changes), ("grpo-gke:secretEnv",), "t")
+    loaded = load_config(raw_values(changes), ("grpo-gke:secretEnv",), "t")
     assert loaded.warnings == (OPEN_CONTROL_PLANE,)
     assert loaded.config.secret_env["WANDB_API_KEY"].get_secret_value() == "wandb-value"
     assert "wandb-value" not in repr(loaded.config) and "wandb-value" not in str(loaded.config)
-    plain = parse_config(raw_values(changes), (), "t")
+    plain = load_config(raw_values(changes), (), "t")
     assert plain.warnings == (
         "grpo-gke:secretEnv is set in plaintext; store each value as a secret:"
         " pulumi config set --secret --path 'grpo-gke:secretEnv.<NAME>' <value>",

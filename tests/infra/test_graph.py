@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from infra.plan.graph import critical_path, upstream
+from plan.graph import critical_path, upstream
 
 
 def test_the_critical_path_is_the_longest_chain_and_the_serial_sum_adds_everything():

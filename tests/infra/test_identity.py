@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from infra import facts, names
+from core import names
+from core.facts.gcp import CLOUD_PLATFORM_SCOPE
+from core.facts.privilege import NODE_ROLE_ALLOW_LIST, NODE_SERVICE_ACCOUNT_ROLES
 from infra.identity import gke_service_agent, role_resource_name
-from tests.infra.conftest import COMBINATIONS, MODES, depends_on
+from tests.conftest import COMBINATIONS, MODES
+from tests.infra.conftest import depends_on
 
 ACCOUNT = "gcp:serviceaccount/account:Account"
 PROJECT_MEMBER = "gcp:projects/iAMMember:IAMMember"
@@ -34,9 +37,9 @@ def test_grant_names_and_the_service_agent():
 
 
 def test_the_node_roles_are_gke_s_node_role_and_inside_the_documented_allow_list():
-    assert facts.NODE_SERVICE_ACCOUNT_ROLES == ("roles/container.defaultNodeServiceAccount",)
-    assert set(facts.NODE_SERVICE_ACCOUNT_ROLES) <= facts.NODE_ROLE_ALLOW_LIST
-    assert not any(role in facts.NODE_ROLE_ALLOW_LIST for role in ("roles/editor", "roles/owner", "roles/storage.admin"))
+    assert NODE_SERVICE_ACCOUNT_ROLES == ("roles/container.defaultNodeServiceAccount",)
+    assert set(NODE_SERVICE_ACCOUNT_ROLES) <= NODE_ROLE_ALLOW_LIST
+    assert not any(role in NODE_ROLE_ALLOW_LIST for role in ("roles/editor", "roles/owner", "roles/storage.admin"))
 
 
 @pytest.mark.parametrize("mode,gpu,storage", COMBINATIONS)
@@ -48,11 +51,11 @@ def test_one_node_account_with_exactly_the_node_role_non_authoritatively(infra_r
     assert account.delete_before_replace is True
     assert depends_on(recording, account) == {"iam"}
     grants = recording.by_type(PROJECT_MEMBER)
-    assert sorted(grant.inputs["role"] for grant in grants) == list(facts.NODE_SERVICE_ACCOUNT_ROLES)
+    assert sorted(grant.inputs["role"] for grant in grants) == list(NODE_SERVICE_ACCOUNT_ROLES)
     for grant in grants:
         assert grant.inputs["member"] == f"serviceAccount:{NODE_EMAIL}"
         assert grant.inputs["project"] == "my-grpo-project"
-        assert grant.inputs["role"] in facts.NODE_ROLE_ALLOW_LIST
+        assert grant.inputs["role"] in NODE_ROLE_ALLOW_LIST
     # Authoritative bindings or policies would drop the project's other members.
     types = {resource.type for resource in recording.resources}
     assert not types & {"gcp:projects/iAMBinding:IAMBinding", "gcp:projects/iAMPolicy:IAMPolicy"}
@@ -69,7 +72,7 @@ def test_every_standard_pool_and_the_default_pool_run_as_the_node_account(infra_
     assert len(pools) == 2
     for pool in pools:
         assert pool.inputs["nodeConfig"]["serviceAccount"] == NODE_EMAIL, pool.name
-        assert pool.inputs["nodeConfig"]["oauthScopes"] == [facts.CLOUD_PLATFORM_SCOPE]
+        assert pool.inputs["nodeConfig"]["oauthScopes"] == [CLOUD_PLATFORM_SCOPE]
     cluster = recording.one(CLUSTER)
     assert cluster.inputs["nodeConfig"]["serviceAccount"] == NODE_EMAIL
     assert cluster.ignore_changes == ("nodeConfig",)
@@ -81,7 +84,7 @@ def test_autopilot_nodes_run_as_the_node_account(infra_run, gpu, storage):
     recording = infra_run("autopilot", gpu, storage)
     cluster = recording.one(CLUSTER)
     defaults = cluster.inputs["clusterAutoscaling"]["autoProvisioningDefaults"]
-    assert defaults == {"serviceAccount": NODE_EMAIL, "oauthScopes": [facts.CLOUD_PLATFORM_SCOPE]}
+    assert defaults == {"serviceAccount": NODE_EMAIL, "oauthScopes": [CLOUD_PLATFORM_SCOPE]}
     assert "nodeConfig" not in cluster.inputs
     assert recording.by_type(POOL) == []
 

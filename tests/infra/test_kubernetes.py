@@ -6,11 +6,13 @@ import pytest
 import yaml
 from google.protobuf import json_format
 
-from infra.kubernetes import cluster_identifier, gcloud_context_name, gke_kubeconfig
-from infra.plan import mocks
-from infra.plan.harness import run_values
-from infra.plan.monitor import SECRET_SIG, SIG_KEY, RecordingMonitor
-from tests.infra.conftest import COMBINATIONS, depends_on, infra_values
+from core.names import gcloud_context_name
+from infra.kubernetes import cluster_identifier, gke_kubeconfig
+from plan import mocks
+from plan.harness import run_values
+from plan.monitor import SECRET_SIG, SIG_KEY, RecordingMonitor
+from tests.conftest import COMBINATIONS, combination_values
+from tests.infra.conftest import depends_on
 
 PROVIDER = "pulumi:providers:kubernetes"
 
@@ -73,7 +75,7 @@ def provider_registration(endpoint: str, ca_certificate: str) -> dict:
         patch.setattr(mocks, "FAKE_ENDPOINT", endpoint)
         patch.setattr(mocks, "FAKE_CA_CERTIFICATE", ca_certificate)
         patch.setattr(RecordingMonitor, "RegisterResource", recording_provider)
-        run_values(infra_values("standard", "h200", "gcs"))
+        run_values(combination_values("standard", "h200", "gcs"))
     return seen
 
 
@@ -118,6 +120,6 @@ def test_with_the_dns_endpoint_the_provider_reaches_the_cluster_through_it():
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(RecordingMonitor, "RegisterResource", recording_provider)
-        run_values(infra_values("autopilot", "b200", "gcs", cluster={"dnsEndpoint": True}))
+        run_values(combination_values("autopilot", "b200", "gcs", cluster={"dnsEndpoint": True}))
     cluster = yaml.safe_load(seen["kubeconfig"])["clusters"][0]["cluster"]
     assert cluster == {"server": f"https://{mocks.FAKE_DNS_ENDPOINT}"}

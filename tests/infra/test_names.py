@@ -7,11 +7,10 @@ from typing import Any
 
 import pytest
 
-from infra.names import fixed_name_options
-from infra.plan.harness import Recording, run_values
-from infra.plan.monitor import Recorded
-from tests.conftest import SHIPPED_STACKS
-from tests.infra.conftest import COMBINATIONS, infra_values
+from core.names import fixed_name_options
+from plan.harness import Recording, run_values
+from plan.monitor import Recorded
+from tests.conftest import COMBINATIONS, SHIPPED_STACKS, combination_values
 
 NAMING_INPUTS = ("name", "instanceId", "accountId", "secretId", "repositoryId", "roleId", "metadata.name")
 """Input paths that give a resource its name in the cloud or the cluster (GCP `name` and the `...Id`
@@ -85,7 +84,7 @@ def test_every_named_resource_of_each_combination_is_deleted_before_its_replacem
 
 def test_the_token_secret_is_deleted_before_its_replacement():
     """The Secret exists only with a token; a run with one covers it too."""
-    values = infra_values("standard", "h200", "gcs") | {"grpo-gke:hfToken": "hf_offline"}
+    values = combination_values("standard", "h200", "gcs") | {"grpo-gke:hfToken": "hf_offline"}
     recording = run_values(values, secret_keys=["grpo-gke:hfToken"])
     assert recording.one("kubernetes:core/v1:Secret").delete_before_replace
     assert named_without_delete_first(recording) == []

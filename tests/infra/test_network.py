@@ -6,10 +6,12 @@ import ipaddress
 
 import pytest
 
-from infra import facts
-from infra.config import NetworkConfig
-from infra.network import cidr_address, network_id, network_names, rdma_network_profile
-from tests.infra.conftest import COMBINATIONS, depends_on
+from core.config.model import NetworkConfig
+from core.facts.platform import MAX_MTU
+from core.names import network_names
+from infra.network import cidr_address, network_id, rdma_network_profile
+from tests.conftest import COMBINATIONS
+from tests.infra.conftest import depends_on
 
 NETWORK = "gcp:compute/network:Network"
 SUBNET = "gcp:compute/subnetwork:Subnetwork"
@@ -45,7 +47,7 @@ def test_cidr_address_and_network_id():
 def test_gvnic_vpc_subnet_and_internal_firewall(infra_run, mode, gpu, storage):
     recording = infra_run(mode, gpu, storage)
     vpc = recording.one(NETWORK, "grpo-test-gvnic")
-    assert vpc.inputs["mtu"] == facts.MAX_MTU == 8896
+    assert vpc.inputs["mtu"] == MAX_MTU == 8896
     assert vpc.inputs["autoCreateSubnetworks"] is False
     assert "networkProfile" not in vpc.inputs
     subnet = recording.one(SUBNET, "grpo-test-gvnic-sub")

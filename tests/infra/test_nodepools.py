@@ -4,17 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from infra import facts, names
-from infra.config import parse_config
+from core import names
+from core.facts.platform import GPU_MACHINES
 from infra.nodepools import gpu_driver_version, gpu_pool_args, reservation_affinity
-from tests.infra.conftest import COMBINATIONS, GPUS, depends_on, infra_values
+from tests.conftest import COMBINATIONS, GPUS, combination_config
+from tests.infra.conftest import depends_on
 
 POOL = "gcp:container/nodePool:NodePool"
-
-
-def config_of(gpu: str, /, **sections: dict):
-    """A validated Standard gcs StackConfig."""
-    return parse_config(infra_values("standard", gpu, "gcs", **sections), (), "test").config
 
 
 USER_IMAGE = {"image": "example.com/verl:custom", "rayVersion": "2.55.1"}
@@ -40,21 +36,21 @@ NEMO = {"framework": "nemo-rl", "dataset": "deepscaler", "model": "Qwen/Qwen2.5-
     ("b200", USER_IMAGE, {}, "LATEST"),
 ])
 def test_pool_driver_runs_the_images_cuda(gpu, workload, cluster, driver):
-    config = config_of(gpu, workload=workload, cluster=cluster)
+    config = combination_config("standard", gpu, workload=workload, cluster=cluster)
     assert gpu_driver_version(config) == driver
     [accelerator] = gpu_pool_args(config, "cluster", [], "nodes@example.iam.gserviceaccount.com").node_config.guest_accelerators
     assert accelerator.gpu_driver_installation_config.gpu_driver_version == driver
 
 
 def test_reservation_affinity_per_provisioning():
-    reserved = reservation_affinity(config_of("b200", gpu={"provisioning": "reservation", "reservation": "res-a4"}))
+    reserved = reservation_affinity(combination_config("standard", "b200", gpu={"provisioning": "reservation", "reservation": "res-a4"}))
     assert (reserved.consume_reservation_type, reserved.key, reserved.values) == (
         "SPECIFIC_RESERVATION",
         "compute.googleapis.com/reservation-name",
         ["res-a4"],
     )
     for provisioning in ("spot", "on-demand", "flex-start"):
-        affinity = reservation_affinity(config_of("b200", gpu={"provisioning": provisioning}))
+        affinity = reservation_affinity(combination_config("standard", "b200", gpu={"provisioning": provisioning}))
         assert affinity.consume_reservation_type == "NO_RESERVATION", provisioning
 
 
@@ -70,7 +66,7 @@ def test_gpu_pool_machine_accelerators_disks_and_nics(infra_run, gpu):
     recording = infra_run("standard", gpu, "gcs", gpu={"nodes": 2})
     pool = recording.one(POOL, "grpo-test-gpu")
     inputs, node = pool.inputs, pool.inputs["nodeConfig"]
-    machine = facts.GPU_MACHINES[gpu]
+    machine = GPU_MACHINES[gpu]
     assert node["machineType"] == {"b200": "a4-highgpu-8g", "h200": "a3-ultragpu-8g"}[gpu] == machine.machine_type
     assert node["guestAccelerators"] == [
         {
@@ -203,7 +199,8 @@ def test_multi_node_pools_without_a_reservation_are_compact_placed(infra_run, gp
 
 
 def test_the_largest_gpu_pool_fits_one_compact_placement_policy():
-    from infra.config import GpuConfig
+    from core.config.model import GpuConfig
+    from core.facts.gcp import COMPACT_PLACEMENT_MAX_NODES
 
     most = next(m.le for m in GpuConfig.model_fields["nodes"].metadata if hasattr(m, "le"))
-    assert most <= facts.COMPACT_PLACEMENT_MAX_NODES
+    assert most <= COMPACT_PLACEMENT_MAX_NODES

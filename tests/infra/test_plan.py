@@ -12,12 +12,12 @@ import pulumi
 import pytest
 import yaml
 
-from infra.__main__ import main
-from infra.plan import harness
-from infra.plan.monitor import SECRET_PLACEHOLDER, UNKNOWN, UNKNOWN_PLACEHOLDER, wire_value
-from tests.infra.test_config import OPEN_CONTROL_PLANE
-from infra.plan.writer import render_graph_mmd, render_plan_json
+from plan import harness
+from plan.cli import main
+from plan.monitor import SECRET_PLACEHOLDER, UNKNOWN, UNKNOWN_PLACEHOLDER, wire_value
+from plan.writer import render_graph_mmd, render_plan_json
 from tests.conftest import REPO_ROOT, SHIPPED_STACKS, shipped_stack_file, values_of
+from tests.infra.test_config import OPEN_CONTROL_PLANE
 
 GOLDEN = Path(__file__).parent / "golden"
 PLAN_KEYS = {
@@ -53,8 +53,8 @@ def test_wire_value_turns_floats_secrets_and_unknowns_into_stable_json():
 
 def test_the_graph_does_not_depend_on_the_process(plan_of):
     code = (
-        "import sys; from tests.conftest import stack_values; from infra.plan.harness import run_values;"
-        " from infra.plan.writer import render_graph_mmd; v = stack_values('dev');"
+        "import sys; from tests.conftest import stack_values; from plan.harness import run_values;"
+        " from plan.writer import render_graph_mmd; v = stack_values('dev');"
         " sys.stdout.write(render_graph_mmd(run_values(v.values, v.secret_keys, 'dev')))"
     )
     env = {**os.environ, "PYTHONHASHSEED": "123", "PYTHONPATH": str(REPO_ROOT)}
@@ -124,7 +124,7 @@ def testcustom_timeouts_of_are_recorded_by_operation():
     """A customTimeouts option reaches the recording with only the operations it sets."""
     from pulumi.runtime.proto import resource_pb2
 
-    from infra.plan.monitor import custom_timeouts_of
+    from plan.monitor import custom_timeouts_of
 
     request = resource_pb2.RegisterResourceRequest(
         customTimeouts=resource_pb2.RegisterResourceRequest.CustomTimeouts(create="45m", delete="20m")
@@ -144,8 +144,8 @@ def test_plan_of_dev_matches_its_golden_file(plan_of):
 
 def test_the_cli_writes_byte_identical_files_on_every_run(tmp_path, capsys):
     first, second = tmp_path / "first", tmp_path / "second"
-    assert main(["plan", "--config", str(shipped_stack_file("dev")), "--out", str(first)]) == 0
-    assert main(["plan", "--config", str(shipped_stack_file("dev")), "--out", str(second)]) == 0
+    assert main(["--config", str(shipped_stack_file("dev")), "--out", str(first)]) == 0
+    assert main(["--config", str(shipped_stack_file("dev")), "--out", str(second)]) == 0
     names = sorted(path.name for path in first.iterdir())
     assert names == ["cost.json", "graph.mmd", "grpo-staging.staging_script.py", "job.json", "k8s.yaml", "plan.json"]
     for name in names:
@@ -161,7 +161,7 @@ def test_the_cli_writes_byte_identical_files_on_every_run(tmp_path, capsys):
 def test_the_cli_plans_from_a_config_path(tmp_path):
     path = tmp_path / "Pulumi.elsewhere.yaml"
     path.write_text(shipped_stack_file("dev").read_text())
-    assert main(["plan", "--config", str(path), "--out", str(tmp_path / "out")]) == 0
+    assert main(["--config", str(path), "--out", str(tmp_path / "out")]) == 0
     assert json.loads((tmp_path / "out" / "plan.json").read_text())["stack"] == "elsewhere"
 
 
@@ -214,7 +214,7 @@ def test_a_plaintext_token_plans_with_a_warning(tmp_path, capsys):
     text = shipped_stack_file("dev").read_text() + "  grpo-gke:hfToken: hf_plaintext_for_test\n"
     path = tmp_path / "Pulumi.plain.yaml"
     path.write_text(text)
-    assert main(["plan", "--config", str(path), "--out", str(tmp_path / "out")]) == 0
+    assert main(["--config", str(path), "--out", str(tmp_path / "out")]) == 0
     err = capsys.readouterr().err
     assert "grpo-gke:hfToken is set in plaintext" in err
     assert "hf_plaintext_for_test" not in err
@@ -236,7 +236,7 @@ def test_graph_shows_what_waits_for_what(plan_of):
 
 
 def test_transitive_reduction_keeps_reachability_and_drops_implied_edges():
-    from infra.plan.writer import transitive_reduction
+    from plan.writer import transitive_reduction
 
     edges = {("a", "b"): None, ("b", "c"): None, ("a", "c"): None, ("c", "d"): None}
     assert list(transitive_reduction(edges)) == [("a", "b"), ("b", "c"), ("c", "d")]

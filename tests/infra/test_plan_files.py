@@ -13,8 +13,8 @@ from importlib.metadata import version
 
 import pytest
 
-from infra.plan.monitor import default_provider_name
-from infra.plan.writer import kubernetes_objects, render_graph_mmd
+from plan.monitor import default_provider_name
+from plan.writer import kubernetes_objects, render_graph_mmd
 from tests.conftest import REPO_ROOT, SHIPPED_STACKS, shipped_stack_file
 from tests.infra.test_config import OPEN_CONTROL_PLANE
 from workloads import staging

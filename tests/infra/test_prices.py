@@ -11,10 +11,9 @@ import sys
 
 import pytest
 
-from infra import facts
-from infra.config import parse_config
-from infra.prices import CATALOG_PATH, catalog, estimate, gpu_node_hourly, read_catalog, render_cost_json, summary_lines
-from tests.conftest import REPO_ROOT, SHIPPED_STACKS, shipped_stack_file, values_of
+from core.facts.platform import GPU_MACHINES
+from plan.prices import CATALOG_PATH, catalog, estimate, gpu_node_hourly, read_catalog, render_cost_json, summary_lines
+from tests.conftest import REPO_ROOT, SHIPPED_STACKS, config_of, shipped_stack_file
 from tests.infra.test_config import OPEN_CONTROL_PLANE
 
 DATE = "2026-12-01"
@@ -32,11 +31,6 @@ GCS_US_CENTRAL1_HOURLY_PER_GIB = 0.020 / 730
 """Cloud Storage Standard in us-central1, $0.020 per GiB-month, over 730 hours."""
 
 
-def config_of(stack: str, **sections: dict):
-    """The validated config of a shipped stack with sections merged in."""
-    return parse_config(values_of(stack, **sections), [], stack).config
-
-
 def test_the_catalog_is_dated_and_every_section_names_its_source():
     document = json.loads(CATALOG_PATH.read_text())
     assert document["catalog_date"] == DATE
@@ -46,7 +40,7 @@ def test_the_catalog_is_dated_and_every_section_names_its_source():
 
 
 def test_the_catalog_prices_both_gpu_machines():
-    assert {machine.machine_type for machine in facts.GPU_MACHINES.values()} == set(catalog().gpu_nodes)
+    assert {machine.machine_type for machine in GPU_MACHINES.values()} == set(catalog().gpu_nodes)
 
 
 def test_the_lookup_finds_a_listed_price():
@@ -100,7 +94,7 @@ def test_the_parts_of_the_dev_stack():
 
 def test_the_summary_lines_of_the_nemo_rl_stack_name_the_missing_lustre_price():
     assert summary_lines(estimate(config_of("nemo-rl-standard-b200"), catalog())) == [
-        f"cost per hour (list prices of {DATE}, infra/prices.json):",
+        f"cost per hour (list prices of {DATE}, plan/prices.json):",
         "  gpu nodes: $260.85/h for 8 x a4-highgpu-8g spot in us-central1-b at $32.61/h a node",
         "  head: $0.84/h for 1 x c2-standard-16 on-demand in us-central1",
         f"  storage: no price for Managed Lustre at 1000 MB/s/TiB in us-central1 in the catalog (dated {DATE})",
@@ -216,4 +210,4 @@ def test_the_readme_shows_what_the_dev_plan_prints_and_the_catalogs_date():
     section = (REPO_ROOT / "README.md").read_text().split("\n## Cost\n", 1)[1].split("\n## ", 1)[0]
     shown = section.split("```text\n", 1)[1].split("```", 1)[0]
     assert shown == "".join(f"  {line}\n" for line in summary_lines(estimate(config_of("dev"), catalog())))
-    assert f"`infra/prices.json`, dated {DATE}" in section
+    assert f"`plan/prices.json`, dated {DATE}" in section

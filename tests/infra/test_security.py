@@ -5,10 +5,9 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from infra.config import parse_config
-from infra.security import security_summary
-from tests.conftest import REPO_ROOT, shipped_stack_file
-from tests.infra.conftest import infra_values
+from jobs.load import load_config
+from plan.security import security_summary
+from tests.conftest import REPO_ROOT, combination_values, shipped_stack_file
 from tests.infra.test_config import OPEN_CONTROL_PLANE
 
 KEY = "projects/my-keys-1/locations/us-central1/keyRings/gke/cryptoKeys/secrets"
@@ -23,7 +22,7 @@ HEAD = (
 
 def block(mode: str, storage: str, **cluster) -> str:
     """The security block of one combination with these cluster keys."""
-    return security_summary(parse_config(infra_values(mode, "h200", storage, cluster=cluster), (), "test"))
+    return security_summary(load_config(combination_values(mode, "h200", storage, cluster=cluster), (), "test"))
 
 
 def test_an_open_standard_gcs_stack():

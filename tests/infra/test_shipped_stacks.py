@@ -8,8 +8,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from infra.config import PROJECT_NAMESPACE, LoadedConfig, parse_config
-from infra.stackfile import read_stack_file
+from core.config.load import LoadedConfig
+from core.config.model import PROJECT_NAMESPACE
+from core.stackfile import read_stack_file
+from jobs.load import load_config
 from tests.conftest import REPO_ROOT, SHIPPED_STACKS, shipped_stack_file
 from tests.infra.test_config import OPEN_CONTROL_PLANE
 
@@ -20,7 +22,7 @@ TUTORIAL_STACKS = ("dev", "nemo-rl-standard-b200", "verl-autopilot-b200", "verl-
 def load(stack: str) -> LoadedConfig:
     """The validated config of the shipped stack `stack`."""
     values = read_stack_file(shipped_stack_file(stack), PROJECT_NAMESPACE)
-    return parse_config(values.values, values.secret_keys, values.stack)
+    return load_config(values.values, values.secret_keys, values.stack)
 
 
 def test_project_name_is_the_config_namespace() -> None:
@@ -39,7 +41,7 @@ def test_shipped_stack_loads(path: Path) -> None:
     """The stack file is valid, with no warning (no plaintext token) and no encrypted value offline."""
     values = read_stack_file(path, PROJECT_NAMESPACE)
     assert values.secret_keys == frozenset()
-    loaded = parse_config(values.values, values.secret_keys, values.stack)
+    loaded = load_config(values.values, values.secret_keys, values.stack)
     assert loaded.warnings == (OPEN_CONTROL_PLANE,)
 
 

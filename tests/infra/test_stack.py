@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.infra.conftest import COMBINATIONS
+from tests.conftest import COMBINATIONS
 
 COMPONENTS = {"Apis", "Networks", "ClusterIdentity", "Cluster", "NodePools", "Storage", "KubernetesAccess"}
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from infra.config import parse_config
-from infra.stackfile import OPAQUE_SECRET, StackFileError, read_stack_file, stack_file, stack_name_of
+from core.stackfile import OPAQUE_SECRET, StackFileError, read_stack_file, stack_file, stack_name_of
+from jobs.load import load_config
 from tests.infra.test_config import OPEN_CONTROL_PLANE
 
 PROJECT = "grpo-gke"
@@ -222,7 +222,7 @@ def test_secure_token_through_the_config_model(tmp_path: Path) -> None:
     """A `secure:` hfToken loads as a secret, without the plaintext warning."""
     path = write(tmp_path, STACK + "  grpo-gke:hfToken:\n    secure: AAABAHRva2Vu\n")
     stack = read_stack_file(path, PROJECT)
-    loaded = parse_config(stack.values, stack.secret_keys, stack.stack)
+    loaded = load_config(stack.values, stack.secret_keys, stack.stack)
     assert loaded.warnings == (OPEN_CONTROL_PLANE,)
     assert loaded.config.hf_token is not None
     assert loaded.config.storage.keep_on_destroy is False
@@ -233,6 +233,6 @@ def test_plaintext_token_through_the_config_model(tmp_path: Path) -> None:
     """A plaintext hfToken in the stack file loads with the warning."""
     path = write(tmp_path, STACK + "  grpo-gke:hfToken: hf_plain\n")
     stack = read_stack_file(path, PROJECT)
-    loaded = parse_config(stack.values, stack.secret_keys, stack.stack)
+    loaded = load_config(stack.values, stack.secret_keys, stack.stack)
     assert len(loaded.warnings) == 2 and loaded.warnings[1] == OPEN_CONTROL_PLANE
     assert "pulumi config set --secret grpo-gke:hfToken" in loaded.warnings[0]

@@ -7,10 +7,12 @@ import re
 
 import pytest
 
-from infra import names
-from infra.plan.mocks import FAKE_PROJECT_NUMBER
-from infra.storage import lustre_names, workload_principal
-from tests.infra.conftest import MODES, all_dependencies, depends_on
+from core import names
+from core.names import lustre_names
+from infra.storage import workload_principal
+from plan.mocks import FAKE_PROJECT_NUMBER
+from tests.conftest import MODES
+from tests.infra.conftest import all_dependencies, depends_on
 
 BUCKET = "gcp:storage/bucket:Bucket"
 GRANT = "gcp:storage/bucketIAMMember:BucketIAMMember"

@@ -29,9 +29,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-import ray  # noqa: E402 - after the repository root is on the path
+import ray
 
-from infra.facts import GPUS_PER_NODE  # noqa: E402
+from core.facts.platform import GPUS_PER_NODE
 
 TRACKER = "latest_checkpointed_iteration.txt"
 """verl's tracker file of the newest checkpointed step, in the run directory."""

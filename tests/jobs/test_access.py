@@ -12,8 +12,7 @@ import yaml
 from infra.kubernetes import gke_kubeconfig
 from jobs import access
 from jobs.cli import endpoint_of, parser
-from tests.conftest import STACKS_DIR
-from tests.jobs.test_spec import config_of
+from tests.conftest import STACKS_DIR, config_of
 
 CA = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUJ0ZXN0Ci0tLS0tRU5EIENFUlRJRklDQVRFLS0tLS0K"
 

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from infra.plan.harness import REPO_ROOT
 from jobs.checkpoints import CheckpointError, newest_complete, prepare_resume
+from plan.harness import REPO_ROOT
 
 WORLD = 16
-NOW = datetime(2026, 12, 1, 10, 0, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 12, 1, 10, 0, 0, tzinfo=UTC)
 
 
 def verl_step(run_dir: Path, step: int, world: int = WORLD, skip: tuple[str, ...] = ()) -> Path:

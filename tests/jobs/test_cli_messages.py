@@ -14,8 +14,8 @@ import pytest
 import yaml
 
 from infra.kubernetes import gke_kubeconfig
-from infra.plan.harness import REPO_ROOT
 from jobs.cli import error_line
+from plan.harness import REPO_ROOT
 
 CA = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUJ0ZXN0Ci0tLS0tRU5EIENFUlRJRklDQVRFLS0tLS0K"
 STACK_CONTEXT = "gke_my-grpo-project_us-central1_grpo-cli"
@@ -113,7 +113,7 @@ def not_found_server() -> Iterator[str]:
     """Address of an HTTP server that answers every path with 404, as a dashboard does a wrong path."""
 
     class NotFound(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 - the http.server hook name
+        def do_GET(self) -> None:
             self.send_response(404)
             self.end_headers()
             self.wfile.write(b"404: Not Found")

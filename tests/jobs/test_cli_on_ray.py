@@ -8,10 +8,9 @@ import sys
 
 import pytest
 
-from infra.plan.harness import REPO_ROOT
-
 from jobs.cli import main
 from jobs.local_head import refusing_address
+from plan.harness import REPO_ROOT
 from tests.jobs.conftest import stand_in
 
 pytestmark = pytest.mark.usefixtures("ray_head")
@@ -171,7 +170,7 @@ def test_a_dashboard_that_fails_mid_command_exits_2_with_one_line(make_stack, ca
     class HalfBroken(http.server.BaseHTTPRequestHandler):
         """Answers the version check, then refuses every Jobs API call as an expired token would."""
 
-        def do_GET(self) -> None:  # noqa: N802 - the http.server hook name
+        def do_GET(self) -> None:
             body, code = (b'{"ray_version": "2.60.0", "version": "4"}', 200) if self.path == "/api/version" else (b"Unauthorized", 401)
             self.send_response(code)
             self.end_headers()

@@ -8,11 +8,13 @@ import sys
 
 import pytest
 
-from infra import facts
-from infra.config import ConfigError, DerivedValue, parse_config
-from infra.plan.harness import REPO_ROOT
+from core.config.load import DerivedValue
+from core.config.problems import ConfigError
+from core.facts.platform import GPUS_PER_NODE
+from jobs.load import load_config
 from jobs.spec import submission_for, training_spec
 from jobs.validate import job_problems
+from plan.harness import REPO_ROOT
 from tests.conftest import shipped_stack_file, stack_values, values_of
 from tests.infra.test_config import OPEN_CONTROL_PLANE
 
@@ -21,8 +23,8 @@ UNSET = {"rolloutTensorParallel": None, "microBatchSizePerGpu": None}
 
 
 def loaded_of(base: str, **sections: dict):
-    """parse_config of a shipped stack with sections changed (None removes a key)."""
-    return parse_config(values_of(base, **sections), stack_values(base).secret_keys, base)
+    """load_config of a shipped stack with sections changed (None removes a key)."""
+    return load_config(values_of(base, **sections), stack_values(base).secret_keys, base)
 
 
 def derived_of(base: str, **sections: dict) -> dict[str, DerivedValue]:
@@ -43,7 +45,7 @@ def test_the_tensor_parallel_size_is_the_smallest_that_holds_the_weights_with_he
 
 def test_a_model_too_large_for_a_node_derives_the_whole_node_and_is_still_refused():
     loaded = loaded_of("dev", grpo=UNSET, workload={"model": "org/giant-700B"})
-    assert loaded.config.grpo.rollout_tensor_parallel == facts.GPUS_PER_NODE
+    assert loaded.config.grpo.rollout_tensor_parallel == GPUS_PER_NODE
     assert [value.reason for value in loaded.derived if value.key == "grpo.rolloutTensorParallel"] == [
         "org/giant-700B needs 1400 GB in bf16, more than 8 x H200 hold with 10 GB a GPU to spare"
     ]

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from infra.config import PROJECT_NAMESPACE, parse_config
-from infra.stackfile import read_stack_file
+from core.config.model import PROJECT_NAMESPACE
+from core.stackfile import read_stack_file
 from jobs.generation import record_generation, with_generation
+from jobs.load import load_config
 from tests.conftest import shipped_stack_file
 
 
 def generation_of(path) -> int:
     values = read_stack_file(path, PROJECT_NAMESPACE)
-    return parse_config(values.values, values.secret_keys, values.stack).config.job.run_generation
+    return load_config(values.values, values.secret_keys, values.stack).config.job.run_generation
 
 
 def test_a_stack_without_a_job_section_gets_one_and_keeps_every_other_line(tmp_path):

@@ -9,7 +9,7 @@ from jobs.control import attempts, connect, endpoint_for_address, status_of
 from jobs.local_head import refusing_address
 from jobs.provider import JobProvider
 from jobs.spec import submission_of, training_spec
-from tests.jobs.test_spec import config_of
+from tests.conftest import config_of
 
 
 def props_for(address: str, stack: str, entrypoint: str, **changes) -> dict:

@@ -11,9 +11,9 @@ import sys
 
 import pytest
 
-from infra import facts
-from infra.config import ConfigError, StackConfig, parse_config
-from infra.plan.harness import REPO_ROOT
+from core.config.model import StackConfig
+from core.config.problems import ConfigError
+from core.facts.job import NEMO_RL_WORKDIR, VERL_ENTRY_MODULE
 from jobs.spec import (
     for_attempt,
     hf_architecture,
@@ -24,7 +24,8 @@ from jobs.spec import (
     training_spec,
 )
 from jobs.validate import parse_override
-from tests.conftest import SHIPPED_STACKS, stack_values, values_of
+from plan.harness import REPO_ROOT
+from tests.conftest import SHIPPED_STACKS, config_of
 from workloads import paths
 
 
@@ -40,16 +41,6 @@ def submit_job_kwargs() -> set[str]:
     from ray.job_submission import JobSubmissionClient
 
     return set(inspect.signature(JobSubmissionClient.submit_job).parameters) - {"self"}
-
-
-def config_of(base: str, stack: str | None = None, secret_token: bool = False, **sections: dict) -> StackConfig:
-    """A validated config from a shipped stack with sections changed, under another stack name if given."""
-    values = values_of(base, **sections)
-    secret_keys = set(stack_values(base).secret_keys)
-    if secret_token:
-        values["grpo-gke:hfToken"] = "hf_do_not_leak_0123456789"
-        secret_keys.add("grpo-gke:hfToken")
-    return parse_config(values, secret_keys, stack or base).config
 
 
 def overrides_of(config: StackConfig) -> dict[str, object]:
@@ -85,7 +76,7 @@ def test_verl_spec_is_grpo_with_kl_loss_on_the_staged_model_data_and_pool():
     assert values["trainer.max_actor_ckpt_to_keep"] == config.grpo.keep_checkpoints
     assert values["trainer.resume_mode"] == "auto"
     assert "trainer.total_training_steps" not in values
-    assert shlex.split(spec.entrypoint)[:3] == ["python3", "-m", facts.VERL_ENTRY_MODULE]
+    assert shlex.split(spec.entrypoint)[:3] == ["python3", "-m", VERL_ENTRY_MODULE]
     assert shlex.split(spec.entrypoint)[3:] == list(spec.overrides)
     assert spec.env_vars["PYTHONPATH"] == paths.verl_site_dir()
     # verl's FileLogger opens VERL_FILE_LOGGER_PATH without creating its directory, at the start of
@@ -114,7 +105,7 @@ def test_nemo_rl_spec_follows_the_release_in_the_image(release, script, dataset_
     config = nemo_rl(release)
     spec = training_spec(config)
     words = shlex.split(spec.entrypoint)
-    assert words[:4] == ["cd", facts.NEMO_RL_WORKDIR, "&&", "uv"]
+    assert words[:4] == ["cd", NEMO_RL_WORKDIR, "&&", "uv"]
     assert words[6] == script
     assert words[7:9] == ["--config", "examples/configs/grpo_math_70B_megatron.yaml"]
     values = overrides_of(config)
@@ -225,7 +216,7 @@ def test_attempts_share_the_run_and_differ_only_in_id_attempt_and_metrics_file_a
 
 def test_the_submission_and_its_run_are_the_same_in_every_process():
     code = (
-        "import json; from tests.jobs.test_spec import config_of; from jobs.spec import submission_for;"
+        "import json; from tests.conftest import config_of; from jobs.spec import submission_for;"
         " print(json.dumps(submission_for(config_of('nemo-rl-standard-b200'))))"
     )
     outputs = set()

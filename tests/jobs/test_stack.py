@@ -5,11 +5,10 @@ from __future__ import annotations
 import pulumi
 import pytest
 
-from infra.plan import harness
-from infra.plan.harness import run_values
 from jobs.spec import submission_for
-from tests.conftest import SHIPPED_STACKS, stack_values, values_of
-from tests.jobs.test_spec import config_of
+from plan import harness
+from plan.harness import run_values
+from tests.conftest import SHIPPED_STACKS, config_of, stack_values, values_of
 
 DYNAMIC = "pulumi-python:dynamic:Resource"
 

@@ -11,18 +11,18 @@ from pathlib import Path
 
 import pytest
 
-from infra import facts
+from core.facts.platform import GPUS_PER_NODE
 from jobs import control
 from jobs.spec import submission_of, training_spec
 from tests.jobs.conftest import stand_in_trainer, with_run_env
 
 pytest.importorskip("ray", reason="ray is not installed: pip install 'ray[default]' (requirements.txt)")
 
-from tests.jobs.stand_in_trainer import SHARD_KINDS, TRACKER, shard_name  # noqa: E402 - imports ray
-from tests.jobs.test_spec import config_of  # noqa: E402
-from tests.jobs.two_node_ray import TwoNodeRay  # noqa: E402
+from tests.conftest import config_of
+from tests.jobs.stand_in_trainer import SHARD_KINDS, TRACKER, shard_name
+from tests.jobs.two_node_ray import TwoNodeRay
 
-WORLD_SIZE = facts.GPUS_PER_NODE
+WORLD_SIZE = GPUS_PER_NODE
 """The dev stack's one GPU node: 8 ranks."""
 
 

@@ -8,13 +8,14 @@ from pathlib import Path
 import pytest
 from omegaconf import DictConfig, OmegaConf
 
-from infra import facts
-from infra.config import ConfigError
+from core.config.problems import ConfigError
+from core.facts.job import NEMO_RL_RELEASE_FACTS
+from core.facts.platform import NEMO_RL_RELEASES
 from jobs.cli import main
 from jobs.spec import nemo_rl_recipe, training_spec
 from jobs.validate import check, job_problems, nemo_rl_keys, nemo_rl_problems, verl_problems
-from tests.conftest import SHIPPED_STACKS, STACKS_DIR
-from tests.jobs.test_spec import config_of, nemo_rl
+from tests.conftest import SHIPPED_STACKS, STACKS_DIR, config_of
+from tests.jobs.test_spec import nemo_rl
 
 SHARED_RELEASES = {"v0.4.0": "v0.4.0", "v0.7.0": "main"}
 """Releases whose recipes ../shared/nemo-rl holds: v0.4.0, and main for v0.7.0's layout (both
@@ -123,7 +124,7 @@ def test_typed_model_refuses_wrong_types_and_dtensor_keys_on_megatron():
 
 
 def test_every_release_has_launch_facts():
-    assert set(facts.NEMO_RL_RELEASE_FACTS) == set(facts.NEMO_RL_RELEASES)
+    assert set(NEMO_RL_RELEASE_FACTS) == set(NEMO_RL_RELEASES)
 
 
 @pytest.mark.parametrize(

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from infra import facts
+from core.facts.platform import GPUS_PER_NODE
 from jobs.access import Endpoint
 from tests.jobs.netns import Namespace
 
@@ -192,7 +192,7 @@ class TwoNodeRay:
     def start_gpu_node(self) -> str:
         """Start the GPU node (8 GPUs declared) and return its new node id once the head lists it ALIVE."""
         known = {node.node_id for node in self.nodes()}
-        flags = [f"--address={self.head_ns.address}:{GCS_PORT}", f"--num-gpus={facts.GPUS_PER_NODE}"]
+        flags = [f"--address={self.head_ns.address}:{GCS_PORT}", f"--num-gpus={GPUS_PER_NODE}"]
         self.gpu = self._start(self.gpu_ns, flags, {})
         joined: list[str] = []
 
@@ -200,7 +200,7 @@ class TwoNodeRay:
             joined[:] = [
                 node.node_id
                 for node in self._nodes_or_none()
-                if node.node_id not in known and node.state == "ALIVE" and node.gpus == facts.GPUS_PER_NODE
+                if node.node_id not in known and node.state == "ALIVE" and node.gpus == GPUS_PER_NODE
             ]
             return bool(joined)
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import gzip
-import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -12,16 +11,9 @@ from typing import Any
 import jsonschema
 import pytest
 
-from infra.config import PROJECT_NAMESPACE, StackConfig, parse_config
-from infra.plan.harness import Recording
-from tests.conftest import SHARED, run_values, values_of
-
-MODES = ("standard", "autopilot")
-GPUS = ("b200", "h200")
-STORAGES = ("gcs", "lustre")
-FRAMEWORKS = ("verl", "nemo-rl")
-COMBINATIONS = list(itertools.product(MODES, GPUS, STORAGES))
-"""All eight mode x GPU x storage combinations."""
+from plan.harness import Recording
+from tests.conftest import SHARED, WORKLOADS, run_values, with_secrets
+from tests.conftest import combination_values as shared_combination_values
 
 TEST_TOKEN = "hf_WorkloadsTestToken0123456789abcdef"
 """A recognisable fake Hugging Face token; it must never appear in clear or base64 anywhere."""
@@ -29,46 +21,15 @@ TEST_TOKEN = "hf_WorkloadsTestToken0123456789abcdef"
 TEST_SECRET_ENV = {"WANDB_API_KEY": "wandb-TestKey-0123456789abcdef", "MY_SERVICE_PASSWORD": "pw-Test-fedcba9876543210"}
 """Recognisable fake `grpo-gke:secretEnv` values; they must never appear in clear or base64 anywhere."""
 
-LUSTRE = {"type": "lustre", "capacityGib": 18000, "throughput": 1000}
-"""A valid Lustre storage section."""
-
-WORKLOADS = {
-    "verl": {"framework": "verl", "model": "Qwen/Qwen2.5-0.5B-Instruct", "dataset": "gsm8k"},
-    "nemo-rl": {"framework": "nemo-rl", "model": "Qwen/Qwen2.5-1.5B", "dataset": "deepscaler"},
-}
-"""A valid workload section per framework."""
-
-
 def combination_values(
     mode: str, gpu_type: str, storage_type: str, framework: str = "verl", token: str | None = None,
     secret_env: dict[str, str] | None = None, **sections: dict
 ) -> tuple[dict[str, str], tuple[str, ...]]:
-    """Config values (and secret keys) of the dev stack turned into one combination, sections merged in;
-    `token` and `secret_env` are set as secrets, as the engine hands them over."""
-    storage_section = dict(LUSTRE) if storage_type == "lustre" else {"type": "gcs"}
-    values = values_of(
-        "dev",
-        cluster={"mode": mode} | sections.pop("cluster", {}),
-        gpu={"type": gpu_type} | sections.pop("gpu", {}),
-        storage=storage_section | sections.pop("storage", {}),
-        workload=WORKLOADS[framework] | sections.pop("workload", {}),
-        **sections,
-    )
-    secret_keys: tuple[str, ...] = ()
-    if token is not None:
-        values[f"{PROJECT_NAMESPACE}:hfToken"] = token
-        secret_keys += (f"{PROJECT_NAMESPACE}:hfToken",)
-    if secret_env is not None:
-        values[f"{PROJECT_NAMESPACE}:secretEnv"] = json.dumps(secret_env)
-        secret_keys += (f"{PROJECT_NAMESPACE}:secretEnv",)
-    return values, secret_keys
-
-
-def config_of(mode: str = "standard", gpu_type: str = "h200", storage_type: str = "gcs", framework: str = "verl",
-              token: str | None = None, secret_env: dict[str, str] | None = None, **sections: dict) -> StackConfig:
-    """A validated StackConfig of one combination, sections merged in (e.g. gpu={"nodes": 2})."""
-    values, secret_keys = combination_values(mode, gpu_type, storage_type, framework, token, secret_env, **sections)
-    return parse_config(values, secret_keys, "test").config
+    """Config values (and secret keys) of one combination and framework, sections merged in; `token` and
+    `secret_env` are set as secrets, as the engine hands them over."""
+    workload = WORKLOADS[framework] | sections.pop("workload", {})
+    values = shared_combination_values(mode, gpu_type, storage_type, workload=workload, **sections)
+    return with_secrets(values, token, secret_env)
 
 
 _RUNS: dict[tuple, Recording] = {}

@@ -4,8 +4,18 @@ from __future__ import annotations
 
 import pytest
 
-from infra import facts, names
-from tests.workloads.conftest import config_of
+from core import names
+from core.facts.platform import GPU_MACHINES
+from core.facts.pods import (
+    GCSFUSE_SIDECAR_ANNOTATIONS,
+    GIB_INSTALLER_IMAGE,
+    LOCAL_SSD_GIB,
+    NODE_DAEMON_HEADROOM,
+    NODE_MEMORY_MARGIN,
+    PAUSE_IMAGE,
+    SHM_GIB,
+)
+from tests.conftest import combination_config
 from workloads import gib, identity, network, sizing, storage
 
 SUBNETS = [f"sub-{n}" for n in range(8)]
@@ -40,9 +50,9 @@ def test_gib_installer_follows_the_pinned_cea_manifest(mode, namespace, command,
     assert daemonset.metadata.namespace == namespace
     assert pod.priority_class_name == priority
     assert command in pod.init_containers[0].args[0]
-    assert pod.init_containers[0].image == facts.GIB_INSTALLER_IMAGE
+    assert pod.init_containers[0].image == GIB_INSTALLER_IMAGE
     assert pod.init_containers[0].image.endswith(":v1.1.1")
-    assert pod.containers[0].image == facts.PAUSE_IMAGE and "@sha256:" in pod.containers[0].image
+    assert pod.containers[0].image == PAUSE_IMAGE and "@sha256:" in pod.containers[0].image
     assert pod.host_network and pod.host_pid and pod.init_containers[0].security_context.privileged
     terms = pod.affinity.node_affinity.required_during_scheduling_ignored_during_execution.node_selector_terms
     assert sorted(terms[0].match_expressions[0].values) == ["nvidia-b200", "nvidia-h200-141gb"]
@@ -80,7 +90,7 @@ def test_identity_uses_the_shared_names_and_the_token_never_enters_a_pod_spec():
     assert (account.name, account.namespace) == (names.RAY_SERVICE_ACCOUNT, names.NAMESPACE)
     secret = identity.render_token_secret("value")
     assert secret.string_data == {names.HF_TOKEN_SECRET_KEY: "value"} and secret.data is None
-    [env] = [entry.as_args() for entry in identity.secret_env(config_of(token="hf_x"))]
+    [env] = [entry.as_args() for entry in identity.secret_env(combination_config(token="hf_x"))]
     assert env.name == "HF_TOKEN" and env.value is None
     assert (env.value_from.secret_key_ref.name, env.value_from.secret_key_ref.key) == (
         names.HF_TOKEN_SECRET, names.HF_TOKEN_SECRET_KEY,
@@ -91,7 +101,7 @@ def test_secret_env_is_one_secret_keyed_by_name_and_read_by_reference():
     secret = identity.render_secret_env_secret({"B_KEY": "b", "A_KEY": "a"})
     assert (secret.metadata.name, secret.metadata.namespace) == (names.SECRET_ENV_SECRET, names.NAMESPACE)
     assert secret.string_data == {"A_KEY": "a", "B_KEY": "b"} and secret.data is None
-    config = config_of(token="hf_x", secret_env={"B_KEY": "b", "A_KEY": "a"})
+    config = combination_config(token="hf_x", secret_env={"B_KEY": "b", "A_KEY": "a"})
     assert [entry.as_dict() for entry in identity.secret_env(config)] == [
         {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"key": names.HF_TOKEN_SECRET_KEY, "name": names.HF_TOKEN_SECRET}}},
         {"name": "A_KEY", "valueFrom": {"secretKeyRef": {"key": "A_KEY", "name": names.SECRET_ENV_SECRET}}},
@@ -111,7 +121,7 @@ KES_GCSFUSE_MOUNT_OPTIONS = [
 
 
 def test_gcs_volume_is_static_retained_and_tuned():
-    config = config_of(storage_type="gcs")
+    config = combination_config(storage_type="gcs")
     volume = storage.render_volume(config, storage.StorageTarget(bucket="my-bucket")).spec
     assert volume.csi.driver == "gcsfuse.csi.storage.gke.io" and volume.csi.volume_handle == "my-bucket"
     assert volume.persistent_volume_reclaim_policy == "Retain"
@@ -126,17 +136,17 @@ def test_gcs_volume_is_static_retained_and_tuned():
 
 def test_a_grown_lustre_instance_changes_the_volume_but_never_the_unresizable_claim():
     target = storage.StorageTarget(lustre_instance="inst", lustre_mount_point="192.0.2.20@tcp:/grpo", lustre_filesystem="grpo")
-    small, large = (config_of(storage_type="lustre", storage={"capacityGib": gib}) for gib in (18000, 36000))
+    small, large = (combination_config(storage_type="lustre", storage={"capacityGib": gib}) for gib in (18000, 36000))
     assert storage.render_volume(small, target).spec.capacity != storage.render_volume(large, target).spec.capacity
     claim = storage.render_claim().spec.resources.requests["storage"]
     assert claim == storage.CLAIM_REQUEST
-    for config in (small, large, config_of(storage_type="gcs")):
+    for config in (small, large, combination_config(storage_type="gcs")):
         volume = storage.render_volume(config, target if config.storage.type == "lustre" else storage.StorageTarget(bucket="b"))
         assert _gib(claim) <= _gib(volume.spec.capacity["storage"])
 
 
 def test_lustre_volume_has_no_fuse_options_and_needs_the_instance():
-    config = config_of(storage_type="lustre")
+    config = combination_config(storage_type="lustre")
     target = storage.StorageTarget(lustre_instance="inst", lustre_mount_point="192.0.2.20@tcp:/grpo", lustre_filesystem="grpo")
     volume = storage.render_volume(config, target).spec
     assert volume.csi.driver == "lustre.csi.storage.gke.io" and volume.mount_options is None
@@ -148,7 +158,7 @@ def test_lustre_volume_has_no_fuse_options_and_needs_the_instance():
     with pytest.raises(ValueError, match="lustre needs"):
         storage.render_volume(config, storage.StorageTarget(bucket="b"))
     with pytest.raises(ValueError, match="gcs needs"):
-        storage.render_volume(config_of(storage_type="gcs"), storage.StorageTarget())
+        storage.render_volume(combination_config(storage_type="gcs"), storage.StorageTarget())
 
 
 def test_gke_reservation_matches_the_documented_example():
@@ -157,28 +167,28 @@ def test_gke_reservation_matches_the_documented_example():
     assert sizing.gke_reserved_cpu(4) == pytest.approx(0.08)
 
 
-@pytest.mark.parametrize("gpu", sorted(facts.GPU_MACHINES))
+@pytest.mark.parametrize("gpu", sorted(GPU_MACHINES))
 def test_worker_requests_leave_gke_and_daemonset_headroom(gpu):
-    machine = facts.GPU_MACHINES[gpu]
+    machine = GPU_MACHINES[gpu]
     requests = sizing.worker_requests(machine)
     allocatable = machine.memory_gib - sizing.gke_reserved_memory_gib(machine.memory_gib)
-    assert requests.memory_gib + facts.NODE_DAEMON_HEADROOM["memory_gib"] <= allocatable
-    assert requests.cpu + facts.NODE_DAEMON_HEADROOM["cpu"] <= machine.vcpus - sizing.gke_reserved_cpu(machine.vcpus)
-    assert requests.ephemeral_gib < machine.local_ssd_count * facts.LOCAL_SSD_GIB * 0.9
-    assert requests.memory_gib > facts.SHM_GIB
+    assert requests.memory_gib + NODE_DAEMON_HEADROOM["memory_gib"] <= allocatable
+    assert requests.cpu + NODE_DAEMON_HEADROOM["cpu"] <= machine.vcpus - sizing.gke_reserved_cpu(machine.vcpus)
+    assert requests.ephemeral_gib < machine.local_ssd_count * LOCAL_SSD_GIB * 0.9
+    assert requests.memory_gib > SHM_GIB
 
 
 def test_the_tutorials_2800gi_does_not_fit_beside_the_daemonsets_of_an_a3_ultra():
-    machine = facts.GPU_MACHINES["h200"]
-    usable = machine.memory_gib * (1 - facts.NODE_MEMORY_MARGIN) - sizing.gke_reserved_memory_gib(machine.memory_gib)
-    assert 2800 > usable - facts.NODE_DAEMON_HEADROOM["memory_gib"]
+    machine = GPU_MACHINES["h200"]
+    usable = machine.memory_gib * (1 - NODE_MEMORY_MARGIN) - sizing.gke_reserved_memory_gib(machine.memory_gib)
+    assert 2800 > usable - NODE_DAEMON_HEADROOM["memory_gib"]
 
 
 @pytest.mark.parametrize(("gpu", "memory"), [("b200", "3736Gi"), ("h200", "2760Gi")])
 def test_worker_memory_starts_from_the_machine_tables_gb_read_as_gib(gpu, memory):
     """a4-highgpu-8g has 3,968 and a3-ultragpu-8g 2,952 binary GB: less GKE's reservation (86.2 / 65.9 GiB),
     the 2% margin and 64 GiB of DaemonSet headroom, rounded down to 8 GiB."""
-    assert sizing.worker_requests(facts.GPU_MACHINES[gpu]).quantities()["memory"] == memory
+    assert sizing.worker_requests(GPU_MACHINES[gpu]).quantities()["memory"] == memory
 
 
 @pytest.mark.parametrize(
@@ -186,27 +196,27 @@ def test_worker_memory_starts_from_the_machine_tables_gb_read_as_gib(gpu, memory
     [("standard", False, "0"), ("standard", True, "0"), ("autopilot", True, "1Ti"), ("autopilot", False, None)],
 )
 def test_gcs_fuse_sidecar_limits_per_mode_and_node(mode, gpu_node, limits):
-    annotations = storage.pod_annotations(config_of(mode, storage_type="gcs"), gpu_node=gpu_node)
+    annotations = storage.pod_annotations(combination_config(mode, storage_type="gcs"), gpu_node=gpu_node)
     assert annotations["gke-gcsfuse/volumes"] == "true"
     assert annotations.get("gke-gcsfuse/ephemeral-storage-limit") == limits
-    assert storage.pod_annotations(config_of(mode, storage_type="lustre"), gpu_node=gpu_node) == {}
+    assert storage.pod_annotations(combination_config(mode, storage_type="lustre"), gpu_node=gpu_node) == {}
 
 
 def _gib(quantity: str) -> float:
     return float(quantity.removesuffix("Gi")) if quantity.endswith("Gi") else float(quantity.removesuffix("Ti")) * 1024
 
 
-@pytest.mark.parametrize("gpu", sorted(facts.GPU_MACHINES))
+@pytest.mark.parametrize("gpu", sorted(GPU_MACHINES))
 def test_autopilot_gcs_fuse_sidecar_fits_beside_the_worker(gpu):
     # On Autopilot the sidecar's limits become its requests; they may take at most half of the node's
     # DaemonSet headroom, and its file cache must fit on the local SSD beside the worker's request.
-    machine = facts.GPU_MACHINES[gpu]
+    machine = GPU_MACHINES[gpu]
     requests = sizing.worker_requests(machine)
-    sidecar = facts.GCSFUSE_SIDECAR_ANNOTATIONS["autopilot"]
+    sidecar = GCSFUSE_SIDECAR_ANNOTATIONS["autopilot"]
     cpu = requests.cpu + float(sidecar["gke-gcsfuse/cpu-limit"])
-    assert cpu <= machine.vcpus - sizing.gke_reserved_cpu(machine.vcpus) - facts.NODE_DAEMON_HEADROOM["cpu"] / 2
+    assert cpu <= machine.vcpus - sizing.gke_reserved_cpu(machine.vcpus) - NODE_DAEMON_HEADROOM["cpu"] / 2
     memory = requests.memory_gib + _gib(sidecar["gke-gcsfuse/memory-limit"])
     allocatable = machine.memory_gib - sizing.gke_reserved_memory_gib(machine.memory_gib)
-    assert memory <= allocatable - facts.NODE_DAEMON_HEADROOM["memory_gib"] / 2
+    assert memory <= allocatable - NODE_DAEMON_HEADROOM["memory_gib"] / 2
     ephemeral = requests.ephemeral_gib + _gib(sidecar["gke-gcsfuse/ephemeral-storage-limit"])
-    assert ephemeral <= machine.local_ssd_count * facts.LOCAL_SSD_GIB * 0.9
+    assert ephemeral <= machine.local_ssd_count * LOCAL_SSD_GIB * 0.9

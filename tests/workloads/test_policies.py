@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
-from infra import facts
-from tests.workloads.conftest import COMBINATIONS, k8s_schema_errors, mocked_run
+from core.facts.pods import RAY_PORTS
+from tests.conftest import COMBINATIONS
+from tests.workloads.conftest import k8s_schema_errors, mocked_run
 from workloads import policies
 
 POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
@@ -97,7 +98,7 @@ def _recorded_policies(mode: str = "standard", gpu: str = "h200", storage: str =
     return [resource.inputs for resource in mocked_run(mode, gpu, storage).by_type(POLICY)]
 
 
-RAY_PORTS = sorted({*facts.RAY_PORTS.values(), RANDOM_RAY_PORT, 15000})
+RAY_PORTS = sorted({*RAY_PORTS.values(), RANDOM_RAY_PORT, 15000})
 HEAD_POD = Pod("grpo", HEAD)
 
 

@@ -9,8 +9,11 @@ import json
 import pulumi_kubernetes as k8s
 import pytest
 
-from infra import facts, names
-from tests.workloads.conftest import COMBINATIONS, FRAMEWORKS, TEST_TOKEN, config_of, schema_errors
+from core import names
+from core.facts.platform import DEFAULT_IMAGES, GPU_MACHINES
+from core.facts.pods import GIB_NCCL_ENV, KUBERAY_READY_WAIT, SHM_GIB
+from tests.conftest import COMBINATIONS, FRAMEWORKS, combination_config
+from tests.workloads.conftest import TEST_TOKEN, schema_errors
 from workloads import raycluster
 from workloads.sizing import worker_requests
 
@@ -25,12 +28,12 @@ def _env(container):
 
 @pytest.mark.parametrize(("mode", "gpu", "storage", "framework"), [(*c, f) for c in COMBINATIONS for f in FRAMEWORKS])
 def test_every_rendered_raycluster_passes_the_strict_schema(mode, gpu, storage, framework):
-    manifest = raycluster.render_manifest(config_of(mode, gpu, storage, framework, token=TEST_TOKEN))
+    manifest = raycluster.render_manifest(combination_config(mode, gpu, storage, framework, token=TEST_TOKEN))
     assert schema_errors(manifest) == []
 
 
 def test_strict_schema_refuses_a_misspelt_field_and_an_int_node_selector():
-    manifest = raycluster.render_manifest(config_of("autopilot", "b200"))
+    manifest = raycluster.render_manifest(combination_config("autopilot", "b200"))
     misspelt = copy.deepcopy(manifest)
     misspelt["spec"]["workerGroupSpecs"][0]["template"]["spec"]["containers"][0]["resourcez"] = {}
     assert any("resourcez" in error for error in schema_errors(misspelt))
@@ -43,13 +46,13 @@ def test_strict_schema_refuses_a_misspelt_field_and_an_int_node_selector():
 
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_ray_version_is_the_default_images_fact(framework):
-    spec = raycluster.render_spec(config_of(framework=framework))
-    assert spec["rayVersion"] == facts.DEFAULT_IMAGES[framework].ray_version
-    assert spec["headGroupSpec"]["template"]["spec"]["containers"][0]["image"] == facts.DEFAULT_IMAGES[framework].image
+    spec = raycluster.render_spec(combination_config(framework=framework))
+    assert spec["rayVersion"] == DEFAULT_IMAGES[framework].ray_version
+    assert spec["headGroupSpec"]["template"]["spec"]["containers"][0]["image"] == DEFAULT_IMAGES[framework].image
 
 
 def test_ray_version_of_a_users_image_is_the_configured_one():
-    config = config_of(workload={"image": "example.com/my/verl:1", "rayVersion": "2.47.1"})
+    config = combination_config(workload={"image": "example.com/my/verl:1", "rayVersion": "2.47.1"})
     spec = raycluster.render_spec(config)
     assert spec["rayVersion"] == "2.47.1"
     assert _worker({"spec": spec})["template"]["spec"]["containers"][0]["image"] == "example.com/my/verl:1"
@@ -57,7 +60,7 @@ def test_ray_version_of_a_users_image_is_the_configured_one():
 
 @pytest.mark.parametrize("nodes", [1, 3])
 def test_workers_are_fixed_at_gpu_nodes_with_eight_gpus_each(nodes):
-    config = config_of(gpu={"nodes": nodes}, grpo={"promptsPerStep": 96, "miniBatchSize": 48})
+    config = combination_config(gpu={"nodes": nodes}, grpo={"promptsPerStep": 96, "miniBatchSize": 48})
     worker = _worker(raycluster.render_manifest(config))
     assert worker["replicas"] == worker["minReplicas"] == worker["maxReplicas"] == nodes
     container = worker["template"]["spec"]["containers"][0]
@@ -68,30 +71,30 @@ def test_workers_are_fixed_at_gpu_nodes_with_eight_gpus_each(nodes):
 
 @pytest.mark.parametrize("gpu", ["b200", "h200"])
 def test_worker_requests_fit_the_machine_and_shm_fits_the_memory(gpu):
-    worker = _worker(raycluster.render_manifest(config_of(gpu_type=gpu)))
+    worker = _worker(raycluster.render_manifest(combination_config(gpu_type=gpu)))
     requests = worker["template"]["spec"]["containers"][0]["resources"]["requests"]
-    machine = facts.GPU_MACHINES[gpu]
+    machine = GPU_MACHINES[gpu]
     assert int(requests["memory"].removesuffix("Gi")) < machine.memory_gib
     assert int(requests["cpu"]) < machine.vcpus
     assert requests == worker_requests(machine).quantities()
     shm = next(v for v in worker["template"]["spec"]["volumes"] if v["name"] == "dshm")
-    assert shm["emptyDir"] == {"medium": "Memory", "sizeLimit": f"{facts.SHM_GIB}Gi"}
-    assert facts.SHM_GIB < int(requests["memory"].removesuffix("Gi"))
-    assert int(worker["rayStartParams"]["object-store-memory"]) < facts.SHM_GIB * 1024**3
+    assert shm["emptyDir"] == {"medium": "Memory", "sizeLimit": f"{SHM_GIB}Gi"}
+    assert SHM_GIB < int(requests["memory"].removesuffix("Gi"))
+    assert int(worker["rayStartParams"]["object-store-memory"]) < SHM_GIB * 1024**3
 
 
 def test_h200_worker_memory_is_below_the_tutorials_unschedulable_2800gi():
-    requests = _worker(raycluster.render_manifest(config_of(gpu_type="h200")))["template"]["spec"]["containers"][0]
+    requests = _worker(raycluster.render_manifest(combination_config(gpu_type="h200")))["template"]["spec"]["containers"][0]
     assert int(requests["resources"]["requests"]["memory"].removesuffix("Gi")) < 2800
 
 
 @pytest.mark.parametrize(("gpu", "tuner"), [("b200", "tuner_config_a4.txtpb"), ("h200", "tuner_config_a3u.txtpb")])
 def test_worker_env_carries_gib_nccl_settings_for_the_gpu(gpu, tuner):
-    env = _env(_worker(raycluster.render_manifest(config_of(gpu_type=gpu)))["template"]["spec"]["containers"][0])
+    env = _env(_worker(raycluster.render_manifest(combination_config(gpu_type=gpu)))["template"]["spec"]["containers"][0])
     assert env["NCCL_TUNER_CONFIG_PATH"] == f"/usr/local/gib/configs/{tuner}"
     assert env["NCCL_NET"] == "gIB"
     assert env["GLOO_SOCKET_IFNAME"] == "eth0"
-    assert {k: env[k] for k in facts.GIB_NCCL_ENV} == facts.GIB_NCCL_ENV
+    assert {k: env[k] for k in GIB_NCCL_ENV} == GIB_NCCL_ENV
     assert "NCCL_SOCKET_IFNAME" not in env and "NCCL_IB_GID_INDEX" not in env
 
 
@@ -104,7 +107,7 @@ def test_worker_env_carries_gib_nccl_settings_for_the_gpu(gpu, tuner):
     ("h200", "verl", {"image": "example.com/verl:custom", "rayVersion": "2.55.1"}, "latest"),
 ])
 def test_autopilot_workers_select_the_driver_that_runs_the_images_cuda(gpu, framework, workload, driver):
-    config = config_of("autopilot", gpu, "gcs", framework, workload=workload)
+    config = combination_config("autopilot", gpu, "gcs", framework, workload=workload)
     selector = _worker(raycluster.render_manifest(config))["template"]["spec"]["nodeSelector"]
     assert selector["cloud.google.com/gke-gpu-driver-version"] == driver
 
@@ -125,14 +128,14 @@ VERL_NCCL = "/usr/local/lib/python3.12/dist-packages/nvidia/nccl/lib"
     ("standard", "verl", {"image": "example.com/verl:custom", "rayVersion": "2.55.1"}, "/usr/local/nvidia/lib64"),
 ])
 def test_worker_library_path_puts_the_host_driver_before_the_images_libraries(mode, framework, image, expected):
-    config = config_of(mode, "h200", "gcs", framework, workload=image or {})
+    config = combination_config(mode, "h200", "gcs", framework, workload=image or {})
     env = _env(_worker(raycluster.render_manifest(config))["template"]["spec"]["containers"][0])
     assert env["LD_LIBRARY_PATH"] == expected
 
 
 def test_secret_env_reaches_head_and_workers_by_reference_only():
     secrets = {"WANDB_API_KEY": "wandb-clear-value-1", "OTHER_KEY": "other-clear-value-2"}
-    manifest = raycluster.render_manifest(config_of(token=TEST_TOKEN, secret_env=secrets))
+    manifest = raycluster.render_manifest(combination_config(token=TEST_TOKEN, secret_env=secrets))
     for container in (
         _worker(manifest)["template"]["spec"]["containers"][0],
         manifest["spec"]["headGroupSpec"]["template"]["spec"]["containers"][0],
@@ -148,18 +151,18 @@ def test_secret_env_reaches_head_and_workers_by_reference_only():
 
 
 def test_extra_env_is_merged_last_and_wins():
-    config = config_of(workload={"extraEnv": {"NCCL_NET": "Socket", "NCCL_PXN_DISABLE": "1"}})
+    config = combination_config(workload={"extraEnv": {"NCCL_NET": "Socket", "NCCL_PXN_DISABLE": "1"}})
     manifest = raycluster.render_manifest(config)
     env = _env(_worker(manifest)["template"]["spec"]["containers"][0])
     assert env["NCCL_NET"] == "Socket" and env["NCCL_PXN_DISABLE"] == "1"
     head_env = _env(manifest["spec"]["headGroupSpec"]["template"]["spec"]["containers"][0])
     assert head_env["NCCL_PXN_DISABLE"] == "1"
-    plain = _env(_worker(raycluster.render_manifest(config_of()))["template"]["spec"]["containers"][0])
+    plain = _env(_worker(raycluster.render_manifest(combination_config()))["template"]["spec"]["containers"][0])
     assert "NCCL_PXN_DISABLE" not in plain
 
 
 def test_token_comes_from_the_secret_only_when_set():
-    with_token = raycluster.render_manifest(config_of(token=TEST_TOKEN))
+    with_token = raycluster.render_manifest(combination_config(token=TEST_TOKEN))
     for container in (
         _worker(with_token)["template"]["spec"]["containers"][0],
         with_token["spec"]["headGroupSpec"]["template"]["spec"]["containers"][0],
@@ -168,13 +171,13 @@ def test_token_comes_from_the_secret_only_when_set():
             "secretKeyRef": {"key": names.HF_TOKEN_SECRET_KEY, "name": names.HF_TOKEN_SECRET}
         }
     assert TEST_TOKEN not in json.dumps(with_token)
-    without = raycluster.render_manifest(config_of())
+    without = raycluster.render_manifest(combination_config())
     assert "HF_TOKEN" not in _env(_worker(without)["template"]["spec"]["containers"][0])
 
 
 @pytest.mark.parametrize(("mode", "storage"), list(itertools.product(["standard", "autopilot"], ["gcs", "lustre"])))
 def test_worker_pod_wiring(mode, storage):
-    worker = _worker(raycluster.render_manifest(config_of(mode, "b200", storage)))
+    worker = _worker(raycluster.render_manifest(combination_config(mode, "b200", storage)))
     template = worker["template"]
     assert template["spec"]["containers"][0]["name"] == "ray-worker"
     assert len(template["spec"]["containers"]) == 1
@@ -196,7 +199,7 @@ def test_worker_pod_wiring(mode, storage):
 
 
 def test_gpu_workers_stay_in_the_rdma_zone_and_autopilot_selectors_are_strings():
-    autopilot = _worker(raycluster.render_manifest(config_of("autopilot", "b200")))["template"]["spec"]["nodeSelector"]
+    autopilot = _worker(raycluster.render_manifest(combination_config("autopilot", "b200")))["template"]["spec"]["nodeSelector"]
     assert autopilot == {
         "cloud.google.com/gke-accelerator": "nvidia-b200",
         "cloud.google.com/gke-accelerator-count": "8",
@@ -204,11 +207,11 @@ def test_gpu_workers_stay_in_the_rdma_zone_and_autopilot_selectors_are_strings()
         "cloud.google.com/gke-spot": "true",
         "topology.kubernetes.io/zone": "us-central1-b",
     }
-    on_demand = config_of("autopilot", "h200", gpu={"provisioning": "on-demand"})
+    on_demand = combination_config("autopilot", "h200", gpu={"provisioning": "on-demand"})
     assert "cloud.google.com/gke-spot" not in _worker(raycluster.render_manifest(on_demand))["template"]["spec"][
         "nodeSelector"
     ]
-    standard = _worker(raycluster.render_manifest(config_of("standard", "h200")))["template"]["spec"]["nodeSelector"]
+    standard = _worker(raycluster.render_manifest(combination_config("standard", "h200")))["template"]["spec"]["nodeSelector"]
     assert standard == {
         "cloud.google.com/gke-accelerator": "nvidia-h200-141gb",
         "topology.kubernetes.io/zone": "us-central1-b",
@@ -216,18 +219,18 @@ def test_gpu_workers_stay_in_the_rdma_zone_and_autopilot_selectors_are_strings()
 
 
 def test_head_is_cpu_only_on_the_head_pool_and_dashboard_stays_in_the_cluster():
-    standard = raycluster.render_manifest(config_of("standard"))["spec"]["headGroupSpec"]
+    standard = raycluster.render_manifest(combination_config("standard"))["spec"]["headGroupSpec"]
     assert standard["serviceType"] == "ClusterIP"
     assert standard["template"]["spec"]["nodeSelector"] == {"cloud.google.com/gke-nodepool": names.HEAD_NODE_POOL}
     resources = standard["template"]["spec"]["containers"][0]["resources"]
     assert "nvidia.com/gpu" not in resources["requests"]
     assert "tolerations" not in standard["template"]["spec"]
-    autopilot = raycluster.render_manifest(config_of("autopilot"))["spec"]["headGroupSpec"]["template"]["spec"]
+    autopilot = raycluster.render_manifest(combination_config("autopilot"))["spec"]["headGroupSpec"]["template"]["spec"]
     assert "nodeSelector" not in autopilot
 
 
 def test_up_waits_for_kuberay_ready():
-    metadata = raycluster.render_manifest(config_of(job={"readyTimeoutSeconds": 2400}))["metadata"]
+    metadata = raycluster.render_manifest(combination_config(job={"readyTimeoutSeconds": 2400}))["metadata"]
     assert metadata["annotations"]["pulumi.com/waitFor"] == "jsonpath={.status.state}=ready"
     assert metadata["annotations"]["pulumi.com/timeoutSeconds"] == "2400"
     assert "pulumi.com/skipAwait" not in metadata["annotations"]
@@ -236,7 +239,7 @@ def test_up_waits_for_kuberay_ready():
 
 @pytest.mark.parametrize(("mode", "storage"), list(itertools.product(["standard", "autopilot"], ["gcs", "lustre"])))
 def test_every_mount_names_a_declared_volume(mode, storage):
-    spec = raycluster.render_spec(config_of(mode, "b200", storage))
+    spec = raycluster.render_spec(combination_config(mode, "b200", storage))
     for group in (spec["headGroupSpec"], *spec["workerGroupSpecs"]):
         pod = group["template"]["spec"]
         volumes = [volume["name"] for volume in pod["volumes"]]
@@ -246,16 +249,16 @@ def test_every_mount_names_a_declared_volume(mode, storage):
 
 
 def test_metadata_goes_through_the_typed_object_meta():
-    metadata = k8s.meta.v1.ObjectMetaArgs(**raycluster.render_metadata(config_of()))
-    assert metadata.annotations["pulumi.com/waitFor"] == facts.KUBERAY_READY_WAIT
+    metadata = k8s.meta.v1.ObjectMetaArgs(**raycluster.render_metadata(combination_config()))
+    assert metadata.annotations["pulumi.com/waitFor"] == KUBERAY_READY_WAIT
     with pytest.raises(TypeError):
-        k8s.meta.v1.ObjectMetaArgs(**{**raycluster.render_metadata(config_of()), "anotations": {}})
+        k8s.meta.v1.ObjectMetaArgs(**{**raycluster.render_metadata(combination_config()), "anotations": {}})
 
 
 @pytest.mark.parametrize("mode", ["standard", "autopilot"])
 def test_every_container_states_its_local_disk(mode):
     # Autopilot turns a missing ephemeral-storage request into a 1 GiB limit, which Ray's logs outgrow.
-    spec = raycluster.render_spec(config_of(mode))
+    spec = raycluster.render_spec(combination_config(mode))
     for group in (spec["headGroupSpec"], *spec["workerGroupSpecs"]):
         for container in group["template"]["spec"]["containers"]:
             assert container["resources"]["requests"]["ephemeral-storage"].endswith("Gi")

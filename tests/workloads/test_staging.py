@@ -10,8 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from infra import facts, names
-from tests.workloads.conftest import TEST_TOKEN, config_of
+from core import names
+from core.facts.platform import DEFAULT_IMAGES, VERL_VERSION
+from core.facts.pods import HUB_DATASETS, STAGING_DEADLINE_SECONDS, VERL_TRANSFORMERS
+from tests.conftest import combination_config
+from tests.workloads.conftest import TEST_TOKEN
 from workloads import paths, staging, staging_script
 
 SAMPLE = [
@@ -69,53 +72,53 @@ def test_verl_options_go_together():
 
 
 def test_command_stages_verl_and_gsm8k_for_verl():
-    config = config_of(framework="verl")
+    config = combination_config(framework="verl")
     command = staging.staging_command(config)
     args = staging_script.parse_args(command[2:])
     assert str(args.model_dir) == paths.model_dir(config) and args.model == config.workload.model
-    assert args.verl_version == facts.VERL_VERSION and args.transformers_version == facts.VERL_TRANSFORMERS
+    assert args.verl_version == VERL_VERSION and args.transformers_version == VERL_TRANSFORMERS
     assert str(args.verl_dir) == paths.verl_site_dir() and str(args.gsm8k_dir) == paths.gsm8k_dir()
     assert args.dataset == []
 
 
 def test_command_caches_the_hub_data_sets_for_nemo_rl():
-    args = staging_script.parse_args(staging.staging_command(config_of(framework="nemo-rl"))[2:])
+    args = staging_script.parse_args(staging.staging_command(combination_config(framework="nemo-rl"))[2:])
     assert args.verl_version is None and args.gsm8k_dir is None
-    assert args.dataset == list(facts.HUB_DATASETS["deepscaler"])
+    assert args.dataset == list(HUB_DATASETS["deepscaler"])
 
 
 def test_job_waits_fails_fast_and_is_kept_for_pulumi():
-    job = staging.render_job(config_of())
+    job = staging.render_job(combination_config())
     annotations = job.metadata.annotations
     assert "pulumi.com/skipAwait" not in annotations
     assert int(annotations["pulumi.com/timeoutSeconds"]) > job.spec.active_deadline_seconds
     assert job.spec.backoff_limit <= 3 and job.spec.ttl_seconds_after_finished is None
-    assert job.spec.active_deadline_seconds == facts.STAGING_DEADLINE_SECONDS
+    assert job.spec.active_deadline_seconds == STAGING_DEADLINE_SECONDS
     pod = job.spec.template.spec
     assert pod.restart_policy == "Never" and pod.service_account_name == names.RAY_SERVICE_ACCOUNT
-    assert pod.containers[0].image == facts.DEFAULT_IMAGES["verl"].image
+    assert pod.containers[0].image == DEFAULT_IMAGES["verl"].image
     assert [m.mount_path for m in pod.containers[0].volume_mounts] == [names.DATA_MOUNT, staging.SCRIPT_DIR]
 
 
 def test_job_reads_the_token_from_the_secret_only_when_set():
-    with_token = staging.render_job(config_of(token=TEST_TOKEN)).spec.template.spec.containers[0].env
+    with_token = staging.render_job(combination_config(token=TEST_TOKEN)).spec.template.spec.containers[0].env
     token = [e for e in with_token if e.name == "HF_TOKEN"]
     assert len(token) == 1 and token[0].value is None
     assert token[0].value_from.secret_key_ref.name == names.HF_TOKEN_SECRET
-    without = staging.render_job(config_of()).spec.template.spec.containers[0].env
+    without = staging.render_job(combination_config()).spec.template.spec.containers[0].env
     assert [e.name for e in without] == ["HF_HOME"] and without[0].value == paths.hf_home()
 
 
 @pytest.mark.parametrize(("mode", "selector"), [("standard", {"cloud.google.com/gke-nodepool": names.HEAD_NODE_POOL}), ("autopilot", None)])
 def test_job_runs_on_cpu_capacity(mode, selector):
-    assert staging.render_job(config_of(mode)).spec.template.spec.node_selector == selector
+    assert staging.render_job(combination_config(mode)).spec.template.spec.node_selector == selector
 
 
 def test_the_script_ships_in_the_config_map_and_its_digest_marks_the_pod():
     config_map = staging.render_script_config_map()
     assert config_map.data == {"staging_script.py": staging.SCRIPT.read_text()}
-    gcs = staging.render_job(config_of(storage_type="gcs")).spec.template.metadata.annotations
-    lustre = staging.render_job(config_of(storage_type="lustre")).spec.template.metadata.annotations
+    gcs = staging.render_job(combination_config(storage_type="gcs")).spec.template.metadata.annotations
+    lustre = staging.render_job(combination_config(storage_type="lustre")).spec.template.metadata.annotations
     assert gcs["gke-gcsfuse/volumes"] == "true" and "gke-gcsfuse/volumes" not in lustre
     assert len(gcs[staging.SCRIPT_DIGEST_ANNOTATION]) == 64
 
@@ -135,7 +138,7 @@ def test_the_staging_program_writes_the_gsm8k_files_the_job_reads(tmp_path):
         source.parent.mkdir(parents=True, exist_ok=True)
         source.write_text(json.dumps([{"question": f"{split} {q}", "answer": a} for q, a in SAMPLE]))
     data = tmp_path / "data"
-    command = staging.staging_command(config_of(framework="verl"))
+    command = staging.staging_command(combination_config(framework="verl"))
     on_disk = [arg.replace(names.DATA_MOUNT, str(data), 1) if arg.startswith(f"{names.DATA_MOUNT}/") else arg
                for arg in command[2:]]  # fmt: skip
     env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(STAND_INS), "STAND_IN_HUB": str(hub)}

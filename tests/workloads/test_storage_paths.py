@@ -1,7 +1,8 @@
 """The shared-storage layout that the staging Job writes and the job layer reads."""
 
-from infra import facts, names
-from infra.config import parse_config
+from core import names
+from core.facts.platform import VERL_VERSION
+from jobs.load import load_config
 from workloads import paths
 
 
@@ -15,7 +16,7 @@ def _config(model: str):
         "grpo-gke:workload": f'{{"framework": "verl", "model": "{model}", "dataset": "gsm8k"}}',
         "grpo-gke:grpo": '{"promptsPerStep": 64, "miniBatchSize": 32}',
     }
-    return parse_config(values, (), "test").config
+    return load_config(values, (), "test").config
 
 
 def test_every_path_is_under_the_mount():
@@ -32,6 +33,6 @@ def test_model_dir_follows_the_model_id():
 
 
 def test_verl_dir_is_versioned_and_gsm8k_files_are_verl_parquet():
-    assert paths.verl_site_dir().endswith(f"/verl/{facts.VERL_VERSION}")
+    assert paths.verl_site_dir().endswith(f"/verl/{VERL_VERSION}")
     assert paths.gsm8k_files() == ("/data/gsm8k/train.parquet", "/data/gsm8k/test.parquet")
     assert paths.gsm8k_files().train.endswith("train.parquet")

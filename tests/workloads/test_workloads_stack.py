@@ -10,14 +10,18 @@ from pathlib import Path
 
 import pytest
 
-from infra.nodepools import GPU_NODE_POOL
-from infra.plan.graph import upstream, waits_for
-from infra.plan.monitor import RecordingMonitor
-from infra.plan.writer import render_k8s_yaml, summary, write_plan
-from tests.conftest import SHIPPED_STACKS, run_values
-from infra import names
+from core import names
+from core.names import GPU_NODE_POOL
+from plan.graph import upstream, waits_for
+from plan.monitor import RecordingMonitor
+from plan.writer import render_k8s_yaml, summary, write_plan
+from tests.conftest import COMBINATIONS, SHIPPED_STACKS, run_values
 from tests.workloads.conftest import (
-    COMBINATIONS, TEST_SECRET_ENV, TEST_TOKEN, combination_values, mocked_run, schema_errors,
+    TEST_SECRET_ENV,
+    TEST_TOKEN,
+    combination_values,
+    mocked_run,
+    schema_errors,
 )
 
 GOLDEN = Path(__file__).with_name("golden")

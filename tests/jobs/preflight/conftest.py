@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from infra.plan.harness import REPO_ROOT
+from plan.harness import REPO_ROOT
 
 DATA = Path(__file__).with_name("data")
 """nvidia-smi's output on an H200 (driver 580.159.04), recorded by benchmarks/preflight_device.py on 2026-12-01,

@@ -7,7 +7,7 @@ import importlib.util
 
 import pytest
 
-from infra import facts
+from core.facts.gpu_health import GPU_HEALTH_REFERENCES
 from jobs.preflight import measure, smi, verdict
 from tests.jobs.preflight.conftest import recorded
 
@@ -79,7 +79,7 @@ def test_a_gpu_nvidia_smi_lists_but_the_task_cannot_see_fails_unmeasured():
     assert torch.cuda.device_count() == 0
     report = measure.measure_node("cpu-node", run=recorded_h200)
     assert report["method"]["matmul_size"] == measure.MATMUL_SIZE and report["unmatched_measurements"] == []
-    node = verdict.judge_node(report, facts.GPU_HEALTH_REFERENCES["h200"], required_cuda="12.8", gpus_expected=1)
+    node = verdict.judge_node(report, GPU_HEALTH_REFERENCES["h200"], required_cuda="12.8", gpus_expected=1)
     assert node.lines() == [
         "cpu-node: FAIL (0 of 1 GPUs pass; failing GPUs 0)",
         "cpu-node GPU 0: FAIL bf16 matmul was not measured",

@@ -7,11 +7,11 @@ import statistics
 
 import pytest
 
-from infra import facts
+from core.facts.gpu_health import GPU_HEALTH_REFERENCES, PREFLIGHT_MIN_SHARE
 from jobs.preflight import verdict
 from tests.jobs.preflight.conftest import device_run
 
-H200 = facts.GPU_HEALTH_REFERENCES["h200"]
+H200 = GPU_HEALTH_REFERENCES["h200"]
 """The H200 reference in facts."""
 
 RUNS = [device_run("run1-preflight.json"), device_run("run2-preflight.json")]
@@ -58,8 +58,8 @@ def test_the_h200_reference_is_the_median_of_the_recorded_healthy_runs():
 
 
 def test_the_reference_sits_below_the_datasheet_and_the_threshold_is_80_percent():
-    assert facts.PREFLIGHT_MIN_SHARE == 0.8
-    for reference in facts.GPU_HEALTH_REFERENCES.values():
+    assert PREFLIGHT_MIN_SHARE == 0.8
+    for reference in GPU_HEALTH_REFERENCES.values():
         assert reference.bf16_matmul_tflops < reference.datasheet_bf16_tflops
         assert reference.copy_tbps < reference.datasheet_hbm_tbps
 
@@ -220,7 +220,7 @@ def test_a_missing_gpu_or_unreadable_nvidia_smi_fails_the_node():
 
 
 def test_a_b200_node_is_judged_against_the_b200_reference():
-    b200 = facts.GPU_HEALTH_REFERENCES["b200"]
+    b200 = GPU_HEALTH_REFERENCES["b200"]
     report = with_gpu(name="NVIDIA B200", bf16_matmul_tflops=0.9 * b200.bf16_matmul_tflops,
                       copy_tbps=0.7 * b200.copy_tbps)
     node = verdict.judge_node(report, b200, required_cuda="12.8", gpus_expected=1)

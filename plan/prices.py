@@ -1,4 +1,4 @@
-"""The price catalog (infra/prices.json, dated and sourced) and the stack's cost per hour by part.
+"""The price catalog (plan/prices.json, dated and sourced) and the stack's cost per hour by part.
 
 Pure: a config and a catalog in, cost lines out. A price the catalog lacks is named, never guessed.
 """
@@ -12,22 +12,23 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from infra import facts
-from infra.config import StackConfig
+from core.config.model import StackConfig
+from core.facts.platform import BF16_BYTES_PER_PARAMETER
+from core.facts.pods import HEAD_REQUESTS
 from jobs.spec import model_size_b
 
 CATALOG_PATH = Path(__file__).with_name("prices.json")
 """The price catalog beside this module."""
 
 COST_FILE = "cost.json"
-"""The file `python -m infra plan` writes the cost estimate to, beside plan.json."""
+"""The file `python -m plan` writes the cost estimate to, beside plan.json."""
 
 GIB = 2**30
 """Bytes in a GiB."""
 
 @dataclass(frozen=True)
 class PriceCatalog:
-    """List prices by machine, place and provisioning, as infra/prices.json holds them."""
+    """List prices by machine, place and provisioning, as plan/prices.json holds them."""
 
     date: str
     """The day the catalog's figures were read (YYYY-MM-DD)."""
@@ -60,7 +61,7 @@ def read_catalog(document: dict[str, Any]) -> PriceCatalog:
 
 @cache
 def catalog() -> PriceCatalog:
-    """The shipped catalog, infra/prices.json."""
+    """The shipped catalog, plan/prices.json."""
     return read_catalog(json.loads(CATALOG_PATH.read_text()))
 
 
@@ -134,7 +135,7 @@ def _gpu_line(config: StackConfig, prices: PriceCatalog) -> CostLine:
 
 def _head_line(config: StackConfig, prices: PriceCatalog) -> CostLine:
     if config.cluster.mode == "autopilot":
-        requests = facts.HEAD_REQUESTS
+        requests = HEAD_REQUESTS
         what = no_price(f"Autopilot's general-purpose Pods in {config.region}", prices)
         return CostLine("head", f"{what} (the head asks for {requests['cpu']} CPUs, {requests['memory']})", None)
     machine = config.cluster.head_machine_type
@@ -162,7 +163,7 @@ def _storage_line(config: StackConfig, prices: PriceCatalog) -> CostLine:
         what = f"Cloud Storage Standard in {region} at ${rate}/GiB-month: the model's size is unknown"
         what += " (set workload.modelSizeB)"
         return CostLine("storage", what, None)
-    gib = size_b * 1e9 * facts.BF16_BYTES_PER_PARAMETER / GIB
+    gib = size_b * 1e9 * BF16_BYTES_PER_PARAMETER / GIB
     what = (
         f"{gib:.1f} GiB (the model in bf16) on Cloud Storage Standard in {region} at ${rate}/GiB-month over {hours} h;"
         f" checkpoints add {_dollars(100 * rate / hours)}/h per 100 GiB"
@@ -184,7 +185,7 @@ def _dollars(value: float) -> str:
 
 def summary_lines(cost: CostEstimate) -> list[str]:
     """The plan summary's cost block: one line per part and the total."""
-    lines = [f"cost per hour (list prices of {cost.catalog_date}, infra/prices.json):"]
+    lines = [f"cost per hour (list prices of {cost.catalog_date}, plan/prices.json):"]
     for line in cost.lines:
         shown = f"{_dollars(line.hourly)}/h for " if line.hourly is not None else ""
         lines.append(f"  {line.part}: {shown}{line.what}")

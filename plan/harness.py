@@ -13,12 +13,12 @@ import pulumi
 from pulumi.runtime import settings
 from pulumi.runtime.sync_await import _sync_await
 
-from infra.config import PROJECT_NAMESPACE
-from infra.plan.mocks import OfflineMocks
-from infra.plan.monitor import SECRET_PLACEHOLDER, Recorded, RecordingMonitor, wire_value
-from infra.stackfile import read_stack_file, stack_file
+from core.config.model import PROJECT_NAMESPACE
+from core.stackfile import read_stack_file, stack_file
+from plan.mocks import OfflineMocks
+from plan.monitor import SECRET_PLACEHOLDER, Recorded, RecordingMonitor, wire_value
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[1]
 """The directory holding Pulumi.yaml, __main__.py and the stack files."""
 
 PROGRAM = REPO_ROOT / "__main__.py"

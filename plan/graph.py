@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from infra.plan.monitor import Recorded
+from plan.monitor import Recorded
 
 
 def waits_for(resources: Iterable[Recorded]) -> dict[str, set[str]]:

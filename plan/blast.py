@@ -1,7 +1,7 @@
 """Blast radius of a change: what `pulumi up` would create, update, replace and delete when a stack
 deployed from one plan.json is brought to another, and whether the running GRPO job restarts.
 
-Replacement follows the ForceNew input paths of each type (infra.facts.FORCE_NEW_INPUTS), the
+Replacement follows the ForceNew input paths of each type (core.facts.changes.FORCE_NEW_INPUTS), the
 recorded `replaceOnChanges`, and cascades: an input built from a replaced resource's outputs is
 unknown until that resource exists again, so a ForceNew input fed by it replaces its resource too
 (as a preview shows it), and a replaced Kubernetes provider replaces every object it manages.
@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from infra import facts
-from infra.plan.writer import DYNAMIC_TYPE
+from core.facts.changes import FORCE_NEW_INPUTS, FORCE_NEW_UNLESS_WIDENED, KUBERNETES_PROVIDER_IDENTITY
 from jobs.provider import WATCHED_INPUTS
+from plan.writer import DYNAMIC_TYPE
 
 PLAN_FILE = "plan.json"
 """The file of a plan directory that the comparison reads."""
@@ -157,7 +157,7 @@ def changed_paths(old: Any, new: Any, prefix: str = "") -> list[str]:
         and len(old) == len(new)
         and all(isinstance(item, dict) for item in old + new)
     ):
-        return sorted({path for pair in zip(old, new) for path in changed_paths(*pair, prefix)})
+        return sorted({path for pair in zip(old, new, strict=False) for path in changed_paths(*pair, prefix)})
     return [] if old == new else [prefix.rstrip(".")]
 
 
@@ -185,10 +185,10 @@ def widened(old: Any, new: Any) -> bool:
 def replacing(resource: Mapping[str, Any], path: str, old_inputs: Mapping[str, Any]) -> bool:
     """A change at `path` of `resource` (a plan entry with its new inputs) replaces it."""
     type_ = resource["type"]
-    force_new = facts.FORCE_NEW_INPUTS.get(type_, ()) + tuple(resource.get("replaceOnChanges", ()))
+    force_new = FORCE_NEW_INPUTS.get(type_, ()) + tuple(resource.get("replaceOnChanges", ()))
     if any(overlaps(path, forced) for forced in force_new):
         return True
-    for cidr in facts.FORCE_NEW_UNLESS_WIDENED.get(type_, ()):
+    for cidr in FORCE_NEW_UNLESS_WIDENED.get(type_, ()):
         if overlaps(path, cidr):
             return not widened(value_at(old_inputs, cidr), value_at(resource["inputs"], cidr))
     return False
@@ -232,7 +232,7 @@ def _done(action: str) -> str:
 
 def _provider_replaced(old: Mapping[str, Any], new: Mapping[str, Any], replaced: Mapping[str, str]) -> str:
     """Why the Kubernetes provider is replaced, or '' (pulumi-kubernetes DiffConfig)."""
-    identity = facts.KUBERNETES_PROVIDER_IDENTITY
+    identity = KUBERNETES_PROVIDER_IDENTITY
     old_id, new_id = old["inputs"].get(identity), new["inputs"].get(identity)
     dependencies = _property_dependencies(new)
     fed_by = sorted(urn for urn in dependencies.get(identity, ()) if urn in replaced)

@@ -5,11 +5,15 @@ workloads create; the dashboard command names the RayCluster's head service. Bot
 these constants so the two can never disagree.
 """
 
+import re
+from dataclasses import dataclass
 from typing import Any
 
 import pulumi
 
-from infra import facts
+from core.facts.platform import RDMA_SUBNET_COUNT
+from core.facts.pods import RAY_PORTS
+from core.facts.privilege import LUSTRE_FILESYSTEM_MAX, SERVICE_ACCOUNT_ID_MAX
 
 NAMESPACE = "grpo"
 """Namespace of the RayCluster, its service account, the storage claim and the staging Job."""
@@ -23,7 +27,7 @@ RAY_CLUSTER = "grpo"
 RAY_HEAD_SERVICE = f"{RAY_CLUSTER}-head-svc"
 """Service KubeRay creates for the head (`<raycluster>-head-svc`)."""
 
-RAY_DASHBOARD_PORT = facts.RAY_PORTS["dashboard"]
+RAY_DASHBOARD_PORT = RAY_PORTS["dashboard"]
 """Ray dashboard and Jobs API port on the head."""
 
 GUARDIAN_LABELS = {"app.kubernetes.io/name": "grpo-guardian"}
@@ -51,7 +55,7 @@ DATA_MOUNT = "/data"
 GVNIC_NETWORK = "gvnic-1"
 """GKE Network object of the gVNIC VPC (CT k8s_network_names: gvnic- from 1)."""
 
-RDMA_NETWORKS = tuple(f"rdma-{index}" for index in range(facts.RDMA_SUBNET_COUNT))
+RDMA_NETWORKS = tuple(f"rdma-{index}" for index in range(RDMA_SUBNET_COUNT))
 """GKE Network objects of the eight RDMA subnets (CT k8s_network_names: rdma- from 0)."""
 
 
@@ -59,9 +63,82 @@ NODE_SERVICE_ACCOUNT_SUFFIX = "-node-sa"
 """Suffix of the nodes' Google service account id (`<cluster>-node-sa`)."""
 
 
+GPU_NODE_POOL = "gpu"
+"""Name of the GPU node pool."""
+
+
+@dataclass(frozen=True)
+class NetworkNames:
+    """Deterministic names of every network resource, derived from the cluster name."""
+
+    cluster_vpc: str
+    """The cluster's VPC."""
+    node_subnet: str
+    """The nodes' subnet."""
+    router: str
+    """Cloud Router of the NAT."""
+    nat: str
+    """Cloud NAT of the private nodes."""
+    gvnic_vpc: str
+    """The gVNIC VPC."""
+    gvnic_subnet: str
+    """The gVNIC subnet."""
+    gvnic_firewall: str
+    """Internal firewall rule of the gVNIC VPC."""
+    rdma_vpc: str
+    """The RDMA VPC."""
+    rdma_subnets: tuple[str, ...]
+    """The RDMA subnets, 0..7."""
+
+
+def network_names(prefix: str) -> NetworkNames:
+    """Names of the network resources of cluster `prefix` (RDMA subnets `<vpc>-sub-N`, as CT names them)."""
+    rdma_vpc = f"{prefix}-rdma"
+    return NetworkNames(
+        cluster_vpc=f"{prefix}-net",
+        node_subnet=f"{prefix}-nodes",
+        router=f"{prefix}-router",
+        nat=f"{prefix}-nat",
+        gvnic_vpc=f"{prefix}-gvnic",
+        gvnic_subnet=f"{prefix}-gvnic-sub",
+        gvnic_firewall=f"{prefix}-gvnic-internal",
+        rdma_vpc=rdma_vpc,
+        rdma_subnets=tuple(f"{rdma_vpc}-sub-{index}" for index in range(RDMA_SUBNET_COUNT)),
+    )
+
+
+@dataclass(frozen=True)
+class LustreNames:
+    """Deterministic names of the Lustre path's resources."""
+
+    instance_id: str
+    """Managed Lustre instance id."""
+    filesystem: str
+    """Lustre filesystem name (at most 8 alphanumerics)."""
+    peering_range: str
+    """Private service access range."""
+    firewall: str
+    """Firewall rule letting nodes reach Lustre."""
+
+
+def lustre_names(prefix: str) -> LustreNames:
+    """Names derived from the cluster name; the filesystem is its first 8 alphanumeric characters."""
+    return LustreNames(
+        instance_id=f"{prefix}-lustre",
+        filesystem=re.sub(r"[^a-z0-9]", "", prefix.lower())[: LUSTRE_FILESYSTEM_MAX],
+        peering_range=f"{prefix}-lustre-psa",
+        firewall=f"{prefix}-lustre-lnet",
+    )
+
+
+def gcloud_context_name(project: str, location: str, cluster: str) -> str:
+    """The name `gcloud container clusters get-credentials` gives a cluster's kubeconfig entries."""
+    return f"gke_{project}_{location}_{cluster}"
+
+
 def node_service_account_id(cluster: str) -> str:
     """Account id of the nodes' service account: the cluster name, cut to fit, then `-node-sa`."""
-    stem = cluster[: facts.SERVICE_ACCOUNT_ID_MAX - len(NODE_SERVICE_ACCOUNT_SUFFIX)].rstrip("-")
+    stem = cluster[: SERVICE_ACCOUNT_ID_MAX - len(NODE_SERVICE_ACCOUNT_SUFFIX)].rstrip("-")
     return f"{stem}{NODE_SERVICE_ACCOUNT_SUFFIX}"
 
 

@@ -3,8 +3,12 @@ the workloads use with which roles, what is encrypted with which key, and every 
 
 from __future__ import annotations
 
-from infra import facts, names
-from infra.config import PROJECT_NAMESPACE, LoadedConfig, StackConfig
+from core import names
+from core.config.load import LoadedConfig
+from core.config.model import PROJECT_NAMESPACE, StackConfig
+from core.facts.gcp import BUCKET_OBJECT_ROLE
+from core.facts.pods import KONNECTIVITY_AGENT_LABELS, KONNECTIVITY_AGENT_NAMESPACE
+from core.facts.privilege import KMS_ENCRYPTER_ROLE, NODE_SERVICE_ACCOUNT_ROLES
 
 
 def control_plane_access(config: StackConfig) -> str:
@@ -25,11 +29,11 @@ def ray_head_access() -> str:
 
     ports = ", ".join(f"{port} ({name})" for name, port in sorted(HEAD_PORTS.items(), key=lambda item: item[1]))
     guardian = ", ".join(f"{key}={value}" for key, value in names.GUARDIAN_LABELS.items())
-    agents = ", ".join(f"{key}={value}" for key, value in facts.KONNECTIVITY_AGENT_LABELS.items())
+    agents = ", ".join(f"{key}={value}" for key, value in KONNECTIVITY_AGENT_LABELS.items())
     return (
         f"ports {ports} of {names.NAMESPACE}/{names.RAY_HEAD_SERVICE} only from the RayCluster's own pods"
         f" ({policies.RAY_INTERNAL}); {names.RAY_DASHBOARD_PORT} also from the run guardian ({guardian}) and"
-        f" {facts.KONNECTIVITY_AGENT_NAMESPACE}'s konnectivity agents ({agents}), the path of the API server's"
+        f" {KONNECTIVITY_AGENT_NAMESPACE}'s konnectivity agents ({agents}), the path of the API server's"
         f" service proxy ({policies.HEAD_DASHBOARD}); every other pod is refused ({policies.DEFAULT_DENY});"
         f" users reach the dashboard through the service proxy"
     )
@@ -38,7 +42,7 @@ def ray_head_access() -> str:
 def node_identity(config: StackConfig) -> str:
     """The nodes' Google service account, its roles and its shielding."""
     email = f"{names.node_service_account_id(config.cluster_name)}@{config.project}.iam.gserviceaccount.com"
-    roles = ", ".join(facts.NODE_SERVICE_ACCOUNT_ROLES)
+    roles = ", ".join(NODE_SERVICE_ACCOUNT_ROLES)
     if config.cluster.mode == "autopilot":
         shielding = "Autopilot's Shielded GKE Nodes with secure boot"
     else:
@@ -50,7 +54,7 @@ def workload_identity(config: StackConfig) -> str:
     """The Ray pods' identity and its Google roles."""
     account = f"Kubernetes service account {names.NAMESPACE}/{names.RAY_SERVICE_ACCOUNT} through workload identity"
     if config.storage.type == "gcs":
-        return f"{account}, {facts.BUCKET_OBJECT_ROLE} on bucket {config.bucket_name} only"
+        return f"{account}, {BUCKET_OBJECT_ROLE} on bucket {config.bucket_name} only"
     return f"{account}, no Google role (Managed Lustre is reached over the VPC)"
 
 
@@ -61,7 +65,7 @@ def encryption(config: StackConfig) -> str:
         return (
             f"Secrets with Google-managed keys at rest; {PROJECT_NAMESPACE}:cluster.secretsKmsKey adds a Cloud KMS key"
         )
-    return f"Secrets at the application layer with {key} ({facts.KMS_ENCRYPTER_ROLE} to the GKE service agent)"
+    return f"Secrets at the application layer with {key} ({KMS_ENCRYPTER_ROLE} to the GKE service agent)"
 
 
 def security_summary(loaded: LoadedConfig) -> str:

@@ -13,9 +13,9 @@ from typing import Any
 
 import yaml
 
-from infra import facts
-from infra.plan.harness import Recording
-from infra.plan.monitor import STACK_TYPE, Recorded
+from core.facts.changes import KUBERNETES_APPLY_ORDER
+from plan.harness import Recording
+from plan.monitor import STACK_TYPE, Recorded
 
 DYNAMIC_TYPE = "pulumi-python:dynamic:Resource"
 """Type token of Pulumi dynamic resources (the post-deploy job submission)."""
@@ -121,7 +121,7 @@ def kubernetes_objects(recording: Recording) -> list[dict[str, Any]]:
 
 def _kind_rank(kind: str) -> int:
     """Position of a kind in the apply order; custom resources after every listed kind."""
-    order = facts.KUBERNETES_APPLY_ORDER
+    order = KUBERNETES_APPLY_ORDER
     return order.index(kind) if kind in order else len(order)
 
 

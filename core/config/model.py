@@ -1,0 +1,480 @@
+"""The typed stack config: one pydantic model per section, the derived names and the helpers
+the rules share. Keys follow Pulumi's `<namespace>:<key>` form; `gcp:project` and `gcp:region` are the
+provider's own keys; every key under `grpo-gke:` must be known to `StackConfig`."""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Mapping
+from typing import Any, Literal, get_args
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationInfo,
+    field_validator,
+)
+from pydantic.alias_generators import to_camel
+
+from core.facts.platform import (
+    CUDA_MAJOR_DRIVER_BRANCH,
+    DEFAULT_IMAGES,
+    GPU_MACHINES,
+    GPUS_PER_NODE,
+    HEAD_MIN_MEMORY_GIB,
+    HEAD_MIN_VCPUS,
+    LUSTRE_TIERS,
+    MACHINE_CLASS_GIB_PER_VCPU,
+    NEMO_RL_RELEASES,
+    RDMA_SUBNET_COUNT,
+    TENSOR_PARALLEL_SIZES,
+    VERL_VERSION,
+    FrameworkImage,
+    GkeVersion,
+    GpuMachine,
+)
+from core.facts.privilege import KMS_KEY_PATTERN
+
+PROJECT_NAMESPACE = "grpo-gke"
+"""The Pulumi project name, which is also the namespace of its config keys."""
+
+RFC1918_BLOCKS = tuple(ipaddress.IPv4Network(block) for block in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"))
+"""The private address blocks of RFC 1918, which every VPC range must lie in."""
+
+RDMA_SPLIT_BITS = (RDMA_SUBNET_COUNT - 1).bit_length()
+"""Prefix bits added to `network.rdmaRange` to split it into the RDMA subnets (3 for eight)."""
+
+
+def matching(field: str, pattern: str, expected: str) -> Any:
+    """A declarative field validator: the field (None passes) must match `pattern` whole, else
+    "must be <expected>, got <value>"."""
+    compiled = re.compile(pattern)
+
+    def check(value: str | None) -> str | None:
+        if value is not None and not compiled.fullmatch(value):
+            raise ValueError(f"must be {expected}, got {value!r}")
+        return value
+
+    return field_validator(field)(staticmethod(check))
+
+
+class _Section(BaseModel):
+    """Base of every config section: camelCase keys, unknown keys refused, immutable."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True
+    )
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_boolean_numbers(cls, value: Any, info: ValidationInfo) -> Any:
+        """Refuse true/false for a number (pydantic would read `nodes: true` as 1 node), and anything
+        but true/false for a boolean (pydantic would read `keepOnDestroy: "yes"` or `1` as true)."""
+        kinds = set(get_args(cls.model_fields[info.field_name].annotation)) or {
+            cls.model_fields[info.field_name].annotation
+        }
+        if bool in kinds and not isinstance(value, bool) and value not in ("true", "false"):
+            raise ValueError(f"must be true or false, got {value!r}")
+        if isinstance(value, bool):
+            if int in kinds:
+                raise ValueError(f"must be a whole number, got {value!r}")
+            if float in kinds:
+                raise ValueError(f"must be a number, got {value!r}")
+        return value
+
+
+class ClusterConfig(_Section):
+    """`grpo-gke:cluster`: the GKE cluster."""
+
+    mode: Literal["standard", "autopilot"] = Field("standard", description="Standard node pools or Autopilot.")
+    name: str | None = Field(None, description="Cluster name; default `grpo-<stack>`.")
+    release_channel: Literal["RAPID", "REGULAR", "STABLE", "EXTENDED"] | None = Field(
+        "REGULAR", description="GKE release channel (CT uses REGULAR)."
+    )
+    min_version: str | None = Field(None, description="Lowest GKE version, e.g. 1.32.2-gke.1475000.")
+    deletion_protection: bool = Field(False, description="Refuse cluster deletion; off so `pulumi destroy` works.")
+    head_machine_type: str = Field("c2-standard-16", description="Machine type of the Ray head's CPU pool (Standard).")
+    authorized_networks: list[str] = Field(
+        default_factory=list, description="CIDRs that may reach the control plane's public IP endpoint; empty: any."
+    )
+    dns_endpoint: bool = Field(
+        False, description="Reach the control plane through its IAM-authenticated DNS endpoint; closes the public IP."
+    )
+    secrets_kms_key: str | None = Field(
+        None, description="Cloud KMS key (projects/P/locations/L/keyRings/R/cryptoKeys/K) encrypting Secrets."
+    )
+
+    _name_form = matching(
+        "name",
+        r"[a-z]([-a-z0-9]{0,38}[a-z0-9])?",
+        "1 to 40 lowercase letters, digits or hyphens, starting with a letter and not ending with a hyphen",
+    )
+
+    _kms_key_form = matching(
+        "secrets_kms_key", KMS_KEY_PATTERN, "a key's full resource name projects/P/locations/L/keyRings/R/cryptoKeys/K"
+    )
+
+    @field_validator("authorized_networks")
+    @classmethod
+    def _cidrs(cls, value: list[str]) -> list[str]:
+        for cidr in value:
+            try:
+                ipaddress.IPv4Network(cidr)
+            except ValueError:
+                cidr_form = False
+            else:
+                cidr_form = "/" in cidr
+            if not cidr_form:
+                raise ValueError(f"each entry must be an IPv4 CIDR range such as 203.0.113.0/24, got {cidr!r}")
+        return value
+
+    @field_validator("min_version")
+    @classmethod
+    def _version(cls, value: str | None) -> str | None:
+        if value is not None:
+            GkeVersion.parse(value)
+        return value
+
+    @field_validator("head_machine_type")
+    @classmethod
+    def _head_machine(cls, value: str) -> str:
+        match = re.fullmatch(r"[a-z][a-z0-9]*-(standard|highmem|highcpu)-(\d+)", value)
+        if not match:
+            raise ValueError(f"must be a machine type such as c2-standard-16, got {value!r}")
+        machine_class, vcpus = match.group(1), int(match.group(2))
+        if vcpus < HEAD_MIN_VCPUS:
+            raise ValueError(
+                f"must have at least {HEAD_MIN_VCPUS} vCPUs (the Ray head asks for 12), got {value!r}"
+            )
+        if vcpus * MACHINE_CLASS_GIB_PER_VCPU[machine_class] < HEAD_MIN_MEMORY_GIB:
+            raise ValueError(
+                f"must have at least {HEAD_MIN_MEMORY_GIB} GiB of memory (the Ray head asks for 32 GiB;"
+                f" a {machine_class} type may have as little as {MACHINE_CLASS_GIB_PER_VCPU[machine_class]}"
+                f" GiB per vCPU), got {value!r}"
+            )
+        return value
+
+
+class GpuConfig(_Section):
+    """`grpo-gke:gpu`: the 8-GPU nodes."""
+
+    type: Literal["b200", "h200"] = Field(
+        description=f"B200 ({GPU_MACHINES['b200'].machine_type}) or H200 ({GPU_MACHINES['h200'].machine_type})."
+    )
+    nodes: int = Field(ge=1, le=64, description="Number of 8-GPU nodes, 1 to 64.")
+    provisioning: Literal["spot", "on-demand", "reservation", "flex-start"] = Field(
+        "spot", description="How GPU capacity is obtained."
+    )
+    reservation: str | None = Field(None, description="Reservation name; required with provisioning=reservation.")
+
+    _reservation_form = matching(
+        "reservation", r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?", "a reservation name (lowercase letters, digits, hyphens)"
+    )
+
+
+class StorageConfig(_Section):
+    """`grpo-gke:storage`: the shared storage every pod mounts."""
+
+    type: Literal["gcs", "lustre"] = Field(description="Cloud Storage through FUSE, or Managed Lustre.")
+    bucket: str | None = Field(None, description="Bucket name (gcs); default derived from project and stack.")
+    capacity_gib: int | None = Field(None, description="Lustre capacity in GiB (lustre).")
+    throughput: int | None = Field(None, description="Lustre MB/s per TiB (lustre): 125, 250, 500 or 1000.")
+    keep_on_destroy: bool = Field(True, description="Keep the bucket or Lustre instance on `pulumi destroy`.")
+
+    @field_validator("throughput")
+    @classmethod
+    def _tier(cls, value: int | None) -> int | None:
+        if value is not None and value not in LUSTRE_TIERS:
+            tiers = sorted(LUSTRE_TIERS)
+            raise ValueError(f"must be one of {', '.join(map(str, tiers[:-1]))} or {tiers[-1]}, got {value!r}")
+        return value
+
+    @field_validator("bucket")
+    @classmethod
+    def _bucket_name(cls, value: str | None) -> str | None:
+        if value is not None:
+            problem = bucket_name_problem(value)
+            if problem:
+                raise ValueError(problem)
+        return value
+
+
+class NetworkConfig(_Section):
+    """`grpo-gke:network`: address ranges of the three VPCs; they must not overlap."""
+
+    node_range: str = Field("192.168.0.0/18", description="Cluster VPC subnet of the nodes (CT net-0).")
+    pod_range: str = Field("10.4.0.0/14", description="Secondary range of the pods (CT).")
+    service_range: str = Field("10.0.32.0/20", description="Secondary range of the services (CT).")
+    gvnic_range: str = Field("192.168.64.0/18", description="Subnet of the gVNIC VPC (CT net-1).")
+    rdma_range: str = Field("192.168.128.0/18", description="Range split into the eight RDMA subnets (CT).")
+    lustre_range: str = Field("10.0.64.0/22", description="Private service access range for Lustre (/22).")
+
+    @field_validator("*")
+    @classmethod
+    def _cidr(cls, value: str) -> str:
+        try:
+            network = ipaddress.IPv4Network(value)
+        except ValueError:
+            network = None
+        if network is None or "/" not in value:
+            raise ValueError(f"must be an IPv4 CIDR range such as 10.0.0.0/20, got {value!r}")
+        if not any(network.subnet_of(block) for block in RFC1918_BLOCKS):
+            raise ValueError(f"must be a private (RFC 1918) range, got {value!r}")
+        return value
+
+    def rdma_subnets(self) -> list[str]:
+        """The eight equal RDMA subnets carved from `rdma_range`, in order."""
+        network = ipaddress.IPv4Network(self.rdma_range)
+        return [str(subnet) for subnet in network.subnets(prefixlen_diff=RDMA_SPLIT_BITS)]
+
+
+class WorkloadConfig(_Section):
+    """`grpo-gke:workload`: what trains, on what data, in which image."""
+
+    framework: Literal["verl", "nemo-rl"] = Field(description="The GRPO trainer.")
+    model: str = Field(description="Hugging Face model id, e.g. Qwen/Qwen2.5-32B-Instruct.")
+    dataset: Literal["gsm8k", "deepscaler"] = Field(description="Training data set.")
+    image: str | None = Field(None, description="Workload image; default pinned per framework in core/facts/platform.py.")
+    ray_version: str | None = Field(None, description="Ray version inside `image`; required with `image`.")
+    nemo_rl_release: str | None = Field(None, description="NeMo-RL release inside `image` (nemo-rl with `image`).")
+    model_size_b: float | None = Field(None, gt=0, description="Parameters in billions; default read from `model`.")
+    extra_env: dict[str, str] = Field(default_factory=dict, description="Extra environment of the Ray pods.")
+    cuda_version: str | None = Field(
+        None, description="CUDA version `image` is built on, e.g. 12.8 (with `image`); unset: the LATEST driver."
+    )
+
+    _model_form = matching(
+        "model", r"[A-Za-z0-9][\w.-]*/[\w.-]+", "a Hugging Face model id such as Qwen/Qwen2.5-7B-Instruct"
+    )
+
+    _ray_version_form = matching("ray_version", r"\d+\.\d+\.\d+", "a Ray version such as 2.55.1")
+
+    @field_validator("nemo_rl_release")
+    @classmethod
+    def _release(cls, value: str | None) -> str | None:
+        if value is not None and value not in NEMO_RL_RELEASES:
+            raise ValueError(f"must be one of {', '.join(NEMO_RL_RELEASES)}, got {value!r}")
+        return value
+
+    @field_validator("extra_env")
+    @classmethod
+    def _env(cls, value: dict[str, str]) -> dict[str, str]:
+        check_env_names(value)
+        return value
+
+    @field_validator("cuda_version")
+    @classmethod
+    def _cuda(cls, value: str | None) -> str | None:
+        if value is None:
+            return value
+        majors = " or ".join(map(str, sorted(CUDA_MAJOR_DRIVER_BRANCH)))
+        if not re.fullmatch(r"\d+\.\d+", value):
+            raise ValueError(f"must be a CUDA version such as 12.8, got {value!r}")
+        if cuda_major(value) not in CUDA_MAJOR_DRIVER_BRANCH:
+            raise ValueError(f"must be a CUDA {majors} version (the driver branches known here), got {value!r}")
+        return value
+
+    def resolved_image(self) -> FrameworkImage:
+        """The image, its Ray version, framework release and CUDA: the configured ones or the pinned default."""
+        default = DEFAULT_IMAGES[self.framework]
+        if self.image is None:
+            return default
+        release = self.nemo_rl_release if self.framework == "nemo-rl" else VERL_VERSION
+        return FrameworkImage(
+            image=self.image, ray_version=self.ray_version or "", release=release or "", cuda_version=self.cuda_version
+        )
+
+
+class GrpoConfig(_Section):
+    """`grpo-gke:grpo`: the GRPO knobs users tune, mapped onto each framework's own keys."""
+
+    prompts_per_step: int = Field(256, ge=1, le=65536, description="Prompts per training step.")
+    generations_per_prompt: int = Field(8, ge=2, le=256, description="Responses per prompt (the GRPO group).")
+    rollout_tensor_parallel: int | None = Field(
+        None,
+        ge=1,
+        le=GPUS_PER_NODE,
+        description=f"vLLM tensor parallel size; divides {GPUS_PER_NODE}; default derived from model and GPU.",
+    )
+    learning_rate: float = Field(1e-6, gt=0, le=1e-3, description="Actor learning rate.")
+    max_prompt_length: int = Field(512, ge=16, le=131072, description="Longest prompt in tokens.")
+    max_response_length: int = Field(1024, ge=16, le=131072, description="Longest response in tokens.")
+    mini_batch_size: int | None = Field(None, ge=1, description="Prompts per optimizer step; default promptsPerStep.")
+    micro_batch_size_per_gpu: int | None = Field(
+        None, ge=1, le=1024, description="Samples per GPU per forward pass; default derived from sample length and batch."
+    )
+    kl_loss_coef: float = Field(0.001, ge=0, le=10, description="Weight of the KL loss against the reference.")
+    gpu_memory_utilization: float = Field(0.6, gt=0.05, le=0.95, description="vLLM share of GPU memory.")
+    epochs: int = Field(1, ge=1, le=1000, description="Passes over the training data.")
+    max_steps: int | None = Field(None, ge=1, description="Stop after this many steps (default: the epochs).")
+    save_every: int = Field(10, ge=1, description="Checkpoint every N steps.")
+    validate_every: int = Field(10, ge=1, description="Validate every N steps.")
+    keep_checkpoints: int = Field(2, ge=1, le=100, description="Newest checkpoints kept on the shared storage.")
+
+    @field_validator("rollout_tensor_parallel")
+    @classmethod
+    def _divides_node(cls, value: int | None) -> int | None:
+        if value is not None and value not in TENSOR_PARALLEL_SIZES:
+            *smaller, largest = TENSOR_PARALLEL_SIZES
+            choices = f"{', '.join(map(str, smaller))} or {largest}"
+            raise ValueError(f"must divide {GPUS_PER_NODE} ({choices}), got {value}")
+        return value
+
+    def effective_mini_batch(self) -> int:
+        """Prompts per optimizer step."""
+        return self.mini_batch_size or self.prompts_per_step
+
+
+class JobConfig(_Section):
+    """`grpo-gke:job`: the post-deploy submission."""
+
+    submit: bool = Field(True, description="Submit the GRPO job as the last step of `pulumi up`.")
+    ready_timeout_seconds: int = Field(1800, ge=10, le=86400, description="Wait this long for all GPU nodes.")
+    run_generation: int = Field(
+        0, ge=0, description="Part of the run id: raising it starts a new run of the same spec (submit --fresh does)."
+    )
+
+
+class PricingConfig(_Section):
+    """`grpo-gke:pricing`: what the plan's cost estimate assumes beyond the catalog's list prices."""
+
+    reservation_hourly: float | None = Field(
+        None, gt=0, le=10000, description="Your $/h for one GPU node of the reservation; default the on-demand list price."
+    )
+
+
+class StackConfig(_Section):
+    """The whole stack config, validated before a single resource is registered."""
+
+    stack: str = Field(description="Pulumi stack name.")
+    project: str = Field(description="`gcp:project`: the Google Cloud project id.")
+    region: str = Field(description="`gcp:region`: region of the cluster, subnets and bucket.")
+    zone: str = Field(description="Zone of the GPU nodes, the RDMA network profile and Lustre.")
+    cluster: ClusterConfig = Field(default_factory=ClusterConfig, description="`grpo-gke:cluster`: the GKE cluster.")
+    gpu: GpuConfig = Field(description="`grpo-gke:gpu`: the 8-GPU nodes.")
+    storage: StorageConfig = Field(description="`grpo-gke:storage`: the shared storage.")
+    network: NetworkConfig = Field(default_factory=NetworkConfig, description="`grpo-gke:network`: VPC ranges.")
+    workload: WorkloadConfig = Field(description="`grpo-gke:workload`: framework, model, data, image.")
+    grpo: GrpoConfig = Field(default_factory=GrpoConfig, description="`grpo-gke:grpo`: the GRPO knobs.")
+    job: JobConfig = Field(default_factory=JobConfig, description="`grpo-gke:job`: the post-deploy submission.")
+    pricing: PricingConfig = Field(default_factory=PricingConfig, description="`grpo-gke:pricing`: the cost estimate.")
+    hf_token: SecretStr | None = Field(None, description="Hugging Face token; a Pulumi secret.")
+    secret_env: dict[str, SecretStr] = Field(
+        default_factory=dict, description="Secret environment of the Ray pods (name -> value), through a Kubernetes Secret."
+    )
+
+    _project_form = matching(
+        "project", r"[a-z][a-z0-9-]{4,28}[a-z0-9]", "a project id (6 to 30 lowercase letters, digits, hyphens)"
+    )
+
+    _region_form = matching("region", r"[a-z]+-[a-z]+\d+", "a region such as us-central1")
+
+    @field_validator("hf_token")
+    @classmethod
+    def _token(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and not value.get_secret_value().strip():
+            raise ValueError("must not be empty; unset it for public models (pulumi config rm grpo-gke:hfToken)")
+        return value
+
+    @field_validator("secret_env")
+    @classmethod
+    def _secret_env(cls, value: dict[str, SecretStr]) -> dict[str, SecretStr]:
+        check_env_names(value)
+        for name, secret in value.items():
+            if not secret.get_secret_value().strip():
+                raise ValueError(f"{name} must not be empty; unset it with pulumi config rm --path 'grpo-gke:secretEnv.{name}'")
+        return value
+
+    @property
+    def gpu_driver(self) -> Literal["DEFAULT", "LATEST"]:
+        """GKE's GPU driver for the workers: DEFAULT where its branch runs the image's CUDA on every version
+        the stack may get, otherwise LATEST (also for an image whose CUDA is not stated)."""
+        needed = driver_branch_for(self.workload.resolved_image().cuda_version)
+        machine = self.gpu_machine
+        if (
+            needed is not None
+            and needed <= machine.default_driver_branch
+            and not pinned_below(self.cluster.min_version, machine.default_driver_from)
+        ):
+            return "DEFAULT"
+        return "LATEST"
+
+    @property
+    def total_gpus(self) -> int:
+        """GPUs across all worker nodes."""
+        return self.gpu.nodes * GPUS_PER_NODE
+
+    @property
+    def cluster_name(self) -> str:
+        """The cluster name: configured, or `grpo-<stack>`."""
+        return self.cluster.name or sanitize_name(f"grpo-{self.stack}", 40)
+
+    @property
+    def bucket_name(self) -> str:
+        """The bucket name (gcs): configured, or derived from project and stack."""
+        return self.storage.bucket or sanitize_name(f"{self.project}-grpo-{self.stack}", 63)
+
+    @property
+    def gpu_machine(self) -> GpuMachine:
+        """Facts of the configured GPU machine."""
+        return GPU_MACHINES[self.gpu.type]
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def check_env_names(env: Mapping[str, Any]) -> None:
+    """Raise ValueError unless every key is an environment variable name other than the token's."""
+    for name in env:
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            raise ValueError(
+                f"keys must be environment variable names (letters, digits and _, not starting with a digit),"
+                f" got {name!r}"
+            )
+        if name in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"):
+            raise ValueError(f"must not set {name}: it comes from grpo-gke:hfToken, which keeps it secret")
+
+
+def cuda_major(cuda_version: str) -> int:
+    """The major of a CUDA version such as 12.8."""
+    return int(cuda_version.split(".", 1)[0])
+
+
+def driver_branch_for(cuda_version: str | None) -> int | None:
+    """The lowest driver branch that runs this CUDA version, or None when the version is not known."""
+    if cuda_version is None:
+        return None
+    return CUDA_MAJOR_DRIVER_BRANCH[cuda_major(cuda_version)]
+
+
+def pinned_below(min_version: str | None, floor: str) -> bool:
+    """True when a pinned minimum GKE version is older than `floor` (no pin: the channel's, far above)."""
+    if min_version is None:
+        return False
+    return GkeVersion.parse(min_version).key() < GkeVersion.parse(floor).key()
+
+
+# ---------------------------------------------------------------- naming helpers
+
+
+def sanitize_name(text: str, limit: int) -> str:
+    """Lowercase `text` into a DNS-style name of at most `limit` characters."""
+    name = re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")
+    return name[:limit].rstrip("-")
+
+
+def bucket_name_problem(name: str) -> str | None:
+    """Why `name` is not a valid Cloud Storage bucket name, or None."""
+    if not 3 <= len(name) <= 63:
+        return f"must be 3 to 63 characters, got {len(name)} ({name!r})"
+    if "." in name:
+        # Cloud Storage naming rules: a dotted name is a domain name, created only after domain verification.
+        return f"must not contain dots (Cloud Storage creates a dotted name only after domain verification), got {name!r}"
+    if not re.fullmatch(r"[a-z0-9][a-z0-9_-]*[a-z0-9]", name):
+        return f"must use lowercase letters, digits, '-' and '_', starting and ending with a letter or digit, got {name!r}"
+    if name.startswith("goog") or "google" in name:
+        return f"must not start with 'goog' or contain 'google', got {name!r}"
+    return None

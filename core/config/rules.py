@@ -1,0 +1,323 @@
+"""The cross-rules: each a `StackConfig -> list[Problem]` function tying several keys together, in one
+registry (CONFIG_RULES), as Cluster Toolkit's validator registry is."""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+
+from core.config.model import (
+    PROJECT_NAMESPACE,
+    RDMA_SPLIT_BITS,
+    StackConfig,
+    bucket_name_problem,
+    driver_branch_for,
+    pinned_below,
+)
+from core.config.problems import Problem
+from core.facts.platform import (
+    FLEX_START_FLOOR,
+    LATEST_DRIVER_FLOORS,
+    LUSTRE_CSI_FLOOR,
+    LUSTRE_PEERING_PREFIX_MAX,
+    LUSTRE_TIERS,
+    NEMO_RL_RELEASES,
+    RAY_OPERATOR_FLOOR,
+    RDMA_SUBNET_COUNT,
+    SUBNET_MAX_PREFIX,
+    SUBNET_RESERVED_ADDRESSES,
+    SUPPORTED_PAIRS,
+    GkeVersion,
+)
+from core.facts.privilege import KMS_KEY_PATTERN
+
+
+def _version_floors(cfg: StackConfig) -> list[tuple[str, str]]:
+    floors = [(RAY_OPERATOR_FLOOR, "the Ray operator add-on")]
+    floors.append(
+        (cfg.gpu_machine.rdma_floor[cfg.cluster.mode], f"GPUDirect RDMA on {cfg.gpu.type.upper()} ({cfg.cluster.mode})")
+    )
+    if cfg.storage.type == "lustre":
+        floors.append((LUSTRE_CSI_FLOOR, "the Managed Lustre CSI driver"))
+    if cfg.gpu.provisioning == "flex-start":
+        floors.append((FLEX_START_FLOOR, "flex-start node pools"))
+    return floors
+
+
+def _zone_problems(cfg: StackConfig) -> list[Problem]:
+    if not re.fullmatch(rf"{re.escape(cfg.region)}-[a-z]", cfg.zone):
+        return [
+            Problem(
+                f"{PROJECT_NAMESPACE}:zone",
+                f"must be a zone of gcp:region {cfg.region} (such as {cfg.region}-b), got {cfg.zone!r}",
+            )
+        ]
+    return []
+
+
+def _version_problems(cfg: StackConfig) -> list[Problem]:
+    problems = []
+    if cfg.cluster.min_version:
+        version = GkeVersion.parse(cfg.cluster.min_version)
+        for floor, reason in _version_floors(cfg):
+            if version.key() < GkeVersion.parse(floor).key():
+                problems.append(
+                    Problem(
+                        f"{PROJECT_NAMESPACE}:cluster.minVersion",
+                        f"must be at least {floor} for {reason}, got {cfg.cluster.min_version}",
+                    )
+                )
+    return problems
+
+
+def _capacity_problems(cfg: StackConfig) -> list[Problem]:
+    ns = PROJECT_NAMESPACE
+    problems: list[Problem] = []
+
+    def add(path: str, message: str) -> None:
+        problems.append(Problem(f"{ns}:{path}", message))
+
+    gpu = cfg.gpu
+    if gpu.provisioning == "reservation" and not gpu.reservation:
+        add("gpu.reservation", "is required when gpu.provisioning is 'reservation'")
+    if gpu.provisioning != "reservation" and gpu.reservation:
+        add("gpu.reservation", f"is only allowed when gpu.provisioning is 'reservation', not {gpu.provisioning!r}")
+    if gpu.provisioning != "reservation" and cfg.pricing.reservation_hourly is not None:
+        add("pricing.reservationHourly", f"is only for gpu.provisioning 'reservation', not {gpu.provisioning!r}")
+    if cfg.cluster.mode == "autopilot" and "head_machine_type" in cfg.cluster.model_fields_set:
+        add("cluster.headMachineType", "is only for cluster.mode 'standard' (Autopilot chooses the head's machine)")
+    if cfg.cluster.mode == "autopilot" and gpu.provisioning in ("reservation", "flex-start"):
+        add("gpu.provisioning", f"must be 'spot' or 'on-demand' on Autopilot, got {gpu.provisioning!r}")
+    return problems
+
+
+def _storage_problems(cfg: StackConfig) -> list[Problem]:
+    ns = PROJECT_NAMESPACE
+    problems: list[Problem] = []
+
+    def add(path: str, message: str) -> None:
+        problems.append(Problem(f"{ns}:{path}", message))
+
+    storage = cfg.storage
+    if storage.type == "gcs":
+        for key, value in (("capacityGib", storage.capacity_gib), ("throughput", storage.throughput)):
+            if value is not None:
+                add(f"storage.{key}", "is only for storage.type 'lustre'")
+    else:
+        if storage.bucket is not None:
+            add("storage.bucket", "is only for storage.type 'gcs'")
+        if storage.throughput is None:
+            add("storage.throughput", f"is required for Lustre: one of {sorted(LUSTRE_TIERS)} MB/s per TiB")
+        if storage.capacity_gib is None:
+            add("storage.capacityGib", "is required for Lustre")
+        elif storage.throughput is not None:
+            tier = LUSTRE_TIERS[storage.throughput]
+            if storage.capacity_gib < tier.min_gib:
+                add(
+                    "storage.capacityGib",
+                    f"must be at least {tier.min_gib} at {storage.throughput} MB/s per TiB, got {storage.capacity_gib}",
+                )
+            elif storage.capacity_gib % tier.step_gib:
+                add(
+                    "storage.capacityGib",
+                    f"must be a multiple of {tier.step_gib} at {storage.throughput} MB/s per TiB, got {storage.capacity_gib}",
+                )
+    if storage.type == "gcs" and storage.bucket is None:
+        problem = bucket_name_problem(cfg.bucket_name)
+        if problem:
+            add("storage.bucket", f"the default name derived from project and stack is invalid ({problem}); set one")
+    return problems
+
+
+def cross_check(cfg: StackConfig, rules: Iterable[CrossRule]) -> list[Problem]:
+    """The problems of every rule in `rules`; each problem names the key to change."""
+    return [problem for rule in rules for problem in rule.check(cfg)]
+
+
+def _network_problems(cfg: StackConfig) -> list[Problem]:
+    ns = PROJECT_NAMESPACE
+    problems = []
+    ranges = {
+        "nodeRange": cfg.network.node_range,
+        "podRange": cfg.network.pod_range,
+        "serviceRange": cfg.network.service_range,
+        "gvnicRange": cfg.network.gvnic_range,
+        "rdmaRange": cfg.network.rdma_range,
+    }
+    if cfg.storage.type == "lustre":
+        ranges["lustreRange"] = cfg.network.lustre_range
+    parsed = {key: ipaddress.IPv4Network(value) for key, value in ranges.items()}
+    keys = list(parsed)
+    for index, first in enumerate(keys):
+        for second in keys[index + 1 :]:
+            if parsed[first].overlaps(parsed[second]):
+                problems.append(
+                    Problem(
+                        f"{ns}:network.{second}",
+                        f"must not overlap network.{first} ({ranges[first]}), got {ranges[second]}",
+                    )
+                )
+    largest_rdma_prefix = SUBNET_MAX_PREFIX - RDMA_SPLIT_BITS
+    if parsed["rdmaRange"].prefixlen > largest_rdma_prefix:
+        problems.append(
+            Problem(
+                f"{ns}:network.rdmaRange",
+                f"must be /{largest_rdma_prefix} or larger to hold {RDMA_SUBNET_COUNT} subnets"
+                f" of at least /{SUBNET_MAX_PREFIX}, got {ranges['rdmaRange']}",
+            )
+        )
+    elif _node_addresses(parsed["rdmaRange"].prefixlen + RDMA_SPLIT_BITS) < cfg.gpu.nodes:
+        problems.append(_too_small("rdmaRange", ranges, "each RDMA subnet", RDMA_SPLIT_BITS, cfg.gpu.nodes))
+    if _node_addresses(parsed["gvnicRange"].prefixlen) < cfg.gpu.nodes:
+        problems.append(_too_small("gvnicRange", ranges, "the gVNIC subnet", 0, cfg.gpu.nodes))
+    if cfg.storage.type == "lustre" and parsed["lustreRange"].prefixlen > LUSTRE_PEERING_PREFIX_MAX:
+        problems.append(
+            Problem(
+                f"{ns}:network.lustreRange",
+                f"must be /{LUSTRE_PEERING_PREFIX_MAX} or larger, got {ranges['lustreRange']}",
+            )
+        )
+    return problems
+
+
+def _node_addresses(prefix_length: int) -> int:
+    """Node addresses a subnet of this prefix length holds (Google Cloud keeps four)."""
+    return 2 ** (32 - prefix_length) - SUBNET_RESERVED_ADDRESSES
+
+
+def _too_small(key: str, ranges: Mapping[str, str], what: str, split_bits: int, nodes: int) -> Problem:
+    """`network.<key>` is too small for one address per GPU node in `what`."""
+    largest_prefix = 32 - (nodes + SUBNET_RESERVED_ADDRESSES - 1).bit_length() - split_bits
+    return Problem(
+        f"{PROJECT_NAMESPACE}:network.{key}",
+        f"must be /{largest_prefix} or larger: {what} needs an address for each of the gpu.nodes={nodes}"
+        f" GPU nodes, got {ranges[key]}",
+    )
+
+
+def _workload_problems(cfg: StackConfig) -> list[Problem]:
+    ns = PROJECT_NAMESPACE
+    problems = []
+    workload = cfg.workload
+    supported = SUPPORTED_PAIRS[workload.framework]
+    if workload.dataset not in supported:
+        problems.append(
+            Problem(
+                f"{ns}:workload.dataset",
+                f"workload.framework {workload.framework!r} with dataset {workload.dataset!r} has no staging"
+                f" or job mapping; use one of {', '.join(repr(d) for d in supported)}",
+            )
+        )
+    if workload.image is not None and workload.ray_version is None:
+        problems.append(
+            Problem(f"{ns}:workload.rayVersion", "is required with workload.image: the Ray version inside that image")
+        )
+    if workload.image is None and workload.ray_version is not None:
+        problems.append(
+            Problem(f"{ns}:workload.rayVersion", "is only allowed with workload.image (the default image's is known)")
+        )
+    if workload.framework == "nemo-rl" and workload.image is not None and workload.nemo_rl_release is None:
+        problems.append(
+            Problem(
+                f"{ns}:workload.nemoRlRelease",
+                f"is required with workload.image for nemo-rl: one of {', '.join(NEMO_RL_RELEASES)}",
+            )
+        )
+    if workload.nemo_rl_release is not None and (workload.framework != "nemo-rl" or workload.image is None):
+        problems.append(
+            Problem(f"{ns}:workload.nemoRlRelease", "is only allowed with framework 'nemo-rl' and workload.image")
+        )
+    if workload.image is None and workload.cuda_version is not None:
+        problems.append(
+            Problem(f"{ns}:workload.cudaVersion", "is only allowed with workload.image (the default image's is known)")
+        )
+    for name in sorted(set(workload.extra_env) & set(cfg.secret_env)):
+        problems.append(
+            Problem(
+                f"{ns}:workload.extraEnv",
+                f"{name} is also in grpo-gke:secretEnv; keep it only there:"
+                f" pulumi config rm --path '{ns}:workload.extraEnv.{name}'",
+            )
+        )
+    return problems
+
+
+def _driver_problems(cfg: StackConfig) -> list[Problem]:
+    """The image's CUDA must run on the driver the stack chooses (StackConfig.gpu_driver)."""
+    image = cfg.workload.resolved_image()
+    needed = driver_branch_for(image.cuda_version)
+    if needed is None or cfg.gpu_driver == "DEFAULT":
+        return []
+    # Every branch of CUDA_MAJOR_DRIVER_BRANCH has a LATEST floor (tests/infra/test_config.py).
+    branch = min(known for known in LATEST_DRIVER_FLOORS if known >= needed)
+    floor = LATEST_DRIVER_FLOORS[branch]
+    source = "workload.cudaVersion" if cfg.workload.image else f"the pinned {cfg.workload.framework} image"
+    if pinned_below(cfg.cluster.min_version, floor):
+        return [
+            Problem(
+                f"{PROJECT_NAMESPACE}:cluster.minVersion",
+                f"must be at least {floor} for GKE's LATEST GPU driver R{branch}: CUDA {image.cuda_version}"
+                f" ({source}) needs R{needed}, and the {cfg.gpu.type.upper()} DEFAULT driver is"
+                f" R{cfg.gpu_machine.default_driver_branch}, got {cfg.cluster.min_version}",
+            )
+        ]
+    return []
+
+
+def _kms_problems(cfg: StackConfig) -> list[Problem]:
+    key = cfg.cluster.secrets_kms_key
+    if key is None:
+        return []
+    location = re.fullmatch(KMS_KEY_PATTERN, key).group("location")
+    if location != cfg.region:
+        # GKE docs, "Encrypt secrets at the application layer": the key lies in the cluster's location.
+        return [
+            Problem(
+                f"{PROJECT_NAMESPACE}:cluster.secretsKmsKey",
+                f"must be a key in the cluster's region gcp:region {cfg.region} (locations/{cfg.region}),"
+                f" got one in {location!r}",
+            )
+        ]
+    return []
+
+
+def control_plane_warnings(cfg: StackConfig) -> list[str]:
+    """A warning when neither authorized networks nor the DNS endpoint closes the control plane's public IP."""
+    if cfg.cluster.authorized_networks or cfg.cluster.dns_endpoint:
+        return []
+    ns = PROJECT_NAMESPACE
+    return [
+        f"{ns}:cluster.authorizedNetworks is empty and {ns}:cluster.dnsEndpoint is false: the control plane's public"
+        f" endpoint accepts connections from any address (each request still needs Google credentials); set"
+        f" {ns}:cluster.authorizedNetworks to the CIDRs of the machines that run pulumi and the job CLI, or"
+        f" {ns}:cluster.dnsEndpoint to true"
+    ]
+
+
+@dataclass(frozen=True)
+class CrossRule:
+    """A rule tying several keys together, and whether it reads a default the job layer derives."""
+
+    check: Callable[[StackConfig], list[Problem]]
+    """The rule: the config in, one problem per refused key out."""
+    reads_derived: bool = False
+    """True when the rule reads a derived default (jobs.defaults): it waits while derivation cannot run."""
+
+
+CONFIG_RULES = tuple(
+    CrossRule(rule)
+    for rule in (
+        _zone_problems,
+        _kms_problems,
+        _version_problems,
+        _capacity_problems,
+        _storage_problems,
+        _network_problems,
+        _workload_problems,
+        _driver_problems,
+    )
+)
+"""The config's cross-rules; each reads only the keys it checks. The job layer adds its own (jobs/validate.py
+JOB_RULES) when it loads a stack (jobs/load.py)."""

@@ -1,0 +1,153 @@
+"""What a change does to a deployed stack: the order Kubernetes objects apply in, the inputs that replace a
+resource (ForceNew), the Kubernetes provider's identity. The blast radius of `python -m plan --against`.
+
+Sources are tagged as in core/facts/__init__.py."""
+
+from __future__ import annotations
+
+KUBERNETES_APPLY_ORDER = (
+    # Helm v3 pkg/release/util/kind_sorter.go InstallOrder (read 2026-12-01); Helm applies kinds it does
+    # not list (custom resources) after all of these.
+    "PriorityClass", "Namespace", "NetworkPolicy", "ResourceQuota", "LimitRange", "PodSecurityPolicy",
+    "PodDisruptionBudget", "ServiceAccount", "Secret", "SecretList", "ConfigMap", "StorageClass",
+    "PersistentVolume", "PersistentVolumeClaim", "CustomResourceDefinition", "ClusterRole", "ClusterRoleList",
+    "ClusterRoleBinding", "ClusterRoleBindingList", "Role", "RoleList", "RoleBinding", "RoleBindingList",
+    "Service", "DaemonSet", "Pod", "ReplicationController", "ReplicaSet", "Deployment", "HorizontalPodAutoscaler",
+    "StatefulSet", "Job", "CronJob", "IngressClass", "Ingress", "APIService",
+)  # fmt: skip
+"""Kubernetes kinds in the order they are applied: namespaces and what pods need before workloads;
+custom resources (GKE networks, the RayCluster) come after every listed kind."""
+# ForceNew inputs of every resource type the stack registers, as wire-form (camelCase) input paths
+# without list indices: a change at or below a path replaces the resource; a path not listed updates
+# in place. Google Cloud types: the `ForceNew: true` fields of the Terraform Google provider's schemas
+# under google/services/ (hashicorp/terraform-provider-google @e03b762, 2026-08-21; pulumi-gcp
+# bridges them): container/resource_container_cluster.go, container/resource_container_node_pool.go
+# and container/node_config.go (node_config itself is ForceNew only as a whole block, so machine type,
+# disk type, image type, taints, gVNIC and workload metadata update in place), compute/
+# resource_compute_{network,subnetwork,firewall,router,router_nat,global_address}.go,
+# lustre/resource_lustre_instance.go, servicenetworking/resource_service_networking_connection.go,
+# storage/resource_storage_bucket.go, storage/iam_storage_bucket.go with tpgiamresource/
+# resource_iam_member.go, resourcemanager/resource_google_project_service.go. Kubernetes types: the
+# `forceNew` table of pulumi/pulumi-kubernetes provider/pkg/provider/diff.go (@94977969, v4.32.0+27,
+# 2026-07-01), whose metadata.name and metadata.namespace replace every object; a custom resource
+# (RayCluster, the GKE network objects) has only those, plus the replaceOnChanges the program records.
+KUBERNETES_IDENTITY_INPUTS = ("metadata.name", "metadata.namespace")
+"""Inputs whose change replaces any Kubernetes object (pulumi-kubernetes diff.go metadataForceNewProperties)."""
+
+FORCE_NEW_INPUTS: dict[str, tuple[str, ...]] = {
+    "gcp:container/cluster:Cluster": (
+        "datapathProvider",
+        "defaultMaxPodsPerNode",
+        "description",
+        "enableAutopilot",
+        "enableKubernetesAlpha",
+        "enableTpu",
+        "initialNodeCount",
+        "ipAllocationPolicy.clusterIpv4CidrBlock",
+        "ipAllocationPolicy.clusterSecondaryRangeName",
+        "ipAllocationPolicy.servicesIpv4CidrBlock",
+        "ipAllocationPolicy.servicesSecondaryRangeName",
+        "location",
+        "name",
+        "network",
+        "networkingMode",
+        "privateClusterConfig.masterIpv4CidrBlock",
+        "project",
+        "subnetwork",
+    ),
+    "gcp:container/nodePool:NodePool": (
+        "cluster",
+        "initialNodeCount",
+        "location",
+        "maxPodsPerNode",
+        "name",
+        "networkConfig.additionalNodeNetworkConfigs",
+        "networkConfig.additionalPodNetworkConfigs",
+        "networkConfig.createPodRange",
+        "networkConfig.podIpv4CidrBlock",
+        "networkConfig.podRange",
+        "nodeConfig.bootDiskKmsKey",
+        "nodeConfig.ephemeralStorageLocalSsdConfig",
+        "nodeConfig.flexStart",
+        "nodeConfig.guestAccelerators",
+        "nodeConfig.localSsdCount",
+        "nodeConfig.maxRunDuration",
+        "nodeConfig.metadata",
+        "nodeConfig.minCpuPlatform",
+        "nodeConfig.oauthScopes",
+        "nodeConfig.preemptible",
+        "nodeConfig.reservationAffinity",
+        "nodeConfig.serviceAccount",
+        "nodeConfig.shieldedInstanceConfig",
+        "nodeConfig.spot",
+        "placementPolicy",
+        "project",
+        "queuedProvisioning",
+    ),
+    "gcp:compute/network:Network": (
+        "autoCreateSubnetworks",
+        "description",
+        "internalIpv6Range",
+        "name",
+        "networkProfile",
+        "project",
+    ),
+    "gcp:compute/subnetwork:Subnetwork": ("description", "name", "network", "project", "region"),
+    "gcp:compute/firewall:Firewall": ("direction", "name", "project"),
+    "gcp:compute/router:Router": ("name", "network", "project", "region"),
+    "gcp:compute/routerNat:RouterNat": ("initialNatIps", "name", "project", "region", "router", "type"),
+    "gcp:compute/globalAddress:GlobalAddress": (
+        "address",
+        "addressType",
+        "description",
+        "ipVersion",
+        "name",
+        "network",
+        "prefixLength",
+        "project",
+        "purpose",
+    ),
+    "gcp:lustre/instance:Instance": (
+        "filesystem",
+        "instanceId",
+        "kmsKey",
+        "location",
+        "network",
+        "perUnitStorageThroughput",
+        "project",
+    ),
+    "gcp:servicenetworking/connection:Connection": ("network", "service"),
+    "gcp:storage/bucket:Bucket": ("hierarchicalNamespace", "location", "name", "project"),
+    "gcp:storage/bucketIAMMember:BucketIAMMember": ("bucket", "condition", "member", "role"),
+    "gcp:projects/service:Service": ("project", "service"),
+    # resourcemanager/resource_google_service_account.go: account_id and project are ForceNew (display name and
+    # description update in place); tpgiamresource/resource_iam_member.go: every field of an IAM member is ForceNew
+    # (project IAM and KMS crypto key IAM members alike).
+    "gcp:serviceaccount/account:Account": ("accountId", "project"),
+    "gcp:projects/iAMMember:IAMMember": ("condition", "member", "project", "role"),
+    "gcp:kms/cryptoKeyIAMMember:CryptoKeyIAMMember": ("condition", "cryptoKeyId", "member", "role"),
+    "kubernetes:apps/v1:DaemonSet": KUBERNETES_IDENTITY_INPUTS + ("spec.selector",),
+    "kubernetes:batch/v1:Job": KUBERNETES_IDENTITY_INPUTS
+    + ("spec.completions", "spec.parallelism", "spec.selector", "spec.template"),
+    "kubernetes:core/v1:ConfigMap": KUBERNETES_IDENTITY_INPUTS,
+    "kubernetes:core/v1:Namespace": KUBERNETES_IDENTITY_INPUTS,
+    "kubernetes:core/v1:PersistentVolume": KUBERNETES_IDENTITY_INPUTS + ("spec.csi",),
+    "kubernetes:core/v1:PersistentVolumeClaim": KUBERNETES_IDENTITY_INPUTS
+    + ("spec.accessModes", "spec.selector", "spec.storageClassName", "spec.volumeName"),
+    "kubernetes:core/v1:Secret": KUBERNETES_IDENTITY_INPUTS + ("type",),
+    "kubernetes:core/v1:ServiceAccount": KUBERNETES_IDENTITY_INPUTS,
+    "kubernetes:networking.gke.io/v1:GKENetworkParamSet": KUBERNETES_IDENTITY_INPUTS,
+    "kubernetes:networking.gke.io/v1:Network": KUBERNETES_IDENTITY_INPUTS,
+    "kubernetes:networking.k8s.io/v1:NetworkPolicy": KUBERNETES_IDENTITY_INPUTS,
+    "kubernetes:ray.io/v1:RayCluster": KUBERNETES_IDENTITY_INPUTS,
+}
+"""Resource type -> the input paths whose change replaces the resource (sources above)."""
+
+FORCE_NEW_UNLESS_WIDENED: dict[str, tuple[str, ...]] = {"gcp:compute/subnetwork:Subnetwork": ("ipCidrRange",)}
+"""CIDR inputs that update in place when the new range contains the old and replace otherwise
+(resource_compute_subnetwork.go: `customdiff.ForceNewIfChange("ip_cidr_range", IsShrinkageIpCidr)`)."""
+
+KUBERNETES_PROVIDER_IDENTITY = "clusterIdentifier"
+"""The Kubernetes provider input that, when set and unchanged, keeps the provider (and so every object
+it manages) through a changed kubeconfig; a changed value replaces it (pulumi-kubernetes provider.go
+DiffConfig, @94977969). Without it, a kubeconfig that is unknown or points elsewhere replaces it."""

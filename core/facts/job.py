@@ -1,0 +1,95 @@
+"""The job layer: Ray job submission, verl's entry point, NeMo-RL's releases and recipes.
+
+Sources are tagged as in core/facts/__init__.py."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+RAY_JOB_START_TIMEOUT_SECONDS = 900
+"""Ray keeps a job that cannot be placed PENDING this long, and stop_job does not clear it
+(`RAY_JOB_START_TIMEOUT_SECONDS` default; jobs-and-frameworks.md §3, observed on Ray 2.60)."""
+
+VERL_ENTRY_MODULE = "verl.trainer.main_ppo"
+"""verl's PPO/GRPO trainer, a Hydra app over `trainer/config/ppo_trainer.yaml` (verl 0.9.1, §1)."""
+
+VERL_CONFIG_NAME = "ppo_trainer"
+"""The Hydra config `main_ppo` composes (`@hydra.main(config_name="ppo_trainer")`, verl 0.9.1)."""
+
+NEMO_RL_WORKDIR = "/opt/nemo-rl"
+"""Source tree (examples/, configs) in every nvcr.io/nvidia/nemo-rl image, v0.4.0 to main (B.5)."""
+
+
+@dataclass(frozen=True)
+class NemoRlRelease:
+    """How one NeMo-RL release is launched and which override keys it has (NRL tags)."""
+
+    entry_script: str
+    """GRPO entry script, relative to NEMO_RL_WORKDIR."""
+    dataset_layout: Literal["flat", "split"]
+    """`flat`: `data.dataset_name`; `split`: `data.train.dataset_name` plus `data.validation`."""
+    recipes_carry_converter_type: bool
+    """The example recipes still carry `policy.megatron_cfg.converter_type` (removed in #2640)."""
+
+
+NEMO_RL_RELEASE_FACTS: dict[str, NemoRlRelease] = {
+    # run_grpo_math.py and a flat data.dataset_name up to v0.5.0 (v0.5.0 also ships run_grpo.py,
+    # but its recipes keep the flat key); run_grpo.py and data.train/data.validation from v0.6.0
+    # (commit 4b48248 "unify entrypoint"). converter_type is in every recipe up to v0.6.0 and gone
+    # in v0.7.0 (ecf7259 "Remove unused converter type (#2640)"). Read from the tags' examples/.
+    "v0.4.0": NemoRlRelease("examples/run_grpo_math.py", "flat", True),
+    "v0.5.0": NemoRlRelease("examples/run_grpo_math.py", "flat", True),
+    "v0.6.0": NemoRlRelease("examples/run_grpo.py", "split", True),
+    "v0.7.0": NemoRlRelease("examples/run_grpo.py", "split", False),
+}
+"""Launch facts of each release in NEMO_RL_RELEASES."""
+
+
+@dataclass(frozen=True)
+class NemoRlRecipe:
+    """One NeMo-RL example GRPO recipe (`--config`) and where its knobs live."""
+
+    config: str
+    """Recipe path relative to NEMO_RL_WORKDIR."""
+    max_size_b: float
+    """Largest model, in billions of parameters, this recipe is chosen for."""
+    backend: Literal["dtensor", "megatron"]
+    """Training backend the recipe enables."""
+    learning_rate_key: str
+    """Where the recipe keeps the learning rate."""
+    model_parallel_gpus: int
+    """GPUs one model replica spans (Megatron TP x PP; 1 for DTensor recipes)."""
+    rollout_tensor_parallel: int
+    """The recipe's `policy.generation.vllm_cfg.tensor_parallel_size`."""
+    train_micro_batch_size: int
+    """The recipe's `policy.train_micro_batch_size`."""
+
+
+NEMO_RL_RECIPES: tuple[NemoRlRecipe, ...] = (
+    # examples/configs/grpo_math_{1B,8B,70B_megatron}.yaml exist unchanged in name at v0.4.0 to
+    # v0.7.0. 1B and 8B are DTensor recipes with `policy.optimizer.kwargs.lr`; the 70B recipe
+    # sets `policy.optimizer: null` and keeps its learning rate under megatron_cfg, with TP4 x PP4.
+    # `policy.generation.vllm_cfg.tensor_parallel_size` and `policy.train_micro_batch_size`: 1B 1 and 4,
+    # 8B 1 and 1, 70B 8 and 1, the same at the v0.4.0, v0.5.0, v0.6.0 and v0.7.0 tags (read from the
+    # tags' examples/configs on 2026-12-01; 1B and 70B also in ../shared/nemo-rl v0.4.0 and main).
+    NemoRlRecipe("examples/configs/grpo_math_1B.yaml", 3, "dtensor", "policy.optimizer.kwargs.lr", 1, 1, 4),
+    NemoRlRecipe("examples/configs/grpo_math_8B.yaml", 14, "dtensor", "policy.optimizer.kwargs.lr", 1, 1, 1),
+    NemoRlRecipe(
+        "examples/configs/grpo_math_70B_megatron.yaml", 1000, "megatron", "policy.megatron_cfg.optimizer.lr", 16, 8, 1
+    ),
+)
+"""Recipes in order of size; a model uses the first whose max_size_b it does not exceed."""
+
+HF_ARCHITECTURES: dict[str, str] = {
+    # `architectures[0]` of each family's Hugging Face config.json (Qwen2.5 models are Qwen2).
+    "Qwen/Qwen2": "Qwen2ForCausalLM",
+    "Qwen/Qwen3": "Qwen3ForCausalLM",
+    "meta-llama/Llama-3": "LlamaForCausalLM",
+    "meta-llama/Meta-Llama-3": "LlamaForCausalLM",
+}
+"""Model id prefix -> architecture, the value of NeMo-RL's `converter_type` (recipes up to v0.6.0)."""
+
+NEMO_RL_DEEPSCALER = ("DeepScaler", "AIME2024", 16)
+"""NeMo-RL's DeepScaler train set and its validation: AIME 2024 repeated 16 times (v0.7.0
+examples/configs/distillation_math.yaml; the codelab's dataset)."""
