@@ -18,6 +18,15 @@ def required_services(storage_type: str) -> tuple[str, ...]:
     return tuple(sorted(services))
 
 
+def project_number(project: str, apis: dict[str, pulumi.Resource], parent: pulumi.Resource) -> pulumi.Output[str]:
+    """The project's number, looked up once Cloud Resource Manager's API is enabled (`projects.get` is its call)."""
+    lookup = gcp.organizations.get_project_output(
+        project_id=project,
+        opts=pulumi.InvokeOutputOptions(parent=parent, depends_on=[apis["cloudresourcemanager.googleapis.com"]]),
+    )
+    return lookup.number
+
+
 def service_resource_name(service: str) -> str:
     """Logical name of the Service resource of an API: `container.googleapis.com` -> `container`."""
     return service.split(".", 1)[0]

@@ -11,6 +11,7 @@ import pulumi_gcp as gcp
 from core import names
 from core.config.model import StackConfig
 from core.facts.privilege import GKE_SERVICE_AGENT, KMS_ENCRYPTER_ROLE, NODE_SERVICE_ACCOUNT_ROLES
+from infra.apis import project_number
 
 
 def role_resource_name(cluster: str, role: str) -> str:
@@ -66,18 +67,13 @@ class ClusterIdentity(pulumi.ComponentResource):
         ]
         key = config.cluster.secrets_kms_key
         if key is not None:
-            project = gcp.organizations.get_project_output(
-                project_id=config.project,
-                opts=pulumi.InvokeOutputOptions(
-                    parent=self, depends_on=[args.apis["cloudresourcemanager.googleapis.com"]]
-                ),
-            )
+            number = project_number(config.project, args.apis, self)
             self.kms_grant = gcp.kms.CryptoKeyIAMMember(
                 f"{cluster}-secrets-key",
                 gcp.kms.CryptoKeyIAMMemberArgs(
                     crypto_key_id=key,
                     role=KMS_ENCRYPTER_ROLE,
-                    member=project.number.apply(gke_service_agent),
+                    member=number.apply(gke_service_agent),
                 ),
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[args.apis["container.googleapis.com"]]),
             )

@@ -12,6 +12,7 @@ from core import names
 from core.config.model import StackConfig
 from core.facts.gcp import BUCKET_OBJECT_ROLE, WORKLOAD_PRINCIPAL
 from core.facts.platform import PSA_DELETION_POLICY
+from infra.apis import project_number
 from infra.cluster import lustre_port
 from infra.network import cidr_address, ingress_firewall_args
 
@@ -85,18 +86,13 @@ class Storage(pulumi.ComponentResource):
                 retain_on_delete=keep,
             ),
         )
-        project = gcp.organizations.get_project_output(
-            project_id=config.project,
-            opts=pulumi.InvokeOutputOptions(
-                parent=self, depends_on=[args.apis["cloudresourcemanager.googleapis.com"]]
-            ),
-        )
+        number = project_number(config.project, args.apis, self)
         self.bucket_grant = gcp.storage.BucketIAMMember(
             f"{config.bucket_name}-ray-object-user",
             gcp.storage.BucketIAMMemberArgs(
                 bucket=self.bucket.name,
                 role=BUCKET_OBJECT_ROLE,
-                member=project.number.apply(lambda number: workload_principal(config.project, number)),
+                member=number.apply(lambda number: workload_principal(config.project, number)),
             ),
             opts=pulumi.ResourceOptions(parent=self, depends_on=[args.cluster]),
         )
