@@ -67,7 +67,7 @@ KNOWN_GPU = "nodes, provisioning, reservation, type"
 
 
 def raw_values(changes: dict[str, Any]) -> dict[str, str]:
-    """BASE with `changes` applied, JSON-encoded like infra/stackfile.py does.
+    """BASE with `changes` applied, JSON-encoded like core/stackfile.py does.
 
     A change key is a config key (`grpo-gke:gpu`, replaced whole) or a dotted path to a field of
     one (`grpo-gke:gpu.nodes`); whole keys apply first; DELETE removes the key or field.
@@ -1279,7 +1279,7 @@ def test_model_is_strict() -> None:
 # ---------------------------------------------------------------- secrets under other keys
 
 SECURE = "[secret]"
-"""What infra/stackfile.py reads a `secure:` leaf as, offline."""
+"""What core/stackfile.py reads a `secure:` leaf as, offline."""
 
 
 def test_a_secret_extra_env_value_is_refused_with_the_commands_that_move_it() -> None:
