@@ -138,6 +138,23 @@ def plan_of() -> Callable[[str], Recording]:
     return plan
 
 
+_RUNS: dict[str, Recording] = {}
+
+
+@pytest.fixture(scope="session")
+def infra_run() -> Callable[..., Recording]:
+    """A function (mode, gpu, storage, **sections) -> the recorded mocked run (cached per session)."""
+
+    def run(mode: str, gpu: str, storage: str, /, **sections: dict) -> Recording:
+        values = combination_values(mode, gpu, storage, **sections)
+        key = json.dumps(values, sort_keys=True)
+        if key not in _RUNS:
+            _RUNS[key] = run_values(values)
+        return _RUNS[key]
+
+    return run
+
+
 @pytest.fixture(scope="session", autouse=True)
 def fresh_verl_check_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
     """Every session composes verl overrides for real: the composition cache starts empty in a temp dir."""

@@ -12,9 +12,9 @@ from pathlib import Path
 from tests.conftest import REPO_ROOT
 
 STACK_DEPENDENT_TESTS = (
-    "tests/infra/test_shipped_stacks.py",
-    "tests/infra/test_plan.py::test_plan_of_dev_matches_its_golden_file",
-    "tests/infra/test_plan.py::test_every_shipped_stack_plans_cleanly",
+    "tests/core/test_shipped_stacks.py",
+    "tests/plan/test_plan.py::test_plan_of_dev_matches_its_golden_file",
+    "tests/plan/test_plan.py::test_every_shipped_stack_plans_cleanly",
     "tests/workloads/test_workloads_stack.py::test_rendered_k8s_yaml_matches_the_golden_file",
     "tests/jobs/test_validate.py::test_every_shipped_stack_validates",
 )

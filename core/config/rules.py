@@ -250,7 +250,7 @@ def _driver_problems(cfg: StackConfig) -> list[Problem]:
     needed = driver_branch_for(image.cuda_version)
     if needed is None or cfg.gpu_driver == "DEFAULT":
         return []
-    # Every branch of CUDA_MAJOR_DRIVER_BRANCH has a LATEST floor (tests/infra/test_config.py).
+    # Every branch of CUDA_MAJOR_DRIVER_BRANCH has a LATEST floor (tests/core/test_config.py).
     branch = min(known for known in LATEST_DRIVER_FLOORS if known >= needed)
     floor = LATEST_DRIVER_FLOORS[branch]
     source = "workload.cudaVersion" if cfg.workload.image else f"the pinned {cfg.workload.framework} image"

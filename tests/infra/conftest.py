@@ -1,31 +1,9 @@
-"""Mocked runs of the infrastructure graph for every mode x GPU x storage combination."""
+"""Helpers for the infrastructure tests: what a recorded resource waits for."""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable
-
-import pytest
-
 from plan.harness import Recording
 from plan.monitor import Recorded
-from tests.conftest import combination_values, run_values
-
-_RUNS: dict[str, Recording] = {}
-
-
-@pytest.fixture(scope="session")
-def infra_run() -> Callable[..., Recording]:
-    """A function (mode, gpu, storage, **sections) -> the recorded mocked run (cached per session)."""
-
-    def run(mode: str, gpu: str, storage: str, /, **sections: dict) -> Recording:
-        values = combination_values(mode, gpu, storage, **sections)
-        key = json.dumps(values, sort_keys=True)
-        if key not in _RUNS:
-            _RUNS[key] = run_values(values)
-        return _RUNS[key]
-
-    return run
 
 
 def names_of(recording: Recording, urns: tuple[str, ...] | list[str]) -> set[str]:

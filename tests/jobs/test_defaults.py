@@ -16,7 +16,7 @@ from jobs.spec import submission_for, training_spec
 from jobs.validate import job_problems
 from plan.harness import REPO_ROOT
 from tests.conftest import shipped_stack_file, stack_values, values_of
-from tests.infra.test_config import OPEN_CONTROL_PLANE
+from tests.core.test_config import OPEN_CONTROL_PLANE
 
 UNSET = {"rolloutTensorParallel": None, "microBatchSizePerGpu": None}
 """The two derivable keys removed from a shipped stack."""

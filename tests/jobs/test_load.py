@@ -15,7 +15,7 @@ from jobs.load import load_config
 from jobs.validate import JOB_RULES, grpo_problems
 from plan.harness import REPO_ROOT
 from tests.conftest import shipped_stack_file
-from tests.infra.test_config import raw_values
+from tests.core.test_config import raw_values
 
 TOO_BIG_MINI_BATCH = {"grpo-gke:grpo": {"promptsPerStep": 64, "miniBatchSize": 128, "microBatchSizePerGpu": 1}}
 """A mini-batch larger than the prompts of a step: refused by the batch arithmetic only."""

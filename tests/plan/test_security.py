@@ -8,7 +8,7 @@ import sys
 from jobs.load import load_config
 from plan.security import security_summary
 from tests.conftest import REPO_ROOT, combination_values, shipped_stack_file
-from tests.infra.test_config import OPEN_CONTROL_PLANE
+from tests.core.test_config import OPEN_CONTROL_PLANE
 
 KEY = "projects/my-keys-1/locations/us-central1/keyRings/gke/cryptoKeys/secrets"
 HEAD = (

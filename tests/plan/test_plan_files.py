@@ -16,7 +16,7 @@ import pytest
 from plan.monitor import default_provider_name
 from plan.writer import kubernetes_objects, render_graph_mmd
 from tests.conftest import REPO_ROOT, SHIPPED_STACKS, shipped_stack_file
-from tests.infra.test_config import OPEN_CONTROL_PLANE
+from tests.core.test_config import OPEN_CONTROL_PLANE
 from workloads import staging
 
 

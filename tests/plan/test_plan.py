@@ -17,7 +17,7 @@ from plan.cli import main
 from plan.monitor import SECRET_PLACEHOLDER, UNKNOWN, UNKNOWN_PLACEHOLDER, wire_value
 from plan.writer import render_graph_mmd, render_plan_json
 from tests.conftest import REPO_ROOT, SHIPPED_STACKS, shipped_stack_file, values_of
-from tests.infra.test_config import OPEN_CONTROL_PLANE
+from tests.core.test_config import OPEN_CONTROL_PLANE
 
 GOLDEN = Path(__file__).parent / "golden"
 PLAN_KEYS = {

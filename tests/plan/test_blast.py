@@ -26,7 +26,7 @@ from tests.conftest import (
     shipped_stack_file,
     values_of,
 )
-from tests.infra.test_config import OPEN_CONTROL_PLANE
+from tests.core.test_config import OPEN_CONTROL_PLANE
 
 LUSTRE_BASE = {"storage": dict(LUSTRE)}
 """The dev stack on an 18000 GiB Lustre at 1000 MB/s/TiB."""

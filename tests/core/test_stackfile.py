@@ -9,7 +9,7 @@ import pytest
 
 from core.stackfile import OPAQUE_SECRET, StackFileError, read_stack_file, stack_file, stack_name_of
 from jobs.load import load_config
-from tests.infra.test_config import OPEN_CONTROL_PLANE
+from tests.core.test_config import OPEN_CONTROL_PLANE
 
 PROJECT = "grpo-gke"
 

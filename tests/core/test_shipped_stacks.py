@@ -13,7 +13,7 @@ from core.config.model import PROJECT_NAMESPACE
 from core.stackfile import read_stack_file
 from jobs.load import load_config
 from tests.conftest import REPO_ROOT, SHIPPED_STACKS, shipped_stack_file
-from tests.infra.test_config import OPEN_CONTROL_PLANE
+from tests.core.test_config import OPEN_CONTROL_PLANE
 
 SHIPPED = [shipped_stack_file(stack) for stack in SHIPPED_STACKS]
 TUTORIAL_STACKS = ("dev", "nemo-rl-standard-b200", "verl-autopilot-b200", "verl-standard-h200")

@@ -14,7 +14,7 @@ import pytest
 from core.facts.platform import GPU_MACHINES
 from plan.prices import CATALOG_PATH, catalog, estimate, gpu_node_hourly, read_catalog, render_cost_json, summary_lines
 from tests.conftest import REPO_ROOT, SHIPPED_STACKS, config_of, shipped_stack_file
-from tests.infra.test_config import OPEN_CONTROL_PLANE
+from tests.core.test_config import OPEN_CONTROL_PLANE
 
 DATE = "2026-12-01"
 """The shipped catalog's date."""
