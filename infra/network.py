@@ -13,6 +13,7 @@ from core.config.model import NetworkConfig
 from core.facts.gcp import RDMA_NETWORK_PROFILE
 from core.facts.platform import MAX_MTU
 from core.names import fixed_name_options, network_names
+from infra.outputs import GpuNetworks
 
 POD_RANGE_NAME = "pods"
 """Secondary range of the node subnet holding pod addresses."""
@@ -115,6 +116,8 @@ class Networks(pulumi.ComponentResource):
     rdma_subnets: list[gcp.compute.Subnetwork]
     cluster_vpc_id: pulumi.Output[str]
     """`projects/<p>/global/networks/<vpc>` of the cluster VPC (Lustre and its peering use this form)."""
+    gpu_networks: GpuNetworks
+    """The gVNIC and RDMA VPCs and subnets by name, for the GPU node pool and the GKE network objects."""
 
     def __init__(self, name: str, args: NetworksArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("grpo-gke:infra:Networks", name, None, opts)
@@ -207,4 +210,10 @@ class Networks(pulumi.ComponentResource):
             for subnet_name, cidr in zip(names.rdma_subnets, args.ranges.rdma_subnets(), strict=True)
         ]
         self.cluster_vpc_id = self.cluster_vpc.name.apply(lambda vpc: network_id(args.project, vpc))
+        self.gpu_networks = GpuNetworks(
+            gvnic_vpc=self.gvnic_vpc.name,
+            gvnic_subnet=self.gvnic_subnet.name,
+            rdma_vpc=self.rdma_vpc.name,
+            rdma_subnets=tuple(subnet.name for subnet in self.rdma_subnets),
+        )
         self.register_outputs({})

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pulumi
@@ -25,6 +24,7 @@ from core.facts.privilege import (
     SHIELDED_INTEGRITY_MONITORING,
     SHIELDED_SECURE_BOOT,
 )
+from infra.outputs import GpuNetworks
 
 HEAD_NODE_COUNT = 1
 """The Ray head runs alone on one CPU node."""
@@ -57,19 +57,16 @@ def placement_policy(config: StackConfig) -> gcp.container.NodePoolPlacementPoli
     return None
 
 
-def additional_networks(
-    gvnic_vpc: pulumi.Input[str],
-    gvnic_subnet: pulumi.Input[str],
-    rdma_vpc: pulumi.Input[str],
-    rdma_subnets: Sequence[pulumi.Input[str]],
-) -> list[gcp.container.NodePoolNetworkConfigAdditionalNodeNetworkConfigArgs]:
+def additional_networks(networks: GpuNetworks) -> list[gcp.container.NodePoolNetworkConfigAdditionalNodeNetworkConfigArgs]:
     """The extra NICs in order: gVNIC first, then rdma-0 ... rdma-7."""
     nics = [
-        gcp.container.NodePoolNetworkConfigAdditionalNodeNetworkConfigArgs(network=gvnic_vpc, subnetwork=gvnic_subnet)
+        gcp.container.NodePoolNetworkConfigAdditionalNodeNetworkConfigArgs(
+            network=networks.gvnic_vpc, subnetwork=networks.gvnic_subnet
+        )
     ]
     nics += [
-        gcp.container.NodePoolNetworkConfigAdditionalNodeNetworkConfigArgs(network=rdma_vpc, subnetwork=subnet)
-        for subnet in rdma_subnets
+        gcp.container.NodePoolNetworkConfigAdditionalNodeNetworkConfigArgs(network=networks.rdma_vpc, subnetwork=subnet)
+        for subnet in networks.rdma_subnets
     ]
     return nics
 
@@ -191,14 +188,8 @@ class NodePoolsArgs:
     """The stack config."""
     cluster: pulumi.Input[str]
     """Name of the cluster the pools join."""
-    gvnic_vpc: pulumi.Input[str]
-    """Name of the gVNIC VPC."""
-    gvnic_subnet: pulumi.Input[str]
-    """Name of the gVNIC subnet."""
-    rdma_vpc: pulumi.Input[str]
-    """Name of the RDMA VPC."""
-    rdma_subnets: Sequence[pulumi.Input[str]]
-    """Names of RDMA subnets 0..7, in order."""
+    networks: GpuNetworks
+    """The gVNIC and RDMA networks of the GPU nodes, from the Networks component."""
     service_account: pulumi.Input[str]
     """Email of the nodes' service account."""
 
@@ -216,7 +207,7 @@ class NodePools(pulumi.ComponentResource):
         self.head = gcp.container.NodePool(
             f"{config.cluster_name}-{names.HEAD_NODE_POOL}", head_pool_args(config, args.cluster, args.service_account), opts=child
         )
-        nics = additional_networks(args.gvnic_vpc, args.gvnic_subnet, args.rdma_vpc, args.rdma_subnets)
+        nics = additional_networks(args.networks)
         self.gpu = gcp.container.NodePool(
             f"{config.cluster_name}-{names.GPU_NODE_POOL}", gpu_pool_args(config, args.cluster, nics, args.service_account), opts=child
         )

@@ -1,4 +1,4 @@
-"""What the infrastructure graph hands to the workloads and the job layer."""
+"""What the infrastructure graph hands to the workloads and the job layer: one type per hand-off."""
 
 from __future__ import annotations
 
@@ -6,6 +6,53 @@ from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_kubernetes as k8s
+
+from core.facts.platform import RDMA_SUBNET_COUNT
+
+
+@dataclass(frozen=True)
+class GpuNetworks:
+    """The GPU nodes' extra networks by name: the gVNIC VPC and its subnet, the RDMA VPC and its subnets.
+    The Networks component returns it; the node pools and the GKE network objects take it unchanged."""
+
+    gvnic_vpc: pulumi.Input[str]
+    """Name of the gVNIC VPC."""
+    gvnic_subnet: pulumi.Input[str]
+    """Name of the gVNIC subnet."""
+    rdma_vpc: pulumi.Input[str]
+    """Name of the RDMA VPC."""
+    rdma_subnets: tuple[pulumi.Input[str], ...]
+    """Names of RDMA subnets 0..7, in order."""
+
+    def __post_init__(self) -> None:
+        if len(self.rdma_subnets) != RDMA_SUBNET_COUNT:
+            raise ValueError(f"need {RDMA_SUBNET_COUNT} RDMA subnets, got {len(self.rdma_subnets)}")
+
+
+@dataclass(frozen=True)
+class GcsStorage:
+    """The shared storage as a Cloud Storage bucket (storage.type gcs)."""
+
+    bucket_name: pulumi.Input[str]
+    """The bucket's name."""
+
+
+@dataclass(frozen=True)
+class LustreStorage:
+    """The shared storage as a Managed Lustre instance (storage.type lustre)."""
+
+    instance_id: pulumi.Input[str]
+    """The instance id."""
+    mount_point: pulumi.Input[str]
+    """The mount point `<ip>@tcp:/<fs>`."""
+    filesystem: str
+    """The filesystem name."""
+    capacity_gib: int
+    """The instance's capacity in GiB."""
+
+
+StorageHandOff = GcsStorage | LustreStorage
+"""The shared storage the infrastructure created: a bucket or a Lustre instance."""
 
 
 @dataclass(frozen=True)
@@ -16,14 +63,10 @@ class InfraOutputs:
     """Kubernetes provider for the cluster, ordered after the cluster, its NAT and the head pool."""
     kubeconfig: pulumi.Output[str]
     """The provider's kubeconfig (secret; exec auth through gke-gcloud-auth-plugin)."""
-    gvnic_network: pulumi.Output[str]
-    """Name of the gVNIC VPC."""
-    gvnic_subnet: pulumi.Output[str]
-    """Name of the gVNIC subnet."""
-    rdma_network: pulumi.Output[str]
-    """Name of the RDMA VPC."""
-    rdma_subnets: list[pulumi.Output[str]]
-    """Names of rdma subnets 0..7, in order."""
+    gpu_networks: GpuNetworks
+    """The GPU nodes' extra networks (gVNIC and RDMA)."""
+    storage: StorageHandOff
+    """The shared storage: the bucket or the Lustre instance."""
     cluster_ready: list[pulumi.Resource] = field(default_factory=list)
     """What in-cluster objects wait for: the cluster, its Cloud NAT (private nodes pull public
     images through it) and, on Standard, the head's CPU pool."""
@@ -32,11 +75,3 @@ class InfraOutputs:
     for the pods)."""
     storage_ready: list[pulumi.Resource] = field(default_factory=list)
     """What a pod mounting the storage waits for (bucket grant; Lustre instance)."""
-    bucket_name: pulumi.Output[str] | None = None
-    """The bucket (gcs)."""
-    lustre_instance_id: pulumi.Output[str] | None = None
-    """The Lustre instance id (lustre)."""
-    lustre_mount_point: pulumi.Output[str] | None = None
-    """The Lustre mount point `<ip>@tcp:/<fs>` (lustre)."""
-    lustre_filesystem: str | None = None
-    """The Lustre filesystem name (lustre)."""

@@ -57,10 +57,7 @@ def build_infra(config: StackConfig) -> InfraOutputs:
             NodePoolsArgs(
                 config=config,
                 cluster=cluster.name,
-                gvnic_vpc=networks.gvnic_vpc.name,
-                gvnic_subnet=networks.gvnic_subnet.name,
-                rdma_vpc=networks.rdma_vpc.name,
-                rdma_subnets=[subnet.name for subnet in networks.rdma_subnets],
+                networks=networks.gpu_networks,
                 service_account=identity.node_account.email,
             ),
         )
@@ -97,15 +94,9 @@ def build_infra(config: StackConfig) -> InfraOutputs:
     return InfraOutputs(
         k8s_provider=access.provider,
         kubeconfig=access.kubeconfig,
-        gvnic_network=networks.gvnic_vpc.name,
-        gvnic_subnet=networks.gvnic_subnet.name,
-        rdma_network=networks.rdma_vpc.name,
-        rdma_subnets=[subnet.name for subnet in networks.rdma_subnets],
+        gpu_networks=networks.gpu_networks,
+        storage=storage.hand_off,
         cluster_ready=cluster_ready,
         gpu_ready=gpu_ready,
         storage_ready=storage.ready,
-        bucket_name=storage.bucket.name if storage.bucket is not None else None,
-        lustre_instance_id=storage.lustre.instance_id if storage.lustre is not None else None,
-        lustre_mount_point=storage.lustre.mount_point if storage.lustre is not None else None,
-        lustre_filesystem=storage.lustre_filesystem,
     )

@@ -15,6 +15,7 @@ from core.facts.platform import PSA_DELETION_POLICY
 from infra.apis import project_number
 from infra.cluster import lustre_port
 from infra.network import cidr_address, ingress_firewall_args
+from infra.outputs import GcsStorage, LustreStorage, StorageHandOff
 
 
 def workload_principal(project: str, project_number: str) -> str:
@@ -49,7 +50,8 @@ class Storage(pulumi.ComponentResource):
     peering: gcp.servicenetworking.Connection | None = None
     lustre_firewall: gcp.compute.Firewall | None = None
     lustre: gcp.lustre.Instance | None = None
-    lustre_filesystem: str | None = None
+    hand_off: StorageHandOff
+    """What the workloads mount: the bucket, or the Lustre instance."""
 
     def __init__(self, name: str, args: StorageArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("grpo-gke:infra:Storage", name, None, opts)
@@ -96,6 +98,7 @@ class Storage(pulumi.ComponentResource):
             ),
             opts=pulumi.ResourceOptions(parent=self, depends_on=[args.cluster]),
         )
+        self.hand_off = GcsStorage(bucket_name=self.bucket.name)
 
     def _lustre(self, args: StorageArgs) -> None:
         config = args.config
@@ -143,7 +146,6 @@ class Storage(pulumi.ComponentResource):
             ),
             opts=names.fixed_name_options(parent=self),
         )
-        self.lustre_filesystem = lustre.filesystem
         self.lustre = gcp.lustre.Instance(
             lustre.instance_id,
             gcp.lustre.InstanceArgs(
@@ -161,4 +163,10 @@ class Storage(pulumi.ComponentResource):
                 depends_on=[self.peering, args.apis["lustre.googleapis.com"]],
                 retain_on_delete=keep,
             ),
+        )
+        self.hand_off = LustreStorage(
+            instance_id=self.lustre.instance_id,
+            mount_point=self.lustre.mount_point,
+            filesystem=lustre.filesystem,
+            capacity_gib=config.storage.capacity_gib,
         )

@@ -14,6 +14,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from core import names
+from infra.outputs import GpuNetworks
 
 API_VERSION = "networking.gke.io/v1"
 """API group and version of both kinds."""
@@ -33,19 +34,12 @@ class NetworkSpec:
     """`NetDevice` (gVNIC) or `RDMA`."""
 
 
-def network_specs(
-    gvnic_vpc: pulumi.Input[str],
-    gvnic_subnet: pulumi.Input[str],
-    rdma_vpc: pulumi.Input[str],
-    rdma_subnets: Sequence[pulumi.Input[str]],
-) -> list[NetworkSpec]:
+def network_specs(networks: GpuNetworks) -> list[NetworkSpec]:
     """The nine extra networks in interface order: gvnic-1, then rdma-0 .. rdma-7."""
-    if len(rdma_subnets) != len(names.RDMA_NETWORKS):
-        raise ValueError(f"need {len(names.RDMA_NETWORKS)} RDMA subnets, got {len(rdma_subnets)}")
-    specs = [NetworkSpec(names.GVNIC_NETWORK, gvnic_vpc, gvnic_subnet, "NetDevice")]
+    specs = [NetworkSpec(names.GVNIC_NETWORK, networks.gvnic_vpc, networks.gvnic_subnet, "NetDevice")]
     specs += [
-        NetworkSpec(name, rdma_vpc, subnet, "RDMA")
-        for name, subnet in zip(names.RDMA_NETWORKS, rdma_subnets, strict=True)
+        NetworkSpec(name, networks.rdma_vpc, subnet, "RDMA")
+        for name, subnet in zip(names.RDMA_NETWORKS, networks.rdma_subnets, strict=True)
     ]
     return specs
 

@@ -13,7 +13,7 @@ from workloads.outputs import WorkloadOutputs
 from workloads.policies import NetworkPolicies, NetworkPoliciesArgs
 from workloads.raycluster import RayCluster, RayClusterArgs
 from workloads.staging import Staging, StagingArgs
-from workloads.storage import SharedStorage, SharedStorageArgs, StorageTarget
+from workloads.storage import SharedStorage, SharedStorageArgs
 
 
 def _token(config: StackConfig) -> pulumi.Output[str] | None:
@@ -34,7 +34,7 @@ def build_workloads(config: StackConfig, infra: InfraOutputs) -> WorkloadOutputs
     networks = GkeNetworks(
         "pod-networks",
         GkeNetworksArgs(
-            specs=network_specs(infra.gvnic_network, infra.gvnic_subnet, infra.rdma_network, infra.rdma_subnets),
+            specs=network_specs(infra.gpu_networks),
             provider=provider,
             depends_on=cluster,
         ),
@@ -50,12 +50,7 @@ def build_workloads(config: StackConfig, infra: InfraOutputs) -> WorkloadOutputs
         "shared-storage",
         SharedStorageArgs(
             config=config,
-            target=StorageTarget(
-                bucket=infra.bucket_name,
-                lustre_instance=infra.lustre_instance_id,
-                lustre_mount_point=infra.lustre_mount_point,
-                lustre_filesystem=infra.lustre_filesystem,
-            ),
+            storage=infra.storage,
             provider=provider,
             namespace=identity.namespace,
             depends_on=list(infra.storage_ready),

@@ -23,6 +23,7 @@ from core.facts.pods import (
     GCSFUSE_SIDECAR_ANNOTATIONS,
     GCSFUSE_VOLUME_ATTRIBUTES,
 )
+from infra.outputs import GcsStorage, LustreStorage, StorageHandOff
 from workloads.identity import LABELS
 
 GCS_NOMINAL_CAPACITY = "64Ti"
@@ -37,24 +38,10 @@ ACCESS_MODES = ["ReadWriteMany"]
 """Every Ray pod and the staging Job mount the same volume."""
 
 
-@dataclass(frozen=True)
-class StorageTarget:
-    """Where the shared storage lives, as the infrastructure graph created it."""
-
-    bucket: pulumi.Input[str] | None = None
-    """Bucket name (gcs)."""
-    lustre_instance: pulumi.Input[str] | None = None
-    """Lustre instance id (lustre)."""
-    lustre_mount_point: pulumi.Input[str] | None = None
-    """Lustre mount point `<ip>@tcp:/<fs>` (lustre)."""
-    lustre_filesystem: str | None = None
-    """Lustre filesystem name (lustre)."""
-
-
-def capacity(config: StackConfig) -> str:
+def capacity(storage: StorageHandOff) -> str:
     """Capacity of the PV: the Lustre size, or a nominal size for a bucket."""
-    if config.storage.type == "lustre":
-        return f"{config.storage.capacity_gib}Gi"
+    if isinstance(storage, LustreStorage):
+        return f"{storage.capacity_gib}Gi"
     return GCS_NOMINAL_CAPACITY
 
 
@@ -68,34 +55,30 @@ def _map(value: pulumi.Input[str], function: Callable[[str], str]) -> pulumi.Inp
     return function(value) if isinstance(value, str) else pulumi.Output.from_input(value).apply(function)
 
 
-def _csi(config: StackConfig, target: StorageTarget) -> k8s.core.v1.CSIPersistentVolumeSourceArgs:
-    if config.storage.type == "gcs":
-        if target.bucket is None:
-            raise ValueError("storage.type gcs needs the bucket name")
+def _csi(config: StackConfig, storage: StorageHandOff) -> k8s.core.v1.CSIPersistentVolumeSourceArgs:
+    if isinstance(storage, GcsStorage):
         return k8s.core.v1.CSIPersistentVolumeSourceArgs(
             driver="gcsfuse.csi.storage.gke.io",
-            volume_handle=target.bucket,
+            volume_handle=storage.bucket_name,
             volume_attributes=dict(GCSFUSE_VOLUME_ATTRIBUTES),
         )
-    if target.lustre_instance is None or target.lustre_mount_point is None or target.lustre_filesystem is None:
-        raise ValueError("storage.type lustre needs the instance id, mount point and filesystem")
     return k8s.core.v1.CSIPersistentVolumeSourceArgs(
         driver="lustre.csi.storage.gke.io",
-        volume_handle=_map(target.lustre_instance, lambda instance: f"{config.project}/{config.zone}/{instance}"),
-        volume_attributes={"filesystem": target.lustre_filesystem, "ip": _map(target.lustre_mount_point, lustre_ip)},
+        volume_handle=_map(storage.instance_id, lambda instance: f"{config.project}/{config.zone}/{instance}"),
+        volume_attributes={"filesystem": storage.filesystem, "ip": _map(storage.mount_point, lustre_ip)},
     )
 
 
-def render_volume(config: StackConfig, target: StorageTarget) -> PersistentVolumeInitArgs:
+def render_volume(config: StackConfig, storage: StorageHandOff) -> PersistentVolumeInitArgs:
     """The static PersistentVolume, reserved for the claim by `claimRef`."""
     return PersistentVolumeInitArgs(
         metadata=k8s.meta.v1.ObjectMetaArgs(name=names.DATA_CLAIM, labels=dict(LABELS)),
         spec=k8s.core.v1.PersistentVolumeSpecArgs(
             access_modes=list(ACCESS_MODES),
-            capacity={"storage": capacity(config)},
+            capacity={"storage": capacity(storage)},
             claim_ref=k8s.core.v1.ObjectReferenceArgs(namespace=names.NAMESPACE, name=names.DATA_CLAIM),
-            csi=_csi(config, target),
-            mount_options=list(GCSFUSE_MOUNT_OPTIONS) if config.storage.type == "gcs" else None,
+            csi=_csi(config, storage),
+            mount_options=list(GCSFUSE_MOUNT_OPTIONS) if isinstance(storage, GcsStorage) else None,
             persistent_volume_reclaim_policy="Retain",
             storage_class_name="",
         ),
@@ -146,8 +129,8 @@ class SharedStorageArgs:
 
     config: StackConfig
     """The stack config."""
-    target: StorageTarget
-    """The bucket or Lustre instance."""
+    storage: StorageHandOff
+    """The bucket or Lustre instance, as the infrastructure created it."""
     provider: k8s.Provider
     """Kubernetes provider of the cluster."""
     namespace: pulumi.Resource
@@ -166,7 +149,7 @@ class SharedStorage(pulumi.ComponentResource):
         super().__init__("grpo-gke:workloads:SharedStorage", name, None, opts)
         self.volume = k8s.core.v1.PersistentVolume(
             f"{names.DATA_CLAIM}-volume",
-            render_volume(args.config, args.target),
+            render_volume(args.config, args.storage),
             opts=names.fixed_name_options(parent=self, provider=args.provider, depends_on=list(args.depends_on)),
         )
         self.claim = k8s.core.v1.PersistentVolumeClaim(

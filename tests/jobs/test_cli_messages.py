@@ -169,3 +169,20 @@ def test_the_error_line_is_the_last_tracebacks_final_line_without_rays_prefix():
 def test_without_a_traceback_the_error_line_is_the_last_line_that_looks_like_an_error():
     assert error_line("step 1\nCUDA error: out of memory\nstep 2 done\n") == "CUDA error: out of memory"
     assert error_line("step 1\nstep 2\n") is None
+
+
+def test_validate_and_submit_refuse_what_the_jobs_checks_refuse_and_other_commands_go_on(make_stack, tmp_path, capsys):
+    from jobs.cli import main
+
+    release = {"image": "nvcr.io/nvidia/nemo-rl:v0.7.0", "rayVersion": "2.46.0", "nemoRlRelease": "v0.7.0"}
+    name, directory = make_stack(
+        "cli-megatron", "nemo-rl-standard-b200", workload=release, gpu={"nodes": 1}, grpo={"promptsPerStep": 16}
+    )
+    stack = ["--stack", name, "--dir", str(directory), "--kubeconfig", str(tmp_path / "absent")]
+    for command in ("validate", "submit"):
+        assert main([command, *stack]) == 2, command
+        err = capsys.readouterr().err
+        assert err.startswith("error: the stack config was refused: grpo-gke:gpu.nodes: NeMo-RL's recipe"), err
+        assert err.count("\n") == 1
+    assert main(["status", *stack]) == 2
+    assert capsys.readouterr().err.startswith(f"error: cannot read the kubeconfig {tmp_path / 'absent'}")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from core import names
@@ -15,14 +17,16 @@ from core.facts.pods import (
     PAUSE_IMAGE,
     SHM_GIB,
 )
+from infra.outputs import GcsStorage, GpuNetworks, LustreStorage
 from tests.conftest import combination_config
 from workloads import gib, identity, network, sizing, storage
 
-SUBNETS = [f"sub-{n}" for n in range(8)]
+SUBNETS = tuple(f"sub-{n}" for n in range(8))
+LUSTRE = LustreStorage(instance_id="inst", mount_point="192.0.2.20@tcp:/grpo", filesystem="grpo", capacity_gib=18000)
 
 
 def test_nine_networks_name_the_vpcs_and_subnets_in_interface_order():
-    specs = network.network_specs("gvnic-vpc", "gvnic-sub", "rdma-vpc", SUBNETS)
+    specs = network.network_specs(GpuNetworks("gvnic-vpc", "gvnic-sub", "rdma-vpc", SUBNETS))
     assert [s.name for s in specs] == ["gvnic-1", *(f"rdma-{n}" for n in range(8))]
     assert network.render_param_set_spec(specs[0]) == {"deviceMode": "NetDevice", "vpc": "gvnic-vpc", "vpcSubnet": "gvnic-sub"}
     assert network.render_param_set_spec(specs[3]) == {"deviceMode": "RDMA", "vpc": "rdma-vpc", "vpcSubnet": "sub-2"}
@@ -34,7 +38,7 @@ def test_nine_networks_name_the_vpcs_and_subnets_in_interface_order():
 
 def test_networks_refuse_a_wrong_number_of_rdma_subnets():
     with pytest.raises(ValueError, match="8 RDMA subnets"):
-        network.network_specs("g", "gs", "r", SUBNETS[:7])
+        GpuNetworks("g", "gs", "r", SUBNETS[:7])
 
 
 @pytest.mark.parametrize(
@@ -122,7 +126,7 @@ KES_GCSFUSE_MOUNT_OPTIONS = [
 
 def test_gcs_volume_is_static_retained_and_tuned():
     config = combination_config(storage_type="gcs")
-    volume = storage.render_volume(config, storage.StorageTarget(bucket="my-bucket")).spec
+    volume = storage.render_volume(config, GcsStorage(bucket_name="my-bucket")).spec
     assert volume.csi.driver == "gcsfuse.csi.storage.gke.io" and volume.csi.volume_handle == "my-bucket"
     assert volume.persistent_volume_reclaim_policy == "Retain"
     assert volume.claim_ref.name == names.DATA_CLAIM and volume.claim_ref.namespace == names.NAMESPACE
@@ -135,30 +139,29 @@ def test_gcs_volume_is_static_retained_and_tuned():
 
 
 def test_a_grown_lustre_instance_changes_the_volume_but_never_the_unresizable_claim():
-    target = storage.StorageTarget(lustre_instance="inst", lustre_mount_point="192.0.2.20@tcp:/grpo", lustre_filesystem="grpo")
-    small, large = (combination_config(storage_type="lustre", storage={"capacityGib": gib}) for gib in (18000, 36000))
-    assert storage.render_volume(small, target).spec.capacity != storage.render_volume(large, target).spec.capacity
+    config = combination_config(storage_type="lustre")
+    small, large = (dataclasses.replace(LUSTRE, capacity_gib=gib) for gib in (18000, 36000))
+    assert storage.render_volume(config, small).spec.capacity != storage.render_volume(config, large).spec.capacity
     claim = storage.render_claim().spec.resources.requests["storage"]
     assert claim == storage.CLAIM_REQUEST
-    for config in (small, large, combination_config(storage_type="gcs")):
-        volume = storage.render_volume(config, target if config.storage.type == "lustre" else storage.StorageTarget(bucket="b"))
+    for hand_off in (small, large, GcsStorage(bucket_name="b")):
+        volume = storage.render_volume(config, hand_off)
         assert _gib(claim) <= _gib(volume.spec.capacity["storage"])
 
 
 def test_lustre_volume_has_no_fuse_options_and_needs_the_instance():
     config = combination_config(storage_type="lustre")
-    target = storage.StorageTarget(lustre_instance="inst", lustre_mount_point="192.0.2.20@tcp:/grpo", lustre_filesystem="grpo")
-    volume = storage.render_volume(config, target).spec
+    volume = storage.render_volume(config, LUSTRE).spec
     assert volume.csi.driver == "lustre.csi.storage.gke.io" and volume.mount_options is None
     assert volume.csi.volume_handle == "my-grpo-project/us-central1-b/inst"
     assert volume.csi.volume_attributes == {"filesystem": "grpo", "ip": "192.0.2.20"}
     assert volume.capacity == {"storage": "18000Gi"} and volume.persistent_volume_reclaim_policy == "Retain"
     assert storage.pod_annotations(config) == {}
     assert storage.lustre_ip("192.0.2.20@tcp:/grpo") == "192.0.2.20"
-    with pytest.raises(ValueError, match="lustre needs"):
-        storage.render_volume(config, storage.StorageTarget(bucket="b"))
-    with pytest.raises(ValueError, match="gcs needs"):
-        storage.render_volume(combination_config(storage_type="gcs"), storage.StorageTarget())
+    with pytest.raises(TypeError, match="mount_point"):
+        LustreStorage(instance_id="inst", filesystem="grpo", capacity_gib=18000)
+    with pytest.raises(TypeError, match="bucket_name"):
+        GcsStorage()
 
 
 def test_gke_reservation_matches_the_documented_example():
