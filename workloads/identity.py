@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -19,36 +18,9 @@ from pulumi_kubernetes.core.v1.Secret import SecretInitArgs
 from pulumi_kubernetes.core.v1.ServiceAccount import ServiceAccountInitArgs
 
 from core import names
-from core.config.model import StackConfig
 
 LABELS = {"app.kubernetes.io/part-of": "grpo-gke"}
 """Labels on every object the workloads create in their namespace."""
-
-
-def container_security_context() -> dict[str, Any]:
-    """The securityContext of every container the stack runs (Ray head, GPU workers, staging): not
-    privileged, no privilege escalation, every capability dropped, the runtime's default seccomp profile.
-
-    The GPU workers get no capability back. Google's GPUDirect RDMA pod spec (DOC-AIH-CUSTOM) and the KES
-    verl RayCluster run the worker unprivileged, and neither adds a capability (gcp-infrastructure.md
-    A.6/A.7): gIB works with the GPUs from the device plugin, the RDMA NICs GKE attaches and the hostPath
-    libraries, and IPC_LOCK (memory registration beyond RLIMIT_MEMLOCK) is not in the runtime's default
-    set those pods run with, so they do not rely on it. Not yet proven on a GKE RDMA node with the rest
-    of the default set dropped too (NET_RAW, SETUID, ...): the first real run's NCCL log settles it.
-
-    The containers run as the images' user, root: verl's docker/Dockerfile.stable.vllm sets no USER on
-    nvidia/cuda, NeMo-RL's docker/Dockerfile.ngc_pytorch sets `USER root` ("more convenient for users"),
-    and NeMo-RL builds its worker venvs under /opt at run time. Every pod writes the same shared tree
-    (model, HF_HOME, verl, checkpoints); a new Lustre file system's root directory belongs to root (not
-    checked against Managed Lustre's docs). Root without CAP_DAC_OVERRIDE or CAP_CHOWN writes only what
-    root owns, which is all of that tree.
-    """
-    return {
-        "allowPrivilegeEscalation": False,
-        "capabilities": {"drop": ["ALL"]},
-        "privileged": False,
-        "seccompProfile": {"type": "RuntimeDefault"},
-    }
 
 
 def render_namespace() -> NamespaceInitArgs:
@@ -81,42 +53,6 @@ def render_secret_env_secret(values: Mapping[str, pulumi.Input[str]]) -> SecretI
         type="Opaque",
         string_data=dict(sorted(values.items())),
     )
-
-
-@dataclass(frozen=True)
-class SecretEnv:
-    """One environment variable a pod reads from a Secret at run time."""
-
-    name: str
-    """The variable's name."""
-    secret: str
-    """Name of the Secret."""
-    key: str
-    """Key inside the Secret."""
-
-    def as_dict(self) -> dict[str, Any]:
-        """The container `env` entry as plain data (custom resources such as the RayCluster)."""
-        return {"name": self.name, "valueFrom": {"secretKeyRef": {"key": self.key, "name": self.secret}}}
-
-    def as_args(self) -> k8s.core.v1.EnvVarArgs:
-        """The container `env` entry as typed args (core objects such as the staging Job)."""
-        return k8s.core.v1.EnvVarArgs(
-            name=self.name,
-            value_from=k8s.core.v1.EnvVarSourceArgs(
-                secret_key_ref=k8s.core.v1.SecretKeySelectorArgs(name=self.secret, key=self.key)
-            ),
-        )
-
-
-def secret_env(config: StackConfig, *, with_secret_env: bool = True) -> list[SecretEnv]:
-    """The pods' secret environment: HF_TOKEN when set, then (unless `with_secret_env` is False)
-    every `grpo-gke:secretEnv` name, in name order. The one source for the RayCluster and staging Job."""
-    entries = []
-    if config.hf_token is not None:
-        entries.append(SecretEnv("HF_TOKEN", names.HF_TOKEN_SECRET, names.HF_TOKEN_SECRET_KEY))
-    if with_secret_env:
-        entries += [SecretEnv(name, names.SECRET_ENV_SECRET, name) for name in sorted(config.secret_env)]
-    return entries
 
 
 @dataclass(frozen=True)

@@ -31,8 +31,8 @@ from core.facts.pods import (
     RDMA_INTERFACES_START,
     SHM_GIB,
 )
-from workloads import paths, placement, storage
-from workloads.identity import LABELS, container_security_context, secret_env
+from workloads import placement, pods, storage
+from workloads.identity import LABELS
 from workloads.sizing import worker_requests
 
 API_VERSION = "ray.io/v1"
@@ -75,9 +75,14 @@ def worker_annotations(config: StackConfig) -> dict[str, str]:
     return dict(sorted(annotations.items()))
 
 
+def _named_value(entry: dict[str, Any]) -> dict[str, str]:
+    """A plain env piece (pods.hf_home_env) as one name -> value pair of an env map that extraEnv overrides."""
+    return {entry["name"]: entry["value"]}
+
+
 def _env_list(values: dict[str, str], config: StackConfig) -> list[dict[str, Any]]:
     env: list[dict[str, Any]] = [{"name": name, "value": value} for name, value in sorted(values.items())]
-    return env + [entry.as_dict() for entry in secret_env(config)]
+    return env + pods.secret_env(config)
 
 
 def worker_library_path(config: StackConfig) -> str:
@@ -98,7 +103,7 @@ def worker_env(config: StackConfig) -> list[dict[str, Any]]:
         **GIB_NCCL_ENV,
         "NCCL_TUNER_CONFIG_PATH": config.gpu_machine.nccl_tuner_config,
         "GLOO_SOCKET_IFNAME": GLOO_SOCKET_IFNAME,
-        "HF_HOME": paths.hf_home(),
+        **_named_value(pods.hf_home_env()),
     }
     values.update(config.workload.extra_env)
     return _env_list(values, config)
@@ -106,7 +111,7 @@ def worker_env(config: StackConfig) -> list[dict[str, Any]]:
 
 def head_env(config: StackConfig) -> list[dict[str, Any]]:
     """The head's environment: the shared HF_HOME and workload.extraEnv, and the secret variables."""
-    return _env_list({"HF_HOME": paths.hf_home(), **config.workload.extra_env}, config)
+    return _env_list({**_named_value(pods.hf_home_env()), **config.workload.extra_env}, config)
 
 
 def _shm_volume(size_gib: int) -> dict[str, Any]:
@@ -115,10 +120,6 @@ def _shm_volume(size_gib: int) -> dict[str, Any]:
 
 def _host_volume(name: str, path: str) -> dict[str, Any]:
     return {"hostPath": {"path": path}, "name": name}
-
-
-def _data_volume() -> dict[str, Any]:
-    return {"name": "data", "persistentVolumeClaim": {"claimName": names.DATA_CLAIM}}
 
 
 def render_head(config: StackConfig) -> dict[str, Any]:
@@ -132,15 +133,12 @@ def render_head(config: StackConfig) -> dict[str, Any]:
                 "name": "ray-head",
                 "ports": [{"containerPort": port, "name": name} for name, port in HEAD_PORTS.items()],
                 "resources": {"limits": {"memory": requests["memory"]}, "requests": requests},
-                "securityContext": container_security_context(),
-                "volumeMounts": [
-                    {"mountPath": "/dev/shm", "name": "dshm"},
-                    {"mountPath": names.DATA_MOUNT, "name": "data"},
-                ],
+                "securityContext": pods.container_security_context(),
+                "volumeMounts": [{"mountPath": "/dev/shm", "name": "dshm"}, pods.data_mount()],
             }
         ],
         "serviceAccountName": names.RAY_SERVICE_ACCOUNT,
-        "volumes": [_data_volume(), _shm_volume(HEAD_SHM_GIB)],
+        "volumes": [pods.data_volume(), _shm_volume(HEAD_SHM_GIB)],
     }
     selector = placement.cpu_node_selector(config)
     if selector:
@@ -168,12 +166,12 @@ def render_worker_group(config: StackConfig) -> dict[str, Any]:
             "limits": {"memory": quantities["memory"], "nvidia.com/gpu": quantities["nvidia.com/gpu"]},
             "requests": quantities,
         },
-        "securityContext": container_security_context(),
+        "securityContext": pods.container_security_context(),
         "volumeMounts": [
             {"mountPath": "/dev/shm", "name": "dshm"},
             {"mountPath": NVIDIA_POD_DIR, "name": "nvidia", "readOnly": read_only},
             {"mountPath": GIB_POD_DIR, "name": "gib", "readOnly": read_only},
-            {"mountPath": names.DATA_MOUNT, "name": "data"},
+            pods.data_mount(),
         ],
     }
     pod_spec = {
@@ -182,7 +180,7 @@ def render_worker_group(config: StackConfig) -> dict[str, Any]:
         "serviceAccountName": names.RAY_SERVICE_ACCOUNT,
         "tolerations": placement.gpu_tolerations(),
         "volumes": [
-            _data_volume(),
+            pods.data_volume(),
             _shm_volume(SHM_GIB),
             _host_volume("gib", GIB_HOST_DIR),
             _host_volume("nvidia", NVIDIA_HOST_DIR),

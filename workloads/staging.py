@@ -29,8 +29,8 @@ from core.facts.pods import (
     STAGING_REQUESTS,
     VERL_TRANSFORMERS,
 )
-from workloads import paths, placement, storage
-from workloads.identity import LABELS, container_security_context, secret_env
+from workloads import paths, placement, pods, storage
+from workloads.identity import LABELS
 
 NAME = "grpo-staging"
 """Name of the Job and of the ConfigMap holding its script."""
@@ -76,24 +76,9 @@ def render_script_config_map() -> ConfigMapInitArgs:
     )
 
 
-def _security_context() -> k8s.core.v1.SecurityContextArgs:
-    """identity.container_security_context() as typed Args. The Job runs as root like the Ray pods that
-    share its files: its image is the workload image, built to run as root, and a new Lustre file
-    system's root directory belongs to root, so another uid could not create the model and HF_HOME
-    directories there (identity.container_security_context says what is checked)."""
-    context = container_security_context()
-    return k8s.core.v1.SecurityContextArgs(
-        allow_privilege_escalation=context["allowPrivilegeEscalation"],
-        capabilities=k8s.core.v1.CapabilitiesArgs(drop=context["capabilities"]["drop"]),
-        privileged=context["privileged"],
-        seccomp_profile=k8s.core.v1.SeccompProfileArgs(type=context["seccompProfile"]["type"]),
-    )
-
-
 def render_job(config: StackConfig) -> JobInitArgs:
     """The staging Job: one pod, few retries, a bounded deadline, kept after it finishes."""
-    env = [k8s.core.v1.EnvVarArgs(name="HF_HOME", value=paths.hf_home())]
-    env += [entry.as_args() for entry in secret_env(config, with_secret_env=False)]
+    env = [pods.env_var_args(entry) for entry in [pods.hf_home_env(), *pods.secret_env(config, with_secret_env=False)]]
     container = k8s.core.v1.ContainerArgs(
         name="stage",
         image=config.workload.resolved_image().image,
@@ -102,9 +87,13 @@ def render_job(config: StackConfig) -> JobInitArgs:
         resources=k8s.core.v1.ResourceRequirementsArgs(
             requests=dict(STAGING_REQUESTS), limits={"memory": STAGING_REQUESTS["memory"]}
         ),
-        security_context=_security_context(),
+        # The Job runs as root like the Ray pods that share its files: its image is the workload image, built
+        # to run as root, and a new Lustre file system's root directory belongs to root, so another uid could
+        # not create the model and HF_HOME directories there (pods.container_security_context says what is
+        # checked).
+        security_context=pods.security_context_args(pods.container_security_context()),
         volume_mounts=[
-            storage.data_mount(),
+            pods.volume_mount_args(pods.data_mount()),
             k8s.core.v1.VolumeMountArgs(name="script", mount_path=SCRIPT_DIR, read_only=True),
         ],
     )
@@ -114,7 +103,7 @@ def render_job(config: StackConfig) -> JobInitArgs:
         node_selector=placement.cpu_node_selector(config) or None,
         containers=[container],
         volumes=[
-            storage.data_volume(),
+            pods.claim_volume_args(pods.data_volume()),
             k8s.core.v1.VolumeArgs(name="script", config_map=k8s.core.v1.ConfigMapVolumeSourceArgs(name=NAME)),
         ],
     )

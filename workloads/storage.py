@@ -110,19 +110,6 @@ def pod_annotations(config: StackConfig, gpu_node: bool = False) -> dict[str, st
     return dict(sorted(annotations.items()))
 
 
-def data_volume() -> k8s.core.v1.VolumeArgs:
-    """The pod volume of the claim."""
-    return k8s.core.v1.VolumeArgs(
-        name="data",
-        persistent_volume_claim=k8s.core.v1.PersistentVolumeClaimVolumeSourceArgs(claim_name=names.DATA_CLAIM),
-    )
-
-
-def data_mount() -> k8s.core.v1.VolumeMountArgs:
-    """The claim mounted at core.names.DATA_MOUNT."""
-    return k8s.core.v1.VolumeMountArgs(name="data", mount_path=names.DATA_MOUNT)
-
-
 @dataclass(frozen=True)
 class SharedStorageArgs:
     """Inputs of the SharedStorage component."""

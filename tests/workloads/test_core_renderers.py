@@ -19,7 +19,7 @@ from core.facts.pods import (
 )
 from infra.outputs import GcsStorage, GpuNetworks, LustreStorage
 from tests.conftest import combination_config
-from workloads import gib, identity, network, sizing, storage
+from workloads import gib, identity, network, pods, sizing, storage
 
 SUBNETS = tuple(f"sub-{n}" for n in range(8))
 LUSTRE = LustreStorage(instance_id="inst", mount_point="192.0.2.20@tcp:/grpo", filesystem="grpo", capacity_gib=18000)
@@ -94,7 +94,7 @@ def test_identity_uses_the_shared_names_and_the_token_never_enters_a_pod_spec():
     assert (account.name, account.namespace) == (names.RAY_SERVICE_ACCOUNT, names.NAMESPACE)
     secret = identity.render_token_secret("value")
     assert secret.string_data == {names.HF_TOKEN_SECRET_KEY: "value"} and secret.data is None
-    [env] = [entry.as_args() for entry in identity.secret_env(combination_config(token="hf_x"))]
+    [env] = [pods.env_var_args(entry) for entry in pods.secret_env(combination_config(token="hf_x"))]
     assert env.name == "HF_TOKEN" and env.value is None
     assert (env.value_from.secret_key_ref.name, env.value_from.secret_key_ref.key) == (
         names.HF_TOKEN_SECRET, names.HF_TOKEN_SECRET_KEY,
@@ -106,12 +106,12 @@ def test_secret_env_is_one_secret_keyed_by_name_and_read_by_reference():
     assert (secret.metadata.name, secret.metadata.namespace) == (names.SECRET_ENV_SECRET, names.NAMESPACE)
     assert secret.string_data == {"A_KEY": "a", "B_KEY": "b"} and secret.data is None
     config = combination_config(token="hf_x", secret_env={"B_KEY": "b", "A_KEY": "a"})
-    assert [entry.as_dict() for entry in identity.secret_env(config)] == [
+    assert pods.secret_env(config) == [
         {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"key": names.HF_TOKEN_SECRET_KEY, "name": names.HF_TOKEN_SECRET}}},
         {"name": "A_KEY", "valueFrom": {"secretKeyRef": {"key": "A_KEY", "name": names.SECRET_ENV_SECRET}}},
         {"name": "B_KEY", "valueFrom": {"secretKeyRef": {"key": "B_KEY", "name": names.SECRET_ENV_SECRET}}},
     ]
-    assert [entry.name for entry in identity.secret_env(config, with_secret_env=False)] == ["HF_TOKEN"]
+    assert [entry["name"] for entry in pods.secret_env(config, with_secret_env=False)] == ["HF_TOKEN"]
 
 
 KES_GCSFUSE_MOUNT_OPTIONS = [

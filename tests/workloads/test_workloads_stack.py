@@ -209,3 +209,10 @@ def test_only_the_ray_cluster_and_the_job_wait_for_the_gpu_pool(mode, gpu, stora
     provider = recording.one("pulumi:providers:kubernetes")
     assert needed - {recording.one(storage_type).urn} <= upstream(waits, provider.urn)
     assert all(provider.urn in upstream(waits, r.urn) for r in recording.resources if r.type.startswith("kubernetes:"))
+
+
+@pytest.mark.parametrize("gib", [18000, 36000])
+def test_the_lustre_volume_has_the_capacity_the_stack_asks_for(infra_run, gib):
+    recording = infra_run("standard", "h200", "lustre", storage={"capacityGib": gib})
+    assert recording.one("gcp:lustre/instance:Instance").inputs["capacityGib"] == str(gib)
+    assert recording.one("kubernetes:core/v1:PersistentVolume").inputs["spec"]["capacity"] == {"storage": f"{gib}Gi"}
