@@ -157,8 +157,10 @@ def connect(endpoint: Endpoint) -> JobSubmissionClient:
     client_type = _client_type()
     # The SDK logs every closed log stream at INFO; the CLI shows its own progress instead. Set after the
     # import above: importing Ray's job SDK configures its loggers.
-    # Every submission's py_modules upload logs at INFO too (dashboard_sdk: "Package ... already exists").
-    for logger in ("ray.dashboard.modules.job.sdk", "ray.dashboard.modules.dashboard_sdk"):
+    # Every submission's py_modules package and upload log at INFO too ("Creating a file package ...",
+    # "Package ... already exists").
+    quiet = ("ray.dashboard.modules.job.sdk", "ray.dashboard.modules.dashboard_sdk", "ray._private.runtime_env.packaging")
+    for logger in quiet:
         logging.getLogger(logger).setLevel(logging.WARNING)
     try:
         with _explicit_address():

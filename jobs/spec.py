@@ -328,17 +328,18 @@ _ON_DATA_MOUNT = re.compile(rf"(?<![\w./-]){re.escape(DATA_MOUNT)}(?=[/\s'\",\]}
 """`/data` where it starts a path: not inside another path or word, followed by `/`, the end or a delimiter."""
 
 
+def under_data_root(text: str, data_root: str) -> str:
+    """`text` with every path under the shared storage's mount (`/data/x`) placed under `data_root` (`<data_root>/x`)."""
+    root = data_root.rstrip("/")
+    return _ON_DATA_MOUNT.sub(lambda _: root, text)
+
+
 def on_data_root(submission: dict, data_root: str) -> dict:
     """`submission` for a run on this machine: every path under the shared storage's mount
     (`/data/x`, in the entrypoint and the environment) placed under `data_root` (`<data_root>/x`)."""
-    root = data_root.rstrip("/")
-
-    def moved(text: str) -> str:
-        return _ON_DATA_MOUNT.sub(lambda _: root, text)
-
-    env_vars = {key: moved(value) for key, value in submission["runtime_env"]["env_vars"].items()}
+    env_vars = {key: under_data_root(value, data_root) for key, value in submission["runtime_env"]["env_vars"].items()}
     return {
         **submission,
-        "entrypoint": moved(submission["entrypoint"]),
+        "entrypoint": under_data_root(submission["entrypoint"], data_root),
         "runtime_env": {**submission["runtime_env"], "env_vars": env_vars},
     }
