@@ -189,3 +189,25 @@ def test_bad_settings_are_one_line_naming_the_file_and_key(tmp_path, change, mes
     with pytest.raises(guardian.GuardError, match=message) as caught:
         guardian.read_settings(str(path))
     assert str(caught.value).startswith(f"{path}: ") and "\n" not in str(caught.value)
+
+
+def test_the_foreground_command_says_what_is_wrong_in_one_line_with_exit_2(make_stack, tmp_path, capsys):
+    name, directory = make_stack("guard-cli")
+    cases = [
+        ([], "one of the arguments --stack --settings is required"),
+        (["--stack", "absent", "--dir", str(tmp_path)], "Pulumi.absent.yaml"),
+        (["--stack", name, "--dir", str(directory), "--address", "http://127.0.0.1:9"],
+         "cannot reach the Ray dashboard at http://127.0.0.1:9"),
+    ]  # fmt: skip
+    for argv, message in cases:
+        assert guardian.main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: ") and message in err and len(err.splitlines()) == 1, err
+
+
+def test_a_fresh_run_is_another_run_whose_guardian_waits_for_its_first_attempt():
+    base = guardian.settings_from(guardian_settings(config_of("dev")), "test")
+    fresh = guardian.settings_from(guardian_settings(config_of("dev", job={"runGeneration": 1})), "test")
+    assert fresh.run != base.run and fresh.run_dir != base.run_dir
+    action = decide(State(now=END, settings=fresh, newest=None))
+    assert (action.kind, action.attempt) == ("wait", 0) and fresh.run in action.reason

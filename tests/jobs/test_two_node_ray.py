@@ -1,6 +1,7 @@
 """The recovery tests' foundation against a real two-node Ray cluster in network namespaces: the real
 spec with the stand-in trainer as its entrypoint, submitted through jobs.control from inside the
-head's namespace; a GPU node lost mid-run and started again."""
+head's namespace. A GPU node lost mid-run and started again, with the guardian submitting the next
+attempt: tests/jobs/test_guardian_on_ray.py, on the same cluster."""
 
 from __future__ import annotations
 
@@ -77,35 +78,6 @@ def wait_until(condition: Callable[[], bool], what: str, timeout: float = 60.0) 
     while not condition():
         assert time.monotonic() < deadline, f"{what}: not within {timeout:.0f} s"
         time.sleep(0.2)
-
-
-def test_a_lost_gpu_node_fails_the_attempt_and_the_next_resumes_from_the_newest_complete_checkpoint(
-    two_nodes, tmp_path
-):
-    run = Run(two_nodes, "two-node-loss", tmp_path, "--steps", "6", "--save-every", "2", "--hold-after", "4")
-    first = run.submit()
-    assert (first.action, first.submission_id) == ("submitted", f"{run.id}-1")
-    wait_until(lambda: (run.dir / "stand-in" / "hold-after-4").exists(), "attempt 1 reaching step 4")
-
-    lost = two_nodes.kill_gpu_node()
-    assert run.wait(1) == "FAILED"
-    two_nodes.wait_for_state(lost, "DEAD")
-    assert {node["NodeID"]: node["Alive"] for node in two_nodes.ray_nodes()}[lost] is False
-    assert steps_in(run.logs(1)) == [1, 2, 3, 4]
-    assert (run.dir / TRACKER).read_text() == "4" and run.complete(2) and run.complete(4)
-
-    back = two_nodes.restart_gpu_node()
-    assert back != lost
-    second = run.submit()
-    assert (second.action, second.submission_id) == ("submitted", f"{run.id}-2")
-    assert run.wait(2) == "SUCCEEDED"
-    log = run.logs(2)
-    assert f"Resuming from {run.dir}/global_step_4" in log
-    assert f"GPU worker on node {back} GPUs 0,1,2,3,4,5,6,7" in log
-    assert steps_in(log) == [5, 6]
-    assert (run.dir / TRACKER).read_text() == "6" and run.complete(6)
-    jobs = two_nodes.call(control.attempts, run.client, run.id)
-    assert [job.submission_id for job in jobs] == [f"{run.id}-1", f"{run.id}-2"]
 
 
 def test_a_half_written_checkpoint_is_never_tracked_and_resuming_from_it_fails_on_the_missing_shard(
