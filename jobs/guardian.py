@@ -557,6 +557,7 @@ def read_settings(path: str) -> Settings:
 def _from_stack(args: argparse.Namespace) -> tuple[Settings, Endpoint]:
     """The foreground form: the settings of the stack file's config, the endpoint the CLI would use."""
     from core.config.problems import ConfigError
+    from core.names import DATA_MOUNT
     from core.stackfile import StackFileError
     from jobs.cli import UsageError, endpoint_of, load_stack, local_submission
     from jobs.guardian_settings import guardian_settings
@@ -568,6 +569,11 @@ def _from_stack(args: argparse.Namespace) -> tuple[Settings, Endpoint]:
         raise GuardError(str(error)) from None
     except ConfigError as error:
         raise GuardError(f"the stack config was refused: {'; '.join(map(str, error.problems))}") from None
+    if not args.data_root and not Path(DATA_MOUNT).is_dir():
+        raise GuardError(
+            f"the guardian reads the checkpoints and writes the run's record on the shared storage, and {DATA_MOUNT}"
+            " is not mounted here: pass --data-root DIR for a run on this machine (job.recover deploys it in the cluster)"
+        )
     values = guardian_settings(config)
     values["submission"] = local_submission(args, values["submission"])
     return settings_from(values, f"the config of stack {args.stack!r}"), endpoint
@@ -591,6 +597,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     except (GuardError, AccessError, control.JobError) as error:
         print(f"error: {error}", file=sys.stderr)
+        return 2
+    except OSError as error:
+        where = f" ({error.filename})" if error.filename else ""
+        print(f"error: cannot read or write the run's directory{where}: {error.strerror or error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted; the run's attempts keep running", file=sys.stderr)

@@ -191,14 +191,17 @@ def test_bad_settings_are_one_line_naming_the_file_and_key(tmp_path, change, mes
     assert str(caught.value).startswith(f"{path}: ") and "\n" not in str(caught.value)
 
 
-def test_the_foreground_command_says_what_is_wrong_in_one_line_with_exit_2(make_stack, tmp_path, capsys):
+def test_the_foreground_command_says_what_is_wrong_in_one_line_with_exit_2(make_stack, tmp_path, capsys, monkeypatch):
     name, directory = make_stack("guard-cli")
     cases = [
         ([], "one of the arguments --stack --settings is required"),
         (["--stack", "absent", "--dir", str(tmp_path)], "Pulumi.absent.yaml"),
-        (["--stack", name, "--dir", str(directory), "--address", "http://127.0.0.1:9"],
+        (["--stack", name, "--dir", str(directory), "--address", "http://127.0.0.1:9", "--data-root", str(tmp_path)],
          "cannot reach the Ray dashboard at http://127.0.0.1:9"),
     ]  # fmt: skip
+    monkeypatch.setattr("core.names.DATA_MOUNT", str(tmp_path / "not-mounted"))
+    cases.append((["--stack", name, "--dir", str(directory), "--address", "http://127.0.0.1:9"],
+                  f"{tmp_path}/not-mounted is not mounted here: pass --data-root DIR"))  # fmt: skip
     for argv, message in cases:
         assert guardian.main(argv) == 2
         err = capsys.readouterr().err
