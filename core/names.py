@@ -5,15 +5,18 @@ workloads create; the dashboard command names the RayCluster's head service. Bot
 these constants so the two can never disagree.
 """
 
+from __future__ import annotations
+
 import re
 from dataclasses import dataclass
-from typing import Any
-
-import pulumi
+from typing import TYPE_CHECKING, Any
 
 from core.facts.platform import RDMA_SUBNET_COUNT
 from core.facts.pods import RAY_PORTS
 from core.facts.privilege import LUSTRE_FILESYSTEM_MAX, SERVICE_ACCOUNT_ID_MAX
+
+if TYPE_CHECKING:
+    import pulumi
 
 NAMESPACE = "grpo"
 """Namespace of the RayCluster, its service account, the storage claim and the staging Job."""
@@ -162,6 +165,9 @@ def fixed_name_options(**options: Any) -> pulumi.ResourceOptions:
 
     Two objects cannot hold one name, so the engine's default order (create the new, then delete the
     old) fails with 409 "already exists" for a fixed name; the GCP bridge orders it right only for
-    auto-named resources (real-engine-semantics.md, "Replacement order").
+    auto-named resources (real-engine-semantics.md, "Replacement order"). Pulumi is imported here, not at
+    the top: the in-cluster guardian reads these names without Pulumi (jobs/guardian_settings.py).
     """
+    import pulumi
+
     return pulumi.ResourceOptions(delete_before_replace=True, **options)

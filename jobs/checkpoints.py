@@ -12,7 +12,8 @@ NeMo-RL (`nemo_rl/utils/checkpoint.py`, NVIDIA-NeMo/RL @01e9028): a step is writ
 `step_<N>` with the highest N (`get_latest_checkpoint_path`), so an incomplete one must not be named
 `step_<N>`.
 
-Filesystem reads, plus the two writes `prepare_resume` makes: moving incomplete step directories
+Pod-side (the attempt wrapper, jobs/attempt.py, runs it in the framework image, whose python3 may be
+3.10): stdlib only. Filesystem reads, plus the two writes `prepare_resume` makes: moving incomplete step directories
 into `<run dir>/incomplete/` (never deleting them) and verl's tracker file.
 """
 
@@ -21,7 +22,7 @@ from __future__ import annotations
 import re
 import sys
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from pathlib import Path
 
 VERL_TRACKER = "latest_checkpointed_iteration.txt"
@@ -115,7 +116,7 @@ def prepare_resume(run_dir: Path, framework: str, world_size: int, now: datetime
     chosen = newest_complete(run_dir, framework, world_size)
     if chosen is None:
         return None
-    stamp = (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%SZ")
+    stamp = (now or datetime.now(timezone.utc)).strftime("%Y%m%dT%H%M%SZ")
     for item in step_dirs(run_dir, framework, world_size):
         if not item.complete:
             aside = run_dir / INCOMPLETE_DIR / f"{item.path.name}-{stamp}"

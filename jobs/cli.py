@@ -223,12 +223,35 @@ def cmd_submit(args: argparse.Namespace, config: StackConfig) -> int:
         progress.close()
     if args.fresh:
         config, spec = _fresh(args, config)
-    outcome = control.ensure_run(client, submission_of(config, spec, 1))
+    outcome = control.ensure_run(client, local_submission(args, submission_of(config, spec, 1)))
     print(outcome.sentence(), file=sys.stderr)
     print(outcome.submission_id, flush=True)
     if not args.wait:
         return 0
     return _follow(client, config.stack, outcome.submission_id, spec.framework, stream=False)
+
+
+def local_submission(args: argparse.Namespace, submission: dict) -> dict:
+    """`submission` as it runs: with `--data-root DIR`, every shared-storage path placed under DIR."""
+    from jobs.spec import on_data_root
+
+    return on_data_root(submission, args.data_root) if args.data_root else submission
+
+
+def _print_records(args: argparse.Namespace, runs: list[str]) -> None:
+    """Each run's record (attempts.jsonl), read from `--data-root`; nothing without it or without a record."""
+    from jobs import record
+    from jobs.spec import run_directory, under_data_root
+
+    if not args.data_root:
+        return
+    for run in dict.fromkeys(runs):
+        run_dir = Path(under_data_root(run_directory(run), args.data_root))
+        lines = record.record_lines(record.read(run_dir))
+        if lines:
+            print(f"record of {run} ({record.record_path(run_dir)}):")
+        for line in lines:
+            print(f"  {line}")
 
 
 def _fresh(args: argparse.Namespace, config: StackConfig) -> tuple[StackConfig, TrainingSpec]:
@@ -256,6 +279,7 @@ def cmd_status(args: argparse.Namespace, config: StackConfig) -> int:
     if control.status_text(job.status) == "FAILED":
         found = error_line("\n".join(control.last_lines(client, job.submission_id, ERROR_SCAN_LINES)))
         print(f"  error: {found}" if found else f"  no error line in the last {ERROR_SCAN_LINES} log lines")
+    _print_records(args, [job.metadata["run"]] if (job.metadata or {}).get("run") else [])
     return 0
 
 
@@ -287,6 +311,7 @@ def cmd_list(args: argparse.Namespace, config: StackConfig) -> int:
         print(_job_line(job))
     if not jobs:
         print(f"no job of stack {config.stack!r}", file=sys.stderr)
+    _print_records(args, [job.metadata["run"] for job in jobs if (job.metadata or {}).get("run")])
     return 0
 
 
@@ -314,6 +339,9 @@ def parser() -> argparse.ArgumentParser:
     common.add_argument("--address", help="Ray dashboard URL; default: the stack's cluster via the kubeconfig")
     common.add_argument("--kubeconfig", help="kubeconfig (default: $KUBECONFIG or ~/.kube/config)")
     common.add_argument("--context", help="kubeconfig context (default: the stack's gke_<project>_<region>_<cluster>)")
+    common.add_argument(
+        "--data-root", help="a local directory standing for the shared storage (/data), for runs on this machine"
+    )
     top = _Parser(prog=PROGRAM, description=__doc__.splitlines()[0])
     commands = top.add_subparsers(dest="command", required=True, parser_class=_Parser)
     submit = commands.add_parser("submit", parents=[common], help=cmd_submit.__doc__)

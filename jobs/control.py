@@ -2,9 +2,10 @@
 
 Ray refuses a reused submission id, so a run is submitted as attempts `<run>-1`, `<run>-2`, ...
 Submitting a run with a live (PENDING/RUNNING) attempt does nothing, nor with a SUCCEEDED one
-unless the schedule now asks for more (spec.extends: a raised `grpo.maxSteps` or `grpo.epochs`);
+unless the schedule now asks for more (runs.extends: a raised `grpo.maxSteps` or `grpo.epochs`);
 otherwise (FAILED, STOPPED, or SUCCEEDED and extended) it starts the next attempt, which resumes
-from the run's checkpoints.
+from the run's newest complete checkpoint: its entrypoint is the attempt wrapper (jobs/attempt.py),
+whose modules every submission carries as Ray `py_modules` (POD_MODULES).
 """
 
 from __future__ import annotations
@@ -14,9 +15,12 @@ import contextlib
 import functools
 import logging
 import os
+import shutil
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core import names
@@ -24,7 +28,7 @@ from core.facts.job import RAY_JOB_START_TIMEOUT_SECONDS
 from core.facts.platform import GPUS_PER_NODE
 from jobs.access import AccessError, Endpoint, service_proxy_url
 from jobs.progress import Progress, advance
-from jobs.spec import extends, for_attempt
+from jobs.runs import extends, for_attempt
 
 if TYPE_CHECKING:
     from ray.job_submission import JobDetails, JobSubmissionClient
@@ -40,6 +44,12 @@ Report = Callable[[str], None]
 
 REPORT_EVERY_SECONDS = 30.0
 """How often an unchanged progress line of the readiness gate is repeated."""
+
+PROJECT_DIR = Path(__file__).resolve().parents[1]
+"""The directory holding the `jobs` package (the checkout, or /opt/grpo-gke in the guardian's pod)."""
+
+POD_MODULES = ("jobs/__init__.py", "jobs/attempt.py", "jobs/checkpoints.py", "jobs/record.py")
+"""The attempt wrapper's modules (stdlib only, Python 3.10), sent with every attempt as Ray `py_modules`."""
 
 
 @dataclass(frozen=True)
@@ -147,7 +157,11 @@ def connect(endpoint: Endpoint) -> JobSubmissionClient:
     client_type = _client_type()
     # The SDK logs every closed log stream at INFO; the CLI shows its own progress instead. Set after the
     # import above: importing Ray's job SDK configures its loggers.
-    logging.getLogger("ray.dashboard.modules.job.sdk").setLevel(logging.WARNING)
+    # Every submission's py_modules package and upload log at INFO too ("Creating a file package ...",
+    # "Package ... already exists").
+    quiet = ("ray.dashboard.modules.job.sdk", "ray.dashboard.modules.dashboard_sdk", "ray._private.runtime_env.packaging")
+    for logger in quiet:
+        logging.getLogger(logger).setLevel(logging.WARNING)
     try:
         with _explicit_address():
             return client_type(endpoint.address, headers=dict(endpoint.headers), verify=endpoint.verify)
@@ -175,8 +189,9 @@ def _short(error: BaseException) -> str:
     return reason if len(reason) <= 200 else reason[:197] + "..."
 
 
-def gpu_nodes(endpoint: Endpoint) -> list[float]:
-    """GPUs of each ALIVE Ray node, from the dashboard's state API (`/api/v0/nodes`), within DEADLINES.request."""
+def ray_nodes(endpoint: Endpoint) -> list[dict[str, Any]]:
+    """Every Ray node the head knows, dead ones included, from the dashboard's state API (`/api/v0/nodes`,
+    entries with `node_id`, `state`, `resources_total`, `end_time_ms`), within DEADLINES.request."""
     import requests
 
     url = f"{endpoint.address}/api/v0/nodes?detail=1"
@@ -190,7 +205,19 @@ def gpu_nodes(endpoint: Endpoint) -> list[float]:
         raise Unreachable(f"cannot read the Ray nodes at {endpoint.address}: {_short(error)}") from None
     except (ValueError, KeyError, TypeError):
         raise JobError(f"the Ray dashboard at {endpoint.address} returned no node list") from None
-    return [float(node.get("resources_total", {}).get("GPU", 0)) for node in nodes if node.get("state") == "ALIVE"]
+    if not isinstance(nodes, list) or not all(isinstance(node, dict) for node in nodes):
+        raise JobError(f"the Ray dashboard at {endpoint.address} returned no node list")
+    return nodes
+
+
+def node_gpus(node: dict[str, Any]) -> float:
+    """GPUs a state API node entry declared."""
+    return float((node.get("resources_total") or {}).get("GPU", 0))
+
+
+def gpu_nodes(endpoint: Endpoint) -> list[float]:
+    """GPUs of each ALIVE Ray node, from the dashboard's state API, within DEADLINES.request."""
+    return [node_gpus(node) for node in ray_nodes(endpoint) if node.get("state") == "ALIVE"]
 
 
 def readiness(gpus_by_node: list[float], nodes: int) -> str | None:
@@ -276,10 +303,25 @@ def ensure_run(client: JobSubmissionClient, submission: dict[str, Any]) -> Outco
     attempt = attempt_number(previous[-1]) + 1 if previous else 1
     kwargs = for_attempt(submission, attempt)
     try:
-        submission_id = client.submit_job(**kwargs)
+        with pod_package() as package:
+            submission_id = client.submit_job(
+                **{**kwargs, "runtime_env": {**kwargs["runtime_env"], "py_modules": [package]}}
+            )
     except Exception as error:  # noqa: BLE001 - the Jobs API answers with RuntimeError and HTTP errors
         raise JobError(f"Ray refused {kwargs['submission_id']}: {_short(error)}") from None
     return Outcome(action, submission_id, status_of(client, submission_id))
+
+
+@contextlib.contextmanager
+def pod_package() -> Iterator[str]:
+    """A temporary `jobs` package holding only POD_MODULES, for `runtime_env["py_modules"]`: Ray zips and
+    uploads it during submit_job (content-addressed, so an unchanged one is uploaded once)."""
+    with tempfile.TemporaryDirectory(prefix="grpo-gke-pod-") as scratch:
+        package = Path(scratch) / "jobs"
+        package.mkdir()
+        for name in POD_MODULES:
+            shutil.copyfile(PROJECT_DIR / name, package / Path(name).name)
+        yield str(package)
 
 
 def status_of(client: JobSubmissionClient, submission_id: str) -> str:

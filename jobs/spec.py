@@ -29,6 +29,8 @@ from core.facts.job import (
     NemoRlRecipe,
 )
 from core.facts.platform import GPUS_PER_NODE
+from core.names import DATA_MOUNT
+from jobs.runs import for_attempt
 from workloads import paths
 
 RUN_DIR_PLACEHOLDER = "@RUN_DIR@"
@@ -293,46 +295,19 @@ def run_directory(run: str) -> str:
     return f"{paths.checkpoint_root()}/{run}"
 
 
-VERL_METRICS_ROOT = "VERL_FILE_LOGGER_ROOT"
-"""verl's file logger writes <root>/<project>/<experiment>.jsonl, creating the directory itself
-(VERL_FILE_LOGGER_PATH is opened as-is, before the run directory exists), and truncates the
-file when training starts: each attempt therefore gets a root of its own."""
-
-
-def attempt_id(run: str, attempt: int) -> str:
-    """Ray submission id of attempt `attempt` (1, 2, ...) of `run`."""
-    return f"{run}-{attempt}"
-
-
-RUN_ENV = ("GRPO_RUN", "GRPO_ATTEMPT", "GRPO_RUN_DIR")
-"""Environment of each attempt's driver: the run id, the attempt number and the run directory
-(set per attempt, after the run's hash)."""
-
-
-def for_attempt(submission: dict, attempt: int) -> dict:
-    """The submit_job kwargs of attempt `attempt` of the run `submission` names: its own id,
-    metadata and GRPO_* environment and, for verl, its own metrics file under the run directory."""
-    run = submission["metadata"]["run"]
-    env_vars = dict(submission["runtime_env"]["env_vars"])
-    # A submission that already names its run directory keeps it (a run on this machine places the shared
-    # storage's paths under a local directory); the spec's own submissions never do.
-    run_dir = env_vars.get("GRPO_RUN_DIR", run_directory(run))
-    env_vars.update(zip(RUN_ENV, (run, str(attempt), run_dir), strict=True))
-    if submission["metadata"]["framework"] == "verl":
-        env_vars[VERL_METRICS_ROOT] = f"{run_dir}/metrics/attempt-{attempt}"
-    return {
-        **submission,
-        "submission_id": attempt_id(run, attempt),
-        "runtime_env": {**submission["runtime_env"], "env_vars": dict(sorted(env_vars.items()))},
-        "metadata": {**submission["metadata"], "attempt": str(attempt)},
-    }
+def attempt_entrypoint(spec: TrainingSpec, world_size: int) -> str:
+    """The attempt's entrypoint: the attempt wrapper (jobs/attempt.py: the checkpoint check, the timestamped
+    log) around the spec's command, run by a shell as Ray runs every entrypoint. Not part of the run's hash."""
+    wrapper = ["python3", "-m", "jobs.attempt", "--framework", spec.framework, "--world-size", str(world_size)]
+    return shlex.join([*wrapper, "--", "sh", "-c", spec.entrypoint])
 
 
 def submission_of(config: StackConfig, spec: TrainingSpec, attempt: int) -> dict:
-    """Keyword arguments of JobSubmissionClient.submit_job for one attempt of `spec`."""
+    """Keyword arguments of JobSubmissionClient.submit_job for one attempt of `spec` (the attempt wrapper's
+    modules are added as `py_modules` by jobs.control at submission time, not here)."""
     first = {
-        "entrypoint": spec.entrypoint,
-        "runtime_env": {"env_vars": dict(spec.env_vars)},
+        "entrypoint": attempt_entrypoint(spec, GPUS_PER_NODE * config.gpu.nodes),
+        "runtime_env": {"env_vars": dict(sorted({**spec.env_vars, "GRPO_RUN_DIR": spec.run_dir}.items()))},
         "metadata": {"stack": config.stack, "framework": spec.framework, "run": spec.run, **schedule_of(config)},
     }
     return for_attempt(first, attempt)
@@ -344,16 +319,27 @@ def schedule_of(config: StackConfig) -> dict[str, str]:
     return {"maxSteps": "" if max_steps is None else str(max_steps), "epochs": str(config.grpo.epochs)}
 
 
-def extends(done: dict[str, str], wanted: dict[str, str]) -> bool:
-    """Whether the schedule `wanted` asks for more training than the SUCCEEDED attempt's `done`
-    (both job metadata from schedule_of): more epochs, or more steps ("" is unlimited). An attempt
-    that recorded no schedule is never extended."""
-    if "maxSteps" not in done or "epochs" not in done:
-        return False
-    steps_done, steps_wanted = (float(item["maxSteps"] or "inf") for item in (done, wanted))
-    return steps_wanted > steps_done or int(wanted["epochs"]) > int(done["epochs"])
-
-
 def submission_for(config: StackConfig) -> dict:
     """Keyword arguments of JobSubmissionClient.submit_job for the first attempt of the stack's run."""
     return submission_of(config, training_spec(config), 1)
+
+
+_ON_DATA_MOUNT = re.compile(rf"(?<![\w./-]){re.escape(DATA_MOUNT)}(?=[/\s'\",\]}}]|$)")
+"""`/data` where it starts a path: not inside another path or word, followed by `/`, the end or a delimiter."""
+
+
+def under_data_root(text: str, data_root: str) -> str:
+    """`text` with every path under the shared storage's mount (`/data/x`) placed under `data_root` (`<data_root>/x`)."""
+    root = data_root.rstrip("/")
+    return _ON_DATA_MOUNT.sub(lambda _: root, text)
+
+
+def on_data_root(submission: dict, data_root: str) -> dict:
+    """`submission` for a run on this machine: every path under the shared storage's mount
+    (`/data/x`, in the entrypoint and the environment) placed under `data_root` (`<data_root>/x`)."""
+    env_vars = {key: under_data_root(value, data_root) for key, value in submission["runtime_env"]["env_vars"].items()}
+    return {
+        **submission,
+        "entrypoint": under_data_root(submission["entrypoint"], data_root),
+        "runtime_env": {**submission["runtime_env"], "env_vars": env_vars},
+    }

@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-from jobs.spec import run_directory
 from tests.conftest import shipped_stack_file
 
 STAND_IN = Path(__file__).with_name("stand_in.py")
@@ -89,11 +88,3 @@ def stand_in(exit_code: int = 0, steps: int = 3) -> str:
 def stand_in_trainer(*flags: str) -> str:
     """Entrypoint of the stand-in trainer: the venv's Python running stand_in_trainer.py with `flags`."""
     return shlex.join([sys.executable, str(STAND_IN_TRAINER), *flags])
-
-
-def with_run_env(submission: dict, data_root: Path) -> dict:
-    """`submission` with GRPO_RUN and GRPO_RUN_DIR in its environment, the run directory under `data_root`
-    (the spec's `/data/...` path below a local directory, for runs on this machine)."""
-    run = submission["metadata"]["run"]
-    env = {**submission["runtime_env"]["env_vars"], "GRPO_RUN": run, "GRPO_RUN_DIR": f"{data_root}{run_directory(run)}"}
-    return {**submission, "runtime_env": {**submission["runtime_env"], "env_vars": dict(sorted(env.items()))}}

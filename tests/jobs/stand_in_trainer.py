@@ -42,6 +42,10 @@ SHARD_KINDS = ("model", "optim", "extra_state")
 FAULTS_DIR = "stand-in"
 """Marker files of the once-per-run faults already injected, in the run directory."""
 
+STEPS_ENV = "STAND_IN_STEPS"
+"""The environment variable that gives the steps when `--steps` does not (the entrypoint is the run's identity,
+the environment added after the spec is not, as verl's trainer.total_training_steps is a schedule override)."""
+
 MAX_STEP_SECONDS = 5.0
 """Longest pause per step: the stand-in's runs stay short."""
 
@@ -156,7 +160,13 @@ def bounded(limit: float):
 def parser() -> argparse.ArgumentParser:
     """The stand-in's command line."""
     top = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    top.add_argument("--steps", type=int, required=True, help="total training steps (trainer.total_training_steps)")
+    top.add_argument(
+        "--steps",
+        type=int,
+        default=int(os.environ.get(STEPS_ENV, "0")) or None,
+        required=STEPS_ENV not in os.environ,
+        help=f"total training steps (trainer.total_training_steps); default ${STEPS_ENV}, a schedule outside the run's hash",
+    )
     top.add_argument("--save-every", type=int, required=True, help="checkpoint every N steps (trainer.save_freq)")
     top.add_argument("--nodes", type=int, default=1, help="GPU nodes (trainer.nnodes); world size 8 x nodes")
     top.add_argument("--step-seconds", type=bounded(MAX_STEP_SECONDS), default=0.2, help="pause per step")

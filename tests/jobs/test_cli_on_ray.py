@@ -24,7 +24,8 @@ def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
 
 
 def common(name: str, directory, address: str) -> list[str]:
-    return ["--stack", name, "--dir", str(directory), "--address", address]
+    """The stack, its directory and the address; the shared storage's paths under `directory`/data."""
+    return ["--stack", name, "--dir", str(directory), "--address", address, "--data-root", f"{directory}/data"]
 
 
 def ray_jobs(address: str, stack: str) -> list:
@@ -99,7 +100,7 @@ def test_failing_entrypoint_exits_1_with_its_last_lines_and_the_next_submit_is_a
     jobs = ray_jobs(ray_head, name)
     assert [job.metadata["attempt"] for job in jobs] == ["1", "2"]
     envs = [dict(job.runtime_env["env_vars"]) for job in jobs]
-    run_dir = f"/data/checkpoints/{jobs[0].metadata['run']}"
+    run_dir = f"{directory}/data/checkpoints/{jobs[0].metadata['run']}"
     assert [env.pop("VERL_FILE_LOGGER_ROOT") for env in envs] == [f"{run_dir}/metrics/attempt-{n}" for n in (1, 2)]
     assert [env.pop("GRPO_ATTEMPT") for env in envs] == ["1", "2"]
     assert envs[0] == envs[1], "the attempts of a run differ only in their metrics file and GRPO_ATTEMPT"
@@ -263,3 +264,28 @@ def test_fresh_starts_a_new_run_that_the_next_submit_keeps(ray_head, make_stack,
 
     code, out, err = run_cli(capsys, "submit", *args, "--entrypoint", stand_in(steps=1))
     assert (code, out.strip()) == (0, fresh) and "nothing submitted" in err
+
+
+def test_status_and_list_show_the_runs_record_from_the_data_root(ray_head, make_stack, capsys):
+    from jobs import record
+
+    name, directory = make_stack("cli-record")
+    args = common(name, directory, ray_head)
+    code, out, _ = run_cli(capsys, "submit", *args, "--entrypoint", stand_in(0, 1), "--wait")
+    assert code == 0
+    job = out.strip()
+    run = job.rsplit("-", 1)[0]
+    run_dir = directory / "data" / "checkpoints" / run
+    record.append(run_dir, record.entry(1796126400.0, 1, "submitted", resumed_from_step=4))
+    record.append(run_dir, record.entry(1796126460.0, 1, "succeeded"))
+    shown = [
+        f"record of {run} ({run_dir}/attempts.jsonl):",
+        "  2026-12-01T12:00:00.000Z  attempt 1  submitted  from step 4",
+        "  2026-12-01T12:01:00.000Z  attempt 1  succeeded",
+    ]
+    code, out, _ = run_cli(capsys, "status", *args)
+    assert code == 0 and out.splitlines()[0].startswith(f"{job}  SUCCEEDED") and out.splitlines()[2:] == shown
+    code, out, _ = run_cli(capsys, "list", *args)
+    assert code == 0 and out.splitlines()[1:] == shown
+    code, out, _ = run_cli(capsys, "list", *args[:-2])
+    assert code == 0 and len(out.splitlines()) == 1

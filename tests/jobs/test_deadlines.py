@@ -154,24 +154,24 @@ def test_following_a_job_ends_when_the_dashboard_stops_answering(version_only_da
     assert isinstance(error, control.Unreachable) and str(error) == unanswered(server)
 
 
-def test_create_fails_within_the_deadlines(dashboard):
-    props = props_for(dashboard.address, "silent-create", "sleep 60", ready_timeout_seconds=600)
+def test_create_fails_within_the_deadlines(dashboard, tmp_path):
+    props = props_for(tmp_path, dashboard.address, "silent-create", "sleep 60", ready_timeout_seconds=600)
     _, error = within_bound(dashboard, lambda: JobProvider().create(props))
     run = props["submission"]["metadata"]["run"]
     assert error is not None and str(error) == f"grpo-gke job {run}: {unanswered(dashboard)}"
 
 
-def test_update_fails_saying_the_old_run_could_not_be_stopped(dashboard):
-    olds = {**props_for(dashboard.address, "silent-update", "sleep 60"), "run": "old"}
-    news = props_for(dashboard.address, "silent-update", "sleep 61")
+def test_update_fails_saying_the_old_run_could_not_be_stopped(dashboard, tmp_path):
+    olds = {**props_for(tmp_path, dashboard.address, "silent-update", "sleep 60"), "run": "old"}
+    news = props_for(tmp_path, dashboard.address, "silent-update", "sleep 61")
     old_run, new_run = olds["submission"]["metadata"]["run"], news["submission"]["metadata"]["run"]
     _, error = within_bound(dashboard, lambda: JobProvider().update("silent-update", olds, news))
     assert error is not None
     assert str(error) == f"grpo-gke job {new_run}: cannot stop the old run {old_run}: {unanswered(dashboard)}"
 
 
-def test_delete_warns_and_returns_within_the_deadlines(dashboard, capsys):
-    props = props_for(dashboard.address, "silent-delete", "sleep 60")
+def test_delete_warns_and_returns_within_the_deadlines(dashboard, capsys, tmp_path):
+    props = props_for(tmp_path, dashboard.address, "silent-delete", "sleep 60")
     run = props["submission"]["metadata"]["run"]
     result, error = within_bound(dashboard, lambda: JobProvider().delete("silent-delete", props))
     assert (result, error) == (None, None)

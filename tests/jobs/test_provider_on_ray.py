@@ -2,21 +2,24 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from jobs import control
 from jobs.control import attempts, connect, endpoint_for_address, status_of
 from jobs.local_head import refusing_address
 from jobs.provider import JobProvider
-from jobs.spec import submission_of, training_spec
+from jobs.spec import on_data_root, submission_of, training_spec
 from tests.conftest import config_of
 
 
-def props_for(address: str, stack: str, entrypoint: str, **changes) -> dict:
-    """Inputs of the dynamic resource as build_job gives them, with the address override."""
+def props_for(data_root: Path, address: str, stack: str, entrypoint: str, **changes) -> dict:
+    """Inputs of the dynamic resource as build_job gives them, with the address override and the shared
+    storage's paths under `data_root`."""
     config = config_of("dev", stack=stack)
     props = {
-        "submission": submission_of(config, training_spec(config, entrypoint), 1),
+        "submission": on_data_root(submission_of(config, training_spec(config, entrypoint), 1), str(data_root)),
         "kubeconfig": "",
         "address": address,
         "gpu_nodes": 1,
@@ -32,9 +35,9 @@ def client_of(address: str):
     return connect(endpoint_for_address(address))
 
 
-def test_create_submits_once_and_is_idempotent(ray_head):
+def test_create_submits_once_and_is_idempotent(ray_head, tmp_path):
     provider = JobProvider()
-    props = props_for(ray_head, "prov-create", "sleep 60")
+    props = props_for(tmp_path, ray_head, "prov-create", "sleep 60")
     created = provider.create(props)
     run = props["submission"]["metadata"]["run"]
     assert created.id == "prov-create"
@@ -49,21 +52,21 @@ def test_create_submits_once_and_is_idempotent(ray_head):
     assert status_of(client, f"{run}-1") == "STOPPED"
 
 
-def test_diff_watches_the_spec_the_cluster_and_the_nodes_but_not_the_token(ray_head):
+def test_diff_watches_the_spec_the_cluster_and_the_nodes_but_not_the_token(ray_head, tmp_path):
     provider = JobProvider()
-    olds = props_for(ray_head, "prov-diff", "sleep 60")
+    olds = props_for(tmp_path, ray_head, "prov-diff", "sleep 60")
     assert not provider.diff("prov-diff", olds, dict(olds)).changes
     assert not provider.diff("prov-diff", olds, {**olds, "kubeconfig": "other", "ready_timeout_seconds": 9}).changes
-    changed_spec = props_for(ray_head, "prov-diff", "sleep 61")
+    changed_spec = props_for(tmp_path, ray_head, "prov-diff", "sleep 61")
     for news in (changed_spec, {**olds, "cluster_uid": "uid-2"}, {**olds, "gpu_nodes": 2}):
         result = provider.diff("prov-diff", olds, news)
         assert result.changes and not result.replaces
 
 
-def test_update_with_a_changed_spec_stops_the_old_run_and_submits_the_new(ray_head):
+def test_update_with_a_changed_spec_stops_the_old_run_and_submits_the_new(ray_head, tmp_path):
     provider = JobProvider()
-    olds = provider.create(props_for(ray_head, "prov-update", "sleep 60")).outs
-    news = props_for(ray_head, "prov-update", "sleep 61")
+    olds = provider.create(props_for(tmp_path, ray_head, "prov-update", "sleep 60")).outs
+    news = props_for(tmp_path, ray_head, "prov-update", "sleep 61")
     assert news["submission"]["metadata"]["run"] != olds["run"]
     updated = provider.update("prov-update", olds, news)
     client = client_of(ray_head)
@@ -74,28 +77,28 @@ def test_update_with_a_changed_spec_stops_the_old_run_and_submits_the_new(ray_he
     assert status_of(client, updated.outs["submission_id"]) == "STOPPED"
 
 
-def test_update_after_the_cluster_was_replaced_resubmits_the_same_run(ray_head):
+def test_update_after_the_cluster_was_replaced_resubmits_the_same_run(ray_head, tmp_path):
     provider = JobProvider()
-    olds = provider.create(props_for(ray_head, "prov-recreate", "sleep 60")).outs
+    olds = provider.create(props_for(tmp_path, ray_head, "prov-recreate", "sleep 60")).outs
     run = olds["run"]
     provider.delete("prov-recreate", olds)
-    news = {**props_for(ray_head, "prov-recreate", "sleep 60"), "cluster_uid": "uid-2"}
+    news = {**props_for(tmp_path, ray_head, "prov-recreate", "sleep 60"), "cluster_uid": "uid-2"}
     updated = provider.update("prov-recreate", olds, news)
     assert updated.outs["run"] == run
     assert updated.outs["submission_id"] == f"{run}-2"
     provider.delete("prov-recreate", updated.outs)
 
 
-def test_a_job_that_can_never_be_placed_fails_create_with_a_clear_message(ray_head):
-    props = props_for(ray_head, "prov-unplaceable", "sleep 60", gpu_nodes=2)
+def test_a_job_that_can_never_be_placed_fails_create_with_a_clear_message(ray_head, tmp_path):
+    props = props_for(tmp_path, ray_head, "prov-unplaceable", "sleep 60", gpu_nodes=2)
     with pytest.raises(Exception, match=r"can never be placed: 1 of 2 Ray nodes with 8 GPUs are up.*missing 1"):
         JobProvider().create(props)
     assert attempts(client_of(ray_head), props["submission"]["metadata"]["run"]) == []
 
 
-def test_an_unreachable_cluster_fails_create_but_not_delete():
+def test_an_unreachable_cluster_fails_create_but_not_delete(tmp_path):
     with refusing_address() as address:
-        props = props_for(address, "prov-gone", "sleep 60")
+        props = props_for(tmp_path, address, "prov-gone", "sleep 60")
         with pytest.raises(Exception, match="cannot reach the Ray dashboard"):
             JobProvider().create(props)
         JobProvider().delete("prov-gone", props)
@@ -113,20 +116,20 @@ def submit_pending(address: str, props: dict) -> str:
     return client_of(address).submit_job(**props["submission"], entrypoint_resources={"grpo-gke-absent": 1})
 
 
-def test_update_stops_the_old_run_through_the_new_inputs_not_the_stale_state(ray_head):
+def test_update_stops_the_old_run_through_the_new_inputs_not_the_stale_state(ray_head, tmp_path):
     provider = JobProvider()
-    created = provider.create(props_for(ray_head, "prov-stale", "sleep 60")).outs
+    created = provider.create(props_for(tmp_path, ray_head, "prov-stale", "sleep 60")).outs
     with refusing_address() as dead:
         stale = {**created, "address": dead}
-        updated = provider.update("prov-stale", stale, props_for(ray_head, "prov-stale", "sleep 61"))
+        updated = provider.update("prov-stale", stale, props_for(tmp_path, ray_head, "prov-stale", "sleep 61"))
     assert status_of(client_of(ray_head), created["submission_id"]) == "STOPPED"
     provider.delete("prov-stale", updated.outs)
 
 
-def test_update_fails_naming_an_old_attempt_that_does_not_stop_in_time(ray_head, short_stop):
-    olds = props_for(ray_head, "prov-pending-update", "sleep 60")
+def test_update_fails_naming_an_old_attempt_that_does_not_stop_in_time(ray_head, short_stop, tmp_path):
+    olds = props_for(tmp_path, ray_head, "prov-pending-update", "sleep 60")
     pending = submit_pending(ray_head, olds)
-    news = props_for(ray_head, "prov-pending-update", "sleep 61")
+    news = props_for(tmp_path, ray_head, "prov-pending-update", "sleep 61")
     with pytest.raises(Exception) as raised:
         JobProvider().update("prov-pending-update", olds, news)
     assert str(raised.value) == (
@@ -137,12 +140,12 @@ def test_update_fails_naming_an_old_attempt_that_does_not_stop_in_time(ray_head,
     assert attempts(client_of(ray_head), news["submission"]["metadata"]["run"]) == []
 
 
-def test_update_fails_when_ray_refuses_to_stop_the_old_run(ray_head, monkeypatch):
+def test_update_fails_when_ray_refuses_to_stop_the_old_run(ray_head, monkeypatch, tmp_path):
     from ray.job_submission import JobSubmissionClient
 
     provider = JobProvider()
-    olds = provider.create(props_for(ray_head, "prov-refused", "sleep 60")).outs
-    news = props_for(ray_head, "prov-refused", "sleep 61")
+    olds = provider.create(props_for(tmp_path, ray_head, "prov-refused", "sleep 60")).outs
+    news = props_for(tmp_path, ray_head, "prov-refused", "sleep 61")
 
     def refuse(_client, _submission_id: str) -> bool:
         raise RuntimeError("Request failed with status code 500: stop refused.")
@@ -155,8 +158,8 @@ def test_update_fails_when_ray_refuses_to_stop_the_old_run(ray_head, monkeypatch
     provider.delete("prov-refused", olds)
 
 
-def test_delete_warns_and_returns_when_an_attempt_does_not_stop_in_time(ray_head, short_stop, capsys):
-    props = props_for(ray_head, "prov-pending-delete", "sleep 60")
+def test_delete_warns_and_returns_when_an_attempt_does_not_stop_in_time(ray_head, short_stop, capsys, tmp_path):
+    props = props_for(tmp_path, ray_head, "prov-pending-delete", "sleep 60")
     pending = submit_pending(ray_head, props)
     JobProvider().delete("prov-pending-delete", props)
     assert capsys.readouterr().err == (

@@ -313,7 +313,7 @@ def test_the_schedule_is_recorded_in_the_metadata():
     ],
 )
 def test_a_succeeded_run_is_extended_only_when_the_schedule_asks_for_more(done, wanted, extended):
-    from jobs.spec import extends
+    from jobs.runs import extends
 
     assert extends(done, wanted) is extended
 
@@ -321,3 +321,34 @@ def test_a_succeeded_run_is_extended_only_when_the_schedule_asks_for_more(done, 
 def test_a_negative_run_generation_is_refused_naming_the_key():
     with pytest.raises(ConfigError, match="grpo-gke:job.runGeneration"):
         config_of("dev", job={"runGeneration": -1})
+
+
+@pytest.mark.parametrize("stack", SHIPPED_STACKS)
+def test_every_attempt_runs_the_spec_command_under_the_attempt_wrapper_outside_the_run_hash(stack):
+    config = config_of(stack)
+    spec = training_spec(config)
+    words = shlex.split(submission_for(config)["entrypoint"])
+    world = str(8 * config.gpu.nodes)
+    assert words == ["python3", "-m", "jobs.attempt", "--framework", spec.framework, "--world-size", world, "--",
+                     "sh", "-c", spec.entrypoint]  # fmt: skip
+    smoke = training_spec(config, "echo hi")
+    assert shlex.split(submission_of(config, smoke, 1)["entrypoint"])[-3:] == ["sh", "-c", "echo hi"]
+    assert spec.run == training_spec(config).run and "jobs.attempt" not in spec.entrypoint
+
+
+def test_on_data_root_places_every_shared_storage_path_under_the_directory_and_nothing_else():
+    from jobs.spec import on_data_root
+
+    config = config_of("dev")
+    submission = submission_for(config)
+    moved = on_data_root(submission, "/tmp/local/")
+    env = moved["runtime_env"]["env_vars"]
+    run = submission["metadata"]["run"]
+    assert env["GRPO_RUN_DIR"] == f"/tmp/local/checkpoints/{run}"
+    assert env["HF_HOME"] == "/tmp/local/hf-home" and env["PYTHONPATH"] == "/tmp/local/verl/0.9.1"
+    assert "/data/" not in json.dumps(moved)
+    assert "data.train_files=/tmp/local/gsm8k/train.parquet" in moved["entrypoint"]
+    assert (moved["metadata"], moved["submission_id"]) == (submission["metadata"], submission["submission_id"])
+    odd = {**submission, "entrypoint": "cat /database /x/data/y /data", "runtime_env": {"env_vars": {"A": "/data"}}}
+    assert on_data_root(odd, "/d")["entrypoint"] == "cat /database /x/data/y /d"
+    assert on_data_root(odd, "/d")["runtime_env"]["env_vars"] == {"A": "/d"}

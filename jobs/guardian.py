@@ -1,0 +1,607 @@
+"""The run guardian: it follows the run's newest attempt and decides what comes next.
+
+`decide(state) -> Action` is the whole policy, pure; `run()` is the thin loop around it that reads the
+cluster and the run's record, applies one action at a time and appends every decision to the record
+(`<run dir>/attempts.jsonl`, jobs/record.py). The rules:
+
+- an attempt PENDING or RUNNING: wait;
+- an attempt FAILED because GPU capacity went away (a Ray node with GPUs died while it ran, its message or
+  last log lines name a dead node, a lost actor's node, a preempted or evicted worker pod, or fewer than
+  gpu.nodes full GPU nodes are up): `failed`, then `recovering` with a backoff (BACKOFF: 30 s doubling to
+  10 min), then the readiness gate (control.wait_for_gpus, with its progress line) and the next attempt
+  through control.ensure_run (never two live attempts): its wrapper resumes from the newest complete
+  checkpoint (`submitted`, with that step). At most maxRecoveries recoveries per run, then `gave-up`;
+- an attempt refused by its wrapper (checkpoints, none complete), STOPPED, or FAILED for any other reason
+  (decided once SETTLE_SECONDS have passed without evidence of lost capacity, the time Ray takes to mark a
+  lost node dead): `failed`, then `not-retried` with the reason and its last log lines;
+- SUCCEEDED: `succeeded`; when the settings' schedule asks for more (runs.extends) the next attempt
+  continues the run; else the export (`export-submitted`, through Hooks.export);
+- once the run is over (succeeded, not retried, gave up) and nothing is live on the cluster for
+  idleMinutes: `scaled-to-zero` (through Hooks.scale_to_zero; idleMinutes 0 never).
+
+`python -m jobs guard --stack NAME [--address URL] [--data-root DIR] [--follow]` runs it in the foreground
+until the run is over and nothing is left to do (with `--follow`, until Ctrl-C); `python -m jobs guard
+--settings FILE --address URL` is the in-cluster form (it always follows). Its modules are the import-closed
+set jobs/guardian_settings.py `guardian_code_files` names: no Pulumi, no typed config.
+Exit codes: 0 done; 2 bad input or an unreachable dashboard at the start (one line); 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from jobs import control, record
+from jobs.access import Endpoint
+from jobs.attempt import REFUSED_LINE
+from jobs.checkpoints import CheckpointError, newest_complete
+from jobs.runs import extends, run_dir_of
+
+if TYPE_CHECKING:
+    from ray.job_submission import JobSubmissionClient
+
+LAST_LINES = 20
+"""Log lines of a failed attempt kept in the record."""
+
+SETTLE_SECONDS = 60.0
+"""Seconds after a failure before it counts as not caused by lost capacity: Ray marks a lost node dead after
+its health checks fail (about 15 s by default, ray_config_def.h), KubeRay deletes a preempted pod later."""
+
+POLL_SECONDS = 10.0
+"""Seconds between two looks at the cluster while nothing changes."""
+
+CAPACITY_WORDS = (
+    "node has died",
+    "node died",
+    "because its node",
+    "nodediederror",
+    "node was terminated",
+    "preempted",
+    "preemption",
+    "evicted",
+)
+"""Words of Ray's messages (and the framework's last lines) that name lost GPU capacity: an actor or task whose
+node died (ray.exceptions ActorDiedError / NodeDiedError texts), a worker pod preempted or evicted."""
+
+
+@dataclass(frozen=True)
+class Backoff:
+    """The wait before each recovery: `first` seconds, doubling with every recovery of the run, at most `most`."""
+
+    first: float = 30.0
+    """Seconds before the first recovery."""
+    most: float = 600.0
+    """The longest wait."""
+
+    def delay(self, recoveries_before: int) -> float:
+        """Seconds to wait before a recovery when the run already had `recoveries_before`."""
+        return min(self.first * 2**recoveries_before, self.most)
+
+
+BACKOFF = Backoff()
+"""The guardian's backoff: 30 s doubling to 10 min."""
+
+
+class GuardError(Exception):
+    """Bad settings or input; the message is one line naming the file or key and what to do."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What the guardian follows (jobs/guardian_settings.py `guardian_settings` writes it as JSON)."""
+
+    stack: str
+    """The stack's name."""
+    run: str
+    """The run's id."""
+    submission: dict[str, Any]
+    """The attempt-1 submit_job kwargs of the run (its schedule in the metadata)."""
+    gpu_nodes: int
+    """gpu.nodes: the full 8-GPU Ray nodes every attempt needs."""
+    max_recoveries: int
+    """job.maxRecoveries."""
+    idle_minutes: float
+    """job.idleMinutes (0: never scale to zero)."""
+    ready_timeout_seconds: float
+    """job.readyTimeoutSeconds: one readiness gate's longest wait."""
+    framework: str
+    """verl or nemo-rl: whose checkpoint layout."""
+    world_size: int
+    """Ranks of the run (8 x gpu.nodes)."""
+    raw: dict[str, Any] = field(default_factory=dict, compare=False)
+    """Every key of the settings, for the hooks (namespace, RayCluster and worker group names, ...)."""
+
+    @property
+    def run_dir(self) -> Path:
+        """The run's directory (the submission's GRPO_RUN_DIR)."""
+        return Path(run_dir_of(self.submission))
+
+
+SETTINGS_KEYS = {
+    "stack": str,
+    "run": str,
+    "submission": dict,
+    "gpuNodes": int,
+    "maxRecoveries": int,
+    "idleMinutes": (int, float),
+    "readyTimeoutSeconds": (int, float),
+    "framework": str,
+    "worldSize": int,
+}
+"""The settings keys the guardian itself reads, with their JSON types."""
+
+
+def settings_from(values: dict[str, Any], source: str) -> Settings:
+    """Settings from the JSON object `values` read from `source`; GuardError names a missing or mistyped key."""
+    for key, kind in SETTINGS_KEYS.items():
+        if key not in values:
+            raise GuardError(f"{source}: the key {key!r} is missing; write the file with guardian_settings(config)")
+        if not isinstance(values[key], kind) or isinstance(values[key], bool):
+            raise GuardError(f"{source}: {key!r} must be {getattr(kind, '__name__', 'a number')}, got {values[key]!r}")
+    try:
+        run_dir_of(values["submission"])
+    except (KeyError, TypeError):
+        raise GuardError(f"{source}: 'submission' has no runtime_env.env_vars.GRPO_RUN_DIR") from None
+    return Settings(
+        stack=values["stack"],
+        run=values["run"],
+        submission=values["submission"],
+        gpu_nodes=values["gpuNodes"],
+        max_recoveries=values["maxRecoveries"],
+        idle_minutes=float(values["idleMinutes"]),
+        ready_timeout_seconds=float(values["readyTimeoutSeconds"]),
+        framework=values["framework"],
+        world_size=values["worldSize"],
+        raw=dict(values),
+    )
+
+
+@dataclass(frozen=True)
+class AttemptView:
+    """The newest attempt as the guardian sees it (times in seconds since the epoch)."""
+
+    number: int
+    """Attempt number."""
+    status: str
+    """PENDING, RUNNING, SUCCEEDED, FAILED or STOPPED."""
+    start: float | None = None
+    """When it started; None before."""
+    end: float | None = None
+    """When it ended; None while live."""
+    message: str = ""
+    """Ray's message about it (for a failure, the exit code and the last logs)."""
+    last_lines: tuple[str, ...] = ()
+    """Its last log lines (read only when a failure must be judged)."""
+    metadata: dict[str, str] = field(default_factory=dict)
+    """Its Ray metadata (the schedule it ran)."""
+
+
+@dataclass(frozen=True)
+class NodeView:
+    """One Ray node as the state API lists it."""
+
+    node_id: str
+    """Ray's node id."""
+    alive: bool
+    """ALIVE (else DEAD)."""
+    gpus: float
+    """GPUs it declared."""
+    end: float | None = None
+    """When it died (seconds since the epoch); None while alive or unknown."""
+
+
+@dataclass(frozen=True)
+class State:
+    """Everything `decide` looks at."""
+
+    now: float
+    """Seconds since the epoch."""
+    settings: Settings
+    """What the guardian follows."""
+    newest: AttemptView | None
+    """The run's newest attempt (by number); None before the first."""
+    nodes: tuple[NodeView, ...] = ()
+    """Ray's nodes, dead ones included."""
+    recoveries: int = 0
+    """`recovering` decisions in the run's record."""
+    recorded: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """The record's newest entry of each event for the newest attempt."""
+    anything_live: bool = False
+    """Whether any job on the cluster is PENDING or RUNNING."""
+    backoff: Backoff = BACKOFF
+    """The wait before each recovery."""
+    settle: float = SETTLE_SECONDS
+    """Seconds after a failure before it is judged without evidence of lost capacity."""
+    can_export: bool = False
+    """Whether an export hook is wired."""
+    can_scale: bool = False
+    """Whether a scale-to-zero hook is wired."""
+
+
+@dataclass(frozen=True)
+class Action:
+    """One decision: `wait` or `done` (nothing to do now), `record` (append `event`), or one of `recover`,
+    `extend`, `export`, `scale-to-zero` (act, then record)."""
+
+    kind: str
+    """wait, done, record, recover, extend, export or scale-to-zero."""
+    attempt: int
+    """The attempt it is about (0 before the first)."""
+    reason: str
+    """One line: why."""
+    event: str = ""
+    """For `record`: the record event."""
+    wait_s: float = 0.0
+    """For `wait`: seconds until something is due (0: just poll)."""
+    last_lines: tuple[str, ...] = ()
+    """For `record`: log lines kept with it."""
+    details: dict[str, Any] = field(default_factory=dict)
+    """For `record`: the event's details."""
+
+
+def node_view(node: dict[str, Any]) -> NodeView:
+    """A NodeView of one state API node entry (control.ray_nodes)."""
+    end = node.get("end_time_ms")
+    return NodeView(
+        node_id=str(node.get("node_id", "")),
+        alive=node.get("state") == "ALIVE",
+        gpus=control.node_gpus(node),
+        end=end / 1000 if isinstance(end, (int, float)) and end > 0 else None,
+    )
+
+
+def capacity_lost(state: State) -> str | None:
+    """Why the newest (failed) attempt lost its GPU capacity, or None without evidence."""
+    newest, settings = state.newest, state.settings
+    assert newest is not None and newest.end is not None
+    started = newest.start if newest.start is not None else newest.end
+    for node in state.nodes:
+        if (
+            not node.alive
+            and node.gpus > 0
+            and node.end is not None
+            and started <= node.end <= newest.end + state.settle
+        ):
+            return f"Ray node {node.node_id} with {node.gpus:g} GPUs died while attempt {newest.number} ran"
+    for line in (newest.message, *newest.last_lines):
+        lowered = line.lower()
+        if any(word in lowered for word in CAPACITY_WORDS):
+            return f"GPU capacity went away: {_one_line(line)}"
+    missing = control.readiness([node.gpus for node in state.nodes if node.alive], settings.gpu_nodes)
+    return f"GPU nodes went away: {missing}" if missing else None
+
+
+def _one_line(text: str) -> str:
+    words = " ".join(text.split())
+    return words if len(words) <= 300 else words[:297] + "..."
+
+
+def _refusal(newest: AttemptView) -> str | None:
+    return next((line for line in reversed(newest.last_lines) if REFUSED_LINE.match(line)), None)
+
+
+def _judge_failure(state: State) -> Action:
+    """The `failed` entry of a FAILED or STOPPED attempt, or a wait while the evidence may still come."""
+    newest = state.newest
+    assert newest is not None and newest.end is not None
+    lines = newest.last_lines
+    refused = _refusal(newest)
+    if refused:
+        return Action("record", newest.number, refused, "failed", last_lines=lines, details={"cause": "refused"})
+    if newest.status == "STOPPED":
+        reason = f"attempt {newest.number} was STOPPED (python -m jobs stop, or pulumi up replaced the run)"
+        return Action("record", newest.number, reason, "failed", last_lines=lines, details={"cause": "stopped"})
+    lost = capacity_lost(state)
+    if lost:
+        return Action("record", newest.number, lost, "failed", last_lines=lines, details={"cause": "gpu-capacity-lost"})
+    left = newest.end + state.settle - state.now
+    if left > 0:
+        return Action("wait", newest.number, f"attempt {newest.number} FAILED; judging it in {left:.0f} s", wait_s=left)
+    reason = _one_line(newest.message) or f"attempt {newest.number} FAILED"
+    return Action("record", newest.number, reason, "failed", last_lines=lines, details={"cause": "other"})
+
+
+def _after_failure(state: State) -> Action:
+    newest, settings, recorded = state.newest, state.settings, state.recorded
+    assert newest is not None and newest.end is not None
+    failed = recorded["failed"]
+    cause = failed.get("details", {}).get("cause")
+    lines = tuple(failed.get("last_lines", ()))
+    if cause != "gpu-capacity-lost":
+        return Action("record", newest.number, failed["reason"], "not-retried", last_lines=lines)
+    if "recovering" not in recorded:
+        if state.recoveries >= settings.max_recoveries:
+            reason = (
+                f"{state.recoveries} of job.maxRecoveries={settings.max_recoveries} recoveries used: {failed['reason']}"
+            )
+            return Action("record", newest.number, reason, "gave-up", last_lines=lines)
+        delay = state.backoff.delay(state.recoveries)
+        reason = f"recovery {state.recoveries + 1} of {settings.max_recoveries} in {delay:g} s: {failed['reason']}"
+        return Action("record", newest.number, reason, "recovering", details={"backoff_s": delay})
+    left = newest.end + float(recorded["recovering"].get("details", {}).get("backoff_s", 0)) - state.now
+    if left > 0:
+        return Action(
+            "wait", newest.number, f"recovering attempt {newest.number} in {left:.0f} s (backoff)", wait_s=left
+        )
+    return Action("recover", newest.number, f"attempt {newest.number + 1} after lost GPU capacity")
+
+
+def _idle(state: State, why: str) -> Action:
+    """After the run is over: scale to zero once nothing has been live for idleMinutes, else done."""
+    newest, settings = state.newest, state.settings
+    assert newest is not None and newest.end is not None
+    if not state.can_scale or settings.idle_minutes <= 0 or "scaled-to-zero" in state.recorded:
+        return Action("done", newest.number, why)
+    if state.anything_live:
+        return Action("wait", newest.number, f"{why}; a job is live on the cluster, so the GPU workers stay")
+    left = newest.end + settings.idle_minutes * 60 - state.now
+    if left > 0:
+        return Action("wait", newest.number, f"{why}; GPU workers scale to zero in {left:.0f} s", wait_s=left)
+    return Action("scale-to-zero", newest.number, f"{why}; idle for job.idleMinutes={settings.idle_minutes:g}")
+
+
+def decide(state: State) -> Action:
+    """The next thing to do about the run (see the module's rules)."""
+    newest, recorded = state.newest, state.recorded
+    if newest is None:
+        return Action(
+            "wait", 0, f"no attempt of {state.settings.run} yet (pulumi up or python -m jobs submit starts it)"
+        )
+    if newest.status in control.LIVE or newest.end is None:
+        return Action("wait", newest.number, f"attempt {newest.number} is {newest.status}")
+    if newest.status == "SUCCEEDED":
+        if "succeeded" not in recorded:
+            return Action("record", newest.number, "", "succeeded")
+        wanted = state.settings.submission["metadata"]
+        if extends(newest.metadata, wanted):
+            reason = f"the schedule asks for more (maxSteps {newest.metadata.get('maxSteps') or 'none'} -> {wanted['maxSteps'] or 'none'}, epochs {newest.metadata.get('epochs')} -> {wanted['epochs']})"
+            return Action("extend", newest.number, reason)
+        if state.can_export and "export-submitted" not in recorded:
+            return Action("export", newest.number, f"attempt {newest.number} SUCCEEDED")
+        return _idle(state, f"attempt {newest.number} SUCCEEDED")
+    if "failed" not in recorded:
+        return _judge_failure(state)
+    for over in ("not-retried", "gave-up"):
+        if over in recorded:
+            return _idle(state, f"attempt {newest.number} {over}: {recorded[over]['reason']}")
+    return _after_failure(state)
+
+
+@dataclass(frozen=True)
+class ExportRequest:
+    """What the export hook is asked to turn into a Hugging Face model directory."""
+
+    settings: Settings
+    """The run's settings."""
+    attempt: int
+    """The SUCCEEDED attempt."""
+    step: int | None
+    """The newest complete checkpoint's step; None when there is none."""
+
+
+@dataclass(frozen=True)
+class Hooks:
+    """What the guardian does beyond Ray jobs of the run, wired by the caller (the export job and the
+    scale-to-zero belong to the stack's deployment); each returns one line saying what it did."""
+
+    export: Callable[[ExportRequest], str] | None = None
+    """Submit the export job; None: no export is decided."""
+    scale_to_zero: Callable[[Settings], str] | None = None
+    """Scale the GPU workers to zero; None: no scale-to-zero is decided."""
+
+
+class Guardian:
+    """The loop around `decide`: reads the cluster and the record, applies an action, records the decision."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        endpoint: Endpoint,
+        hooks: Hooks,
+        report: control.Report,
+        backoff: Backoff = BACKOFF,
+        settle: float = SETTLE_SECONDS,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.settings, self.endpoint, self.hooks, self.report = settings, endpoint, hooks, report
+        self.backoff, self.settle, self.clock = backoff, settle, clock
+        self.client: JobSubmissionClient = control.connect(endpoint)
+
+    def observe(self) -> State:
+        """The state `decide` needs, read from Ray (every request within control.DEADLINES) and the record."""
+        settings = self.settings
+        jobs = control.attempts(self.client, settings.run)
+        entries = record.read(settings.run_dir)
+        newest = self._view(jobs[-1], entries) if jobs else None
+        recorded = {item["event"]: item for item in entries if newest and item.get("attempt") == newest.number}
+        return State(
+            now=self.clock(),
+            settings=settings,
+            newest=newest,
+            nodes=tuple(node_view(node) for node in control.ray_nodes(self.endpoint)),
+            recoveries=sum(1 for item in entries if item.get("event") == "recovering"),
+            recorded=recorded,
+            anything_live=any(control.status_text(job.status) in control.LIVE for job in self.client.list_jobs()),
+            backoff=self.backoff,
+            settle=self.settle,
+            can_export=self.hooks.export is not None,
+            can_scale=self.hooks.scale_to_zero is not None,
+        )
+
+    def _view(self, job: Any, entries: list[dict[str, Any]]) -> AttemptView:
+        number = control.attempt_number(job)
+        status = control.status_text(job.status)
+        judged = any(item.get("attempt") == number and item.get("event") == "failed" for item in entries)
+        lines = ()
+        if status in ("FAILED", "STOPPED") and not judged:
+            lines = tuple(control.last_lines(self.client, job.submission_id, LAST_LINES))
+        return AttemptView(
+            number=number,
+            status=status,
+            start=job.start_time / 1000 if job.start_time else None,
+            end=job.end_time / 1000 if job.end_time else None,
+            message=job.message or "",
+            last_lines=lines,
+            metadata=dict(job.metadata or {}),
+        )
+
+    def append(self, attempt: int, event: str, reason: str = "", **extra: Any) -> None:
+        """Append one decision to the run's record and report it."""
+        record.append(self.settings.run_dir, record.entry(self.clock(), attempt, event, reason, **extra))
+        self.report(f"{self.settings.run}: attempt {attempt} {event}" + (f": {reason}" if reason else ""))
+
+    def resume_step(self) -> int | None:
+        """The step the next attempt's wrapper will resume from (None: from scratch, or it will refuse)."""
+        try:
+            chosen = newest_complete(self.settings.run_dir, self.settings.framework, self.settings.world_size)
+        except CheckpointError:
+            return None
+        return chosen.step if chosen else None
+
+    def submit(self, reason: str) -> None:
+        """Pass the readiness gate, then submit the run's next attempt through control.ensure_run."""
+        settings = self.settings
+        control.wait_for_gpus(self.endpoint, settings.gpu_nodes, settings.ready_timeout_seconds, self.report)
+        step = self.resume_step()
+        outcome = control.ensure_run(self.client, settings.submission)
+        if outcome.action in ("submitted", "extended"):
+            attempt = int(outcome.submission_id.rsplit("-", 1)[1])
+            self.append(attempt, "submitted", reason, resumed_from_step=step)
+        else:
+            self.report(f"{settings.run}: {outcome.sentence()}")
+
+    def apply(self, action: Action) -> None:
+        """Carry out one action that is not a wait."""
+        if action.kind == "record":
+            extra: dict[str, Any] = {"last_lines": list(action.last_lines), "details": action.details}
+            self.append(action.attempt, action.event, action.reason, **extra)
+        elif action.kind in ("recover", "extend"):
+            self.submit(action.reason)
+        elif action.kind == "export":
+            assert self.hooks.export is not None
+            step = self.resume_step()
+            done = self.hooks.export(ExportRequest(self.settings, action.attempt, step))
+            self.append(action.attempt, "export-submitted", _one_line(done), details={"step": step})
+        elif action.kind == "scale-to-zero":
+            assert self.hooks.scale_to_zero is not None
+            done = self.hooks.scale_to_zero(self.settings)
+            self.append(action.attempt, "scaled-to-zero", _one_line(f"{action.reason}: {done}"))
+
+    def run(
+        self, follow: bool = False, poll: float = POLL_SECONDS, sleep: Callable[[float], None] = time.sleep
+    ) -> Action:
+        """Decide and act until the run is over and nothing is left to do (with `follow`, for ever); return the
+        last decision. A dashboard lost on the way, or GPU nodes that do not come back within the readiness
+        gate, is a progress line and another look after `poll` seconds."""
+        shown, shown_at = "", 0.0
+        while True:
+            try:
+                action = decide(self.observe())
+                if action.kind not in ("wait", "done"):
+                    self.apply(action)
+                    continue
+            except control.JobError as error:
+                action = Action("wait", 0, f"{error}; trying again in {poll:g} s")
+            if action.kind == "done" and not follow:
+                self.report(f"{self.settings.run}: {action.reason}; nothing left to do")
+                return action
+            now = time.monotonic()
+            if action.reason != shown or now - shown_at >= control.REPORT_EVERY_SECONDS:
+                self.report(f"{self.settings.run}: {action.reason}")
+                shown, shown_at = action.reason, now
+            sleep(min(poll, action.wait_s) if action.wait_s > 0 else poll)
+
+
+def _report(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise GuardError(message)
+
+
+def _parser() -> argparse.ArgumentParser:
+    top = _Parser(prog=".venv/bin/python -m jobs guard", description=__doc__.splitlines()[0])
+    which = top.add_mutually_exclusive_group(required=True)
+    which.add_argument("--stack", help="stack name: reads Pulumi.<stack>.yaml in --dir")
+    which.add_argument("--settings", help="the guardian's settings JSON (the in-cluster form; always follows)")
+    top.add_argument("--dir", default=".", help="directory of the stack files (default: .)")
+    top.add_argument("--address", help="Ray dashboard URL; default: the stack's cluster via the kubeconfig")
+    top.add_argument("--kubeconfig", help="kubeconfig (default: $KUBECONFIG or ~/.kube/config)")
+    top.add_argument("--context", help="kubeconfig context (default: the stack's gke_<project>_<region>_<cluster>)")
+    top.add_argument("--data-root", help="a local directory standing for the shared storage (/data)")
+    top.add_argument("--follow", action="store_true", help="keep following after the run is over (until Ctrl-C)")
+    return top
+
+
+def read_settings(path: str) -> Settings:
+    """The settings JSON at `path`; GuardError in one line when it cannot be read."""
+    try:
+        values = json.loads(Path(path).read_text())
+    except OSError as error:
+        raise GuardError(f"cannot read the guardian settings {path}: {error.strerror or error}") from None
+    except ValueError as error:
+        raise GuardError(f"the guardian settings {path} are not JSON: {error}") from None
+    if not isinstance(values, dict):
+        raise GuardError(f"the guardian settings {path} must hold a JSON object")
+    return settings_from(values, path)
+
+
+def _from_stack(args: argparse.Namespace) -> tuple[Settings, Endpoint]:
+    """The foreground form: the settings of the stack file's config, the endpoint the CLI would use."""
+    from core.config.problems import ConfigError
+    from core.names import DATA_MOUNT
+    from core.stackfile import StackFileError
+    from jobs.cli import UsageError, endpoint_of, load_stack, local_submission
+    from jobs.guardian_settings import guardian_settings
+
+    try:
+        config = load_stack(args.stack, Path(args.dir))
+        endpoint = endpoint_of(args, config)
+    except (StackFileError, UsageError) as error:
+        raise GuardError(str(error)) from None
+    except ConfigError as error:
+        raise GuardError(f"the stack config was refused: {'; '.join(map(str, error.problems))}") from None
+    if not args.data_root and not Path(DATA_MOUNT).is_dir():
+        raise GuardError(
+            f"the guardian reads the checkpoints and writes the run's record on the shared storage, and {DATA_MOUNT}"
+            " is not mounted here: pass --data-root DIR for a run on this machine (job.recover deploys it in the cluster)"
+        )
+    values = guardian_settings(config)
+    values["submission"] = local_submission(args, values["submission"])
+    return settings_from(values, f"the config of stack {args.stack!r}"), endpoint
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m jobs guard ...`; return the exit code."""
+    from jobs.access import AccessError
+
+    try:
+        args = _parser().parse_args(argv)
+        if args.settings:
+            if not args.address:
+                raise GuardError("--settings needs --address http://<head service>:8265")
+            settings, endpoint = read_settings(args.settings), control.endpoint_for_address(args.address)
+            follow = True
+        else:
+            settings, endpoint = _from_stack(args)
+            follow = args.follow
+        Guardian(settings, endpoint, Hooks(), _report).run(follow=follow)
+        return 0
+    except (GuardError, AccessError, control.JobError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except OSError as error:
+        where = f" ({error.filename})" if error.filename else ""
+        print(f"error: cannot read or write the run's directory{where}: {error.strerror or error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted; the run's attempts keep running", file=sys.stderr)
+        return 130

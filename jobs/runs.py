@@ -1,0 +1,58 @@
+"""Attempts of a run as plain data: the attempt's submission id, its submit_job kwargs and GRPO_*
+environment, and whether a new schedule extends a SUCCEEDED attempt.
+
+Stdlib only, so the in-cluster guardian (jobs/guardian_settings.py `guardian_code_files`) carries it
+without the typed config. Pure: no Ray, no I/O.
+"""
+
+from __future__ import annotations
+
+RUN_ENV = ("GRPO_RUN", "GRPO_ATTEMPT", "GRPO_RUN_DIR")
+"""Environment of each attempt's driver: the run id, the attempt number and the run directory
+(set per attempt, after the run's hash)."""
+
+VERL_METRICS_ROOT = "VERL_FILE_LOGGER_ROOT"
+"""verl's file logger writes <root>/<project>/<experiment>.jsonl, creating the directory itself
+(VERL_FILE_LOGGER_PATH is opened as-is, before the run directory exists), and truncates the
+file when training starts: each attempt therefore gets a root of its own."""
+
+
+def attempt_id(run: str, attempt: int) -> str:
+    """Ray submission id of attempt `attempt` (1, 2, ...) of `run`."""
+    return f"{run}-{attempt}"
+
+
+def run_dir_of(submission: dict) -> str:
+    """The run directory a submission names (its GRPO_RUN_DIR)."""
+    return submission["runtime_env"]["env_vars"]["GRPO_RUN_DIR"]
+
+
+def for_attempt(submission: dict, attempt: int) -> dict:
+    """The submit_job kwargs of attempt `attempt` of the run `submission` names: its own id,
+    metadata and GRPO_* environment and, for verl, its own metrics file under the run directory.
+
+    The run directory is the submission's GRPO_RUN_DIR (the spec's on the shared storage, or a local
+    one for a run on this machine), kept for every attempt.
+    """
+    run = submission["metadata"]["run"]
+    env_vars = dict(submission["runtime_env"]["env_vars"])
+    run_dir = env_vars["GRPO_RUN_DIR"]
+    env_vars.update(zip(RUN_ENV, (run, str(attempt), run_dir), strict=True))
+    if submission["metadata"]["framework"] == "verl":
+        env_vars[VERL_METRICS_ROOT] = f"{run_dir}/metrics/attempt-{attempt}"
+    return {
+        **submission,
+        "submission_id": attempt_id(run, attempt),
+        "runtime_env": {**submission["runtime_env"], "env_vars": dict(sorted(env_vars.items()))},
+        "metadata": {**submission["metadata"], "attempt": str(attempt)},
+    }
+
+
+def extends(done: dict[str, str], wanted: dict[str, str]) -> bool:
+    """Whether the schedule `wanted` asks for more training than the SUCCEEDED attempt's `done`
+    (both job metadata from spec.schedule_of): more epochs, or more steps ("" is unlimited). An attempt
+    that recorded no schedule is never extended."""
+    if "maxSteps" not in done or "epochs" not in done:
+        return False
+    steps_done, steps_wanted = (float(item["maxSteps"] or "inf") for item in (done, wanted))
+    return steps_wanted > steps_done or int(wanted["epochs"]) > int(done["epochs"])
