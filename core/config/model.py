@@ -336,6 +336,14 @@ class JobConfig(_Section):
     run_generation: int = Field(
         0, ge=0, description="Part of the run id: raising it starts a new run of the same spec (submit --fresh does)."
     )
+    preflight: Literal["full", "gpu", "off"] | None = Field(
+        None,
+        description="Check before the first attempt on a fresh RayCluster: full (GPUs and fabric), gpu, or off;"
+        " default full on 2 or more GPU nodes, gpu on one.",
+    )
+    cordon_bad_nodes: bool = Field(
+        False, description="Cordon the nodes a failed preflight names, so that GKE replaces them."
+    )
 
 
 class PricingConfig(_Section):

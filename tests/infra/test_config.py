@@ -915,6 +915,32 @@ JOB_AND_TOKEN = [
         {"grpo-gke:job.readyTimeoutSeconds": 86401},
         "grpo-gke:job.readyTimeoutSeconds: must be at most 86400, got 86401",
     ),
+    ok("preflight-gpu-on-one-node", {"grpo-gke:job.preflight": "gpu"}),
+    ok("preflight-off", {"grpo-gke:job.preflight": "off"}),
+    ok("preflight-full-on-two-nodes", {"grpo-gke:job.preflight": "full", "grpo-gke:gpu.nodes": 2}),
+    bad(
+        "preflight-other",
+        {"grpo-gke:job.preflight": "nccl"},
+        "grpo-gke:job.preflight: must be one of 'full', 'gpu' or 'off', got 'nccl'",
+    ),
+    bad(
+        "preflight-full-on-one-node",
+        {"grpo-gke:job.preflight": "full"},
+        "grpo-gke:job.preflight: full tests the fabric between GPU nodes and needs gpu.nodes of 2 or more; use gpu"
+        " on one node, got 'full'",
+    ),
+    ok("cordon-with-the-default-preflight", {"grpo-gke:job.cordonBadNodes": True}),
+    bad(
+        "cordon-not-bool",
+        {"grpo-gke:job.cordonBadNodes": "yes please"},
+        "grpo-gke:job.cordonBadNodes: must be true or false, got 'yes please'",
+    ),
+    bad(
+        "cordon-without-preflight",
+        {"grpo-gke:job.cordonBadNodes": True, "grpo-gke:job.preflight": "off"},
+        "grpo-gke:job.cordonBadNodes: cordons the nodes a preflight names, and job.preflight is off; set"
+        " job.preflight to gpu or full, or cordonBadNodes to false",
+    ),
     ok("token-set", {"grpo-gke:hfToken": "hf_abc"}),
     *(
         bad(
@@ -1141,7 +1167,13 @@ def test_section_defaults() -> None:
         "validateEvery": 10,
         "keepCheckpoints": 2,
     }
-    assert config.job.model_dump(by_alias=True) == {"submit": True, "readyTimeoutSeconds": 1800, "runGeneration": 0}
+    assert config.job.model_dump(by_alias=True) == {
+        "submit": True,
+        "readyTimeoutSeconds": 1800,
+        "runGeneration": 0,
+        "preflight": None,
+        "cordonBadNodes": False,
+    }
 
 
 def test_derived_names_are_sanitised() -> None:
