@@ -34,7 +34,9 @@ DEADLINE_S = 90
 """Longest the four ranks may take (about 10 s on an idle two-core machine)."""
 
 SLOW_BOUND_GBPS = max(
-    fabric.bus_bandwidth_factor("all_gather", ranks) * statistics.mean(fabric_ranks.SIZES) / fabric_ranks.SLOW_DELAY_S
+    fabric.bus_bandwidth_factor("all_gather", ranks)
+    * statistics.mean(fabric_ranks.SIZES)
+    / fabric_ranks.SLOW_DELAY_S
     / fabric.BYTES_PER_GB
     for ranks in (2, WORLD_SIZE)
 )
@@ -95,11 +97,18 @@ def test_a_slow_node_fails_the_group_and_the_pair_search_names_it(reports):
         [["node-0", "node-1"], ["node-2", "node-3"]],
         [["node-2", "node-0"], ["node-3", "node-1"]],
     ]
-    assert all(point["correct"] for round_ in slow["search"] for pair in round_
-               for points in pair["collectives"].values() for point in points)
+    assert all(
+        point["correct"]
+        for round_ in slow["search"]
+        for pair in round_
+        for points in pair["collectives"].values()
+        for point in points
+    )
     lines = fabric.judge_fabric(slow, floor_gbps=FLOOR_GBPS, expected_network=None).lines()
     assert lines[0] == "fabric across 4 nodes: FAIL"
     assert re.fullmatch(r"fabric across 4 nodes: FAIL all_gather averages [0-9.]+ GB/s .*", lines[1])
     assert len(lines) == 3 and re.fullmatch(
         r"node-2: FAIL slow: beside healthy node-3 and node-0, all_gather averages [0-9.]+ GB/s .*"
-        r"bus bandwidth over 8 MiB-16 MiB, below the floor [0-9.]+ GB/s", lines[2]), lines
+        r"bus bandwidth over 8 MiB-16 MiB, below the floor [0-9.]+ GB/s",
+        lines[2],
+    ), lines

@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
 from jobs.cli import load_stack, main
 from jobs.preflight import run
-from plan.harness import REPO_ROOT
+from tests.jobs.preflight.conftest import STAMP
 
 pytestmark = [
     pytest.mark.usefixtures("ray_head"),
@@ -23,44 +22,6 @@ pytestmark = [
         reason="torch is not installed (requirements-test.txt, installed by `make test`): the gloo fabric is skipped",
     ),
 ]
-
-STAMP = "20261201T120000.000Z"
-"""The preflight's fixed time, so its file name and job id are known."""
-
-LOCAL = {
-    "gpus_per_node": 1,
-    "strategy": "PACK",
-    "measure": "tests.jobs.preflight.stand_in_measure:measure_node",
-}
-"""The local head is one Ray node with 8 declared GPUs: a bundle of one GPU stands for each GPU node."""
-
-GLOO = {"backend": "gloo", "device": "cpu", "min_bytes": 1 << 10, "max_bytes": 1 << 16, "warmups": 1, "iterations": 2}
-"""The fabric over gloo on loopback, a short sweep."""
-
-FLOOR_GBPS = 1e-6
-"""A floor any loopback run reaches."""
-
-
-@pytest.fixture
-def on_local_head(monkeypatch):
-    """The preflight's settings and submission made for the local head (the venv's Python, the checkout on
-    PYTHONPATH for the stand-in, gloo on lo) and its time fixed."""
-    settings_of, submission_of = run.preflight_settings, run.preflight_submission
-
-    def settings(*args, **kwargs):
-        made = {**settings_of(*args, **kwargs), **LOCAL}
-        measure = {**made["fabric"]["measure"], **GLOO, "floor_gbps": FLOOR_GBPS}
-        made["fabric"] = {**made["fabric"], "measure": measure, "env": {"GLOO_SOCKET_IFNAME": "lo"}}
-        return made
-
-    def submission(settings):
-        made = submission_of(settings)
-        return {**made, "runtime_env": {"env_vars": {"PYTHONPATH": str(REPO_ROOT)}}}
-
-    monkeypatch.setattr(run, "preflight_settings", settings)
-    monkeypatch.setattr(run, "preflight_submission", submission)
-    monkeypatch.setattr(run, "POD_PYTHON", sys.executable)
-    monkeypatch.setattr(run, "stamp_now", lambda: STAMP)
 
 
 def results_of(name, directory, data_root) -> Path:
