@@ -305,12 +305,16 @@ def node_table(report: dict[str, Any], node: verdict.NodeVerdict, reference: Gpu
 
 
 def fabric_table(report: dict[str, Any], judged: fabric.FabricVerdict) -> list[str]:
-    """The fabric: each collective's average bus bandwidth against the floor, the network per node, the findings."""
+    """The fabric: each collective's average bus bandwidth against the floor, the network and NICs NCCL names per
+    node, the findings (a slow node, a slow NIC)."""
     lines = [judged.lines()[0]]
     floor = report["method"]["floor_gbps"]
     for collective, average in fabric.group_averages(report["group"]).items():
         lines.append(f"  {collective}: {average:.3g} GB/s average bus bandwidth (floor {floor:g} GB/s)")
+    nics = report.get("nics") or {}
     for node, used in (report.get("networks") or {}).items():
-        lines.append(f"  {node}: NCCL network {', '.join(used) or 'none named'}")
+        devices = (nics.get(node) or {}).get("devices") or []
+        listed = f"; its net plugin lists {len(devices)} devices ({', '.join(devices)})" if devices else ""
+        lines.append(f"  {node}: NCCL network {', '.join(used) or 'none named'}{listed}")
     lines += [f"  {line}" for line in judged.lines()[1:]]
     return lines

@@ -136,3 +136,40 @@ def test_a_failing_node_gets_one_line_and_is_the_bad_node():
         "gke-n0: FAIL GPU 2 device copy (read+write) 2 TB/s is 46.9% of the NVIDIA H200 reference 4.26 TB/s"
         " (threshold 80%)"
     ]
+
+
+def test_a_slow_fabric_node_and_its_slow_nic_are_one_line_each_and_the_node_is_bad():
+    from tests.jobs.preflight.test_fabric import rails_report
+
+    healthy = device_run("run2-preflight.json")["reports"]["healthy"][0]
+    reports = [{**copy.deepcopy(healthy), "node": node} for node in ("n0", "n1", "n2")]
+    nics = {
+        node: {"devices": ["mlx5_0", "mlx5_1"], "rank_devices": {"0": [0], "1": [1]}} for node in ("n0", "n1", "n2")
+    }
+    settings = {**_settings(), "nodes": 3, "gpus_per_node": 1}
+    measured = {**rails_report(1, nics), "method": {"floor_gbps": 100.0}}
+    result = {"mode": "full", "reports": reports, "fabric_report": measured, "path": "/data/x.json"}
+    report = run.judge_result(settings, result)
+    assert report.bad_nodes() == ["n1"]
+    assert report.failure_lines() == [
+        "n1: FAIL slow: beside healthy n0, all_gather averages 38.5 GB/s bus bandwidth over 1 KiB-8 GiB, below the"
+        " floor 100 GB/s",
+        "fabric across 3 nodes: FAIL all_gather averages 38.5 GB/s bus bandwidth over 1 KiB-8 GiB, below the floor"
+        " 100 GB/s",
+        "n1 NIC of GPU 1 (NCCL net device 1 (mlx5_1)): FAIL slow: its rail beside n0's GPU 1 averages 12 GB/s"
+        " all_gather bus bandwidth, 42% of the node's median rail 28.5 GB/s (threshold 80%)",
+    ]
+    table = report.table()
+    assert table[table.index("fabric across 3 nodes: FAIL") :] == [
+        "fabric across 3 nodes: FAIL",
+        "  all_gather: 38.5 GB/s average bus bandwidth (floor 100 GB/s)",
+        "  all_reduce: 240 GB/s average bus bandwidth (floor 100 GB/s)",
+        "  n0: NCCL network gIB; its net plugin lists 2 devices (mlx5_0, mlx5_1)",
+        "  n1: NCCL network gIB; its net plugin lists 2 devices (mlx5_0, mlx5_1)",
+        "  n2: NCCL network gIB; its net plugin lists 2 devices (mlx5_0, mlx5_1)",
+        "  " + report.failure_lines()[1],
+        "  n1: FAIL slow: beside healthy n0, all_gather averages 38.5 GB/s bus bandwidth over 1 KiB-8 GiB, below the"
+        " floor 100 GB/s",
+        "  " + report.failure_lines()[2],
+        "verdict: FAIL (full preflight of 3 nodes)",
+    ]
