@@ -38,5 +38,6 @@ FABRIC_NIC_MIN_SHARE = 0.8
 """A NIC whose 2-rank rail (its GPU beside the same GPU of a healthy node) averages below this share of the median rail
 of the same node fails, named with its node. A3 Ultra and A4 have 8 MRDMA NICs beside 8 GPUs, one rail each
 (../shared/reference/gcp-infrastructure.md: "8 GPUs, 8 MRDMA NICs plus gVNIC ... 8 RDMA subnets"), and
-NCCL_CROSS_NIC=0 keeps each GPU's traffic on its own rail, so healthy rails of one node measure alike; 80% is the
+NCCL_CROSS_NIC=0 keeps a ring on the same NIC index on both nodes (rail-aligned), so the healthy rails of one node
+measure alike; 80% is the
 threshold issue 14 sets for a GPU's figures, applied to the rails (a choice of this project, not a vendor figure)."""

@@ -165,8 +165,8 @@ def _share_text(text: str, device: Any, width: int = 256) -> list[str]:
 
 def _measure_rails(node: str, partner: str, ranks_of: dict[str, list[int]], device: Any,
                    measure: dict[str, Any]) -> list[dict[str, Any]]:
-    """The rails of a slow `node` at once: its i-th rank beside `partner`'s i-th rank, one 2-rank group each (with
-    NCCL_CROSS_NIC=0 each GPU's traffic stays on its own NIC), so a slow NIC shows as one slow rail."""
+    """The rails of a slow `node` at once: its i-th rank beside `partner`'s i-th rank, one 2-rank group each
+    (NCCL_CROSS_NIC=0 keeps it rail-aligned: the same NIC index on both nodes), so a slow NIC shows as one slow rail."""
     rails = {f"{name}/{index}": [member] for name in (node, partner) for index, member in enumerate(ranks_of[name])}
     groups = [(f"{node}/{index}", f"{partner}/{index}") for index in range(len(ranks_of[node]))]
     return _measure_round(groups, rails, device, **measure)
