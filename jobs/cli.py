@@ -304,16 +304,16 @@ def preflight_mode_of(config: StackConfig, asked: str | None) -> str:
 
 def cmd_preflight(args: argparse.Namespace, config: StackConfig) -> int:
     """Check every GPU node (and, in full, the fabric between them); a table per node and a verdict."""
-    from jobs.preflight import run
+    from jobs.preflight import run, settings
 
     mode = preflight_mode_of(config, args.mode)
     if mode == "full" and config.gpu.nodes < 2:
         raise UsageError(f"--mode full needs 2 or more GPU nodes; stack {config.stack!r} has gpu.nodes=1 (use --mode gpu)")
     client = control.connect(endpoint_of(args, config))
-    settings = run.preflight_settings(config, mode, run.results_dir(config, args.data_root), run.stamp_now())
+    made = settings.preflight_settings(config, mode, settings.results_dir(config, args.data_root), run.stamp_now())
     progress = _ProgressLine()
     try:
-        outcome = run.run_preflight(client, settings, progress)
+        outcome = run.run_preflight(client, made, progress)
     finally:
         progress.close()
     print("\n".join(outcome.table()))

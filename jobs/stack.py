@@ -11,7 +11,7 @@ import pulumi.dynamic
 from core.config.model import StackConfig
 from infra.outputs import InfraOutputs
 from jobs.cli import job_command
-from jobs.preflight.gate import preflight_template
+from jobs.preflight.settings import preflight_template
 from jobs.provider import JobProvider
 from jobs.spec import submission_for
 from workloads.outputs import WorkloadOutputs
@@ -32,7 +32,7 @@ class GrpoJobArgs:
     cluster_uid: pulumi.Input[str | None]
     """The RayCluster's uid: a replaced cluster lost its jobs, so the run is submitted again."""
     preflight: dict[str, Any] | None
-    """The preflight's settings without their time (jobs/preflight/gate.py preflight_template), None when off: run
+    """The preflight's settings without their time (jobs/preflight/settings.py preflight_template), None when off: run
     before the first attempt on a fresh RayCluster."""
     cordon_bad_nodes: bool
     """Cordon the nodes a failed preflight names."""

@@ -2,7 +2,8 @@
 resume: what the post-deploy step (jobs/provider.py) calls, and the guardian's one call for the same moment.
 
 A failed preflight refuses the training job: PreflightRefused says why, one line per bad node or NIC; with
-`job.cordonBadNodes` the nodes it names are cordoned first (jobs/preflight/cordon.py).
+`job.cordonBadNodes` the nodes it names are cordoned first (jobs/preflight/cordon.py). It takes the plain template
+of jobs/preflight/settings.py preflight_template and imports neither the typed config nor Pulumi.
 """
 
 from __future__ import annotations
@@ -10,10 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from core.config.model import StackConfig
 from jobs.access import Endpoint
 from jobs.control import JobError
-from jobs.defaults import preflight_mode
 from jobs.preflight import run
 from jobs.preflight.cordon import cordon_pods_nodes
 
@@ -30,15 +29,6 @@ class PreflightRefused(JobError):
         super().__init__("\n".join(lines))
         self.outcome = outcome
         """The judged preflight."""
-
-
-def preflight_template(config: StackConfig) -> dict[str, Any] | None:
-    """The stack's preflight settings without their time (plain, deterministic: fit for Pulumi's state and the
-    guardian's settings), or None when job.preflight is off."""
-    mode, _ = preflight_mode(config)
-    if mode == "off":
-        return None
-    return run.preflight_settings(config, mode, run.results_dir(config), stamp="")
 
 
 def before_first_attempt(

@@ -1,5 +1,6 @@
-"""The preflight as a Ray job: its settings and submission (pure), submitting it and reading its result, the
-report (a table per node and the verdict) and the lines that name each bad node or NIC.
+"""The preflight as a Ray job: its submission (pure, from the settings jobs/preflight/settings.py makes), submitting
+it and reading its result, the report (a table per node and the verdict) and the lines that name each bad node or
+NIC. Without the typed config or Pulumi, so the in-cluster guardian can run it from its settings alone.
 
 The driver (jobs/preflight/driver.py) and what it imports are pod-side code: `jobs/` and `core/` reach the cluster
 as the job's runtime_env `py_modules`, added here at submission time (Ray zips and uploads them,
@@ -17,23 +18,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from core import names
-from core.config.model import StackConfig
-from core.facts.fabric import (
-    FABRIC_EXPECTED_NETWORK,
-    FABRIC_FLOOR_BUSBW_GBPS,
-    FABRIC_ITERATIONS,
-    FABRIC_SWEEP_MAX_BYTES,
-    FABRIC_SWEEP_MIN_BYTES,
-    FABRIC_WARMUPS,
-)
-from core.facts.gpu_health import GPU_HEALTH_REFERENCES, PREFLIGHT_MIN_SHARE, GpuHealthReference
-from core.facts.platform import GPUS_PER_NODE
+from core.facts.gpu_health import GPU_HEALTH_REFERENCES, GpuHealthReference
 from jobs.control import DEADLINES, REPORT_EVERY_SECONDS, TERMINAL, JobError, last_lines, status_of
 from jobs.preflight import fabric, verdict
 from jobs.preflight.driver import RESULT_MARKER, verdicts
-from jobs.spec import training_spec
-from workloads.raycluster import worker_env
 
 if TYPE_CHECKING:
     from ray.job_submission import JobSubmissionClient
@@ -47,18 +35,6 @@ POD_PACKAGES = (PROJECT_DIR / "core", PROJECT_DIR / "jobs")
 POD_PYTHON = "python3"
 """The Python of the framework images, which runs the driver."""
 
-MEASURE = "jobs.preflight.measure:measure_node"
-"""What each node task calls for its GPUs' report."""
-
-PLACEMENT_TIMEOUT_S = 300.0
-"""How long the driver waits for a bundle on every GPU node: the nodes are already in Ray (the readiness gate ran)."""
-
-TASK_TIMEOUT_S = 900.0
-"""How long one node's GPU measurement (8 GPUs one after another) may take in the driver."""
-
-FABRIC_TIMEOUT_S = 1200.0
-"""How long the fabric ranks may take in the driver: the sweep to 8 GiB of both collectives and the pair rounds."""
-
 POLL_SECONDS = 2.0
 """How often the submitting side asks for the preflight job's status."""
 
@@ -71,61 +47,6 @@ def stamp_now() -> str:
     """The UTC time of a preflight, as a file name: `20261201T121314.123Z`."""
     now = datetime.now(UTC)
     return now.strftime("%Y%m%dT%H%M%S.") + f"{now.microsecond // 1000:03d}Z"
-
-
-def results_dir(config: StackConfig, data_root: str | None = None) -> str:
-    """`<run dir>/preflight`, beside the run's record; under `data_root` for a local run (the shared storage's
-    `/data/x` becomes `<data_root>/x`, as jobs/spec.py on_data_root maps it)."""
-    directory = f"{training_spec(config).run_dir}/preflight"
-    if data_root is None:
-        return directory
-    return str(Path(data_root) / Path(directory).relative_to(names.DATA_MOUNT))
-
-
-def fabric_env(config: StackConfig) -> dict[str, str]:
-    """The NCCL environment of the stack's GPU workers (the same entries their pods get) with NCCL_NET=gIB, and the
-    Gloo interface: set again on each fabric rank, so the check uses exactly what training will."""
-    plain = {item["name"]: item["value"] for item in worker_env(config) if "value" in item}
-    env = {name: value for name, value in plain.items() if name.startswith("NCCL_") or name == "GLOO_SOCKET_IFNAME"}
-    env["NCCL_NET"] = FABRIC_EXPECTED_NETWORK
-    return dict(sorted(env.items()))
-
-
-def preflight_settings(config: StackConfig, mode: str, directory: str, stamp: str) -> dict[str, Any]:
-    """What the driver runs (plain, deterministic for a given `stamp`): `mode` full or gpu on the stack's GPU nodes,
-    the references it judges by, where it writes its result."""
-    if mode not in ("full", "gpu"):
-        raise ValueError(f"no preflight to run in mode {mode!r}")
-    return {
-        "stack": config.stack,
-        "stamp": stamp,
-        "mode": mode,
-        "nodes": config.gpu.nodes,
-        "gpus_per_node": GPUS_PER_NODE,
-        "strategy": "STRICT_SPREAD",
-        "measure": MEASURE,
-        "gpu_type": config.gpu.type,
-        # An image of unstated CUDA (workload.image without cudaVersion) has no need to check the driver against.
-        "required_cuda": config.workload.resolved_image().cuda_version or "0",
-        "threshold": PREFLIGHT_MIN_SHARE,
-        "placement_timeout_s": PLACEMENT_TIMEOUT_S,
-        "task_timeout_s": TASK_TIMEOUT_S,
-        "results_dir": directory,
-        "fabric": {
-            "env": fabric_env(config),
-            "network": FABRIC_EXPECTED_NETWORK,
-            "timeout_s": FABRIC_TIMEOUT_S,
-            "measure": {
-                "backend": "nccl",
-                "device": "cuda:0",
-                "min_bytes": FABRIC_SWEEP_MIN_BYTES,
-                "max_bytes": FABRIC_SWEEP_MAX_BYTES,
-                "warmups": FABRIC_WARMUPS,
-                "iterations": FABRIC_ITERATIONS,
-                "floor_gbps": FABRIC_FLOOR_BUSBW_GBPS,
-            },
-        },
-    }
 
 
 def preflight_submission(settings: dict[str, Any]) -> dict[str, Any]:

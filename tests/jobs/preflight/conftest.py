@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from jobs.preflight import run
+from jobs.preflight import settings as settings_module
 from plan.harness import REPO_ROOT
 
 DATA = Path(__file__).with_name("data")
@@ -62,7 +63,7 @@ def on_local_head_settings(made: dict) -> dict:
 def on_local_head(monkeypatch):
     """The preflight's settings and submission made for the local head (the venv's Python, the checkout on
     PYTHONPATH for the stand-in, gloo on lo) and its time fixed."""
-    settings_of, submission_of = run.preflight_settings, run.preflight_submission
+    settings_of, submission_of = settings_module.preflight_settings, run.preflight_submission
 
     def settings(*args, **kwargs):
         return on_local_head_settings(settings_of(*args, **kwargs))
@@ -71,7 +72,7 @@ def on_local_head(monkeypatch):
         made = submission_of(settings)
         return {**made, "runtime_env": {"env_vars": {"PYTHONPATH": str(REPO_ROOT)}}}
 
-    monkeypatch.setattr(run, "preflight_settings", settings)
+    monkeypatch.setattr(settings_module, "preflight_settings", settings)
     monkeypatch.setattr(run, "preflight_submission", submission)
     monkeypatch.setattr(run, "POD_PYTHON", sys.executable)
     monkeypatch.setattr(run, "stamp_now", lambda: STAMP)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from jobs.control import attempts, connect, endpoint_for_address, stop_jobs
-from jobs.preflight.gate import preflight_template
+from jobs.preflight.settings import preflight_template
 from jobs.provider import JobProvider
 from jobs.spec import submission_of, training_spec
 from tests.conftest import config_of

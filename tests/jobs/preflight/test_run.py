@@ -11,6 +11,7 @@ from pathlib import Path
 
 from core.facts.pods import GIB_NCCL_ENV
 from jobs.preflight import driver, run
+from jobs.preflight import settings as preflight_settings
 from jobs.spec import training_spec
 from plan.harness import REPO_ROOT
 from tests.conftest import config_of
@@ -71,7 +72,7 @@ def test_the_pod_side_code_imports_only_the_stdlib_ray_torch_and_itself_and_pars
 
 
 def _settings(stack: str = "verl-standard-h200", mode: str = "full") -> dict:
-    return run.preflight_settings(config_of(stack), mode, "/data/checkpoints/r/preflight", "20261201T120000.000Z")
+    return preflight_settings.preflight_settings(config_of(stack), mode, "/data/checkpoints/r/preflight", "20261201T120000.000Z")
 
 
 def test_the_settings_carry_the_stacks_nccl_environment_with_gib_and_the_gate_sweep():
@@ -108,8 +109,8 @@ def test_the_submission_is_plain_and_deterministic_and_the_code_is_added_only_wh
 def test_the_results_lie_beside_the_runs_record_and_under_a_local_data_root():
     config = config_of("dev")
     run_dir = training_spec(config).run_dir
-    assert run.results_dir(config) == f"{run_dir}/preflight"
-    assert run.results_dir(config, "/tmp/local") == f"/tmp/local{run_dir.removeprefix('/data')}/preflight"
+    assert preflight_settings.results_dir(config) == f"{run_dir}/preflight"
+    assert preflight_settings.results_dir(config, "/tmp/local") == f"/tmp/local{run_dir.removeprefix('/data')}/preflight"
 
 
 def test_the_result_is_the_last_marked_line_of_the_log():

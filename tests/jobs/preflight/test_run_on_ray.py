@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from jobs.cli import load_stack, main
-from jobs.preflight import run
+from jobs.preflight import settings
 from tests.jobs.preflight.conftest import STAMP
 
 pytestmark = [
@@ -26,7 +26,7 @@ pytestmark = [
 
 def results_of(name, directory, data_root) -> Path:
     """Where the stack's preflight results lie under `data_root`: `<run dir>/preflight`."""
-    return Path(run.results_dir(load_stack(name, directory), str(data_root)))
+    return Path(settings.results_dir(load_stack(name, directory), str(data_root)))
 
 
 def preflight(capsys, ray_head, name, directory, data_root, *extra):
