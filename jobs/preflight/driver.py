@@ -8,7 +8,8 @@ the rest of `jobs/preflight/` and `core/facts/` (jobs/preflight/run.py adds them
 2. One task per bundle holding all its GPUs runs the measurement (`measure`, `module:function`, by default
    measure.measure_node) and returns the node's report; a task that fails leaves a report saying why.
 3. For `mode` full, one task per GPU (the bundle's GPUs, one each) joins one torch.distributed process group across
-   the nodes, with the stack's NCCL environment (`fabric.env`), and runs fabric_measure.measure_fabric().
+   the nodes, with the stack's NCCL environment (`fabric.env`), and runs fabric_measure.measure_fabric(); ranks that
+   do not finish within `fabric.timeout_s` (a hung NCCL) fail the fabric, with the reason, instead of the preflight.
 4. Each node is judged (verdict.judge_node) and the fabric (fabric.judge_fabric); the result is written to
    `<results_dir>/<stamp>.json`, `<results_dir>/newest` names it, and the last line of the log is RESULT_MARKER and
    the result as one JSON line, which the submitting side reads.
@@ -88,8 +89,8 @@ def _node_reports(ray: Any, group: Any, settings: dict[str, Any]) -> list[dict[s
         try:
             reports.append(ray.get(ref, timeout=settings["task_timeout_s"]))
         except Exception as error:  # noqa: BLE001 - a lost node, a timeout or the measurement's own error
-            first = (str(error).strip().splitlines() or [type(error).__name__])[-1][:300]
-            reports.append({"node": f"GPU node {index}", "gpus": [], "smi_error": f"the node's task failed: {first}"})
+            failed = f"the node's task failed: {_last_line(error)}"
+            reports.append({"node": f"GPU node {index}", "gpus": [], "smi_error": failed})
     return reports
 
 
@@ -112,7 +113,16 @@ def _fabric_report(ray: Any, group: Any, settings: dict[str, Any], names: list[s
         )
         for rank in range(len(node_of_rank))
     ]
-    return ray.get(pending, timeout=settings["fabric"]["timeout_s"])[0]
+    try:
+        return ray.get(pending, timeout=settings["fabric"]["timeout_s"])[0]
+    except Exception as error:  # noqa: BLE001 - a rendezvous or collective past its deadline, a lost rank: a finding
+        for ref in pending:
+            ray.cancel(ref, force=True)
+        return {"nodes": names, "error": _last_line(error)}
+
+
+def _last_line(error: BaseException) -> str:
+    return (str(error).strip().splitlines() or [type(error).__name__])[-1][:300]
 
 
 def verdicts(
@@ -129,6 +139,10 @@ def verdicts(
     ]
     if fabric_report is None:
         return nodes, None
+    if "error" in fabric_report:
+        where = f"fabric across {len(fabric_report['nodes'])} nodes"
+        failed = verdict.Finding(where, None, "fail", f"the measurement did not finish: {fabric_report['error']}")
+        return nodes, fabric.FabricVerdict(nodes=fabric_report["nodes"], findings=[failed])
     measure = settings["fabric"]["measure"]
     expected = settings["fabric"]["network"] if measure["backend"] == "nccl" else None
     return nodes, fabric.judge_fabric(fabric_report, measure["floor_gbps"], expected)
@@ -173,7 +187,14 @@ def run(settings: dict[str, Any]) -> dict[str, Any]:
     say(f"placing {nodes} bundles of {per_node} GPUs ({settings['strategy']})")
     group = placement_group([{"CPU": 1, "GPU": per_node}] * nodes, strategy=settings["strategy"])
     try:
-        ray.get(group.ready(), timeout=settings["placement_timeout_s"])
+        try:
+            ray.get(group.ready(), timeout=settings["placement_timeout_s"])
+        except ray.exceptions.GetTimeoutError:
+            say(
+                f"could not place {nodes} bundles of {per_node} GPUs ({settings['strategy']}) within "
+                f"{settings['placement_timeout_s']:g} s: fewer GPU nodes with free GPUs are in Ray"
+            )
+            raise SystemExit(1) from None
         say(f"measuring the GPUs of {nodes} nodes")
         reports = _node_reports(ray, group, settings)
         fabric_report = None

@@ -228,6 +228,8 @@ def node_table(report: dict[str, Any], node: verdict.NodeVerdict, reference: Gpu
 def fabric_table(report: dict[str, Any], judged: fabric.FabricVerdict) -> list[str]:
     """The fabric: each collective's average bus bandwidth against the floor, the network and NICs NCCL names per
     node, the findings (a slow node, a slow NIC)."""
+    if "error" in report:
+        return judged.lines()
     lines = [judged.lines()[0]]
     floor = report["method"]["floor_gbps"]
     for collective, average in fabric.group_averages(report["group"]).items():

@@ -72,7 +72,9 @@ def test_the_pod_side_code_imports_only_the_stdlib_ray_torch_and_itself_and_pars
 
 
 def _settings(stack: str = "verl-standard-h200", mode: str = "full") -> dict:
-    return preflight_settings.preflight_settings(config_of(stack), mode, "/data/checkpoints/r/preflight", "20261201T120000.000Z")
+    return preflight_settings.preflight_settings(
+        config_of(stack), mode, "/data/checkpoints/r/preflight", "20261201T120000.000Z"
+    )
 
 
 def test_the_settings_carry_the_stacks_nccl_environment_with_gib_and_the_gate_sweep():
@@ -110,7 +112,9 @@ def test_the_results_lie_beside_the_runs_record_and_under_a_local_data_root():
     config = config_of("dev")
     run_dir = training_spec(config).run_dir
     assert preflight_settings.results_dir(config) == f"{run_dir}/preflight"
-    assert preflight_settings.results_dir(config, "/tmp/local") == f"/tmp/local{run_dir.removeprefix('/data')}/preflight"
+    assert (
+        preflight_settings.results_dir(config, "/tmp/local") == f"/tmp/local{run_dir.removeprefix('/data')}/preflight"
+    )
 
 
 def test_the_result_is_the_last_marked_line_of_the_log():
@@ -174,3 +178,15 @@ def test_a_slow_fabric_node_and_its_slow_nic_are_one_line_each_and_the_node_is_b
         "  " + report.failure_lines()[2],
         "verdict: FAIL (full preflight of 3 nodes)",
     ]
+
+
+def test_a_fabric_measurement_that_did_not_finish_fails_the_fabric_with_its_reason():
+    healthy = device_run("run2-preflight.json")["reports"]["healthy"][0]
+    reports = [{**copy.deepcopy(healthy), "node": node} for node in ("n0", "n1")]
+    made = {**_settings(), "gpus_per_node": 1}
+    hung = {"nodes": ["n0", "n1"], "error": "GetTimeoutError: Get timed out: some object(s) not ready."}
+    report = run.judge_result(made, {"mode": "full", "reports": reports, "fabric_report": hung, "path": "/data/x.json"})
+    line = "fabric across 2 nodes: FAIL the measurement did not finish: GetTimeoutError: Get timed out: some object(s) not ready."
+    assert report.failure_lines() == [line]
+    assert report.bad_nodes() == []
+    assert report.table()[-3:] == ["fabric across 2 nodes: FAIL", line, "verdict: FAIL (full preflight of 2 nodes)"]

@@ -115,3 +115,26 @@ def test_a_full_preflight_of_one_node_is_a_usage_error(ray_head, make_stack, cap
     assert err == (
         "error: --mode full needs 2 or more GPU nodes; stack 'pf-full-one' has gpu.nodes=1 (use --mode gpu)\n"
     )
+
+
+def test_bundles_that_cannot_be_placed_end_the_preflight_in_one_line(
+    ray_head, make_stack, on_local_head, monkeypatch, capsys, tmp_path
+):
+    made_for_local_head = settings.preflight_settings
+
+    def unplaceable(*args, **kwargs):
+        return {
+            **made_for_local_head(*args, **kwargs),
+            "gpus_per_node": 8,
+            "strategy": "STRICT_SPREAD",
+            "placement_timeout_s": 1.0,
+        }
+
+    monkeypatch.setattr(settings, "preflight_settings", unplaceable)
+    name, directory = make_stack("pf-unplaceable", gpu={"nodes": 2})
+    code, out, err = preflight(capsys, ray_head, name, directory, tmp_path / "data", "--mode", "gpu")
+    assert (code, out) == (2, "")
+    assert err.splitlines()[-1] == (
+        f"error: the preflight {name}-preflight-20261201t120000000z FAILED without a result: preflight: could not"
+        " place 2 bundles of 8 GPUs (STRICT_SPREAD) within 1 s: fewer GPU nodes with free GPUs are in Ray"
+    )
