@@ -190,3 +190,13 @@ def test_a_fabric_measurement_that_did_not_finish_fails_the_fabric_with_its_reas
     assert report.failure_lines() == [line]
     assert report.bad_nodes() == []
     assert report.table()[-3:] == ["fabric across 2 nodes: FAIL", line, "verdict: FAIL (full preflight of 2 nodes)"]
+
+
+def test_the_cli_runs_the_stacks_preflight_or_when_it_is_off_the_default_for_its_nodes():
+    from jobs.cli import preflight_mode_of
+
+    assert preflight_mode_of(config_of("verl-standard-h200"), None) == "full"
+    assert preflight_mode_of(config_of("verl-standard-h200", job={"preflight": "gpu"}), None) == "gpu"
+    assert preflight_mode_of(config_of("verl-standard-h200", job={"preflight": "off"}), None) == "full"
+    assert preflight_mode_of(config_of("dev", job={"preflight": "off"}), None) == "gpu"
+    assert preflight_mode_of(config_of("verl-standard-h200"), "gpu") == "gpu"
