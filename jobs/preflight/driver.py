@@ -65,10 +65,24 @@ def free_port() -> tuple[str, int]:
         return ray.util.get_node_ip_address(), probe.getsockname()[1]
 
 
-def fabric_rank(rank: int, node_of_rank: list[str], init_method: str, options: dict[str, Any]) -> dict[str, Any]:
-    """Body of one fabric rank: fabric_measure.measure_fabric() on the GPU Ray gave this task (`cuda:0`)."""
+def fabric_rank(
+    rank: int, node_of_rank: list[str], init_method: str, options: dict[str, Any], gpus_per_node: int
+) -> dict[str, Any]:
+    """Body of one fabric rank: fabric_measure.measure_fabric() on the GPU Ray gave this task.
+
+    With NCCL every GPU of the node is made visible again (Ray shows a task only its own; the bundle holds the whole
+    node, so they are all this preflight's) and the rank uses its own by index: NCCL then reaches the node's other
+    ranks over NVLink, as training does, not through host memory as it must between GPUs it cannot see.
+    """
+    import ray
+
     from jobs.preflight.fabric_measure import measure_fabric
 
+    options = dict(options)
+    if options.get("backend") == "nccl":
+        own = int(ray.get_gpu_ids()[0])
+        os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(str(index) for index in range(gpus_per_node))
+        options["device"] = f"cuda:{own}"
     return measure_fabric(rank, node_of_rank, init_method, **options)
 
 
@@ -109,7 +123,7 @@ def _fabric_report(ray: Any, group: Any, settings: dict[str, Any], names: list[s
     task = ray.remote(fabric_rank)
     pending = [
         task.options(**placed(rank // per_node, 0, 1), runtime_env={"env_vars": settings["fabric"]["env"]}).remote(
-            rank, node_of_rank, f"tcp://{host}:{port}", options
+            rank, node_of_rank, f"tcp://{host}:{port}", options, per_node
         )
         for rank in range(len(node_of_rank))
     ]

@@ -79,7 +79,6 @@ def preflight_settings(config: StackConfig, mode: str, directory: str, stamp: st
             "timeout_s": FABRIC_TIMEOUT_S,
             "measure": {
                 "backend": "nccl",
-                "device": "cuda:0",
                 "min_bytes": FABRIC_SWEEP_MIN_BYTES,
                 "max_bytes": FABRIC_SWEEP_MAX_BYTES,
                 "warmups": FABRIC_WARMUPS,
