@@ -342,7 +342,7 @@ class JobConfig(_Section):
         " default full on 2 or more GPU nodes, gpu on one.",
     )
     cordon_bad_nodes: bool = Field(
-        False, description="Cordon the nodes a failed preflight names, so that GKE replaces them."
+        False, description="Cordon the nodes a failed preflight names, so that no new pod is scheduled there."
     )
 
 
