@@ -15,6 +15,7 @@ from jobs.preflight.settings import preflight_template
 from jobs.provider import JobProvider
 from jobs.spec import submission_of, training_spec
 from tests.conftest import config_of
+from tests.jobs.conftest import with_run_env
 from tests.jobs.preflight.conftest import STAMP
 
 pytestmark = pytest.mark.usefixtures("ray_head")
@@ -24,11 +25,12 @@ def props_for(
     address: str, stack: str, kubeconfig: str, results: Path, entrypoint: str = "sleep 60", nodes: int = 2, **job
 ) -> dict:
     """The dynamic resource's inputs as build_job gives them for a stack of `nodes` GPU nodes, with the address
-    override and the preflight's results in `results` (the test's directory, not the shared storage's /data)."""
+    override, the preflight's results in `results` and the run's directory under it (the test's directory, not the
+    shared storage's /data)."""
     config = config_of("dev", stack=stack, gpu={"nodes": nodes}, job=job)
     template = preflight_template(config)
     return {
-        "submission": submission_of(config, training_spec(config, entrypoint), 1),
+        "submission": with_run_env(submission_of(config, training_spec(config, entrypoint), 1), results / "data"),
         "kubeconfig": kubeconfig,
         "address": address,
         "gpu_nodes": 1,
