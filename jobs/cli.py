@@ -349,6 +349,9 @@ def parser() -> argparse.ArgumentParser:
     common.add_argument("--address", help="Ray dashboard URL; default: the stack's cluster via the kubeconfig")
     common.add_argument("--kubeconfig", help="kubeconfig (default: $KUBECONFIG or ~/.kube/config)")
     common.add_argument("--context", help="kubeconfig context (default: the stack's gke_<project>_<region>_<cluster>)")
+    common.add_argument(
+        "--data-root", help="a local directory standing for the shared storage (/data), for runs on this machine"
+    )
     top = _Parser(prog=PROGRAM, description=__doc__.splitlines()[0])
     commands = top.add_subparsers(dest="command", required=True, parser_class=_Parser)
     submit = commands.add_parser("submit", parents=[common], help=cmd_submit.__doc__)
@@ -366,7 +369,6 @@ def parser() -> argparse.ArgumentParser:
     commands.add_parser("validate", parents=[common], help=cmd_validate.__doc__)
     preflight = commands.add_parser("preflight", parents=[common], help=cmd_preflight.__doc__)
     preflight.add_argument("--mode", choices=("full", "gpu"), help="default: job.preflight, else full on 2+ nodes")
-    preflight.add_argument("--data-root", help="a local run: the shared storage's /data paths lie under DIR")
     return top
 
 
