@@ -13,12 +13,18 @@ import pytest
 from jobs.control import attempts, connect, endpoint_for_address, stop_jobs
 from jobs.preflight.settings import preflight_template
 from jobs.provider import JobProvider
-from jobs.spec import submission_of, training_spec
+from jobs.spec import run_directory, submission_of, training_spec
 from tests.conftest import config_of
-from tests.jobs.conftest import with_run_env
 from tests.jobs.preflight.conftest import STAMP
 
 pytestmark = pytest.mark.usefixtures("ray_head")
+
+
+def in_run_dir(submission: dict, data_root: Path) -> dict:
+    """`submission` naming its run directory under `data_root` (GRPO_RUN_DIR, which every attempt keeps)."""
+    run_dir = f"{data_root}{run_directory(submission['metadata']['run'])}"
+    env = {**submission["runtime_env"]["env_vars"], "GRPO_RUN_DIR": run_dir}
+    return {**submission, "runtime_env": {**submission["runtime_env"], "env_vars": dict(sorted(env.items()))}}
 
 
 def props_for(
@@ -30,7 +36,7 @@ def props_for(
     config = config_of("dev", stack=stack, gpu={"nodes": nodes}, job=job)
     template = preflight_template(config)
     return {
-        "submission": with_run_env(submission_of(config, training_spec(config, entrypoint), 1), results / "data"),
+        "submission": in_run_dir(submission_of(config, training_spec(config, entrypoint), 1), results / "data"),
         "kubeconfig": kubeconfig,
         "address": address,
         "gpu_nodes": 1,
