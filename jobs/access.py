@@ -190,3 +190,10 @@ def default_kubeconfig_path() -> Path:
     configured = os.environ.get("KUBECONFIG", "")
     first = next((item for item in configured.split(os.pathsep) if item), None)
     return Path(first) if first else Path.home() / ".kube" / "config"
+
+
+def api_server_from_kubeconfig(text: str, context: str | None = None) -> Endpoint:
+    """The Kubernetes API server itself (not the dashboard's proxy) of `context` in the kubeconfig `text`, with the
+    same token and CA: for the few calls the job layer makes to the API (cordoning a node)."""
+    proxy = endpoint_from_kubeconfig(text, context)
+    return Endpoint(address=proxy.address.split("/api/v1/", 1)[0], headers=proxy.headers, verify=proxy.verify)

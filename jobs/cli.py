@@ -1,11 +1,11 @@
-"""`.venv/bin/python -m jobs submit|status|logs|stop|list|validate --stack NAME [--address URL]`.
+"""`.venv/bin/python -m jobs submit|status|logs|stop|list|validate|preflight --stack NAME [--address URL]`.
 
 Without `--address` the CLI reaches the stack's cluster the way the post-deploy step does:
 the API server's service proxy to the Ray head service, with the cluster and Google access
 token of the kubeconfig's `gke_<project>_<region>_<cluster>` context (`--kubeconfig`, default
 $KUBECONFIG or ~/.kube/config, as written by `gcloud container clusters get-credentials`).
-Exit codes: 0 done; 1 the followed job FAILED or was STOPPED; 2 bad input or an unreachable
-cluster (one line, no traceback).
+Exit codes: 0 done (a preflight passed); 1 the followed job FAILED or was STOPPED, or the preflight
+failed (one line per bad node or NIC); 2 bad input or an unreachable cluster (one line, no traceback).
 """
 
 from __future__ import annotations
@@ -315,6 +315,41 @@ def cmd_list(args: argparse.Namespace, config: StackConfig) -> int:
     return 0
 
 
+def preflight_mode_of(config: StackConfig, asked: str | None) -> str:
+    """The preflight the CLI runs: `--mode`, else the stack's job.preflight, else (when that is off) the default
+    for its node count."""
+    from jobs.defaults import preflight_mode
+
+    if asked:
+        return asked
+    mode, _ = preflight_mode(config)
+    if mode == "off":
+        mode, _ = preflight_mode(config.model_copy(update={"job": config.job.model_copy(update={"preflight": None})}))
+    return mode
+
+
+def cmd_preflight(args: argparse.Namespace, config: StackConfig) -> int:
+    """Check every GPU node (and, in full, the fabric between them); a table per node and a verdict."""
+    from jobs.preflight import run, settings
+
+    mode = preflight_mode_of(config, args.mode)
+    if mode == "full" and config.gpu.nodes < 2:
+        raise UsageError(f"--mode full needs 2 or more GPU nodes; stack {config.stack!r} has gpu.nodes=1 (use --mode gpu)")
+    client = control.connect(endpoint_of(args, config))
+    made = settings.preflight_settings(config, mode, settings.results_dir(config, args.data_root), run.stamp_now())
+    progress = _ProgressLine()
+    try:
+        outcome = run.run_preflight(client, made, progress)
+    finally:
+        progress.close()
+    print("\n".join(outcome.table()))
+    print(f"results: {outcome.path}")
+    if outcome.passed:
+        return 0
+    print("\n".join(outcome.failure_lines()))
+    return 1
+
+
 COMMANDS = {
     "submit": cmd_submit,
     "status": cmd_status,
@@ -322,6 +357,7 @@ COMMANDS = {
     "stop": cmd_stop,
     "list": cmd_list,
     "validate": cmd_validate,
+    "preflight": cmd_preflight,
 }
 """Handler of each subcommand."""
 
@@ -357,6 +393,8 @@ def parser() -> argparse.ArgumentParser:
     logs.add_argument("--follow", action="store_true", help="stream until the job ends, with a progress line")
     commands.add_parser("list", parents=[common], help=cmd_list.__doc__)
     commands.add_parser("validate", parents=[common], help=cmd_validate.__doc__)
+    preflight = commands.add_parser("preflight", parents=[common], help=cmd_preflight.__doc__)
+    preflight.add_argument("--mode", choices=("full", "gpu"), help="default: job.preflight, else full on 2+ nodes")
     return top
 
 

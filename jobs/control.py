@@ -63,6 +63,10 @@ class Deadlines:
     stop: float = 30.0
     """Seconds `stop_jobs` waits for stopped attempts to leave PENDING/RUNNING (a PENDING job can
     ignore a stop until Ray's job start timeout, RAY_JOB_START_TIMEOUT_SECONDS)."""
+    preflight: float = 1800.0
+    """Seconds the preflight job may take from submission to its result: placing a bundle per GPU node, measuring
+    8 GPUs each (well under a minute on an H200, benchmarks/results/preflight-h200/), the fabric sweeps to 8 GiB and
+    the pair search; past it the preflight fails and the job is stopped."""
 
     @property
     def request(self) -> tuple[float, float]:

@@ -98,3 +98,13 @@ def derive_defaults(config: StackConfig) -> tuple[StackConfig, tuple[DerivedValu
 
 def _with_grpo(config: StackConfig, **values: int) -> StackConfig:
     return config.model_copy(update={"grpo": config.grpo.model_copy(update=values)})
+
+
+def preflight_mode(config: StackConfig) -> tuple[str, str]:
+    """`job.preflight` as set, else `full` on 2 or more GPU nodes and `gpu` on one (no fabric between nodes to
+    test); and why. Kept out of the derived config, so it never touches the run's hash or the plan's summary."""
+    if config.job.preflight is not None:
+        return config.job.preflight, "job.preflight is set"
+    if config.gpu.nodes >= 2:
+        return "full", f"{config.gpu.nodes} GPU nodes: their GPUs and the fabric between them"
+    return "gpu", "one GPU node: no fabric between nodes to test"

@@ -1,8 +1,10 @@
 """The post-deploy step: a Pulumi dynamic resource that submits the GRPO job during `pulumi up`.
 
-create: wait for the GPU nodes, then submit the run (idempotent). update: when the run changed,
-stop the old run's live attempts, then submit the new run; when only the RayCluster was
-replaced, submit the same run again (it resumes from its checkpoints). delete (`pulumi
+create: wait for the GPU nodes, run the preflight (`job.preflight`), then submit the run (idempotent).
+update: when the run changed, stop the old run's live attempts, then submit the new run; when the
+RayCluster was replaced (its uid changed), run the preflight again, then submit the same run again (it
+resumes from its checkpoints). A resume on the same RayCluster runs no preflight. A failed preflight
+refuses the job and fails `pulumi up` with one line per bad node (jobs/preflight/gate.py). delete (`pulumi
 destroy`): stop the run's live attempts, warning (never failing) when they cannot be stopped.
 A failure fails `pulumi up` with the one-line reason.
 
@@ -61,7 +63,17 @@ def _endpoint(props: dict[str, Any]):
     return endpoint_from_kubeconfig(props["kubeconfig"])
 
 
-def _deploy(props: dict[str, Any]) -> dict[str, Any]:
+def _preflight(props: dict[str, Any], client: Any) -> None:
+    """The preflight of a fresh RayCluster (jobs/preflight/gate.py); a failure raises PreflightRefused."""
+    from jobs.access import api_server_from_kubeconfig
+    from jobs.preflight.gate import before_first_attempt
+
+    api = api_server_from_kubeconfig(props["kubeconfig"]) if props.get("cordon_bad_nodes") else None
+    before_first_attempt(client, props.get("preflight"), _report, api)
+
+
+def _deploy(props: dict[str, Any], fresh_cluster: bool) -> dict[str, Any]:
+    """Wait for the GPU nodes, run the preflight on a fresh RayCluster, then submit the run (idempotent)."""
     from jobs.access import AccessError
     from jobs.control import JobError, connect, ensure_run, wait_for_gpus
 
@@ -70,6 +82,8 @@ def _deploy(props: dict[str, Any]) -> dict[str, Any]:
         endpoint = _endpoint(props)
         client = connect(endpoint)
         wait_for_gpus(endpoint, int(props["gpu_nodes"]), float(props["ready_timeout_seconds"]), _report)
+        if fresh_cluster:
+            _preflight(props, client)
         outcome = ensure_run(client, submission)
     except (AccessError, JobError) as error:
         raise Exception(f"grpo-gke job {submission['metadata']['run']}: {error}") from None
@@ -102,8 +116,8 @@ class JobProvider(ResourceProvider):
         return (operator.methodcaller(type(self).__name__), (module,))
 
     def create(self, props: dict[str, Any]) -> CreateResult:
-        """Submit the run once the GPU nodes are up."""
-        outs = _deploy(props)
+        """Submit the run once the GPU nodes are up and the preflight passed (the RayCluster is new)."""
+        outs = _deploy(props, fresh_cluster=True)
         return CreateResult(id_=props["submission"]["metadata"]["stack"], outs=outs)
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
@@ -113,7 +127,8 @@ class JobProvider(ResourceProvider):
 
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
         """Stop the old run when the spec changed, through the new inputs' cluster access (the state's
-        kubeconfig may be stale), then submit the new one; an old run that cannot be stopped fails it."""
+        kubeconfig may be stale), then submit the new one (after the preflight when the RayCluster is new);
+        an old run that cannot be stopped fails it."""
         from jobs.access import AccessError
         from jobs.control import JobError
 
@@ -123,7 +138,8 @@ class JobProvider(ResourceProvider):
                 _report(_stop_run(old_run, news))
             except (AccessError, JobError) as error:
                 raise Exception(f"grpo-gke job {new_run}: cannot stop the old run {old_run}: {error}") from None
-        return UpdateResult(outs=_deploy(news))
+        fresh_cluster = olds.get("cluster_uid") != news.get("cluster_uid")
+        return UpdateResult(outs=_deploy(news, fresh_cluster))
 
     def delete(self, _id: str, props: dict[str, Any]) -> None:
         """Stop the run's live attempts (`pulumi destroy`). A cluster that is gone, silent or refused, or an

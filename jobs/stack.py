@@ -11,6 +11,7 @@ import pulumi.dynamic
 from core.config.model import StackConfig
 from infra.outputs import InfraOutputs
 from jobs.cli import job_command
+from jobs.preflight.settings import preflight_template
 from jobs.provider import JobProvider
 from jobs.spec import submission_for
 from workloads.outputs import WorkloadOutputs
@@ -30,6 +31,11 @@ class GrpoJobArgs:
     """How long to wait for them before refusing the job."""
     cluster_uid: pulumi.Input[str | None]
     """The RayCluster's uid: a replaced cluster lost its jobs, so the run is submitted again."""
+    preflight: dict[str, Any] | None
+    """The preflight's settings without their time (jobs/preflight/settings.py preflight_template), None when off: run
+    before the first attempt on a fresh RayCluster."""
+    cordon_bad_nodes: bool
+    """Cordon the nodes a failed preflight names."""
 
 
 class PostDeployJob(pulumi.dynamic.Resource):
@@ -47,6 +53,8 @@ class PostDeployJob(pulumi.dynamic.Resource):
             "gpu_nodes": args.gpu_nodes,
             "ready_timeout_seconds": args.ready_timeout_seconds,
             "cluster_uid": args.cluster_uid,
+            "preflight": args.preflight,
+            "cordon_bad_nodes": args.cordon_bad_nodes,
             "run": None,
             "submission_id": None,
         }
@@ -92,6 +100,8 @@ def build_job(config: StackConfig, infra: InfraOutputs, workloads: WorkloadOutpu
         gpu_nodes=config.gpu.nodes,
         ready_timeout_seconds=config.job.ready_timeout_seconds,
         cluster_uid=workloads.ray_cluster.metadata.apply(_uid),
+        preflight=preflight_template(config),
+        cordon_bad_nodes=config.job.cordon_bad_nodes,
     )
     job = GrpoJob("grpo-job", args, depends_on=[workloads.ray_cluster, workloads.staging_job])
     pulumi.export("jobRun", submission["metadata"]["run"])

@@ -345,6 +345,14 @@ class JobConfig(_Section):
     idle_minutes: int = Field(
         15, ge=0, le=10080, description="Minutes after the run ends before the guardian scales the GPU workers to zero; 0 never."
     )
+    preflight: Literal["full", "gpu", "off"] | None = Field(
+        None,
+        description="Check before the first attempt on a fresh RayCluster: full (GPUs and fabric), gpu, or off;"
+        " default full on 2 or more GPU nodes, gpu on one.",
+    )
+    cordon_bad_nodes: bool = Field(
+        False, description="Cordon the nodes a failed preflight names, so that no new pod is scheduled there."
+    )
 
 
 class PricingConfig(_Section):

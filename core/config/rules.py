@@ -283,6 +283,26 @@ def _kms_problems(cfg: StackConfig) -> list[Problem]:
     return []
 
 
+def _preflight_problems(cfg: StackConfig) -> list[Problem]:
+    problems = []
+    if cfg.job.preflight == "full" and cfg.gpu.nodes < 2:
+        problems.append(
+            Problem(
+                f"{PROJECT_NAMESPACE}:job.preflight",
+                "full tests the fabric between GPU nodes and needs gpu.nodes of 2 or more; use gpu on one node, got 'full'",
+            )
+        )
+    if cfg.job.cordon_bad_nodes and cfg.job.preflight == "off":
+        problems.append(
+            Problem(
+                f"{PROJECT_NAMESPACE}:job.cordonBadNodes",
+                "cordons the nodes a preflight names, and job.preflight is off; set job.preflight to gpu or full,"
+                " or cordonBadNodes to false",
+            )
+        )
+    return problems
+
+
 def control_plane_warnings(cfg: StackConfig) -> list[str]:
     """A warning when neither authorized networks nor the DNS endpoint closes the control plane's public IP."""
     if cfg.cluster.authorized_networks or cfg.cluster.dns_endpoint:
@@ -317,6 +337,7 @@ CONFIG_RULES = tuple(
         _network_problems,
         _workload_problems,
         _driver_problems,
+        _preflight_problems,
     )
 )
 """The config's cross-rules; each reads only the keys it checks. The job layer adds its own (jobs/validate.py

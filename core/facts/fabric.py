@@ -33,3 +33,11 @@ FABRIC_ITERATIONS = 100
 FABRIC_EXPECTED_NETWORK = GIB_NCCL_ENV["NCCL_NET"]
 """The network NCCL must name at init ("NCCL INFO Using network gIB", DOC-NCCL-VM "Enable NCCL/gIB"; the line is
 NCCL's `INFO(NCCL_INIT, "Using network %s", ...)` in src/init.cc); `Socket` there means NCCL fell back to TCP."""
+
+FABRIC_NIC_MIN_SHARE = 0.8
+"""A NIC whose 2-rank rail (its GPU beside the same GPU of a healthy node) averages below this share of the median rail
+of the same node fails, named with its node. A3 Ultra and A4 have 8 MRDMA NICs beside 8 GPUs, one rail each
+(../shared/reference/gcp-infrastructure.md: "8 GPUs, 8 MRDMA NICs plus gVNIC ... 8 RDMA subnets"), and
+NCCL_CROSS_NIC=0 keeps a ring on the same NIC index on both nodes (rail-aligned), so the healthy rails of one node
+measure alike; 80% is the
+threshold issue 14 sets for a GPU's figures, applied to the rails (a choice of this project, not a vendor figure)."""

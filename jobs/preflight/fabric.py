@@ -9,12 +9,14 @@ Bandwidths are in GB/s of 10^9 bytes, as nccl-tests prints them. Every finding i
 from __future__ import annotations
 
 import re
+import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
 from core.facts.fabric import (
     FABRIC_EXPECTED_NETWORK,
     FABRIC_FLOOR_BUSBW_GBPS,
+    FABRIC_NIC_MIN_SHARE,
     FABRIC_SWEEP_MAX_BYTES,
     FABRIC_SWEEP_MIN_BYTES,
 )
@@ -28,6 +30,17 @@ BYTES_PER_GB = 1e9
 """nccl-tests divides by 1.0E9: its GB/s are decimal gigabytes (src/*.cu GetBw)."""
 
 _USING_NETWORK = re.compile(r"NCCL INFO Using network (\S+)")
+
+_NET_DEVICES = re.compile(r"NCCL INFO NET/(\S+) : Using ((?:\[\d+\]\S+ ?)+)")
+"""The devices a net plugin offers, "NET/IB : Using [0]mlx5_0:1/RoCE [1]mlx5_1:1/RoCE ; OOB eth0:..." (NCCL
+src/transport/net_ib.cc ncclIbInit, which the gIB plugin's init follows; the Socket plugin prints "[0]eth0:<addr>")."""
+
+_CHANNEL_NET = re.compile(
+    r"NCCL INFO Channel \d+/\d+ : (\d+)\[(\d+)\] -> (\d+)\[(\d+)\] \[(?:send|receive)\] via NET/([^/\s]+)/(\d+)"
+)
+"""A channel's connection through the network: "Channel 00/0 : 0[0] -> 8[0] [send] via NET/gIB/0/GDRDMA" (NCCL
+src/transport/net.cc sendSetup and recvSetup: rank[nvmlDev] -> peer[nvmlDev], then NET/<plugin>/<netDev>, and
+"(<proxyRank>)" after it when PXN sends through another GPU's NIC)."""
 
 
 def bus_bandwidth_factor(collective: str, ranks: int) -> float:
@@ -86,6 +99,74 @@ def group_passes(group: dict[str, Any], floor_gbps: float) -> bool:
 def networks_in_log(text: str) -> list[str]:
     """The networks NCCL says it uses, one per communicator it created ("NCCL INFO Using network gIB"), in order."""
     return _USING_NETWORK.findall(text)
+
+
+def net_devices_in_log(text: str) -> list[str]:
+    """The devices the net plugin NCCL chose offers, by index ("mlx5_0:1/RoCE" as `mlx5_0`), from its last
+    "NET/<plugin> : Using [i]<device>..." line; empty when none was logged."""
+    found = _NET_DEVICES.findall(text)
+    if not found:
+        return []
+    entries = re.findall(r"\[(\d+)\]([^\s:;]+)", found[-1][1])
+    return [name for _, name in sorted(entries, key=lambda entry: int(entry[0]))]
+
+
+def channel_net_devices(text: str) -> dict[int, list[int]]:
+    """GPU (nvidia-smi index, NCCL's nvmlDev) -> the net devices its channels use through the network, in order."""
+    used: dict[int, list[int]] = {}
+    for _rank, gpu, _peer, _peer_gpu, _plugin, device in _CHANNEL_NET.findall(text):
+        devices = used.setdefault(int(gpu), [])
+        if int(device) not in devices:
+            devices.append(int(device))
+    return dict(sorted(used.items()))
+
+
+def nic_label(report: dict[str, Any], node: str, local_rank: int) -> str:
+    """How a finding names the NIC of `node`'s `local_rank`-th GPU: the net devices NCCL's log shows its channels
+    use (index and device name), else the GPU's own rail."""
+    nics = (report.get("nics") or {}).get(node) or {}
+    devices = nics.get("devices") or []
+    used = (nics.get("rank_devices") or {}).get(str(local_rank)) or []
+    if not used:
+        return f"of GPU {local_rank} (rail {local_rank})"
+    named = [f"{index} ({devices[index]})" if index < len(devices) else str(index) for index in used]
+    return f"of GPU {local_rank} (NCCL net device {', '.join(named)})"
+
+
+def _rail_findings(report: dict[str, Any], min_share: float) -> list[Finding]:
+    """One finding per NIC of a slow node whose rail falls below `min_share` of the node's median rail, in the
+    collective where it falls furthest."""
+    findings = []
+    for entry in report.get("rails") or []:
+        node, partner = entry["node"], entry["partner"]
+        averages = [group_averages(pair) for pair in entry["pairs"]]
+        medians = {collective: statistics.median(rail[collective] for rail in averages) for collective in averages[0]}
+        for local_rank, rail in enumerate(averages):
+            collective = min(rail, key=lambda name: rail[name] / medians[name])
+            share = rail[collective] / medians[collective]
+            if share < min_share:
+                findings.append(
+                    Finding(
+                        f"{node} NIC {nic_label(report, node, local_rank)}",
+                        None,
+                        "fail",
+                        f"slow: its rail beside {partner}'s GPU {local_rank} averages {rail[collective]:.3g} GB/s "
+                        f"{collective} bus bandwidth, {share:.0%} of the node's median rail "
+                        f"{medians[collective]:.3g} GB/s (threshold {min_share:.0%})",
+                    )
+                )
+    return findings
+
+
+def _device_count_findings(report: dict[str, Any]) -> list[Finding]:
+    nics = report.get("nics") or {}
+    counts = {node: len(nics[node].get("devices") or []) for node in report["nodes"] if node in nics}
+    most = max(counts.values(), default=0)
+    return [
+        Finding(node, None, "fail", f"NCCL's net plugin lists {count} devices, the other nodes {most}: a NIC is missing")
+        for node, count in counts.items()
+        if count < most
+    ]
 
 
 def describe_shortfall(group: dict[str, Any], floor_gbps: float) -> str:
@@ -153,9 +234,12 @@ def pair_outcome(pair: dict[str, Any], floor_gbps: float) -> fabric_search.PairO
 
 
 def judge_fabric(report: dict[str, Any], floor_gbps: float = FABRIC_FLOOR_BUSBW_GBPS,
-                 expected_network: str | None = FABRIC_EXPECTED_NETWORK) -> FabricVerdict:
+                 expected_network: str | None = FABRIC_EXPECTED_NETWORK,
+                 nic_min_share: float = FABRIC_NIC_MIN_SHARE) -> FabricVerdict:
     """Judge a `measure_fabric()` report: the network NCCL used on every node (unless `expected_network` is None,
-    for a backend without NCCL), each collective's sweep average against `floor_gbps`, and the pair search."""
+    for a backend without NCCL) and the devices its net plugin lists, each collective's sweep average against
+    `floor_gbps`, the pair search, and the rails of each slow node (a NIC below `nic_min_share` of its node's
+    median rail)."""
     nodes = report["nodes"]
     findings = _transport_findings(report, expected_network) if expected_network else []
     group = report["group"]
@@ -164,9 +248,11 @@ def judge_fabric(report: dict[str, Any], floor_gbps: float = FABRIC_FLOOR_BUSBW_
     if wrong:
         findings.append(Finding(f"fabric across {len(nodes)} nodes", None, "fail",
                                 f"wrong data received: {', '.join(wrong)}"))
+    findings.extend(_device_count_findings(report))
     if not group_passes(group, floor_gbps):
         findings.append(Finding(f"fabric across {len(nodes)} nodes", None, "fail",
                                 describe_shortfall(group, floor_gbps)))
         outcomes = [pair_outcome(pair, floor_gbps) for round_ in report.get("search", []) for pair in round_]
         findings.extend(fabric_search.interpret(nodes, outcomes))
+        findings.extend(_rail_findings(report, nic_min_share))
     return FabricVerdict(nodes=nodes, findings=findings)

@@ -8,12 +8,15 @@ for each collective and each message size, `warmups` untimed collectives, then `
 timed by the wall clock from a barrier to the device's completion; the time per collective is the slowest rank's.
 The size is the whole buffer (for all_gather the gathered output: each rank sends size/n). If any collective's
 sweep average is below the floor, the nodes are measured again in pairs (`fabric_search`) to name the slow one.
-With the NCCL backend, NCCL logs at INFO level into a file per rank, and the network it names is reported per node.
+Each node the search names slow is then measured rail by rail (its i-th GPU beside the healthy partner's i-th GPU, all
+rails at once) to name the NIC. With the NCCL backend, NCCL logs at INFO level into a file per rank: the network it
+names, the devices its net plugin lists and the net device of each rank's channels are reported per node.
 """
 
 from __future__ import annotations
 
 import datetime
+import json
 import os
 import tempfile
 import time
@@ -160,6 +163,27 @@ def _share_text(text: str, device: Any, width: int = 256) -> list[str]:
     return [bytes(value for value in row if value).decode(errors="replace") for row in rows.tolist()]
 
 
+def _measure_rails(node: str, partner: str, ranks_of: dict[str, list[int]], device: Any,
+                   measure: dict[str, Any]) -> list[dict[str, Any]]:
+    """The rails of a slow `node` at once: its i-th rank beside `partner`'s i-th rank, one 2-rank group each
+    (NCCL_CROSS_NIC=0 keeps it rail-aligned: the same NIC index on both nodes), so a slow NIC shows as one slow rail."""
+    rails = {f"{name}/{index}": [member] for name in (node, partner) for index, member in enumerate(ranks_of[name])}
+    groups = [(f"{node}/{index}", f"{partner}/{index}") for index in range(len(ranks_of[node]))]
+    return _measure_round(groups, rails, device, **measure)
+
+
+def _nics(text: str, ranks_of: dict[str, list[int]], nodes: list[str], device: Any) -> dict[str, Any]:
+    """Node -> the devices its net plugin lists, and each local rank's net devices (from its channels), gathered
+    from every rank's NCCL log."""
+    mine = {"d": fabric.net_devices_in_log(text), "u": sorted({dev for devs in fabric.channel_net_devices(text).values()
+                                                               for dev in devs})}
+    shared = [json.loads(item) if item else {"d": [], "u": []}
+              for item in _share_text(json.dumps(mine, separators=(",", ":")), device, width=512)]
+    return {name: {"devices": shared[ranks_of[name][0]]["d"],
+                   "rank_devices": {str(local): shared[member]["u"] for local, member in enumerate(ranks_of[name])}}
+            for name in nodes}
+
+
 def _nccl_logging(log_dir: Path, rank: int) -> Path:
     """Have NCCL log its init and network choice at INFO level into a file of this rank (read before NCCL starts)."""
     path = log_dir / f"nccl-rank{rank}.log"
@@ -203,12 +227,21 @@ def measure_fabric(rank: int, node_of_rank: list[str], init_method: str, backend
             while failed and (pairs := fabric_search.next_round(nodes, outcomes)):
                 search.append(_measure_round(pairs, ranks_of, torch_device, **measure))
                 outcomes += [fabric.pair_outcome(pair, floor_gbps) for pair in search[-1]]
-            networks = None
+            # Rails need nodes of the same number of ranks, more than one each (a single rail is its node).
+            rails = []
+            if len({len(ranks) for ranks in ranks_of.values()}) == 1 and len(ranks_of[nodes[0]]) > 1:
+                rails = [
+                    {"node": node, "partner": partner,
+                     "pairs": _measure_rails(node, partner, ranks_of, torch_device, measure)}
+                    for node, partner in fabric_search.slow_beside_healthy(nodes, outcomes)
+                ]
+            networks = nics = None
             if log_path is not None:
-                used = fabric.networks_in_log(log_path.read_text()) if log_path.exists() else []
-                per_rank = _share_text(",".join(sorted(set(used))), torch_device)
+                text = log_path.read_text() if log_path.exists() else ""
+                per_rank = _share_text(",".join(sorted(set(fabric.networks_in_log(text)))), torch_device)
                 networks = {name: sorted({net for index in ranks_of[name] for net in per_rank[index].split(",") if net})
                             for name in nodes}
+                nics = _nics(text, ranks_of, nodes, torch_device)
         finally:
             dist.destroy_process_group()
     return {
@@ -216,7 +249,9 @@ def measure_fabric(rank: int, node_of_rank: list[str], init_method: str, backend
         "backend": backend,
         "group": whole,
         "search": search,
+        "rails": rails,
         "networks": networks,
+        "nics": nics,
         "method": {"min_bytes": min_bytes, "max_bytes": max_bytes, "warmups": warmups, "iterations": iterations,
                    "dtype": "float32", "floor_gbps": floor_gbps, "torch": torch.__version__},
     }

@@ -109,5 +109,21 @@ def interpret(nodes: list[str], outcomes: list[PairOutcome]) -> list[Finding]:
     return findings
 
 
+def slow_beside_healthy(nodes: list[str], outcomes: list[PairOutcome]) -> list[Pair]:
+    """(slow node, its first healthy partner) for each node `interpret` names slow, in node order: whose rails (GPU i
+    beside the partner's GPU i) are measured next to name the NIC."""
+    cleared = cleared_nodes(nodes, outcomes)
+    found = []
+    for node in nodes:
+        partners = [
+            _partner(outcome.nodes, node)
+            for outcome in outcomes
+            if node in outcome.nodes and not outcome.passed and _partner(outcome.nodes, node) in cleared
+        ]
+        if node not in cleared and partners:
+            found.append((node, partners[0]))
+    return found
+
+
 def _partner(pair: Pair, node: str) -> str:
     return pair[1] if pair[0] == node else pair[0]

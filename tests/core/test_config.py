@@ -922,6 +922,32 @@ JOB_AND_TOKEN = [
     bad("recoveries-bool", {"grpo-gke:job.maxRecoveries": True}, "grpo-gke:job.maxRecoveries: must be a whole number, got True"),
     ok("idle-off", {"grpo-gke:job.idleMinutes": 0}),
     bad("idle-negative", {"grpo-gke:job.idleMinutes": -5}, "grpo-gke:job.idleMinutes: must be at least 0, got -5"),
+    ok("preflight-gpu-on-one-node", {"grpo-gke:job.preflight": "gpu"}),
+    ok("preflight-off", {"grpo-gke:job.preflight": "off"}),
+    ok("preflight-full-on-two-nodes", {"grpo-gke:job.preflight": "full", "grpo-gke:gpu.nodes": 2}),
+    bad(
+        "preflight-other",
+        {"grpo-gke:job.preflight": "nccl"},
+        "grpo-gke:job.preflight: must be one of 'full', 'gpu' or 'off', got 'nccl'",
+    ),
+    bad(
+        "preflight-full-on-one-node",
+        {"grpo-gke:job.preflight": "full"},
+        "grpo-gke:job.preflight: full tests the fabric between GPU nodes and needs gpu.nodes of 2 or more; use gpu"
+        " on one node, got 'full'",
+    ),
+    ok("cordon-with-the-default-preflight", {"grpo-gke:job.cordonBadNodes": True}),
+    bad(
+        "cordon-not-bool",
+        {"grpo-gke:job.cordonBadNodes": "yes please"},
+        "grpo-gke:job.cordonBadNodes: must be true or false, got 'yes please'",
+    ),
+    bad(
+        "cordon-without-preflight",
+        {"grpo-gke:job.cordonBadNodes": True, "grpo-gke:job.preflight": "off"},
+        "grpo-gke:job.cordonBadNodes: cordons the nodes a preflight names, and job.preflight is off; set"
+        " job.preflight to gpu or full, or cordonBadNodes to false",
+    ),
     ok("token-set", {"grpo-gke:hfToken": "hf_abc"}),
     *(
         bad(
@@ -1149,9 +1175,15 @@ def test_section_defaults() -> None:
         "keepCheckpoints": 2,
     }
     assert config.job.model_dump(by_alias=True) == {
-        "submit": True, "readyTimeoutSeconds": 1800, "runGeneration": 0, "recover": True, "maxRecoveries": 20,
+        "submit": True,
+        "readyTimeoutSeconds": 1800,
+        "runGeneration": 0,
+        "recover": True,
+        "maxRecoveries": 20,
         "idleMinutes": 15,
-    }  # fmt: skip
+        "preflight": None,
+        "cordonBadNodes": False,
+    }
 
 
 def test_derived_names_are_sanitised() -> None:

@@ -11,6 +11,7 @@ import pytest
 from core.config.load import DerivedValue
 from core.config.problems import ConfigError
 from core.facts.platform import GPUS_PER_NODE
+from jobs.defaults import preflight_mode
 from jobs.load import load_config
 from jobs.spec import submission_for, training_spec
 from jobs.validate import job_problems
@@ -192,3 +193,14 @@ def test_a_plan_that_derives_nothing_says_nothing_and_a_too_small_value_exits_2(
         " bf16), more than vLLM's 1 x 180 GB x gpuMemoryUtilization 0.6 = 108 GB; use at least 2, got 1"
     ]
     assert not (tmp_path / "refused").exists()
+
+
+@pytest.mark.parametrize(
+    ("nodes", "preflight", "mode"),
+    [(1, None, "gpu"), (2, None, "full"), (8, None, "full"), (4, "gpu", "gpu"), (1, "off", "off")],
+)
+def test_the_preflight_is_full_on_several_nodes_gpu_on_one_unless_set(nodes, preflight, mode):
+    job = {} if preflight is None else {"preflight": preflight}
+    config = loaded_of("dev", gpu={"nodes": nodes}, job=job).config
+    assert preflight_mode(config)[0] == mode
+    assert config.job.preflight == preflight

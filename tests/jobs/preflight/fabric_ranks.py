@@ -33,3 +33,23 @@ def run_rank(rank: int, world_size: int, work_dir: str, slow_rank: int, floor_gb
             inject_delay_s=delay, timeout_s=60,
         )
     Path(work_dir, f"rank{rank}.json").write_text(json.dumps(reports))
+
+
+RANKS_PER_NODE = 2
+"""Ranks of each stand-in node in the rail run: two GPUs, two rails."""
+
+
+def run_rail_rank(rank: int, world_size: int, work_dir: str, slow_rank: int, floor_gbps: float) -> None:
+    """Measure the fabric once with RANKS_PER_NODE ranks a node and `slow_rank` slowed (one slow rail of one node);
+    write this rank's report."""
+    os.environ["GLOO_SOCKET_IFNAME"] = "lo"
+    import torch
+
+    torch.set_num_threads(1)
+    nodes = [f"node-{index // RANKS_PER_NODE}" for index in range(world_size)]
+    report = measure_fabric(
+        rank, nodes, f"file://{work_dir}/rails.rendezvous", backend="gloo", device="cpu",
+        min_bytes=SIZES[0], max_bytes=SIZES[-1], warmups=1, iterations=1, floor_gbps=floor_gbps,
+        inject_delay_s=SLOW_DELAY_S if rank == slow_rank else 0.0, timeout_s=60,
+    )
+    Path(work_dir, f"rails-rank{rank}.json").write_text(json.dumps(report))

@@ -283,3 +283,80 @@ def test_a_measured_pair_becomes_an_outcome_against_the_floor():
     assert fabric.pair_outcome(group(["a", "b"], HEALTHY), 100.0) == PairOutcome(("a", "b"), True, "")
     assert fabric.pair_outcome(group(["a", "c"], {"all_gather": 180.0, "all_reduce": 62.5}), 100.0) == PairOutcome(
         ("a", "c"), False, "all_reduce averages 62.5 GB/s bus bandwidth over 1 KiB-8 GiB, below the floor 100 GB/s")
+
+
+# --- per-NIC findings ---------------------------------------------------------------------------------------------
+
+IB_STYLE_LOG = """\
+n2:700:720 [3] NCCL INFO NET/gIB : Using [0]mlx5_0:1/RoCE [1]mlx5_1:1/RoCE [2]mlx5_2:1/RoCE [3]mlx5_3:1/RoCE ; OOB eth0:10.0.0.4<0>
+n2:700:720 [3] NCCL INFO Channel 00/0 : 19[3] -> 3[3] [send] via NET/gIB/3/GDRDMA
+n2:700:720 [3] NCCL INFO Channel 01/0 : 3[3] -> 19[3] [receive] via NET/gIB/3/GDRDMA(PCI)/Shared
+n2:700:720 [3] NCCL INFO Channel 02/0 : 19[3] -> 3[3] [send] via NET/gIB/2(18)/GDRDMA
+"""
+"""NCCL's device list and channel lines in the formats of its source (net_ib.cc ncclIbInit's "NET/<plugin> : Using
+[i]<dev>:<port>/<link> ; OOB ..."; net.cc's "Channel %02d/%d : %d[%d] -> %d[%d] [send|receive] via NET/%s/%d...", the
+"(18)" a PXN proxy rank): written for this test, not recorded on a GPU node."""
+
+
+def test_the_net_plugins_devices_and_each_gpus_channel_devices_are_read_from_the_log():
+    assert fabric.net_devices_in_log(IB_STYLE_LOG) == ["mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3"]
+    assert fabric.channel_net_devices(IB_STYLE_LOG) == {3: [3, 2]}
+    assert fabric.net_devices_in_log(recorded("h200-nccl-socket.log")) == ["eth0"]
+    assert fabric.net_devices_in_log("NCCL INFO NET/IB : Using [RO]; OOB eth0:192.0.2.2<0>") == []
+    assert fabric.channel_net_devices(recorded("h200-nccl-socket.log")) == {}
+
+
+def rails_report(slow_rail: int | None, nics: dict | None = None) -> dict:
+    """Three nodes of two GPUs, n1 slow beside healthy n0 and n2; its rails measured beside n0, `slow_rail` slow."""
+    slow = {"all_gather": 38.5, "all_reduce": 240.0}
+    search = [[group(["n0", "n1"], slow, ranks=4)], [group(["n0", "n2"], HEALTHY, ranks=4)]]
+    rails = [
+        group(
+            [f"n1/{index}", f"n0/{index}"], {"all_gather": 12.0 if index == slow_rail else 45.0, "all_reduce": 45.0}, 2
+        )
+        for index in range(2)
+    ]
+    made = report(["n0", "n1", "n2"], slow, search=search)
+    return {**made, "rails": [{"node": "n1", "partner": "n0", "pairs": rails}], "nics": nics}
+
+
+def test_a_slow_nodes_slow_rail_names_its_nic_in_one_line_with_the_node():
+    nics = {
+        node: {"devices": ["mlx5_0", "mlx5_1"], "rank_devices": {"0": [0], "1": [1]}} for node in ("n0", "n1", "n2")
+    }
+    lines = fabric.judge_fabric(rails_report(1, nics)).lines()
+    assert lines[-2:] == [
+        "n1: FAIL slow: beside healthy n0, all_gather averages 38.5 GB/s bus bandwidth over 1 KiB-8 GiB, "
+        "below the floor 100 GB/s",
+        "n1 NIC of GPU 1 (NCCL net device 1 (mlx5_1)): FAIL slow: its rail beside n0's GPU 1 averages 12 GB/s "
+        "all_gather bus bandwidth, 42% of the node's median rail 28.5 GB/s (threshold 80%)",
+    ]
+    without_logs = fabric.judge_fabric(rails_report(1)).lines()
+    assert without_logs[-1].startswith("n1 NIC of GPU 1 (rail 1): FAIL slow: its rail beside n0's GPU 1 averages 12")
+
+
+def test_rails_that_measure_alike_name_no_nic():
+    lines = fabric.judge_fabric(rails_report(None)).lines()
+    assert not any(" NIC " in line for line in lines)
+    assert lines[-1].startswith("n1: FAIL slow: beside healthy n0")
+
+
+def test_a_node_whose_net_plugin_lists_fewer_devices_than_the_others_fails():
+    nics = {node: {"devices": ["mlx5_0", "mlx5_1"], "rank_devices": {}} for node in ("n0", "n1")}
+    nics["n1"]["devices"] = ["mlx5_0"]
+    verdict = fabric.judge_fabric({**report(["n0", "n1"], HEALTHY), "nics": nics})
+    assert verdict.lines() == [
+        "fabric across 2 nodes: FAIL",
+        "n1: FAIL NCCL's net plugin lists 1 devices, the other nodes 2: a NIC is missing",
+    ]
+
+
+def test_the_slow_node_and_its_healthy_partner_are_what_the_rails_are_measured_beside():
+    outcomes = [
+        PairOutcome(("n0", "n1"), False, "slow"),
+        PairOutcome(("n2", "n3"), True, ""),
+        PairOutcome(("n0", "n2"), True, ""),
+        PairOutcome(("n1", "n3"), False, "slow"),
+    ]
+    assert fabric_search.slow_beside_healthy(["n0", "n1", "n2", "n3"], outcomes) == [("n1", "n0")]
+    assert fabric_search.slow_beside_healthy(["n0", "n1", "n2"], outcomes[:1]) == []

@@ -103,3 +103,62 @@ def test_a_slow_node_fails_the_group_and_the_pair_search_names_it(reports):
     assert len(lines) == 3 and re.fullmatch(
         r"node-2: FAIL slow: beside healthy node-3 and node-0, all_gather averages [0-9.]+ GB/s .*"
         r"bus bandwidth over 8 MiB-16 MiB, below the floor [0-9.]+ GB/s", lines[2]), lines
+
+
+RAIL_WORLD_SIZE = 3 * fabric_ranks.RANKS_PER_NODE
+"""Three stand-in nodes of two ranks each."""
+
+SLOW_RAIL_RANK = 3
+"""node-1's second rank: one slow rail (NIC) of one node."""
+
+RAIL_FLOOR_GBPS = 1.2 * max(
+    fabric.bus_bandwidth_factor("all_gather", ranks) * statistics.mean(fabric_ranks.SIZES) / fabric_ranks.SLOW_DELAY_S
+    / fabric.BYTES_PER_GB
+    for ranks in (2, 4, RAIL_WORLD_SIZE)
+)
+"""Just above what a group holding the slow rank can reach (the groups of the rail run: 2, 4 and 6 ranks)."""
+
+
+@pytest.fixture(scope="module")
+def rail_report(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """Rank 0's report of the rail run (every rank returns the same)."""
+    work_dir = tmp_path_factory.mktemp("fabric-gloo-rails")
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["torch", "tests.jobs.preflight.fabric_ranks"])
+    processes = [
+        context.Process(
+            target=fabric_ranks.run_rail_rank,
+            args=(rank, RAIL_WORLD_SIZE, str(work_dir), SLOW_RAIL_RANK, RAIL_FLOOR_GBPS),
+        )
+        for rank in range(RAIL_WORLD_SIZE)
+    ]
+    for process in processes:
+        process.start()
+    deadline = time.monotonic() + DEADLINE_S
+    for process in processes:
+        process.join(max(0.0, deadline - time.monotonic()))
+    late = [process for process in processes if process.is_alive()]
+    for process in late:
+        process.kill()
+        process.join()
+    assert not late, f"{len(late)} ranks still ran after {DEADLINE_S} s"
+    assert [process.exitcode for process in processes] == [0] * RAIL_WORLD_SIZE
+    return json.loads((work_dir / "rails-rank0.json").read_text())
+
+
+def test_the_rails_of_the_slow_node_name_its_slow_nic(rail_report):
+    assert [[pair["nodes"] for pair in round_] for round_ in rail_report["search"]] == [
+        [["node-0", "node-1"]],
+        [["node-0", "node-2"]],
+    ]
+    (rails,) = rail_report["rails"]
+    assert (rails["node"], rails["partner"]) == ("node-1", "node-0")
+    assert [pair["nodes"] for pair in rails["pairs"]] == [["node-1/0", "node-0/0"], ["node-1/1", "node-0/1"]]
+    lines = fabric.judge_fabric(rail_report, floor_gbps=RAIL_FLOOR_GBPS, expected_network=None).lines()
+    assert lines[0] == "fabric across 3 nodes: FAIL"
+    assert [line.split(":")[0] for line in lines[1:]] == ["fabric across 3 nodes", "node-1", "node-1 NIC of GPU 1 (rail 1)"]
+    assert re.fullmatch(
+        r"node-1 NIC of GPU 1 \(rail 1\): FAIL slow: its rail beside node-0's GPU 1 averages [0-9.e-]+ GB/s "
+        r"all_(gather|reduce) bus bandwidth, [0-9]+% of the node's median rail [0-9.e-]+ GB/s \(threshold 80%\)",
+        lines[-1],
+    ), lines
