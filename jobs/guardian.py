@@ -14,6 +14,10 @@ cluster and the run's record, applies one action at a time and appends every dec
 - an attempt refused by its wrapper (checkpoints, none complete), STOPPED, or FAILED for any other reason
   (decided once SETTLE_SECONDS have passed without evidence of lost capacity, the time Ray takes to mark a
   lost node dead): `failed`, then `not-retried` with the reason and its last log lines;
+- before it submits an attempt on a Ray cluster that no preflight has checked (a fresh RayCluster: its head is
+  not the one the newest preflight result names, jobs/preflight/driver.py `rayHead`), the settings' preflight
+  runs (jobs/preflight/gate.py, job.preflight; never before a resume on the same cluster): `preflight-passed`,
+  or `preflight-failed` and `not-retried` with one line per bad node (cordoned first with job.cordonBadNodes);
 - SUCCEEDED: `succeeded`; when the settings' schedule asks for more (runs.extends) the next attempt
   continues the run; else the export (`export-submitted`, through Hooks.export);
 - once the run is over (succeeded, not retried, gave up) and nothing is live on the cluster for
@@ -38,7 +42,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from jobs import control, record
-from jobs.access import Endpoint
+from jobs.access import Endpoint, bearer_headers
 from jobs.attempt import REFUSED_LINE
 from jobs.checkpoints import CheckpointError, newest_complete
 from jobs.runs import extends, run_dir_of
@@ -52,6 +56,12 @@ LAST_LINES = 20
 SETTLE_SECONDS = 60.0
 """Seconds after a failure before it counts as not caused by lost capacity: Ray marks a lost node dead after
 its health checks fail (about 15 s by default, ray_config_def.h), KubeRay deletes a preempted pod later."""
+
+IN_CLUSTER_API = "https://kubernetes.default.svc"
+"""The API server as a pod reaches it (Kubernetes' `kubernetes` Service in `default`)."""
+
+SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
+"""Where a pod's service account token and the cluster CA are mounted."""
 
 POLL_SECONDS = 10.0
 """Seconds between two looks at the cluster while nothing changes."""
@@ -254,6 +264,28 @@ def node_view(node: dict[str, Any]) -> NodeView:
         gpus=control.node_gpus(node),
         end=end / 1000 if isinstance(end, (int, float)) and end > 0 else None,
     )
+
+
+def head_node_id(nodes: list[dict[str, Any]]) -> str | None:
+    """The alive head's node id among state API node entries (control.ray_nodes), or None."""
+    for node in nodes:
+        if node.get("is_head_node") and node.get("state") == "ALIVE":
+            return str(node.get("node_id", "")) or None
+    return None
+
+
+def preflighted_head(results: Path) -> str | None:
+    """The Ray head the newest preflight result in `results` checked and passed, or None (none, unreadable,
+    failed, or written before results named their head)."""
+    from jobs.preflight.driver import NEWEST
+
+    try:
+        newest = (results / NEWEST).read_text().strip()
+        result = json.loads((results / newest).read_text())
+    except (OSError, ValueError):
+        return None
+    passed = isinstance(result, dict) and (result.get("verdict") or {}).get("passed") is True
+    return (str(result.get("rayHead") or "") or None) if passed else None
 
 
 def capacity_lost(state: State) -> str | None:
@@ -464,17 +496,60 @@ class Guardian:
             return None
         return chosen.step if chosen else None
 
-    def submit(self, reason: str) -> None:
-        """Pass the readiness gate, then submit the run's next attempt through control.ensure_run."""
+    def submit(self, attempt: int, reason: str) -> None:
+        """Pass the readiness gate and, on a Ray cluster no preflight has checked, the preflight; then submit
+        the run's next attempt through control.ensure_run. `attempt` is the attempt it follows."""
         settings = self.settings
         control.wait_for_gpus(self.endpoint, settings.gpu_nodes, settings.ready_timeout_seconds, self.report)
+        if not self.preflight(attempt):
+            return
         step = self.resume_step()
         outcome = control.ensure_run(self.client, settings.submission)
         if outcome.action in ("submitted", "extended"):
-            attempt = int(outcome.submission_id.rsplit("-", 1)[1])
-            self.append(attempt, "submitted", reason, resumed_from_step=step)
+            number = int(outcome.submission_id.rsplit("-", 1)[1])
+            self.append(number, "submitted", reason, resumed_from_step=step)
         else:
             self.report(f"{settings.run}: {outcome.sentence()}")
+
+    def preflight(self, attempt: int) -> bool:
+        """Run the settings' preflight when the Ray cluster's head is not the one the newest preflight result
+        names (a fresh RayCluster); whether the next attempt may go. A failed one is recorded as
+        `preflight-failed` and `not-retried`, one line per bad node."""
+        from jobs.preflight.gate import PreflightRefused, before_first_attempt
+
+        template = self.settings.raw.get("preflight")
+        if template is None:
+            return True
+        results = self.settings.run_dir / "preflight"
+        head = head_node_id(control.ray_nodes(self.endpoint))
+        if head is not None and preflighted_head(results) == head:
+            return True
+        try:
+            outcome = before_first_attempt(
+                self.client, {**template, "results_dir": str(results)}, self.report, self.cluster_api()
+            )
+        except PreflightRefused as refusal:
+            lines = str(refusal).splitlines()
+            self.append(attempt, "preflight-failed", _one_line(lines[0]), last_lines=lines[1:])
+            self.append(attempt, "not-retried", f"the preflight failed on {len(lines) - 1} node(s) or NIC(s)")
+            return False
+        details = {"rayHead": head, "results": outcome.path if outcome else None}
+        self.append(attempt, "preflight-passed", "", details=details)
+        return True
+
+    def cluster_api(self) -> Endpoint | None:
+        """The API server for cordoning the nodes a failed preflight names (job.cordonBadNodes): the one behind
+        the dashboard's service proxy, else the pod's own service account; None when neither is at hand."""
+        if not self.settings.raw.get("cordonBadNodes"):
+            return None
+        if "/api/v1/" in self.endpoint.address:
+            server = self.endpoint.address.split("/api/v1/", 1)[0]
+            return Endpoint(address=server, headers=self.endpoint.headers, verify=self.endpoint.verify)
+        token = SERVICE_ACCOUNT_DIR / "token"
+        if not token.is_file():
+            return None
+        ca = SERVICE_ACCOUNT_DIR / "ca.crt"
+        return Endpoint(IN_CLUSTER_API, bearer_headers(token.read_text().strip()), str(ca) if ca.is_file() else True)
 
     def apply(self, action: Action) -> None:
         """Carry out one action that is not a wait."""
@@ -482,7 +557,7 @@ class Guardian:
             extra: dict[str, Any] = {"last_lines": list(action.last_lines), "details": action.details}
             self.append(action.attempt, action.event, action.reason, **extra)
         elif action.kind in ("recover", "extend"):
-            self.submit(action.reason)
+            self.submit(action.attempt, action.reason)
         elif action.kind == "export":
             assert self.hooks.export is not None
             step = self.resume_step()

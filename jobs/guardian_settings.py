@@ -16,12 +16,22 @@ from core import names
 from core.config.model import StackConfig
 from core.facts.platform import GPUS_PER_NODE
 from jobs.control import POD_MODULES, PROJECT_DIR
+from jobs.preflight.settings import preflight_template
 from jobs.spec import submission_for
 from workloads.raycluster import WORKER_GROUP
 
-GUARDIAN_ROOTS = ("jobs/__main__.py", "jobs/guardian.py", *POD_MODULES)
-"""The modules the in-cluster guardian starts from: the entry point, the loop, and the attempt wrapper's modules
-it sends with every attempt it submits."""
+GUARDIAN_ROOTS = (
+    "jobs/__main__.py",
+    "jobs/guardian.py",
+    *POD_MODULES,
+    "jobs/preflight/gate.py",
+    "jobs/preflight/driver.py",
+    "jobs/preflight/measure.py",
+    "jobs/preflight/fabric_measure.py",
+)
+"""The modules the in-cluster guardian starts from: the entry point, the loop, the attempt wrapper's modules it
+sends with every attempt it submits, and the preflight it runs on a fresh RayCluster (the gate, and the driver
+and measurements it sends as py_modules: the driver loads them by name, so no import names them)."""
 
 PROJECT_PACKAGES = ("core", "jobs", "workloads")
 """Top-level packages of this project a guardian module may import."""
@@ -43,6 +53,8 @@ def guardian_settings(config: StackConfig) -> dict[str, Any]:
         "namespace": names.NAMESPACE,
         "rayCluster": names.RAY_CLUSTER,
         "gpuWorkerGroup": WORKER_GROUP,
+        "preflight": preflight_template(config),
+        "cordonBadNodes": config.job.cordon_bad_nodes,
     }
 
 

@@ -13,6 +13,7 @@ import pytest
 
 from jobs.guardian import settings_from
 from jobs.guardian_settings import guardian_code_files, guardian_settings
+from jobs.preflight.settings import preflight_template
 from jobs.spec import submission_for
 from tests.conftest import SHIPPED_STACKS, config_of
 
@@ -41,7 +42,9 @@ def test_the_settings_are_the_stacks_run_and_knobs_as_plain_deterministic_data(s
         "gpuNodes": config.gpu.nodes, "maxRecoveries": 3, "idleMinutes": 0,
         "readyTimeoutSeconds": config.job.ready_timeout_seconds, "framework": config.workload.framework,
         "worldSize": 8 * config.gpu.nodes, "namespace": "grpo", "rayCluster": "grpo", "gpuWorkerGroup": "gpu",
+        "preflight": preflight_template(config), "cordonBadNodes": False,
     }  # fmt: skip
+    assert values["preflight"]["mode"] == ("full" if config.gpu.nodes >= 2 else "gpu")
     text = json.dumps(values, sort_keys=True)
     assert text == json.dumps(guardian_settings(config), sort_keys=True)
     assert "hf_do_not_leak" not in text and "HF_TOKEN" not in text

@@ -1,0 +1,128 @@
+"""The guardian's preflight before an attempt on a Ray cluster no preflight has checked (a fresh RayCluster),
+never before a resume on the same one: which head the newest result names, and what the guardian records."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from jobs import control, guardian, record
+from jobs.access import Endpoint
+from jobs.guardian_settings import guardian_settings
+from jobs.preflight import gate
+from tests.conftest import config_of
+
+HEAD_NODES = [
+    {"node_id": "old-head", "is_head_node": True, "state": "DEAD"},
+    {"node_id": "gpu-1", "is_head_node": False, "state": "ALIVE"},
+    {"node_id": "new-head", "is_head_node": True, "state": "ALIVE"},
+]
+
+
+def write_result(results: Path, name: str, passed: bool, head: str | None) -> None:
+    """A preflight result as the driver writes it, named newest."""
+    results.mkdir(parents=True, exist_ok=True)
+    result = {"verdict": {"passed": passed}, **({"rayHead": head} if head else {})}
+    (results / name).write_text(json.dumps(result))
+    (results / "newest").write_text(name + "\n")
+
+
+def test_the_head_is_the_alive_head_node():
+    assert guardian.head_node_id(HEAD_NODES) == "new-head"
+    assert guardian.head_node_id(HEAD_NODES[:2]) is None
+
+
+def test_a_passed_result_names_its_head(tmp_path):
+    write_result(tmp_path, "1.json", passed=True, head="new-head")
+    assert guardian.preflighted_head(tmp_path) == "new-head"
+
+
+@pytest.mark.parametrize(
+    "results",
+    ["none", "failed", "headless", "unreadable"],
+)
+def test_no_head_counts_as_checked_without_a_passed_result_naming_it(tmp_path, results):
+    if results == "failed":
+        write_result(tmp_path, "1.json", passed=False, head="new-head")
+    elif results == "headless":
+        write_result(tmp_path, "1.json", passed=True, head=None)
+    elif results == "unreadable":
+        write_result(tmp_path, "1.json", passed=True, head="new-head")
+        (tmp_path / "1.json").write_text("{not json")
+    assert guardian.preflighted_head(tmp_path) is None
+
+
+class Ran:
+    """A recording stand-in for jobs/preflight/gate.py before_first_attempt."""
+
+    def __init__(self, refuse: bool):
+        self.refuse, self.calls = refuse, []
+
+    def __call__(self, client, template, report, api=None):
+        self.calls.append((template, api))
+        if self.refuse:
+            outcome = type("Outcome", (), {"mode": "gpu", "path": "/r.json", "failure_lines": lambda self: ["w-1: FAIL"]})
+            raise gate.PreflightRefused(outcome())
+        return type("Outcome", (), {"path": "/r.json"})()
+
+
+@pytest.fixture
+def guard(tmp_path, monkeypatch):
+    """A guardian of the dev stack (cordonBadNodes on) whose run lies under tmp_path, on a stand-in cluster."""
+    values = guardian_settings(config_of("dev", job={"cordonBadNodes": True}))
+    settings = guardian.settings_from(values, "test")
+    run_dir = tmp_path / "run"
+    settings = replace(settings, submission=_with_run_dir(settings.submission, run_dir))
+    monkeypatch.setattr(control, "connect", lambda endpoint: object())
+    monkeypatch.setattr(control, "ray_nodes", lambda endpoint: HEAD_NODES)
+    proxy = "https://1.2.3.4/api/v1/namespaces/grpo/services/grpo-head-svc:8265/proxy"
+    endpoint = Endpoint(address=proxy, headers={"Authorization": "Bearer t"}, verify="/ca.pem")
+    return guardian.Guardian(settings, endpoint, guardian.Hooks(), lambda line: None)
+
+
+def _with_run_dir(submission: dict, run_dir: Path) -> dict:
+    env = {**submission["runtime_env"]["env_vars"], "GRPO_RUN_DIR": str(run_dir)}
+    return {**submission, "runtime_env": {**submission["runtime_env"], "env_vars": env}}
+
+
+def test_a_fresh_ray_cluster_is_preflighted_and_the_pass_recorded(guard, monkeypatch):
+    ran = Ran(refuse=False)
+    monkeypatch.setattr(gate, "before_first_attempt", ran)
+    assert guard.preflight(attempt=2) is True
+    (template, api), = ran.calls
+    assert template["results_dir"] == str(guard.settings.run_dir / "preflight")
+    assert api == Endpoint(address="https://1.2.3.4", headers={"Authorization": "Bearer t"}, verify="/ca.pem")
+    (entry,) = record.read(guard.settings.run_dir)
+    assert (entry["event"], entry["attempt"], entry["details"]) == (
+        "preflight-passed",
+        2,
+        {"rayHead": "new-head", "results": "/r.json"},
+    )
+
+
+def test_the_same_ray_cluster_is_not_preflighted_again(guard, monkeypatch):
+    ran = Ran(refuse=False)
+    monkeypatch.setattr(gate, "before_first_attempt", ran)
+    write_result(guard.settings.run_dir / "preflight", "1.json", passed=True, head="new-head")
+    assert guard.preflight(attempt=2) is True
+    assert ran.calls == [] and record.read(guard.settings.run_dir) == []
+
+
+def test_a_failed_preflight_is_recorded_and_not_retried(guard, monkeypatch):
+    monkeypatch.setattr(gate, "before_first_attempt", Ran(refuse=True))
+    assert guard.preflight(attempt=2) is False
+    events = [(entry["event"], entry["reason"], entry.get("last_lines")) for entry in record.read(guard.settings.run_dir)]
+    assert events == [
+        ("preflight-failed", "refused: the gpu preflight failed (results /r.json):", ["  w-1: FAIL"]),
+        ("not-retried", "the preflight failed on 1 node(s) or NIC(s)", None),
+    ]
+
+
+def test_a_stack_without_a_preflight_runs_none(guard, monkeypatch):
+    ran = Ran(refuse=False)
+    monkeypatch.setattr(gate, "before_first_attempt", ran)
+    guard.settings = replace(guard.settings, raw={**guard.settings.raw, "preflight": None})
+    assert guard.preflight(attempt=2) is True and ran.calls == []
