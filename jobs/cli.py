@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
@@ -28,6 +29,7 @@ from jobs.spec import training_spec
 if TYPE_CHECKING:
     from ray.job_submission import JobDetails, JobSubmissionClient
 
+    from jobs.observe import RunView
     from jobs.spec import TrainingSpec
 
 LAST_LINES = 20
@@ -110,9 +112,7 @@ class _ProgressLine:
 def _job_line(job: JobDetails) -> str:
     meta = job.metadata or {}
     started = (
-        datetime.fromtimestamp(job.start_time / 1000, UTC).strftime("%Y-%m-%d %H:%M:%SZ")
-        if job.start_time
-        else "-"
+        datetime.fromtimestamp(job.start_time / 1000, UTC).strftime("%Y-%m-%d %H:%M:%SZ") if job.start_time else "-"
     )
     run, attempt = meta.get("run", "-"), meta.get("attempt", "-")
     return f"{job.submission_id}  {control.status_text(job.status)}  run={run}  attempt={attempt}  started={started}"
@@ -145,8 +145,30 @@ def _finish(client: JobSubmissionClient, submission_id: str, status: str, show_l
     return 1
 
 
-def _follow(client: JobSubmissionClient, stack: str, submission_id: str, framework: str, stream: bool) -> int:
+def cost_so_far(client: JobSubmissionClient, config: StackConfig, submission_id: str) -> Callable[[], str]:
+    """What the progress line adds while following `submission_id`: the run's GPU dollars so far across its
+    attempts at the catalog's list price (nothing when the catalog has no price for the GPU nodes)."""
+    from core.prices import catalog, gpu_hourly
+    from jobs.observe import dollars_so_far
+    from jobs.observed import ray_attempts
+
+    hourly = gpu_hourly(config, catalog())
+    run = (client.get_job_info(submission_id).metadata or {}).get("run")
+    if hourly is None or run is None:
+        return lambda: ""
+    attempts = ray_attempts(control.attempts(client, run))
+    return lambda: f"  ${dollars_so_far(attempts, hourly):,.2f} so far"
+
+
+def _follow(
+    client: JobSubmissionClient,
+    config: StackConfig,
+    submission_id: str,
+    framework: str,
+    stream: bool,
+) -> int:
     """Follow the stack's job to its end; a dashboard lost on the way is one line."""
+    stack = config.stack
     progress = _ProgressLine()
 
     def on_line(line: str) -> None:
@@ -154,7 +176,12 @@ def _follow(client: JobSubmissionClient, stack: str, submission_id: str, framewo
         print(line, flush=True)
 
     try:
-        status = control.follow(client, submission_id, framework, on_line if stream else None, progress)
+        suffix = cost_so_far(client, config, submission_id)
+
+        def report(text: str) -> None:
+            progress(text + suffix())
+
+        status = control.follow(client, submission_id, framework, on_line if stream else None, report)
         return _finish(client, submission_id, status, show_lines=not stream)
     except (OSError, RuntimeError, control.Unreachable) as error:
         # A request past its deadline is Unreachable; requests' connection errors are OSErrors; the Jobs API
@@ -227,7 +254,7 @@ def cmd_submit(args: argparse.Namespace, config: StackConfig) -> int:
     print(outcome.submission_id, flush=True)
     if not args.wait:
         return 0
-    return _follow(client, config.stack, outcome.submission_id, spec.framework, stream=False)
+    return _follow(client, config, outcome.submission_id, spec.framework, stream=False)
 
 
 def _fresh(args: argparse.Namespace, config: StackConfig) -> tuple[StackConfig, TrainingSpec]:
@@ -245,16 +272,62 @@ def _fresh(args: argparse.Namespace, config: StackConfig) -> tuple[StackConfig, 
     return fresh, training_spec(fresh, args.entrypoint)
 
 
+def _data_root(args: argparse.Namespace) -> Path | None:
+    """`--data-root DIR` as a directory, None without it; UsageError when it is no directory."""
+    if args.data_root is None:
+        return None
+    root = Path(args.data_root)
+    if not root.is_dir():
+        raise UsageError(f"--data-root {args.data_root}: no such directory; name the directory that stands for /data")
+    return root
+
+
+def _view(args: argparse.Namespace, config: StackConfig, client: JobSubmissionClient, job: JobDetails) -> RunView:
+    """The run of `job` with its files, reading them with a progress line."""
+    from jobs.observe import run_view
+
+    meta = job.metadata or {}
+    progress = _ProgressLine()
+    try:
+        framework = meta.get("framework", config.workload.framework)
+        return run_view(client, config, meta["run"], framework, _data_root(args), progress)
+    finally:
+        progress.close()
+
+
 def cmd_status(args: argparse.Namespace, config: StackConfig) -> int:
-    """Show the status of a job (default: the stack's newest)."""
+    """Show the status of a job (default: the stack's newest) and its run's goodput and cost across attempts."""
+    import json
+    import time
+
     client = control.connect(endpoint_of(args, config))
     job = _pick_job(client, config.stack, args.job)
+    status = control.status_text(job.status)
+    error = None
+    if status == "FAILED":
+        error = error_line("\n".join(control.last_lines(client, job.submission_id, ERROR_SCAN_LINES)))
+    view = _view(args, config, client, job) if (job.metadata or {}).get("run") else None
+    figures = view.goodput(time.time()) if view is not None else None
+    if args.json:
+        document = {
+            "attempt": job.submission_id,
+            "status": status,
+            "run": (job.metadata or {}).get("run"),
+            "error": error,
+            "gpuHourly": None if view is None else view.gpu_hourly,
+            "goodput": None if figures is None else figures.as_json(),
+        }
+        print(json.dumps(document, sort_keys=True, indent=2))
+        return 0
     print(_job_line(job))
     if job.message:
         print(f"  {job.message.strip().splitlines()[0]}")
-    if control.status_text(job.status) == "FAILED":
-        found = error_line("\n".join(control.last_lines(client, job.submission_id, ERROR_SCAN_LINES)))
-        print(f"  error: {found}" if found else f"  no error line in the last {ERROR_SCAN_LINES} log lines")
+    if status == "FAILED":
+        print(f"  error: {error}" if error else f"  no error line in the last {ERROR_SCAN_LINES} log lines")
+    if view is not None and figures is not None:
+        print(f"run {view.run} across {len(view.attempts)} attempts:")
+        for line in figures.lines(view.unpriced()):
+            print(f"  {line}")
     return 0
 
 
@@ -264,7 +337,7 @@ def cmd_logs(args: argparse.Namespace, config: StackConfig) -> int:
     job = _pick_job(client, config.stack, args.job)
     framework = (job.metadata or {}).get("framework", config.workload.framework)
     if args.follow:
-        return _follow(client, config.stack, job.submission_id, framework, stream=True)
+        return _follow(client, config, job.submission_id, framework, stream=True)
     sys.stdout.write(client.get_job_logs(job.submission_id))
     return 0
 
@@ -323,6 +396,9 @@ def parser() -> argparse.ArgumentParser:
     for name in ("status", "stop"):
         sub = commands.add_parser(name, parents=[common], help=COMMANDS[name].__doc__)
         sub.add_argument("job", nargs="?", help="submission id (default: the stack's newest job)")
+    status = commands.choices["status"]
+    status.add_argument("--json", action="store_true", help="print the status and goodput figures as JSON")
+    status.add_argument("--data-root", help="read the run's files under DIR (a local run's /data) instead of the head")
     logs = commands.add_parser("logs", parents=[common], help=cmd_logs.__doc__)
     logs.add_argument("job", nargs="?", help="submission id (default: the stack's newest job)")
     logs.add_argument("--follow", action="store_true", help="stream until the job ends, with a progress line")

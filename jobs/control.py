@@ -53,6 +53,8 @@ class Deadlines:
     stop: float = 30.0
     """Seconds `stop_jobs` waits for stopped attempts to leave PENDING/RUNNING (a PENDING job can
     ignore a stop until Ray's job start timeout, RAY_JOB_START_TIMEOUT_SECONDS)."""
+    run_files: float = 120.0
+    """Seconds the short job that reads a run's files on the head (jobs/run_files.py) may take in all."""
 
     @property
     def request(self) -> tuple[float, float]:
