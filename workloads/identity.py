@@ -1,6 +1,6 @@
-"""The namespace, the Ray pods' Kubernetes service account and, when set, the Hugging Face token Secret
-and the Secret of `grpo-gke:secretEnv`. Secret values are secret Outputs end to end; pods read them by
-`secretKeyRef`, so no value enters a manifest.
+"""The namespace, the Ray pods' Kubernetes service account and, when set, the Hugging Face token Secret,
+the W&B key's Secret and the Secret of `grpo-gke:secretEnv`. Secret values are secret Outputs end to end;
+pods read them by `secretKeyRef`, so no value enters a manifest.
 
 The names come from core.names, which the bucket grant of the infrastructure graph also reads
 (workload identity principal `.../ns/<NAMESPACE>/sa/<RAY_SERVICE_ACCOUNT>`).
@@ -74,10 +74,21 @@ def render_token_secret(token: pulumi.Input[str]) -> SecretInitArgs:
     )
 
 
+def render_wandb_secret(key: pulumi.Input[str]) -> SecretInitArgs:
+    """The Secret of `grpo-gke:wandbApiKey`; `key` must be a secret Output so it never shows in clear."""
+    return SecretInitArgs(
+        metadata=k8s.meta.v1.ObjectMetaArgs(name=names.WANDB_SECRET, namespace=names.NAMESPACE, labels=dict(LABELS)),
+        type="Opaque",
+        string_data={names.WANDB_SECRET_KEY: key},
+    )
+
+
 def render_secret_env_secret(values: Mapping[str, pulumi.Input[str]]) -> SecretInitArgs:
     """The Secret of `grpo-gke:secretEnv`, keyed by variable name; each value must be a secret Output."""
     return SecretInitArgs(
-        metadata=k8s.meta.v1.ObjectMetaArgs(name=names.SECRET_ENV_SECRET, namespace=names.NAMESPACE, labels=dict(LABELS)),
+        metadata=k8s.meta.v1.ObjectMetaArgs(
+            name=names.SECRET_ENV_SECRET, namespace=names.NAMESPACE, labels=dict(LABELS)
+        ),
         type="Opaque",
         string_data=dict(sorted(values.items())),
     )
@@ -109,12 +120,15 @@ class SecretEnv:
 
 
 def secret_env(config: StackConfig, *, with_secret_env: bool = True) -> list[SecretEnv]:
-    """The pods' secret environment: HF_TOKEN when set, then (unless `with_secret_env` is False)
-    every `grpo-gke:secretEnv` name, in name order. The one source for the RayCluster and staging Job."""
+    """The pods' secret environment: HF_TOKEN when set, then (unless `with_secret_env` is False, the staging
+    Job) WANDB_API_KEY when `grpo-gke:wandbApiKey` is set and every `grpo-gke:secretEnv` name, in name order.
+    The one source for the RayCluster and staging Job."""
     entries = []
     if config.hf_token is not None:
         entries.append(SecretEnv("HF_TOKEN", names.HF_TOKEN_SECRET, names.HF_TOKEN_SECRET_KEY))
     if with_secret_env:
+        if config.wandb_api_key is not None:
+            entries.append(SecretEnv("WANDB_API_KEY", names.WANDB_SECRET, names.WANDB_SECRET_KEY))
         entries += [SecretEnv(name, names.SECRET_ENV_SECRET, name) for name in sorted(config.secret_env)]
     return entries
 
@@ -127,6 +141,8 @@ class IdentityArgs:
     """The Hugging Face token as a secret Output, or None for public models."""
     secret_env: Mapping[str, pulumi.Output[str]]
     """`grpo-gke:secretEnv` as secret Outputs by variable name (empty: no Secret)."""
+    wandb_api_key: pulumi.Output[str] | None
+    """`grpo-gke:wandbApiKey` as a secret Output, or None without W&B."""
     provider: k8s.Provider
     """Kubernetes provider of the cluster."""
     depends_on: Sequence[pulumi.Resource]
@@ -134,11 +150,12 @@ class IdentityArgs:
 
 
 class Identity(pulumi.ComponentResource):
-    """Namespace, service account and the optional token and secretEnv Secrets."""
+    """Namespace, service account and the optional token, W&B key and secretEnv Secrets."""
 
     namespace: k8s.core.v1.Namespace
     service_account: k8s.core.v1.ServiceAccount
     token_secret: k8s.core.v1.Secret | None
+    wandb_secret: k8s.core.v1.Secret | None
     secret_env_secret: k8s.core.v1.Secret | None
 
     def __init__(self, name: str, args: IdentityArgs, opts: pulumi.ResourceOptions | None = None):
@@ -157,6 +174,11 @@ class Identity(pulumi.ComponentResource):
             self.token_secret = k8s.core.v1.Secret(
                 names.HF_TOKEN_SECRET, render_token_secret(pulumi.Output.secret(args.token)), opts=in_namespace
             )
+        self.wandb_secret = None
+        if args.wandb_api_key is not None:
+            self.wandb_secret = k8s.core.v1.Secret(
+                names.WANDB_SECRET, render_wandb_secret(pulumi.Output.secret(args.wandb_api_key)), opts=in_namespace
+            )
         self.secret_env_secret = None
         if args.secret_env:
             values = {name: pulumi.Output.secret(value) for name, value in args.secret_env.items()}
@@ -168,6 +190,7 @@ class Identity(pulumi.ComponentResource):
                 "namespace": names.NAMESPACE,
                 "serviceAccount": names.RAY_SERVICE_ACCOUNT,
                 "hasToken": args.token is not None,
+                "hasWandbKey": args.wandb_api_key is not None,
                 "secretEnvNames": sorted(args.secret_env),
             }
         )
