@@ -1,4 +1,4 @@
-"""`.venv/bin/python -m jobs submit|status|logs|stop|list|validate --stack NAME [--address URL]`.
+"""`.venv/bin/python -m jobs submit|status|logs|stop|list|plot|validate --stack NAME [--address URL]`.
 
 Without `--address` the CLI reaches the stack's cluster the way the post-deploy step does:
 the API server's service proxy to the Ray head service, with the cluster and Google access
@@ -331,6 +331,32 @@ def cmd_status(args: argparse.Namespace, config: StackConfig) -> int:
     return 0
 
 
+def cmd_plot(args: argparse.Namespace, config: StackConfig) -> int:
+    """Draw the run's reward and step time against the step across its attempts, preemptions and resumes marked."""
+    import time
+
+    from jobs import observed
+    from jobs.plot import draw, markers
+
+    client = control.connect(endpoint_of(args, config))
+    job = _pick_job(client, config.stack, args.job)
+    if not (job.metadata or {}).get("run"):
+        raise UsageError(f"job {job.submission_id} is not an attempt of a grpo-gke run; name one (list shows them)")
+    view = _view(args, config, client, job)
+    attempts = observed.goodput_attempts(view.attempts, view.record)
+    marks = markers(view.goodput(time.time()).losses, {item.number: item.resumed_from for item in attempts})
+    points = observed.step_points(view.lines, view.framework)
+    out = Path(args.out) if args.out else Path(f"{view.run}.png")
+    if out.suffix.lower() != ".png":
+        raise UsageError(f"--out {args.out}: the plot is a PNG; name a file ending in .png")
+    try:
+        draw(points, marks, view.framework, f"{view.run}: {len(view.attempts)} attempts", out)
+    except OSError as error:
+        raise UsageError(f"cannot write the plot to {out}: {error.strerror or error}") from None
+    print(f"wrote {out}: {len(points)} steps of {len(view.attempts)} attempts, {len(marks)} marks")
+    return 0
+
+
 def cmd_logs(args: argparse.Namespace, config: StackConfig) -> int:
     """Print a job's log; with --follow stream it with a progress line."""
     client = control.connect(endpoint_of(args, config))
@@ -368,6 +394,7 @@ COMMANDS = {
     "logs": cmd_logs,
     "stop": cmd_stop,
     "list": cmd_list,
+    "plot": cmd_plot,
     "validate": cmd_validate,
 }
 """Handler of each subcommand."""
@@ -398,7 +425,13 @@ def parser() -> argparse.ArgumentParser:
         sub.add_argument("job", nargs="?", help="submission id (default: the stack's newest job)")
     status = commands.choices["status"]
     status.add_argument("--json", action="store_true", help="print the status and goodput figures as JSON")
-    status.add_argument("--data-root", help="read the run's files under DIR (a local run's /data) instead of the head")
+    plot = commands.add_parser("plot", parents=[common], help=cmd_plot.__doc__)
+    plot.add_argument("job", nargs="?", help="an attempt of the run (default: the stack's newest job)")
+    plot.add_argument("--out", help="the PNG to write (default: <run>.png)")
+    for sub in (status, plot):
+        sub.add_argument(
+            "--data-root", help="read the run's files under DIR (a local run's /data), not through the head"
+        )
     logs = commands.add_parser("logs", parents=[common], help=cmd_logs.__doc__)
     logs.add_argument("job", nargs="?", help="submission id (default: the stack's newest job)")
     logs.add_argument("--follow", action="store_true", help="stream until the job ends, with a progress line")

@@ -323,3 +323,13 @@ def test_status_shows_the_runs_goodput_and_cost_from_its_files_under_data_root(r
 
     code, _, err = run_cli(capsys, "status", *args, "--data-root", str(tmp_path / "missing"))
     assert code == 2 and "--data-root" in err and "no such directory" in err
+
+    picture = tmp_path / "run.png"
+    code, out, err = run_cli(capsys, "plot", *args, "--data-root", str(tmp_path / "data"), "--out", str(picture))
+    assert code == 0, err
+    assert out == f"wrote {picture}: 1 steps of 1 attempts, 0 marks\n"
+    assert picture.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    code, _, err = run_cli(
+        capsys, "plot", *args, "--data-root", str(tmp_path / "data"), "--out", str(tmp_path / "run.jpg")
+    )
+    assert code == 2 and "name a file ending in .png" in err
