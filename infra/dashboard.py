@@ -288,7 +288,7 @@ class RunDashboard(pulumi.ComponentResource):
         if problems:
             raise ValueError(f"the run's dashboard is malformed: {'; '.join(problems)}")
         self.dashboard = gcp.monitoring.Dashboard(
-            "run-dashboard",
+            f"{args.config.cluster_name}-dashboard",
             gcp.monitoring.DashboardArgs(dashboard_json=dashboard_json(spec), project=args.config.project),
             opts=pulumi.ResourceOptions(parent=self, depends_on=[args.monitoring_api]),
         )
