@@ -46,6 +46,12 @@ HF_TOKEN_SECRET = "hf-token"
 HF_TOKEN_SECRET_KEY = "token"
 """Key of the token inside HF_TOKEN_SECRET."""
 
+WANDB_SECRET = "grpo-wandb"
+"""Secret holding `grpo-gke:wandbApiKey`, when one is configured."""
+
+WANDB_SECRET_KEY = "api-key"
+"""Key of the W&B API key inside WANDB_SECRET."""
+
 SECRET_ENV_SECRET = "grpo-secret-env"
 """Secret holding `grpo-gke:secretEnv`, one key per environment variable name, when any is configured."""
 
@@ -128,7 +134,7 @@ def lustre_names(prefix: str) -> LustreNames:
     """Names derived from the cluster name; the filesystem is its first 8 alphanumeric characters."""
     return LustreNames(
         instance_id=f"{prefix}-lustre",
-        filesystem=re.sub(r"[^a-z0-9]", "", prefix.lower())[: LUSTRE_FILESYSTEM_MAX],
+        filesystem=re.sub(r"[^a-z0-9]", "", prefix.lower())[:LUSTRE_FILESYSTEM_MAX],
         peering_range=f"{prefix}-lustre-psa",
         firewall=f"{prefix}-lustre-lnet",
     )

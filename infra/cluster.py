@@ -11,6 +11,7 @@ import pulumi_gcp as gcp
 
 from core.config.model import StackConfig
 from core.facts.gcp import CLOUD_PLATFORM_SCOPE, WORKLOAD_POOL
+from core.facts.monitoring import MONITORING_COMPONENTS
 from core.facts.platform import LUSTRE_DEFAULT_PORT_FLOOR, LUSTRE_LEGACY_PORT, LUSTRE_PORT, GkeVersion
 from core.facts.privilege import SHIELDED_INTEGRITY_MONITORING, SHIELDED_SECURE_BOOT
 from core.names import fixed_name_options
@@ -105,6 +106,15 @@ def database_encryption(config: StackConfig) -> gcp.container.ClusterDatabaseEnc
     return gcp.container.ClusterDatabaseEncryptionArgs(state="ENCRYPTED", key_name=key)
 
 
+def monitoring_config() -> gcp.container.ClusterMonitoringConfigArgs:
+    """GKE's system metrics and its managed DCGM metrics of the GPUs, through Managed Service for Prometheus
+    (core/facts/monitoring.py MONITORING_COMPONENTS): what the run's dashboard charts, Standard and Autopilot."""
+    return gcp.container.ClusterMonitoringConfigArgs(
+        enable_components=list(MONITORING_COMPONENTS),
+        managed_prometheus=gcp.container.ClusterMonitoringConfigManagedPrometheusArgs(enabled=True),
+    )
+
+
 def cluster_args(
     config: StackConfig,
     network: pulumi.Input[str],
@@ -132,6 +142,7 @@ def cluster_args(
         database_encryption=database_encryption(config),
         enable_multi_networking=True,
         addons_config=addons_config(config),
+        monitoring_config=monitoring_config(),
         release_channel=gcp.container.ClusterReleaseChannelArgs(channel=channel) if channel else None,
         min_master_version=config.cluster.min_version,
         deletion_protection=config.cluster.deletion_protection,

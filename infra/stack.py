@@ -9,6 +9,7 @@ from core import names
 from core.config.model import StackConfig
 from infra.apis import Apis, ApisArgs, required_services
 from infra.cluster import Cluster, ClusterArgs
+from infra.dashboard import RunDashboard, RunDashboardArgs
 from infra.identity import ClusterIdentity, ClusterIdentityArgs
 from infra.kubernetes import KubernetesAccess, KubernetesAccessArgs
 from infra.network import Networks, NetworksArgs
@@ -80,6 +81,10 @@ def build_infra(config: StackConfig) -> InfraOutputs:
         ),
     )
 
+    dashboard = RunDashboard(
+        "monitoring", RunDashboardArgs(config=config, monitoring_api=apis.service("monitoring.googleapis.com"))
+    )
+
     pulumi.export("clusterName", cluster.name)
     pulumi.export("clusterLocation", cluster.location)
     pulumi.export("kubeconfig", access.kubeconfig)
@@ -87,8 +92,10 @@ def build_infra(config: StackConfig) -> InfraOutputs:
         pulumi.export("bucket", storage.bucket.url)
     else:
         pulumi.export("lustreMountPoint", storage.lustre.mount_point)
+    pulumi.export("monitoringDashboardUrl", dashboard.url)
     pulumi.export(
-        "dashboardCommand", names.dashboard_port_forward_command(prefix, config.region, config.project, config.cluster.dns_endpoint)
+        "dashboardCommand",
+        names.dashboard_port_forward_command(prefix, config.region, config.project, config.cluster.dns_endpoint),
     )
 
     return InfraOutputs(

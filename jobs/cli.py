@@ -1,4 +1,4 @@
-"""`.venv/bin/python -m jobs submit|status|logs|stop|list|validate|preflight --stack NAME [--address URL]`.
+"""`.venv/bin/python -m jobs submit|status|logs|stop|list|plot|validate|preflight --stack NAME [--address URL]`.
 
 Without `--address` the CLI reaches the stack's cluster the way the post-deploy step does:
 the API server's service proxy to the Ray head service, with the cluster and Google access
@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
@@ -27,6 +28,7 @@ from jobs.spec import training_spec
 if TYPE_CHECKING:
     from ray.job_submission import JobDetails, JobSubmissionClient
 
+    from jobs.observe import RunView
     from jobs.spec import TrainingSpec
 
 LAST_LINES = 20
@@ -117,9 +119,7 @@ class _ProgressLine:
 def _job_line(job: JobDetails) -> str:
     meta = job.metadata or {}
     started = (
-        datetime.fromtimestamp(job.start_time / 1000, UTC).strftime("%Y-%m-%d %H:%M:%SZ")
-        if job.start_time
-        else "-"
+        datetime.fromtimestamp(job.start_time / 1000, UTC).strftime("%Y-%m-%d %H:%M:%SZ") if job.start_time else "-"
     )
     run, attempt = meta.get("run", "-"), meta.get("attempt", "-")
     return f"{job.submission_id}  {control.status_text(job.status)}  run={run}  attempt={attempt}  started={started}"
@@ -152,8 +152,30 @@ def _finish(client: JobSubmissionClient, submission_id: str, status: str, show_l
     return 1
 
 
-def _follow(client: JobSubmissionClient, stack: str, submission_id: str, framework: str, stream: bool) -> int:
+def cost_so_far(client: JobSubmissionClient, config: StackConfig, submission_id: str) -> Callable[[], str]:
+    """What the progress line adds while following `submission_id`: the run's GPU dollars so far across its
+    attempts at the catalog's list price (nothing when the catalog has no price for the GPU nodes)."""
+    from core.prices import catalog, gpu_hourly
+    from jobs.observe import dollars_so_far
+    from jobs.observed import ray_attempts
+
+    hourly = gpu_hourly(config, catalog())
+    run = (client.get_job_info(submission_id).metadata or {}).get("run")
+    if hourly is None or run is None:
+        return lambda: ""
+    attempts = ray_attempts(control.attempts(client, run))
+    return lambda: f"  ${dollars_so_far(attempts, hourly):,.2f} so far"
+
+
+def _follow(
+    client: JobSubmissionClient,
+    config: StackConfig,
+    submission_id: str,
+    framework: str,
+    stream: bool,
+) -> int:
     """Follow the stack's job to its end; a dashboard lost on the way is one line."""
+    stack = config.stack
     progress = _ProgressLine()
 
     def on_line(line: str) -> None:
@@ -161,7 +183,12 @@ def _follow(client: JobSubmissionClient, stack: str, submission_id: str, framewo
         print(line, flush=True)
 
     try:
-        status = control.follow(client, submission_id, framework, on_line if stream else None, progress)
+        suffix = cost_so_far(client, config, submission_id)
+
+        def report(text: str) -> None:
+            progress(text + suffix())
+
+        status = control.follow(client, submission_id, framework, on_line if stream else None, report)
         return _finish(client, submission_id, status, show_lines=not stream)
     except (OSError, RuntimeError, control.Unreachable) as error:
         # A request past its deadline is Unreachable; requests' connection errors are OSErrors; the Jobs API
@@ -228,7 +255,7 @@ def cmd_submit(args: argparse.Namespace, config: StackConfig) -> int:
     print(outcome.submission_id, flush=True)
     if not args.wait:
         return 0
-    return _follow(client, config.stack, outcome.submission_id, spec.framework, stream=False)
+    return _follow(client, config, outcome.submission_id, spec.framework, stream=False)
 
 
 def local_submission(args: argparse.Namespace, submission: dict) -> dict:
@@ -238,18 +265,23 @@ def local_submission(args: argparse.Namespace, submission: dict) -> dict:
     return on_data_root(submission, args.data_root) if args.data_root else submission
 
 
-def _print_records(args: argparse.Namespace, runs: list[str]) -> None:
-    """Each run's record (attempts.jsonl), read from `--data-root`; nothing without it or without a record."""
+def _print_records(args: argparse.Namespace, client: JobSubmissionClient, runs: list[str]) -> None:
+    """Each run's record (attempts.jsonl): under `--data-root`, else read through the Ray head (jobs/run_files.py,
+    one short job per run); nothing for a run without a record."""
     from jobs import record
+    from jobs.run_files import read_run_files
     from jobs.spec import run_directory, under_data_root
 
-    if not args.data_root:
-        return
     for run in dict.fromkeys(runs):
-        run_dir = Path(under_data_root(run_directory(run), args.data_root))
-        lines = record.record_lines(record.read(run_dir))
+        if args.data_root:
+            run_dir = Path(under_data_root(run_directory(run), args.data_root))
+            events, where = record.read(run_dir), str(record.record_path(run_dir))
+        else:
+            found = read_run_files(client, run_directory(run), [record.RECORD_FILE])
+            events, where = record.parse(found[record.RECORD_FILE] or ""), f"{run_directory(run)}/{record.RECORD_FILE}"
+        lines = record.record_lines(events)
         if lines:
-            print(f"record of {run} ({record.record_path(run_dir)}):")
+            print(f"record of {run} ({where}):")
         for line in lines:
             print(f"  {line}")
 
@@ -269,17 +301,95 @@ def _fresh(args: argparse.Namespace, config: StackConfig) -> tuple[StackConfig, 
     return fresh, training_spec(fresh, args.entrypoint)
 
 
+def _data_root(args: argparse.Namespace) -> Path | None:
+    """`--data-root DIR` as a directory, None without it; UsageError when it is no directory."""
+    if args.data_root is None:
+        return None
+    root = Path(args.data_root)
+    if not root.is_dir():
+        raise UsageError(f"--data-root {args.data_root}: no such directory; name the directory that stands for /data")
+    return root
+
+
+def _view(args: argparse.Namespace, config: StackConfig, client: JobSubmissionClient, job: JobDetails) -> RunView:
+    """The run of `job` with its files, reading them with a progress line."""
+    from jobs.observe import run_view
+
+    meta = job.metadata or {}
+    progress = _ProgressLine()
+    try:
+        framework = meta.get("framework", config.workload.framework)
+        return run_view(client, config, meta["run"], framework, _data_root(args), progress)
+    finally:
+        progress.close()
+
+
 def cmd_status(args: argparse.Namespace, config: StackConfig) -> int:
-    """Show the status of a job (default: the stack's newest)."""
+    """Show the status of a job (default: the stack's newest) and its run's goodput and cost across attempts."""
+    import json
+    import time
+
+    from jobs.record import record_lines
+
     client = control.connect(endpoint_of(args, config))
     job = _pick_job(client, config.stack, args.job)
+    status = control.status_text(job.status)
+    error = None
+    if status == "FAILED":
+        error = error_line("\n".join(control.last_lines(client, job.submission_id, ERROR_SCAN_LINES)))
+    view = _view(args, config, client, job) if (job.metadata or {}).get("run") else None
+    figures = view.goodput(time.time()) if view is not None else None
+    if args.json:
+        document = {
+            "attempt": job.submission_id,
+            "status": status,
+            "run": (job.metadata or {}).get("run"),
+            "error": error,
+            "gpuHourly": None if view is None else view.gpu_hourly,
+            "goodput": None if figures is None else figures.as_json(),
+            "record": [] if view is None else list(view.record),
+        }
+        print(json.dumps(document, sort_keys=True, indent=2))
+        return 0
     print(_job_line(job))
     if job.message:
         print(f"  {job.message.strip().splitlines()[0]}")
-    if control.status_text(job.status) == "FAILED":
-        found = error_line("\n".join(control.last_lines(client, job.submission_id, ERROR_SCAN_LINES)))
-        print(f"  error: {found}" if found else f"  no error line in the last {ERROR_SCAN_LINES} log lines")
-    _print_records(args, [job.metadata["run"]] if (job.metadata or {}).get("run") else [])
+    if status == "FAILED":
+        print(f"  error: {error}" if error else f"  no error line in the last {ERROR_SCAN_LINES} log lines")
+    if view is not None and figures is not None:
+        print(f"run {view.run} across {len(view.attempts)} attempts:")
+        for line in figures.lines(view.unpriced()):
+            print(f"  {line}")
+    if view is not None and view.record:
+        print(f"record of {view.run}:")
+        for line in record_lines(list(view.record)):
+            print(f"  {line}")
+    return 0
+
+
+def cmd_plot(args: argparse.Namespace, config: StackConfig) -> int:
+    """Draw the run's reward and step time against the step across its attempts, preemptions and resumes marked."""
+    import time
+
+    from jobs import observed
+    from jobs.plot import draw, markers
+
+    client = control.connect(endpoint_of(args, config))
+    job = _pick_job(client, config.stack, args.job)
+    if not (job.metadata or {}).get("run"):
+        raise UsageError(f"job {job.submission_id} is not an attempt of a grpo-gke run; name one (list shows them)")
+    view = _view(args, config, client, job)
+    attempts = observed.goodput_attempts(view.attempts, view.record)
+    marks = markers(view.goodput(time.time()).losses, {item.number: item.resumed_from for item in attempts})
+    points = observed.step_points(view.lines, view.framework)
+    out = Path(args.out) if args.out else Path(f"{view.run}.png")
+    if out.suffix.lower() != ".png":
+        raise UsageError(f"--out {args.out}: the plot is a PNG; name a file ending in .png")
+    try:
+        draw(points, marks, view.framework, f"{view.run}: {len(view.attempts)} attempts", out)
+    except OSError as error:
+        raise UsageError(f"cannot write the plot to {out}: {error.strerror or error}") from None
+    print(f"wrote {out}: {len(points)} steps of {len(view.attempts)} attempts, {len(marks)} marks")
     return 0
 
 
@@ -289,7 +399,7 @@ def cmd_logs(args: argparse.Namespace, config: StackConfig) -> int:
     job = _pick_job(client, config.stack, args.job)
     framework = (job.metadata or {}).get("framework", config.workload.framework)
     if args.follow:
-        return _follow(client, config.stack, job.submission_id, framework, stream=True)
+        return _follow(client, config, job.submission_id, framework, stream=True)
     sys.stdout.write(client.get_job_logs(job.submission_id))
     return 0
 
@@ -311,7 +421,7 @@ def cmd_list(args: argparse.Namespace, config: StackConfig) -> int:
         print(_job_line(job))
     if not jobs:
         print(f"no job of stack {config.stack!r}", file=sys.stderr)
-    _print_records(args, [job.metadata["run"] for job in jobs if (job.metadata or {}).get("run")])
+    _print_records(args, client, [job.metadata["run"] for job in jobs if (job.metadata or {}).get("run")])
     return 0
 
 
@@ -356,6 +466,7 @@ COMMANDS = {
     "logs": cmd_logs,
     "stop": cmd_stop,
     "list": cmd_list,
+    "plot": cmd_plot,
     "validate": cmd_validate,
     "preflight": cmd_preflight,
 }
@@ -388,6 +499,11 @@ def parser() -> argparse.ArgumentParser:
     for name in ("status", "stop"):
         sub = commands.add_parser(name, parents=[common], help=COMMANDS[name].__doc__)
         sub.add_argument("job", nargs="?", help="submission id (default: the stack's newest job)")
+    status = commands.choices["status"]
+    status.add_argument("--json", action="store_true", help="print the status and goodput figures as JSON")
+    plot = commands.add_parser("plot", parents=[common], help=cmd_plot.__doc__)
+    plot.add_argument("job", nargs="?", help="an attempt of the run (default: the stack's newest job)")
+    plot.add_argument("--out", help="the PNG to write (default: <run>.png)")
     logs = commands.add_parser("logs", parents=[common], help=cmd_logs.__doc__)
     logs.add_argument("job", nargs="?", help="submission id (default: the stack's newest job)")
     logs.add_argument("--follow", action="store_true", help="stream until the job ends, with a progress line")

@@ -21,9 +21,7 @@ from typing import Any, Literal
 
 from jobs.checkpoints import step_dirs
 from jobs.progress import Progress, advance, parse_verl_metrics
-
-GPU_CAPACITY_LOST = "gpu-capacity-lost"
-"""Failure reason of an attempt whose GPU nodes went away (a preemption)."""
+from jobs.record import GPU_CAPACITY_LOST
 
 Failure = Literal["gpu-capacity-lost", "other"]
 
@@ -145,8 +143,8 @@ class Goodput:
         """The JSON `status --json` prints."""
         return json.dumps(self.as_json(), sort_keys=True, indent=2)
 
-    def lines(self) -> list[str]:
-        """The lines `status` prints."""
+    def lines(self, unpriced: str | None = None) -> list[str]:
+        """The lines `status` prints; `unpriced` (why the GPU nodes have no price) replaces the cost line."""
         if self.first_step_after_s is None:
             shown = ["first step: not reached yet", "steps: 0 done"]
         else:
@@ -165,6 +163,9 @@ class Goodput:
             )
         share = "-" if self.goodput is None else f"{self.goodput:.1%}"
         shown.append(f"goodput: {share} of {duration(self.gpu_s)} GPU time made progress")
+        if unpriced is not None:
+            shown.append(f"cost: {unpriced}")
+            return shown
         per_step = "-" if self.dollars_per_step is None else f"${self.dollars_per_step:.2f}"
         shown.append(f"cost: ${self.dollars:.2f} so far, ${self.dollars_lost:.2f} lost, {per_step} per step")
         return shown

@@ -35,6 +35,10 @@ EVENTS = (
 )
 """Every event a record line may name."""
 
+GPU_CAPACITY_LOST = "gpu-capacity-lost"
+"""`details.cause` of a `failed` event whose attempt lost its GPU nodes (a preemption): the guardian writes it,
+goodput counts the attempt's lost time as lost to preemption."""
+
 
 def utc_stamp(seconds: float) -> str:
     """`seconds` since the epoch as UTC ISO 8601 with milliseconds and Z (`2026-12-01T11:50:03.042Z`)."""

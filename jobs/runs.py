@@ -16,6 +16,10 @@ VERL_METRICS_ROOT = "VERL_FILE_LOGGER_ROOT"
 (VERL_FILE_LOGGER_PATH is opened as-is, before the run directory exists), and truncates the
 file when training starts: each attempt therefore gets a root of its own."""
 
+TENSORBOARD_DIR = "TENSORBOARD_DIR"
+"""Where verl's tensorboard logger writes its event files (verl/utils/tracking.py _TensorboardAdapter,
+default `tensorboard_log/<project>/<experiment>`); every attempt of a run writes `<run dir>/tensorboard`."""
+
 
 def attempt_id(run: str, attempt: int) -> str:
     """Ray submission id of attempt `attempt` (1, 2, ...) of `run`."""
@@ -29,7 +33,8 @@ def run_dir_of(submission: dict) -> str:
 
 def for_attempt(submission: dict, attempt: int) -> dict:
     """The submit_job kwargs of attempt `attempt` of the run `submission` names: its own id,
-    metadata and GRPO_* environment and, for verl, its own metrics file under the run directory.
+    metadata and GRPO_* environment and, for verl, its own metrics file and the run's TensorBoard
+    directory under the run directory.
 
     The run directory is the submission's GRPO_RUN_DIR (the spec's on the shared storage, or a local
     one for a run on this machine), kept for every attempt.
@@ -40,6 +45,7 @@ def for_attempt(submission: dict, attempt: int) -> dict:
     env_vars.update(zip(RUN_ENV, (run, str(attempt), run_dir), strict=True))
     if submission["metadata"]["framework"] == "verl":
         env_vars[VERL_METRICS_ROOT] = f"{run_dir}/metrics/attempt-{attempt}"
+        env_vars[TENSORBOARD_DIR] = f"{run_dir}/tensorboard"
     return {
         **submission,
         "submission_id": attempt_id(run, attempt),

@@ -62,9 +62,18 @@ SCHEDULE_OVERRIDES = {
 """Overrides of `grpo.epochs`, `maxSteps`, `saveEvery`, `validateEvery` and `keepCheckpoints` per
 framework: how long and how often, not what is trained, so they are kept out of the run's hash."""
 
-EXPERIMENT_PROJECT = "grpo-gke"
-"""verl `trainer.project_name` of every run."""
+TRACKING_OVERRIDES = {
+    "verl": frozenset({"trainer.logger", "trainer.project_name"}),
+    "nemo-rl": frozenset(
+        {"logger.wandb_enabled", "logger.tensorboard_enabled", "logger.wandb.project", "logger.wandb.name"}
+    ),
+}
+"""Overrides that turn experiment tracking (W&B, TensorBoard) on and name its project: where the run's
+figures are sent, not what is trained, so they are kept out of the run's hash like the schedule."""
 
+VERL_LOGGERS = ("console", "file", "tensorboard")
+"""verl's `trainer.logger` backends of every run (verl/utils/tracking.py Tracking.supported_backend);
+`wandb` is added when `grpo-gke:wandbApiKey` is set."""
 
 @dataclass(frozen=True)
 class TrainingSpec:
@@ -166,8 +175,8 @@ def verl_overrides(config: StackConfig, run: str, run_dir: str) -> list[str]:
         ("actor_rollout_ref.rollout.gpu_memory_utilization", grpo.gpu_memory_utilization),
         ("actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu", micro),
         ("actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu", micro),
-        ("trainer.logger", ["console", "file"]),
-        ("trainer.project_name", EXPERIMENT_PROJECT),
+        ("trainer.logger", [*VERL_LOGGERS, *(["wandb"] if config.wandb_api_key is not None else [])]),
+        ("trainer.project_name", config.tracking.wandb_project),
         ("trainer.experiment_name", run),
         ("trainer.nnodes", config.gpu.nodes),
         ("trainer.n_gpus_per_node", GPUS_PER_NODE),
@@ -183,7 +192,7 @@ def verl_overrides(config: StackConfig, run: str, run_dir: str) -> list[str]:
     return [_override(key, value) for key, value in values]
 
 
-def nemo_rl_overrides(config: StackConfig, run_dir: str) -> list[str]:
+def nemo_rl_overrides(config: StackConfig, run: str, run_dir: str) -> list[str]:
     """Overrides of the release's GRPO entry script, on the keys of the recipe that fits the model."""
     grpo = config.grpo
     release = NEMO_RL_RELEASE_FACTS[config.workload.resolved_image().release]
@@ -210,6 +219,10 @@ def nemo_rl_overrides(config: StackConfig, run_dir: str) -> list[str]:
         ("checkpointing.keep_top_k", grpo.keep_checkpoints),
         ("checkpointing.metric_name", None),
         ("logger.log_dir", f"{run_dir}/logs"),
+        ("logger.tensorboard_enabled", True),
+        ("logger.wandb_enabled", config.wandb_api_key is not None),
+        ("logger.wandb.project", config.tracking.wandb_project),
+        ("logger.wandb.name", run),
     ]
     if grpo.max_steps is not None:
         values.append(("grpo.max_num_steps", grpo.max_steps))
@@ -248,7 +261,12 @@ def _env_vars(config: StackConfig, run_dir: str) -> dict[str, str]:
 
 
 def _spec_hash(framework: str, release: str, entrypoint: str, env_vars: dict[str, str], generation: int) -> str:
-    identity: dict[str, object] = {"framework": framework, "release": release, "entrypoint": entrypoint, "env_vars": env_vars}
+    identity: dict[str, object] = {
+        "framework": framework,
+        "release": release,
+        "entrypoint": entrypoint,
+        "env_vars": env_vars,
+    }
     if generation:
         identity["generation"] = generation
     canonical = json.dumps(
@@ -270,10 +288,10 @@ def training_spec(config: StackConfig, entrypoint: str | None = None) -> Trainin
     if framework == "verl":
         overrides = verl_overrides(config, RUN_PLACEHOLDER, RUN_DIR_PLACEHOLDER)
     else:
-        overrides = nemo_rl_overrides(config, RUN_DIR_PLACEHOLDER)
+        overrides = nemo_rl_overrides(config, RUN_PLACEHOLDER, RUN_DIR_PLACEHOLDER)
     command = entrypoint if entrypoint is not None else _entrypoint(config, overrides)
-    schedule = SCHEDULE_OVERRIDES[framework]
-    identity = [item for item in overrides if item.split("=", 1)[0] not in schedule]
+    outside = SCHEDULE_OVERRIDES[framework] | TRACKING_OVERRIDES[framework]
+    identity = [item for item in overrides if item.split("=", 1)[0] not in outside]
     hashed = entrypoint if entrypoint is not None else _entrypoint(config, identity)
     env = _env_vars(config, RUN_DIR_PLACEHOLDER)
     digest = _spec_hash(framework, release, hashed, env, config.job.run_generation)
@@ -307,10 +325,25 @@ def submission_of(config: StackConfig, spec: TrainingSpec, attempt: int) -> dict
     modules are added as `py_modules` by jobs.control at submission time, not here)."""
     first = {
         "entrypoint": attempt_entrypoint(spec, GPUS_PER_NODE * config.gpu.nodes),
-        "runtime_env": {"env_vars": dict(sorted({**spec.env_vars, "GRPO_RUN_DIR": spec.run_dir}.items()))},
+        "runtime_env": {
+            "env_vars": dict(sorted({**spec.env_vars, **tracking_env(config, spec.run), "GRPO_RUN_DIR": spec.run_dir}.items()))
+        },
         "metadata": {"stack": config.stack, "framework": spec.framework, "run": spec.run, **schedule_of(config)},
     }
     return for_attempt(first, attempt)
+
+
+def tracking_env(config: StackConfig, run: str) -> dict[str, str]:
+    """The W&B environment of every attempt when `grpo-gke:wandbApiKey` is set (the key itself reaches the
+    pods from its Secret): one W&B run per grpo-gke run, resumed by every attempt (W&B "Resume runs":
+    WANDB_RUN_ID with WANDB_RESUME=allow), in `tracking.wandbProject` and, when set, `tracking.wandbEntity`.
+    Outside the run's hash: a tracking change is not a new run."""
+    if config.wandb_api_key is None:
+        return {}
+    env = {"WANDB_PROJECT": config.tracking.wandb_project, "WANDB_RESUME": "allow", "WANDB_RUN_ID": run}
+    if config.tracking.wandb_entity is not None:
+        env["WANDB_ENTITY"] = config.tracking.wandb_entity
+    return env
 
 
 def schedule_of(config: StackConfig) -> dict[str, str]:

@@ -49,6 +49,10 @@ NEMO_RL_COMMON_KEYS: dict[str, tuple[type, ...]] = {
     "checkpointing.keep_top_k": (int,),
     "checkpointing.metric_name": _OPTIONAL_TEXT,
     "logger.log_dir": (str,),
+    "logger.tensorboard_enabled": (bool,),
+    "logger.wandb_enabled": (bool,),
+    "logger.wandb.project": (str,),
+    "logger.wandb.name": (str,),
 }
 """Keys every supported release's GRPO recipes have (grpo_math_1B.yaml and its children, v0.4.0 to v0.7.0)."""
 
@@ -116,8 +120,7 @@ def verl_config_dir() -> Path:
     installed = importlib.metadata.version("verl")
     if installed != VERL_VERSION:
         raise FileNotFoundError(
-            f"verl {installed} is installed, the job runs {VERL_VERSION}:"
-            f" pip install --no-deps verl=={VERL_VERSION}"
+            f"verl {installed} is installed, the job runs {VERL_VERSION}: pip install --no-deps verl=={VERL_VERSION}"
         )
     return Path(spec.submodule_search_locations[0]) / "trainer" / "config"
 

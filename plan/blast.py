@@ -57,6 +57,7 @@ LABELS = {
     "gcp:serviceaccount/account:Account": "the nodes' service account",
     "gcp:projects/iAMMember:IAMMember": "the nodes' role grant",
     "gcp:kms/cryptoKeyIAMMember:CryptoKeyIAMMember": "the KMS key grant",
+    "gcp:monitoring/dashboard:Dashboard": "the monitoring dashboard",
     KUBERNETES_PROVIDER_TYPE: "every Kubernetes object",
     RAY_CLUSTER_TYPE: "the RayCluster",
     "kubernetes:batch/v1:Job": "the staging Job",

@@ -72,9 +72,10 @@ def shown_path(path: Path) -> Path:
 
 def plan(args: argparse.Namespace) -> int:
     """Validate the stack config, run the program under mocks and write the plan files."""
+    from core.prices import catalog
     from plan.blast import PlanError, blast_radius, read_plan, render
     from plan.harness import REPO_ROOT, run_values
-    from plan.prices import COST_FILE, catalog, estimate, render_cost_json, summary_lines
+    from plan.prices import COST_FILE, estimate, render_cost_json, summary_lines
     from plan.security import security_summary
     from plan.writer import render_plan_json, summary, write_plan
 

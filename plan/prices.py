@@ -1,4 +1,4 @@
-"""The price catalog (plan/prices.json, dated and sourced) and the stack's cost per hour by part.
+"""The stack's cost per hour by part, from the price catalog (core/prices.py, dated and sourced).
 
 Pure: a config and a catalog in, cost lines out. A price the catalog lacks is named, never guessed.
 """
@@ -8,61 +8,18 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
-from functools import cache
-from pathlib import Path
-from typing import Any
 
 from core.config.model import StackConfig
 from core.facts.platform import BF16_BYTES_PER_PARAMETER
 from core.facts.pods import HEAD_REQUESTS
+from core.prices import CATALOG_NAME, PriceCatalog, gpu_node_hourly, gpu_node_rate
 from jobs.spec import model_size_b
-
-CATALOG_PATH = Path(__file__).with_name("prices.json")
-"""The price catalog beside this module."""
 
 COST_FILE = "cost.json"
 """The file `python -m plan` writes the cost estimate to, beside plan.json."""
 
 GIB = 2**30
 """Bytes in a GiB."""
-
-@dataclass(frozen=True)
-class PriceCatalog:
-    """List prices by machine, place and provisioning, as plan/prices.json holds them."""
-
-    date: str
-    """The day the catalog's figures were read (YYYY-MM-DD)."""
-    hours_per_month: int
-    """Hours a GiB-month is spread over."""
-    flex_start_discount_ceiling: float
-    """The most flex-start bills below on-demand, as a share."""
-    gpu_nodes: dict[str, dict[str, dict[str, float]]]
-    """$/h of one 8-GPU node: machine type -> zone -> provisioning (`on-demand`, `spot`)."""
-    cpu_machines: dict[str, dict[str, float]]
-    """On-demand $/h of a CPU machine: machine type -> region."""
-    lustre_gib_month: dict[str, dict[str, float]]
-    """$ per GiB-month of Managed Lustre: throughput tier (MB/s per TiB, as text) -> region."""
-    gcs_standard_gib_month: dict[str, float]
-    """$ per GiB-month of Cloud Storage Standard in a region."""
-
-
-def read_catalog(document: dict[str, Any]) -> PriceCatalog:
-    """The catalog of a parsed prices.json."""
-    return PriceCatalog(
-        date=document["catalog_date"],
-        hours_per_month=document["hours_per_month"]["value"],
-        flex_start_discount_ceiling=document["flex_start_discount_ceiling"]["value"],
-        gpu_nodes=document["gpu_nodes"]["prices"],
-        cpu_machines=document["cpu_machines"]["prices"],
-        lustre_gib_month=document["lustre_gib_month"]["prices"],
-        gcs_standard_gib_month=document["gcs_standard_gib_month"]["prices"],
-    )
-
-
-@cache
-def catalog() -> PriceCatalog:
-    """The shipped catalog, plan/prices.json."""
-    return read_catalog(json.loads(CATALOG_PATH.read_text()))
 
 
 @dataclass(frozen=True)
@@ -102,11 +59,6 @@ def no_price(what: str, prices: PriceCatalog) -> str:
     return f"no price for {what} in the catalog (dated {prices.date})"
 
 
-def gpu_node_hourly(prices: PriceCatalog, machine_type: str, zone: str, provisioning: str) -> float | None:
-    """$/h of one node of `machine_type` in `zone` under `provisioning` (`on-demand` or `spot`), or None."""
-    return prices.gpu_nodes.get(machine_type, {}).get(zone, {}).get(provisioning)
-
-
 def _gpu_line(config: StackConfig, prices: PriceCatalog) -> CostLine:
     machine, zone, nodes = config.gpu_machine.machine_type, config.zone, config.gpu.nodes
     provisioning = config.gpu.provisioning
@@ -122,11 +74,12 @@ def _gpu_line(config: StackConfig, prices: PriceCatalog) -> CostLine:
         discount = f"{prices.flex_start_discount_ceiling:.0%}"
         return CostLine("gpu nodes", f"{what}; flex-start bills up to {discount} below on-demand{ceiling}", None)
     if provisioning == "reservation" and config.pricing.reservation_hourly is not None:
-        rate, how = config.pricing.reservation_hourly, "reservation at pricing.reservationHourly"
+        how = "reservation at pricing.reservationHourly"
     elif provisioning == "reservation":
-        rate, how = on_demand, "reservation at the on-demand rate (set pricing.reservationHourly for yours)"
+        how = "reservation at the on-demand rate (set pricing.reservationHourly for yours)"
     else:
-        rate, how = gpu_node_hourly(prices, machine, zone, provisioning), provisioning
+        how = provisioning
+    rate = gpu_node_rate(config, prices)
     if rate is None:
         return CostLine("gpu nodes", no_price(f"{machine} {provisioning} in {zone}", prices) + autopilot, None)
     what = f"{nodes} x {machine} {how} in {zone} at {_dollars(rate)}/h a node{autopilot}"
@@ -185,7 +138,7 @@ def _dollars(value: float) -> str:
 
 def summary_lines(cost: CostEstimate) -> list[str]:
     """The plan summary's cost block: one line per part and the total."""
-    lines = [f"cost per hour (list prices of {cost.catalog_date}, plan/prices.json):"]
+    lines = [f"cost per hour (list prices of {cost.catalog_date}, {CATALOG_NAME}):"]
     for line in cost.lines:
         shown = f"{_dollars(line.hourly)}/h for " if line.hourly is not None else ""
         lines.append(f"  {line.part}: {shown}{line.what}")

@@ -88,22 +88,34 @@ def combination_values(mode: str, gpu: str, storage: str, /, **sections: dict) -
 
 
 def with_secrets(
-    values: dict[str, str], token: str | None = None, secret_env: dict[str, str] | None = None
+    values: dict[str, str],
+    token: str | None = None,
+    secret_env: dict[str, str] | None = None,
+    wandb_key: str | None = None,
 ) -> tuple[dict[str, str], tuple[str, ...]]:
-    """`values` with `token` and `secret_env` set as secrets, as the engine hands them over, and the secret keys."""
+    """`values` with `token`, `secret_env` and `wandb_key` set as secrets, as the engine hands them over, and
+    the secret keys."""
     values, secret_keys = dict(values), ()
     if token is not None:
         values[f"{PROJECT_NAMESPACE}:hfToken"] = token
         secret_keys += (f"{PROJECT_NAMESPACE}:hfToken",)
+    if wandb_key is not None:
+        values[f"{PROJECT_NAMESPACE}:wandbApiKey"] = wandb_key
+        secret_keys += (f"{PROJECT_NAMESPACE}:wandbApiKey",)
     if secret_env is not None:
         values[f"{PROJECT_NAMESPACE}:secretEnv"] = json.dumps(secret_env)
         secret_keys += (f"{PROJECT_NAMESPACE}:secretEnv",)
     return values, secret_keys
 
 
-def config_of(base: str, stack: str | None = None, secret_token: bool = False, **sections: dict) -> StackConfig:
-    """A validated config from a shipped stack with sections changed, under another stack name if given."""
-    values, secret_keys = with_secrets(values_of(base, **sections), SECRET_TOKEN if secret_token else None)
+def config_of(
+    base: str, stack: str | None = None, secret_token: bool = False, wandb_key: str | None = None, **sections: dict
+) -> StackConfig:
+    """A validated config from a shipped stack with sections changed, under another stack name if given, with
+    the fake token (`secret_token`) and a W&B key (`wandb_key`) as secrets when asked."""
+    values, secret_keys = with_secrets(
+        values_of(base, **sections), SECRET_TOKEN if secret_token else None, wandb_key=wandb_key
+    )
     return load_config(values, {*stack_values(base).secret_keys, *secret_keys}, stack or base).config
 
 

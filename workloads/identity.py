@@ -1,6 +1,6 @@
-"""The namespace, the Ray pods' Kubernetes service account and, when set, the Hugging Face token Secret
-and the Secret of `grpo-gke:secretEnv`. Secret values are secret Outputs end to end; pods read them by
-`secretKeyRef`, so no value enters a manifest.
+"""The namespace, the Ray pods' Kubernetes service account and, when set, the Hugging Face token Secret,
+the W&B key's Secret and the Secret of `grpo-gke:secretEnv`. Secret values are secret Outputs end to end;
+pods read them by `secretKeyRef`, so no value enters a manifest.
 
 The names come from core.names, which the bucket grant of the infrastructure graph also reads
 (workload identity principal `.../ns/<NAMESPACE>/sa/<RAY_SERVICE_ACCOUNT>`).
@@ -46,10 +46,21 @@ def render_token_secret(token: pulumi.Input[str]) -> SecretInitArgs:
     )
 
 
+def render_wandb_secret(key: pulumi.Input[str]) -> SecretInitArgs:
+    """The Secret of `grpo-gke:wandbApiKey`; `key` must be a secret Output so it never shows in clear."""
+    return SecretInitArgs(
+        metadata=k8s.meta.v1.ObjectMetaArgs(name=names.WANDB_SECRET, namespace=names.NAMESPACE, labels=dict(LABELS)),
+        type="Opaque",
+        string_data={names.WANDB_SECRET_KEY: key},
+    )
+
+
 def render_secret_env_secret(values: Mapping[str, pulumi.Input[str]]) -> SecretInitArgs:
     """The Secret of `grpo-gke:secretEnv`, keyed by variable name; each value must be a secret Output."""
     return SecretInitArgs(
-        metadata=k8s.meta.v1.ObjectMetaArgs(name=names.SECRET_ENV_SECRET, namespace=names.NAMESPACE, labels=dict(LABELS)),
+        metadata=k8s.meta.v1.ObjectMetaArgs(
+            name=names.SECRET_ENV_SECRET, namespace=names.NAMESPACE, labels=dict(LABELS)
+        ),
         type="Opaque",
         string_data=dict(sorted(values.items())),
     )
@@ -63,6 +74,8 @@ class IdentityArgs:
     """The Hugging Face token as a secret Output, or None for public models."""
     secret_env: Mapping[str, pulumi.Output[str]]
     """`grpo-gke:secretEnv` as secret Outputs by variable name (empty: no Secret)."""
+    wandb_api_key: pulumi.Output[str] | None
+    """`grpo-gke:wandbApiKey` as a secret Output, or None without W&B."""
     provider: k8s.Provider
     """Kubernetes provider of the cluster."""
     depends_on: Sequence[pulumi.Resource]
@@ -70,11 +83,12 @@ class IdentityArgs:
 
 
 class Identity(pulumi.ComponentResource):
-    """Namespace, service account and the optional token and secretEnv Secrets."""
+    """Namespace, service account and the optional token, W&B key and secretEnv Secrets."""
 
     namespace: k8s.core.v1.Namespace
     service_account: k8s.core.v1.ServiceAccount
     token_secret: k8s.core.v1.Secret | None
+    wandb_secret: k8s.core.v1.Secret | None
     secret_env_secret: k8s.core.v1.Secret | None
 
     def __init__(self, name: str, args: IdentityArgs, opts: pulumi.ResourceOptions | None = None):
@@ -93,6 +107,11 @@ class Identity(pulumi.ComponentResource):
             self.token_secret = k8s.core.v1.Secret(
                 names.HF_TOKEN_SECRET, render_token_secret(pulumi.Output.secret(args.token)), opts=in_namespace
             )
+        self.wandb_secret = None
+        if args.wandb_api_key is not None:
+            self.wandb_secret = k8s.core.v1.Secret(
+                names.WANDB_SECRET, render_wandb_secret(pulumi.Output.secret(args.wandb_api_key)), opts=in_namespace
+            )
         self.secret_env_secret = None
         if args.secret_env:
             values = {name: pulumi.Output.secret(value) for name, value in args.secret_env.items()}
@@ -104,6 +123,7 @@ class Identity(pulumi.ComponentResource):
                 "namespace": names.NAMESPACE,
                 "serviceAccount": names.RAY_SERVICE_ACCOUNT,
                 "hasToken": args.token is not None,
+                "hasWandbKey": args.wandb_api_key is not None,
                 "secretEnvNames": sorted(args.secret_env),
             }
         )

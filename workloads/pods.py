@@ -38,11 +38,14 @@ def hf_home_env() -> dict[str, Any]:
 
 def secret_env(config: StackConfig, *, with_secret_env: bool = True) -> list[dict[str, Any]]:
     """The pods' secret environment, each variable read from its Secret by `secretKeyRef`: HF_TOKEN when set,
-    then (unless `with_secret_env` is False) every `grpo-gke:secretEnv` name, in name order."""
+    then (unless `with_secret_env` is False, the staging Job) WANDB_API_KEY when `grpo-gke:wandbApiKey` is set
+    and every `grpo-gke:secretEnv` name, in name order."""
     refs = []
     if config.hf_token is not None:
         refs.append(("HF_TOKEN", names.HF_TOKEN_SECRET, names.HF_TOKEN_SECRET_KEY))
     if with_secret_env:
+        if config.wandb_api_key is not None:
+            refs.append(("WANDB_API_KEY", names.WANDB_SECRET, names.WANDB_SECRET_KEY))
         refs += [(name, names.SECRET_ENV_SECRET, name) for name in sorted(config.secret_env)]
     return [{"name": name, "valueFrom": {"secretKeyRef": {"key": key, "name": secret}}} for name, secret, key in refs]
 

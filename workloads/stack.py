@@ -22,6 +22,12 @@ def _token(config: StackConfig) -> pulumi.Output[str] | None:
     return pulumi.Output.secret(config.hf_token.get_secret_value())
 
 
+def _wandb_key(config: StackConfig) -> pulumi.Output[str] | None:
+    if config.wandb_api_key is None:
+        return None
+    return pulumi.Output.secret(config.wandb_api_key.get_secret_value())
+
+
 def _secret_env(config: StackConfig) -> dict[str, pulumi.Output[str]]:
     return {name: pulumi.Output.secret(value.get_secret_value()) for name, value in config.secret_env.items()}
 
@@ -42,7 +48,13 @@ def build_workloads(config: StackConfig, infra: InfraOutputs) -> WorkloadOutputs
     installer = GibInstaller("gib", GibInstallerArgs(mode=config.cluster.mode, provider=provider, depends_on=cluster))
     identity = Identity(
         "identity",
-        IdentityArgs(token=_token(config), secret_env=_secret_env(config), provider=provider, depends_on=cluster),
+        IdentityArgs(
+            token=_token(config),
+            secret_env=_secret_env(config),
+            wandb_api_key=_wandb_key(config),
+            provider=provider,
+            depends_on=cluster,
+        ),
     )
     # The namespace is closed before any pod starts in it: the head's ports are never open to the cluster.
     policies = NetworkPolicies("network-policies", NetworkPoliciesArgs(provider=provider, namespace=identity.namespace))
@@ -58,13 +70,14 @@ def build_workloads(config: StackConfig, infra: InfraOutputs) -> WorkloadOutputs
     )
     # Both pod kinds run as the service account (workload identity for the bucket), mount the claim,
     # start only once the NetworkPolicies close the namespace and, when set, read the token Secret; the Ray
-    # pods also read the secretEnv Secret.
+    # pods also read the W&B key's and the secretEnv Secrets.
     pod_needs = [identity.service_account, shared.claim, *policies.policies]
     if identity.token_secret is not None:
         pod_needs.append(identity.token_secret)
     ray_needs = [*pod_needs]
-    if identity.secret_env_secret is not None:
-        ray_needs.append(identity.secret_env_secret)
+    for secret in (identity.wandb_secret, identity.secret_env_secret):
+        if secret is not None:
+            ray_needs.append(secret)
     staging = Staging(
         "staging",
         StagingArgs(config=config, provider=provider, namespace=identity.namespace, depends_on=pod_needs),

@@ -69,7 +69,7 @@ def _misplaced_secrets(full_key: str, value: Any) -> list[Problem]:
     state; each problem says how to move it. Offline the secret leaves are known; under the engine only
     the key is (the whole key is secret once one leaf is)."""
     ns = PROJECT_NAMESPACE
-    why = f"is a secret, but only {ns}:hfToken and {ns}:secretEnv keep secrets out of the manifests and the state"
+    why = f"is a secret, but only {ns}:hfToken, {ns}:wandbApiKey and {ns}:secretEnv keep secrets out of the manifests and the state"
     problems = []
     for leaf in _opaque_leaves(value) or [()]:
         path = ".".join((full_key, *leaf))
@@ -164,7 +164,7 @@ def parse_config(
     problems: list[Problem] = []
     warnings: list[str] = []
     data: dict[str, Any] = {"stack": stack}
-    structured = {"cluster", "gpu", "storage", "network", "workload", "grpo", "job", "pricing"}
+    structured = {"cluster", "gpu", "storage", "network", "workload", "grpo", "job", "pricing", "tracking"}
 
     if "gcp:project" in values:
         data["project"] = values["gcp:project"]
@@ -205,12 +205,12 @@ def parse_config(
                     f" pulumi config set --secret --path '{full_key}.<NAME>' <value>"
                 )
             continue
-        if key == "hfToken":
-            data["hfToken"] = raw
+        if key in ("hfToken", "wandbApiKey"):
+            data[key] = raw
             if full_key not in secret_keys:
                 warnings.append(
                     f"{full_key} is set in plaintext; store it as a secret:"
-                    f" pulumi config set --secret {full_key} <token>"
+                    f" pulumi config set --secret {full_key} <{'token' if key == 'hfToken' else 'key'}>"
                 )
             continue
         data[key] = _decode(raw) if key in structured else raw

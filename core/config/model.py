@@ -363,6 +363,19 @@ class PricingConfig(_Section):
     )
 
 
+class TrackingConfig(_Section):
+    """`grpo-gke:tracking`: where Weights & Biases files the run (on with `grpo-gke:wandbApiKey`)."""
+
+    wandb_project: str = Field("grpo-gke", description="W&B project of the run (verl's trainer.project_name too).")
+    wandb_entity: str | None = Field(None, description="W&B entity (user or team); default the key's own.")
+
+    _project_form = matching(
+        "wandb_project", r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}", "1 to 128 letters, digits, '.', '_' or '-'"
+    )
+
+    _entity_form = matching("wandb_entity", r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}", "1 to 128 letters, digits, '.', '_' or '-'")
+
+
 class StackConfig(_Section):
     """The whole stack config, validated before a single resource is registered."""
 
@@ -378,7 +391,11 @@ class StackConfig(_Section):
     grpo: GrpoConfig = Field(default_factory=GrpoConfig, description="`grpo-gke:grpo`: the GRPO knobs.")
     job: JobConfig = Field(default_factory=JobConfig, description="`grpo-gke:job`: the post-deploy submission.")
     pricing: PricingConfig = Field(default_factory=PricingConfig, description="`grpo-gke:pricing`: the cost estimate.")
+    tracking: TrackingConfig = Field(default_factory=TrackingConfig, description="`grpo-gke:tracking`: W&B project.")
     hf_token: SecretStr | None = Field(None, description="Hugging Face token; a Pulumi secret.")
+    wandb_api_key: SecretStr | None = Field(
+        None, description="Weights & Biases API key; a Pulumi secret that turns W&B on for the run."
+    )
     secret_env: dict[str, SecretStr] = Field(
         default_factory=dict, description="Secret environment of the Ray pods (name -> value), through a Kubernetes Secret."
     )
@@ -394,6 +411,13 @@ class StackConfig(_Section):
     def _token(cls, value: SecretStr | None) -> SecretStr | None:
         if value is not None and not value.get_secret_value().strip():
             raise ValueError("must not be empty; unset it for public models (pulumi config rm grpo-gke:hfToken)")
+        return value
+
+    @field_validator("wandb_api_key")
+    @classmethod
+    def _wandb_key(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and not value.get_secret_value().strip():
+            raise ValueError("must not be empty; unset it to turn W&B off (pulumi config rm grpo-gke:wandbApiKey)")
         return value
 
     @field_validator("secret_env")

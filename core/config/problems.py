@@ -38,7 +38,7 @@ class ConfigError(Exception):
         super().__init__("\n".join(str(problem) for problem in self.problems))
 
 
-SECRET_KEYS = ("hfToken", "secretEnv")
+SECRET_KEYS = ("hfToken", "wandbApiKey", "secretEnv")
 """The only `grpo-gke:` keys that may hold secrets: their values reach the pods through Kubernetes Secrets."""
 
 PROVIDER_FIELDS = {"project": "gcp:project", "region": "gcp:region"}
@@ -123,7 +123,7 @@ def _describe(error: Mapping[str, Any]) -> str:
 
 def pydantic_problems(error: ValidationError, secret_sections: Iterable[str] = ()) -> list[Problem]:
     """One problem per pydantic error, none quoting a value under a secret section."""
-    hidden = {"hfToken", "secretEnv", *secret_sections}
+    hidden = {*SECRET_KEYS, *secret_sections}
     problems = []
     for item in error.errors(include_url=False):
         loc = tuple(item["loc"])

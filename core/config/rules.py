@@ -244,6 +244,21 @@ def _workload_problems(cfg: StackConfig) -> list[Problem]:
     return problems
 
 
+def _tracking_problems(cfg: StackConfig) -> list[Problem]:
+    """With `wandbApiKey` the pods get WANDB_API_KEY from its Secret; a second WANDB_API_KEY would fight it."""
+    ns = PROJECT_NAMESPACE
+    if cfg.wandb_api_key is None:
+        return []
+    return [
+        Problem(
+            f"{ns}:{section}",
+            f"WANDB_API_KEY comes from {ns}:wandbApiKey; remove it here: pulumi config rm --path '{ns}:{section}.WANDB_API_KEY'",
+        )
+        for section, env in (("secretEnv", cfg.secret_env), ("workload.extraEnv", cfg.workload.extra_env))
+        if "WANDB_API_KEY" in env
+    ]
+
+
 def _driver_problems(cfg: StackConfig) -> list[Problem]:
     """The image's CUDA must run on the driver the stack chooses (StackConfig.gpu_driver)."""
     image = cfg.workload.resolved_image()
@@ -336,6 +351,7 @@ CONFIG_RULES = tuple(
         _storage_problems,
         _network_problems,
         _workload_problems,
+        _tracking_problems,
         _driver_problems,
         _preflight_problems,
     )

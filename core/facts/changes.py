@@ -126,6 +126,8 @@ FORCE_NEW_INPUTS: dict[str, tuple[str, ...]] = {
     "gcp:serviceaccount/account:Account": ("accountId", "project"),
     "gcp:projects/iAMMember:IAMMember": ("condition", "member", "project", "role"),
     "gcp:kms/cryptoKeyIAMMember:CryptoKeyIAMMember": ("condition", "cryptoKeyId", "member", "role"),
+    # monitoring/resource_monitoring_dashboard.go: only `project` is ForceNew; dashboard_json updates in place.
+    "gcp:monitoring/dashboard:Dashboard": ("project",),
     "kubernetes:apps/v1:DaemonSet": KUBERNETES_IDENTITY_INPUTS + ("spec.selector",),
     "kubernetes:batch/v1:Job": KUBERNETES_IDENTITY_INPUTS
     + ("spec.completions", "spec.parallelism", "spec.selector", "spec.template"),

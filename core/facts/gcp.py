@@ -9,11 +9,13 @@ BASE_SERVICES = (
     "compute.googleapis.com",
     "container.googleapis.com",
     "iam.googleapis.com",
+    "monitoring.googleapis.com",
     "storage.googleapis.com",
 )
 """APIs every stack needs: GKE, VPCs, buckets, the project-number lookup
 (gcp-infrastructure.md §1 row 1; CT validator `test_apis_enabled`; `projects.get` is a
-Cloud Resource Manager call) and the nodes' own service account (serviceAccounts.create is an IAM API call)."""
+Cloud Resource Manager call), the nodes' own service account (serviceAccounts.create is an IAM API call) and
+the run's Cloud Monitoring dashboard (projects.dashboards is a Cloud Monitoring API call)."""
 
 LUSTRE_SERVICES = ("lustre.googleapis.com", "servicenetworking.googleapis.com")
 """APIs the Managed Lustre path adds (gcp-infrastructure.md §1 row 1; DD scripts)."""

@@ -84,7 +84,7 @@ the enable_flex_start preconditions; CT gke-consumption-options Option 4)."""
 
 IAM_ROLES_DOC = "cloud.google.com/iam/docs/roles-permissions/<service> (Google's role and permission index)"
 """Where each role below is defined: one page per service (container, compute, iam, resourcemanager,
-storage, lustre, servicenetworking, serviceusage, cloudkms); read 2026-12-01."""
+storage, lustre, servicenetworking, serviceusage, cloudkms, monitoring); read 2026-12-01."""
 
 DEPLOYER_ROLES: dict[str, tuple[tuple[str, ...], str]] = {
     "gcp:projects/service:Service": (("roles/serviceusage.serviceUsageAdmin",), "serviceusage.services.enable"),
@@ -117,6 +117,7 @@ DEPLOYER_ROLES: dict[str, tuple[tuple[str, ...], str]] = {
     "gcp:storage/bucketIAMMember:BucketIAMMember": (("roles/storage.admin",), "storage.buckets.setIamPolicy"),
     "gcp:lustre/instance:Instance": (("roles/lustre.admin",), "lustre.instances.create"),
     "gcp:kms/cryptoKeyIAMMember:CryptoKeyIAMMember": (("roles/cloudkms.admin",), "cloudkms.cryptoKeys.setIamPolicy"),
+    "gcp:monitoring/dashboard:Dashboard": (("roles/monitoring.dashboardEditor",), "monitoring.dashboards.create"),
     # Every in-cluster object (namespace, service account, Secrets, DaemonSet, Job, NetworkPolicies, PV/PVC,
     # the GKE network objects and the RayCluster) goes through the Kubernetes API with the deployer's identity.
     "kubernetes:": (("roles/container.admin",), "container.<kind>.create in the cluster"),

@@ -62,7 +62,7 @@ OPEN_CONTROL_PLANE = (
 )
 """The warning of a stack whose control plane's public IP endpoint is open to any address."""
 
-KNOWN_TOP = "cluster, gpu, grpo, hfToken, job, network, pricing, secretEnv, storage, workload, zone"
+KNOWN_TOP = "cluster, gpu, grpo, hfToken, job, network, pricing, secretEnv, storage, tracking, wandbApiKey, workload, zone"
 KNOWN_GPU = "nodes, provisioning, reservation, type"
 
 
@@ -149,7 +149,11 @@ TOP_LEVEL = [
         f"grpo-gke:gpus: unknown key; did you mean 'grpo-gke:gpu'? (known: {KNOWN_TOP})",
     ),
     bad("unknown-top-level", {"grpo-gke:xyzzy": "1"}, f"grpo-gke:xyzzy: unknown key (known: {KNOWN_TOP})"),
-    bad("internal-stack-refused", {"grpo-gke:stack": "prod"}, f"grpo-gke:stack: unknown key (known: {KNOWN_TOP})"),
+    bad(
+        "internal-stack-refused",
+        {"grpo-gke:stack": "prod"},
+        f"grpo-gke:stack: unknown key; did you mean 'grpo-gke:tracking'? (known: {KNOWN_TOP})",
+    ),
     bad(
         "internal-secret-flag-refused",
         {"grpo-gke:hfTokenIsSecret": "true"},
@@ -957,6 +961,31 @@ JOB_AND_TOKEN = [
         )
         for label, token in (("empty", ""), ("blank", "  "))
     ),
+    ok("wandb-key-set", {"grpo-gke:wandbApiKey": "wandb-abc"}),
+    bad(
+        "wandb-key-blank",
+        {"grpo-gke:wandbApiKey": " "},
+        "grpo-gke:wandbApiKey: must not be empty; unset it to turn W&B off (pulumi config rm grpo-gke:wandbApiKey)",
+    ),
+    ok("tracking-project-entity", {"grpo-gke:tracking.wandbProject": "my-grpo_1.x", "grpo-gke:tracking.wandbEntity": "my-team"}),
+    *bad_values(
+        "grpo-gke:tracking.wandbProject",
+        "must be 1 to 128 letters, digits, '.', '_' or '-'",
+        (("empty", ""), ("slash", "team/project"), ("space", "my project")),
+    ),
+    *bad_values("grpo-gke:tracking.wandbEntity", "must be 1 to 128 letters, digits, '.', '_' or '-'", (("slash", "a/b"),)),
+    bad(
+        "tracking-typo",
+        {"grpo-gke:tracking.wandbProjekt": "p"},
+        "grpo-gke:tracking.wandbProjekt: unknown key; did you mean 'wandbProject'? (known: wandbEntity, wandbProject)",
+    ),
+    ok("wandb-key-in-secret-env-without-wandbapikey", {"grpo-gke:secretEnv": {"WANDB_API_KEY": "k"}}),
+    bad(
+        "wandb-key-twice",
+        {"grpo-gke:wandbApiKey": "wandb-abc", "grpo-gke:secretEnv": {"WANDB_API_KEY": "k"}},
+        "grpo-gke:secretEnv: WANDB_API_KEY comes from grpo-gke:wandbApiKey; remove it here:"
+        " pulumi config rm --path 'grpo-gke:secretEnv.WANDB_API_KEY'",
+    ),
 ]
 
 
@@ -1328,7 +1357,7 @@ def test_a_secret_extra_env_value_is_refused_with_the_commands_that_move_it() ->
     """Offline the secret leaf is known: the problem names it and the two commands."""
     changes = {"grpo-gke:workload.extraEnv": {"WANDB_API_KEY": SECURE, "PLAIN": "1"}}
     assert problem_lines(changes, ("grpo-gke:workload",)) == [
-        "grpo-gke:workload.extraEnv.WANDB_API_KEY: is a secret, but only grpo-gke:hfToken and grpo-gke:secretEnv"
+        "grpo-gke:workload.extraEnv.WANDB_API_KEY: is a secret, but only grpo-gke:hfToken, grpo-gke:wandbApiKey and grpo-gke:secretEnv"
         " keep secrets out of the manifests and the state: pulumi config rm --path"
         " 'grpo-gke:workload.extraEnv.WANDB_API_KEY', then pulumi config set --secret --path"
         " 'grpo-gke:secretEnv.WANDB_API_KEY' <value>",
@@ -1341,7 +1370,7 @@ def test_a_secret_elsewhere_is_refused_and_its_value_never_shown() -> None:
     decrypted = "s3cr3t-model-id-value"
     lines = problem_lines({"grpo-gke:workload.model": decrypted}, ("grpo-gke:workload",))
     assert lines == [
-        "grpo-gke:workload: is a secret, but only grpo-gke:hfToken and grpo-gke:secretEnv keep secrets out of the"
+        "grpo-gke:workload: is a secret, but only grpo-gke:hfToken, grpo-gke:wandbApiKey and grpo-gke:secretEnv keep secrets out of the"
         " manifests and the state: for an environment variable, pulumi config rm --path"
         " 'grpo-gke:workload.extraEnv.<NAME>', then pulumi config set --secret --path 'grpo-gke:secretEnv.<NAME>'"
         " <value>; set any other field of grpo-gke:workload in plaintext",
@@ -1349,11 +1378,11 @@ def test_a_secret_elsewhere_is_refused_and_its_value_never_shown() -> None:
     ]
     assert decrypted not in "\n".join(lines)
     assert problem_lines({"grpo-gke:zone": "europe-west4-q"}, ("grpo-gke:zone",)) == [
-        "grpo-gke:zone: is a secret, but only grpo-gke:hfToken and grpo-gke:secretEnv keep secrets out of the"
+        "grpo-gke:zone: is a secret, but only grpo-gke:hfToken, grpo-gke:wandbApiKey and grpo-gke:secretEnv keep secrets out of the"
         " manifests and the state: pulumi config set grpo-gke:zone <value> (in plaintext)"
     ], "and the zone cross-check, which would quote the decrypted value, is not run"
     assert problem_lines({"grpo-gke:gpu.nodes": SECURE}, ("grpo-gke:gpu",))[0] == (
-        "grpo-gke:gpu.nodes: is a secret, but only grpo-gke:hfToken and grpo-gke:secretEnv keep secrets out of the"
+        "grpo-gke:gpu.nodes: is a secret, but only grpo-gke:hfToken, grpo-gke:wandbApiKey and grpo-gke:secretEnv keep secrets out of the"
         " manifests and the state: pulumi config set --path 'grpo-gke:gpu.nodes' <value> (in plaintext)"
     )
 
@@ -1418,7 +1447,7 @@ def test_the_plan_refuses_a_secret_under_another_key_in_one_line_exit_2(tmp_path
     assert (result.returncode, result.stdout) == (2, "")
     assert result.stderr == (
         f"error: the config of stack 'misplaced' ({path}) was refused:\n"
-        "  grpo-gke:workload.extraEnv.WANDB_API_KEY: is a secret, but only grpo-gke:hfToken and grpo-gke:secretEnv"
+        "  grpo-gke:workload.extraEnv.WANDB_API_KEY: is a secret, but only grpo-gke:hfToken, grpo-gke:wandbApiKey and grpo-gke:secretEnv"
         " keep secrets out of the manifests and the state: pulumi config rm --path"
         " 'grpo-gke:workload.extraEnv.WANDB_API_KEY', then pulumi config set --secret --path"
         " 'grpo-gke:secretEnv.WANDB_API_KEY' <value>\n"

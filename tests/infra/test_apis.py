@@ -17,6 +17,7 @@ def test_gcs_needs_the_base_services_only():
         "compute.googleapis.com",
         "container.googleapis.com",
         "iam.googleapis.com",
+        "monitoring.googleapis.com",
         "storage.googleapis.com",
     )
 
@@ -54,6 +55,7 @@ def test_only_the_resources_that_call_an_api_wait_for_it(infra_run, storage):
         "compute": {"Network/grpo-test-net", "Network/grpo-test-gvnic", "Network/grpo-test-rdma"},
         "container": {"Cluster/grpo-test"},
         "iam": {"Account/grpo-test-node-sa"},
+        "monitoring": {"Dashboard/grpo-test-dashboard"},
         "cloudresourcemanager": {"IAMMember/grpo-test-node-sa-container-defaultNodeServiceAccount"},
     }
     if storage == "gcs":

@@ -63,6 +63,11 @@ def test_cluster_inputs_for_every_combination(infra_run, mode, gpu, storage):
     assert inputs["releaseChannel"] == {"channel": "REGULAR"}
     assert inputs["deletionProtection"] is False
     assert "minMasterVersion" not in inputs
+    # GKE's system metrics and managed DCGM metrics through Managed Service for Prometheus, in both modes
+    assert inputs["monitoringConfig"] == {
+        "enableComponents": ["SYSTEM_COMPONENTS", "DCGM"],
+        "managedPrometheus": {"enabled": True},
+    }
     addons = inputs["addonsConfig"]
     assert addons["rayOperatorConfigs"] == [{"enabled": True}]
     if storage == "lustre":

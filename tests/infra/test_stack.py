@@ -6,7 +6,9 @@ import pytest
 
 from tests.conftest import COMBINATIONS
 
-COMPONENTS = {"Apis", "Networks", "ClusterIdentity", "Cluster", "NodePools", "Storage", "KubernetesAccess"}
+COMPONENTS = {
+    "Apis", "Networks", "ClusterIdentity", "Cluster", "NodePools", "Storage", "KubernetesAccess", "RunDashboard",
+}  # fmt: skip
 
 
 @pytest.mark.parametrize("mode,gpu,storage", COMBINATIONS)
@@ -31,6 +33,9 @@ def test_stack_outputs(infra_run, mode, gpu, storage):
         "gcloud container clusters get-credentials grpo-test --location us-central1 --project my-grpo-project"
         " && kubectl -n grpo port-forward svc/grpo-head-svc 8265:8265"
     )
+    assert outputs["monitoringDashboardUrl"] == (
+        "https://console.cloud.google.com/monitoring/dashboards/builder/grpo-test-dashboard-id?project=my-grpo-project"
+    )
     if storage == "gcs":
         assert outputs["bucket"] == "gs://my-grpo-project-grpo-test"
         assert "lustreMountPoint" not in outputs
@@ -54,8 +59,13 @@ NETWORK_EDGES = {
     ("Service", "storage"): set(),
     ("Service", "cloudresourcemanager"): set(),
     ("Service", "iam"): set(),
+    ("Service", "monitoring"): set(),
+    ("Dashboard", "grpo-test-dashboard"): {"monitoring"},
     ("Account", "grpo-test-node-sa"): {"iam"},
-    ("IAMMember", "grpo-test-node-sa-container-defaultNodeServiceAccount"): {"cloudresourcemanager", "grpo-test-node-sa"},
+    ("IAMMember", "grpo-test-node-sa-container-defaultNodeServiceAccount"): {
+        "cloudresourcemanager",
+        "grpo-test-node-sa",
+    },
     ("Network", "grpo-test-net"): {"compute"},
     ("Network", "grpo-test-gvnic"): {"compute"},
     ("Network", "grpo-test-rdma"): {"compute"},

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
@@ -24,7 +26,9 @@ def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
 
 
 def common(name: str, directory, address: str) -> list[str]:
-    """The stack, its directory and the address; the shared storage's paths under `directory`/data."""
+    """The stack, its directory and the address; the shared storage's paths under `directory`/data (made here,
+    as the shared storage exists before any attempt)."""
+    Path(directory, "data").mkdir(exist_ok=True)
     return ["--stack", name, "--dir", str(directory), "--address", address, "--data-root", f"{directory}/data"]
 
 
@@ -53,8 +57,8 @@ def test_submit_prints_the_attempt_id_and_the_same_spec_twice_makes_one_job(ray_
     code, out, err = run_cli(capsys, "stop", *args)
     assert code == 0, err
     assert out.strip() == f"stopped {first}"
-    code, out, _ = run_cli(capsys, "status", *args)
-    assert code == 0 and f"{first}  STOPPED" in out
+    code, out, err = run_cli(capsys, "status", *args)
+    assert code == 0 and f"{first}  STOPPED" in out, err
 
 
 def test_wait_follows_to_success_with_a_progress_line_then_status_and_logs(ray_head, make_stack, capsys):
@@ -80,9 +84,7 @@ def test_wait_follows_to_success_with_a_progress_line_then_status_and_logs(ray_h
     assert code == 0 and out.strip() == job and "already SUCCEEDED" in err
 
 
-def test_failing_entrypoint_exits_1_with_its_last_lines_and_the_next_submit_is_attempt_2(
-    ray_head, make_stack, capsys
-):
+def test_failing_entrypoint_exits_1_with_its_last_lines_and_the_next_submit_is_attempt_2(ray_head, make_stack, capsys):
     name, directory = make_stack("cli-fail")
     args = common(name, directory, ray_head)
 
@@ -172,7 +174,11 @@ def test_a_dashboard_that_fails_mid_command_exits_2_with_one_line(make_stack, ca
         """Answers the version check, then refuses every Jobs API call as an expired token would."""
 
         def do_GET(self) -> None:
-            body, code = (b'{"ray_version": "2.60.0", "version": "4"}', 200) if self.path == "/api/version" else (b"Unauthorized", 401)
+            body, code = (
+                (b'{"ray_version": "2.60.0", "version": "4"}', 200)
+                if self.path == "/api/version"
+                else (b"Unauthorized", 401)
+            )
             self.send_response(code)
             self.end_headers()
             self.wfile.write(body)
@@ -212,10 +218,15 @@ def test_status_of_a_failed_attempt_shows_its_error_line(ray_head, make_stack, c
     code, out, _ = run_cli(capsys, "status", *args)
     assert code == 0
     assert out.splitlines()[0].startswith(f"{job}  FAILED  ")
-    assert out.splitlines()[1:] == [
+    assert out.splitlines()[1:3] == [
         "  Job entrypoint command failed with exit code 1, last available logs (truncated to 20,000 chars):",
         "  error: ValueError: reward function gsm8k not found",
     ]
+    # then the run's goodput: no step, one failure before step 1 (the files are not on this head's /data)
+    goodput = out.splitlines()[3:]
+    assert goodput[:3] == [f"run {job[:-2]} across 1 attempts:", "  first step: not reached yet", "  steps: 0 done"]
+    assert goodput[3].startswith("  failure of attempt 1 before step 1: lost ")
+    assert goodput[4].startswith("  goodput: 0.0% of ") and goodput[5].startswith("  cost: $")
 
 
 def test_the_head_dying_during_logs_follow_is_one_line_and_exit_2(make_stack, capsys):
@@ -284,8 +295,69 @@ def test_status_and_list_show_the_runs_record_from_the_data_root(ray_head, make_
         "  2026-12-01T12:01:00.000Z  attempt 1  succeeded",
     ]
     code, out, _ = run_cli(capsys, "status", *args)
-    assert code == 0 and out.splitlines()[0].startswith(f"{job}  SUCCEEDED") and out.splitlines()[2:] == shown
+    assert code == 0 and out.splitlines()[0].startswith(f"{job}  SUCCEEDED") and out.splitlines()[-3:] == shown
+    assert f"run {run} across 1 attempts:" in out.splitlines()
     code, out, _ = run_cli(capsys, "list", *args)
     assert code == 0 and out.splitlines()[1:] == shown
     code, out, _ = run_cli(capsys, "list", *args[:-2])
     assert code == 0 and len(out.splitlines()) == 1
+def test_status_shows_the_runs_goodput_and_cost_from_its_files_under_data_root(ray_head, make_stack, capsys, tmp_path):
+    import json
+
+    from core.prices import catalog, gpu_hourly
+    from jobs.spec import run_directory
+    from tests.conftest import config_of
+
+    name, directory = make_stack("cli-goodput")
+    args = common(name, directory, ray_head)
+    code, out, err = run_cli(capsys, "submit", *args, "--entrypoint", "sleep 2", "--wait")
+    assert code == 0, err
+    job = out.strip()
+    run = job[:-2]
+    details = ray_jobs(ray_head, name)[0]
+    start = details.start_time / 1000
+    run_dir = tmp_path / "data" / run_directory(run).removeprefix("/data/")
+    (run_dir / "logs").mkdir(parents=True)
+    (run_dir / "attempts.jsonl").write_text(
+        json.dumps(
+            {
+                "attempt": 1,
+                "event": "submitted",
+                "reason": "",
+                "resumed_from_step": None,
+                "time": "2026-01-01T00:00:00.000Z",
+            }
+        )
+        + "\n"
+    )
+    stamp = datetime.fromtimestamp(start + 1, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    (run_dir / "logs" / "attempt-1.log").write_text(f"{stamp}\tstep:1 - critic/score/mean:0.5 - timing_s/step:1.0\n")
+
+    code, out, err = run_cli(capsys, "status", *args, "--data-root", str(tmp_path / "data"), "--json")
+    assert code == 0, err
+    document = json.loads(out)
+    assert (document["attempt"], document["status"], document["run"]) == (job, "SUCCEEDED", run)
+    hourly = gpu_hourly(config_of("dev"), catalog())
+    assert document["gpuHourly"] == hourly
+    figures = document["goodput"]
+    assert figures["steps_done"] == 1 and figures["losses"] == []
+    ran_s = (details.end_time - details.start_time) / 1000
+    assert figures["gpu_s"] == pytest.approx(ran_s)
+    assert figures["dollars"] == pytest.approx(round(hourly * ran_s / 3600, 4), abs=1e-4)
+
+    code, out, _ = run_cli(capsys, "status", *args, "--data-root", str(tmp_path / "data"))
+    assert code == 0
+    assert f"run {run} across 1 attempts:" in out and "  steps: 1 done, " in out and "  cost: $" in out
+
+    code, _, err = run_cli(capsys, "status", *args, "--data-root", str(tmp_path / "missing"))
+    assert code == 2 and "--data-root" in err and "no such directory" in err
+
+    picture = tmp_path / "run.png"
+    code, out, err = run_cli(capsys, "plot", *args, "--data-root", str(tmp_path / "data"), "--out", str(picture))
+    assert code == 0, err
+    assert out == f"wrote {picture}: 1 steps of 1 attempts, 0 marks\n"
+    assert picture.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    code, _, err = run_cli(
+        capsys, "plot", *args, "--data-root", str(tmp_path / "data"), "--out", str(tmp_path / "run.jpg")
+    )
+    assert code == 2 and "name a file ending in .png" in err

@@ -32,6 +32,8 @@ LUSTRE_BASE = {"storage": dict(LUSTRE)}
 """The dev stack on an 18000 GiB Lustre at 1000 MB/s/TiB."""
 RESERVATION_BASE = {"gpu": {"provisioning": "reservation", "reservation": "grpo-a"}}
 """The dev stack on a reservation."""
+WANDB_BASE = {"wandbApiKey": "wandb-offline-example"}
+"""The dev stack with Weights & Biases on."""
 IMAGE_BASE = {"workload": {"image": "example.com/verl:custom", "rayVersion": "2.49.0"}}
 """The dev stack on its own image."""
 NEMO_IMAGE_BASE = {
@@ -104,11 +106,14 @@ KEY_CHANGES: dict[str, tuple[str, dict, dict]] = {
     "grpo-gke:job.cordonBadNodes": ("dev", {}, {"job": {"cordonBadNodes": True}}),
     "grpo-gke:hfToken": ("dev", {}, {"hfToken": "hf_offline_example"}),
     "grpo-gke:secretEnv": ("dev", {}, {"secretEnv": {"WANDB_API_KEY": "offline-example"}}),
+    "grpo-gke:wandbApiKey": ("dev", {}, {"wandbApiKey": "wandb-offline-example"}),
+    "grpo-gke:tracking.wandbProject": ("dev", WANDB_BASE, {"tracking": {"wandbProject": "my-grpo"}}),
+    "grpo-gke:tracking.wandbEntity": ("dev", WANDB_BASE, {"tracking": {"wandbEntity": "my-team"}}),
     "grpo-gke:pricing.reservationHourly": ("dev", RESERVATION_BASE, {"pricing": {"reservationHourly": 61.5}}),
 }
 """Config key -> (base stack, sections merged into it first, the change): one valid change per key."""
 
-TOP_LEVEL_KEYS = {"zone", "hfToken"}
+TOP_LEVEL_KEYS = {"zone", "hfToken", "wandbApiKey"}
 """Keys that are plain values, not sections."""
 
 
@@ -125,7 +130,7 @@ def _merged(values: dict[str, str], changes: dict) -> dict[str, str]:
 
 def plan_for(values: dict[str, str]) -> dict:
     """The plan.json document of a mocked run."""
-    secret = [key for key in (f"{PROJECT_NAMESPACE}:hfToken", f"{PROJECT_NAMESPACE}:secretEnv") if key in values]
+    secret = [key for key in (f"{PROJECT_NAMESPACE}:{name}" for name in ("hfToken", "wandbApiKey", "secretEnv")) if key in values]
     return json.loads(render_plan_json(run_values(values, secret)))
 
 
@@ -377,7 +382,7 @@ def test_plan_against_an_earlier_plan_prints_the_blast_radius_and_the_job_verdic
         " 0 to create, 0 to update, 1 to replace, 0 to delete\n"
         "replace:\n"
         "  grpo-dev-gpu (gcp:container/nodePool:NodePool) (delete first): nodeConfig.spot\n"
-        "the running GRPO job restarts: no, because neither the run (dev-d57c9bac6c) nor the RayCluster changes;"
+        "the running GRPO job restarts: no, because neither the run (dev-b8ddd27a63) nor the RayCluster changes;"
         " but the replaced node pool grpo-dev-gpu takes away the nodes the Ray pods run on\n"
     )
 
@@ -388,7 +393,7 @@ def test_plan_against_the_same_config_changes_nothing(earlier_plan):
     assert result.stdout.endswith(
         "Against before/plan.json, pulumi up on stack 'dev' would:"
         " 0 to create, 0 to update, 0 to replace, 0 to delete\n"
-        "the running GRPO job restarts: no, because neither the run (dev-d57c9bac6c) nor the RayCluster changes\n"
+        "the running GRPO job restarts: no, because neither the run (dev-b8ddd27a63) nor the RayCluster changes\n"
     )
 
 

@@ -12,7 +12,8 @@ import sys
 import pytest
 
 from core.facts.platform import GPU_MACHINES
-from plan.prices import CATALOG_PATH, catalog, estimate, gpu_node_hourly, read_catalog, render_cost_json, summary_lines
+from core.prices import CATALOG_PATH, catalog, gpu_hourly, gpu_node_hourly, gpu_node_rate, read_catalog
+from plan.prices import estimate, render_cost_json, summary_lines
 from tests.conftest import REPO_ROOT, SHIPPED_STACKS, config_of, shipped_stack_file
 from tests.core.test_config import OPEN_CONTROL_PLANE
 
@@ -44,7 +45,9 @@ def test_the_catalog_prices_both_gpu_machines():
 
 
 def test_the_lookup_finds_a_listed_price():
-    assert gpu_node_hourly(catalog(), "a3-ultragpu-8g", "us-central1-b", "spot") == pytest.approx(H200_SPOT_US_CENTRAL1_B)
+    assert gpu_node_hourly(catalog(), "a3-ultragpu-8g", "us-central1-b", "spot") == pytest.approx(
+        H200_SPOT_US_CENTRAL1_B
+    )
     assert gpu_node_hourly(catalog(), "a4-highgpu-8g", "us-central1-b", "on-demand") == B200_ON_DEMAND_US_CENTRAL1_B
 
 
@@ -59,6 +62,28 @@ def test_the_lookup_finds_a_listed_price():
 )
 def test_the_lookup_of_a_missing_price_is_none(machine, zone, provisioning):
     assert gpu_node_hourly(catalog(), machine, zone, provisioning) is None
+
+
+def test_the_stacks_gpu_rate_is_what_the_plan_prices_its_gpu_nodes_at():
+    assert gpu_node_rate(config_of("dev"), catalog()) == pytest.approx(H200_SPOT_US_CENTRAL1_B)
+    assert gpu_hourly(config_of("nemo-rl-standard-b200"), catalog()) == pytest.approx(8 * B200_SPOT_US_CENTRAL1_B)
+    for stack in SHIPPED_STACKS:
+        config = config_of(stack)
+        assert gpu_hourly(config, catalog()) == estimate(config, catalog()).lines[0].hourly
+
+
+def test_the_gpu_rate_of_a_reservation_is_the_users_else_on_demand():
+    reservation = {"provisioning": "reservation", "reservation": "grpo-a", "type": "b200"}
+    assert gpu_node_rate(config_of("dev", gpu=reservation), catalog()) == B200_ON_DEMAND_US_CENTRAL1_B
+    own = config_of("dev", gpu={**reservation, "nodes": 2}, pricing={"reservationHourly": 61.5})
+    assert gpu_node_rate(own, catalog()) == 61.5
+    assert gpu_hourly(own, catalog()) == 123.0
+
+
+def test_flex_start_and_a_zone_the_catalog_lacks_have_no_gpu_rate():
+    assert gpu_hourly(config_of("dev", gpu={"provisioning": "flex-start"}), catalog()) is None
+    elsewhere = config_of("dev").model_copy(update={"zone": "us-central1-a"})
+    assert gpu_hourly(elsewhere, catalog()) is None
 
 
 EXPECTED_TOTALS = {
@@ -94,7 +119,7 @@ def test_the_parts_of_the_dev_stack():
 
 def test_the_summary_lines_of_the_nemo_rl_stack_name_the_missing_lustre_price():
     assert summary_lines(estimate(config_of("nemo-rl-standard-b200"), catalog())) == [
-        f"cost per hour (list prices of {DATE}, plan/prices.json):",
+        f"cost per hour (list prices of {DATE}, core/facts/prices.json):",
         "  gpu nodes: $260.85/h for 8 x a4-highgpu-8g spot in us-central1-b at $32.61/h a node",
         "  head: $0.84/h for 1 x c2-standard-16 on-demand in us-central1",
         f"  storage: no price for Managed Lustre at 1000 MB/s/TiB in us-central1 in the catalog (dated {DATE})",
@@ -103,7 +128,9 @@ def test_the_summary_lines_of_the_nemo_rl_stack_name_the_missing_lustre_price():
 
 
 def test_a_zone_the_catalog_lacks_says_so_instead_of_guessing():
-    cost = estimate(config_of("dev", gpu={"provisioning": "spot"}).model_copy(update={"zone": "us-central1-a"}), catalog())
+    cost = estimate(
+        config_of("dev", gpu={"provisioning": "spot"}).model_copy(update={"zone": "us-central1-a"}), catalog()
+    )
     assert cost.lines[0].what == f"no price for a3-ultragpu-8g spot in us-central1-a in the catalog (dated {DATE})"
     assert cost.lines[0].hourly is None
     assert cost.unpriced == ("gpu nodes",)
@@ -122,7 +149,9 @@ def test_a_reservation_costs_the_on_demand_rate_unless_the_user_gives_theirs():
     default = estimate(config_of("dev", gpu={**reservation, "type": "b200"}), catalog()).lines[0]
     assert default.hourly == B200_ON_DEMAND_US_CENTRAL1_B
     assert "reservation at the on-demand rate (set pricing.reservationHourly for yours)" in default.what
-    own = estimate(config_of("dev", gpu={**reservation, "nodes": 2}, pricing={"reservationHourly": 61.5}), catalog()).lines[0]
+    own = estimate(
+        config_of("dev", gpu={**reservation, "nodes": 2}, pricing={"reservationHourly": 61.5}), catalog()
+    ).lines[0]
     assert own.hourly == 2 * 61.5
     assert own.what == "2 x a3-ultragpu-8g reservation at pricing.reservationHourly in us-central1-b at $61.50/h a node"
 
@@ -138,7 +167,9 @@ def test_flex_start_has_no_price_and_says_what_it_can():
 
 def test_autopilot_prices_the_gpu_nodes_by_the_node_and_names_the_head_it_cannot_price():
     cost = estimate(config_of("verl-autopilot-b200"), catalog())
-    assert cost.lines[0].what.endswith("; Autopilot bills GPU Pods by their node at Compute Engine rates plus a premium the catalog lacks")
+    assert cost.lines[0].what.endswith(
+        "; Autopilot bills GPU Pods by their node at Compute Engine rates plus a premium the catalog lacks"
+    )
     assert cost.lines[1].what == (
         f"no price for Autopilot's general-purpose Pods in us-central1 in the catalog (dated {DATE}) (the head asks for 12 CPUs, 32Gi)"
     )
@@ -210,4 +241,4 @@ def test_the_readme_shows_what_the_dev_plan_prints_and_the_catalogs_date():
     section = (REPO_ROOT / "README.md").read_text().split("\n## Cost\n", 1)[1].split("\n## ", 1)[0]
     shown = section.split("```text\n", 1)[1].split("```", 1)[0]
     assert shown == "".join(f"  {line}\n" for line in summary_lines(estimate(config_of("dev"), catalog())))
-    assert f"`plan/prices.json`, dated {DATE}" in section
+    assert f"`core/facts/prices.json`, dated {DATE}" in section

@@ -21,26 +21,31 @@ TEST_TOKEN = "hf_WorkloadsTestToken0123456789abcdef"
 TEST_SECRET_ENV = {"WANDB_API_KEY": "wandb-TestKey-0123456789abcdef", "MY_SERVICE_PASSWORD": "pw-Test-fedcba9876543210"}
 """Recognisable fake `grpo-gke:secretEnv` values; they must never appear in clear or base64 anywhere."""
 
+TEST_WANDB_KEY = "wandb-ApiKeyTest-0123456789abcdef0123456789"
+"""A recognisable fake `grpo-gke:wandbApiKey`; it must never appear in clear or base64 anywhere."""
+
+
 def combination_values(
     mode: str, gpu_type: str, storage_type: str, framework: str = "verl", token: str | None = None,
-    secret_env: dict[str, str] | None = None, **sections: dict
+    secret_env: dict[str, str] | None = None, wandb_key: str | None = None, **sections: dict
 ) -> tuple[dict[str, str], tuple[str, ...]]:
-    """Config values (and secret keys) of one combination and framework, sections merged in; `token` and
-    `secret_env` are set as secrets, as the engine hands them over."""
+    """Config values (and secret keys) of one combination and framework, sections merged in; `token`,
+    `secret_env` and `wandb_key` are set as secrets, as the engine hands them over."""
     workload = WORKLOADS[framework] | sections.pop("workload", {})
     values = shared_combination_values(mode, gpu_type, storage_type, workload=workload, **sections)
-    return with_secrets(values, token, secret_env)
+    return with_secrets(values, token, secret_env, wandb_key)
 
 
 _RUNS: dict[tuple, Recording] = {}
 
 
 def mocked_run(mode: str, gpu: str, storage: str, framework: str = "verl", token: str | None = None,
-               secret_env: dict[str, str] | None = None) -> Recording:
+               secret_env: dict[str, str] | None = None, wandb_key: str | None = None) -> Recording:
     """The recorded mocked run of the whole program for one combination (cached)."""
-    key = (mode, gpu, storage, framework, token, tuple(sorted((secret_env or {}).items())) if secret_env else None)
+    env_key = tuple(sorted((secret_env or {}).items())) if secret_env else None
+    key = (mode, gpu, storage, framework, token, env_key, wandb_key)
     if key not in _RUNS:
-        values, secret_keys = combination_values(mode, gpu, storage, framework, token, secret_env)
+        values, secret_keys = combination_values(mode, gpu, storage, framework, token, secret_env, wandb_key)
         _RUNS[key] = run_values(values, secret_keys, stack="test")
     return _RUNS[key]
 

@@ -19,6 +19,7 @@ from tests.conftest import COMBINATIONS, SHIPPED_STACKS, run_values
 from tests.workloads.conftest import (
     TEST_SECRET_ENV,
     TEST_TOKEN,
+    TEST_WANDB_KEY,
     combination_values,
     mocked_run,
     schema_errors,
@@ -142,19 +143,28 @@ def test_encodings_find_the_token_inside_any_base64_text():
 @pytest.mark.parametrize(("mode", "gpu", "storage", "framework"),
                          [("standard", "h200", "gcs", "verl"), ("autopilot", "b200", "lustre", "nemo-rl")])
 def test_no_secret_is_in_any_file_output_log_or_recorded_input(tmp_path, mode, gpu, storage, framework):
-    """The token and every secretEnv value, in clear or base64, appear nowhere the engine or a user reads."""
-    recording = mocked_run(mode, gpu, storage, framework, token=TEST_TOKEN, secret_env=TEST_SECRET_ENV)
+    """The token, the W&B key and every secretEnv value, in clear or base64, appear nowhere the engine or a
+    user reads (the W&B key comes from wandbApiKey, so secretEnv holds no WANDB_API_KEY here)."""
+    secret_env = {name: value for name, value in TEST_SECRET_ENV.items() if name != "WANDB_API_KEY"}
+    recording = mocked_run(mode, gpu, storage, framework, token=TEST_TOKEN, secret_env=secret_env, wandb_key=TEST_WANDB_KEY)
     secrets = {r.inputs["metadata"]["name"]: r for r in recording.by_type("kubernetes:core/v1:Secret")}
-    assert secrets.keys() == {names.HF_TOKEN_SECRET, names.SECRET_ENV_SECRET}
+    assert secrets.keys() == {names.HF_TOKEN_SECRET, names.SECRET_ENV_SECRET, names.WANDB_SECRET}
     assert secrets[names.HF_TOKEN_SECRET].inputs["stringData"] == "[secret]"
     assert secrets[names.SECRET_ENV_SECRET].inputs["stringData"] == "[secret]"
+    assert secrets[names.WANDB_SECRET].inputs["stringData"] == "[secret]"
+    ray = recording.one(RAY)
+    assert secrets[names.WANDB_SECRET].urn in ray.depends_on
+    assert secrets[names.WANDB_SECRET].urn not in recording.one(JOB).depends_on
+    key_ref = {"name": "WANDB_API_KEY", "valueFrom": {"secretKeyRef": {"key": names.WANDB_SECRET_KEY, "name": names.WANDB_SECRET}}}
+    for group in [ray.inputs["spec"]["headGroupSpec"], *ray.inputs["spec"]["workerGroupSpecs"]]:
+        assert key_ref in group["template"]["spec"]["containers"][0]["env"]
     write_plan(recording, tmp_path)
     written = [path.read_text() for path in sorted(tmp_path.rglob("*")) if path.is_file()]
     assert len(written) >= 4
     recorded = json.dumps([r.inputs for r in recording.resources], default=str)
     texts = [*written, recorded, json.dumps(recording.outputs, default=str), *recording.warnings,
              summary(recording, {}, tmp_path)]
-    for value in (TEST_TOKEN, *TEST_SECRET_ENV.values()):
+    for value in (TEST_TOKEN, TEST_WANDB_KEY, *secret_env.values()):
         forms = _encodings_of(value)
         for text in texts:
             assert not any(form in text for form in forms), value

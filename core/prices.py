@@ -1,0 +1,84 @@
+"""The price catalog (core/facts/prices.json, dated and sourced) and its lookups.
+
+Pure: the catalog in, list prices out; a price the catalog lacks is None, never guessed. The plan's
+cost lines (plan/prices.py) and the job CLI's dollars (`python -m jobs status`) read the same figures.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from core.config.model import StackConfig
+
+CATALOG_PATH = Path(__file__).parent / "facts" / "prices.json"
+"""The shipped price catalog."""
+
+CATALOG_NAME = "core/facts/prices.json"
+"""The catalog's path in the repository, as the plan's summary names it."""
+
+
+@dataclass(frozen=True)
+class PriceCatalog:
+    """List prices by machine, place and provisioning, as core/facts/prices.json holds them."""
+
+    date: str
+    """The day the catalog's figures were read (YYYY-MM-DD)."""
+    hours_per_month: int
+    """Hours a GiB-month is spread over."""
+    flex_start_discount_ceiling: float
+    """The most flex-start bills below on-demand, as a share."""
+    gpu_nodes: dict[str, dict[str, dict[str, float]]]
+    """$/h of one 8-GPU node: machine type -> zone -> provisioning (`on-demand`, `spot`)."""
+    cpu_machines: dict[str, dict[str, float]]
+    """On-demand $/h of a CPU machine: machine type -> region."""
+    lustre_gib_month: dict[str, dict[str, float]]
+    """$ per GiB-month of Managed Lustre: throughput tier (MB/s per TiB, as text) -> region."""
+    gcs_standard_gib_month: dict[str, float]
+    """$ per GiB-month of Cloud Storage Standard in a region."""
+
+
+def read_catalog(document: dict[str, Any]) -> PriceCatalog:
+    """The catalog of a parsed prices.json."""
+    return PriceCatalog(
+        date=document["catalog_date"],
+        hours_per_month=document["hours_per_month"]["value"],
+        flex_start_discount_ceiling=document["flex_start_discount_ceiling"]["value"],
+        gpu_nodes=document["gpu_nodes"]["prices"],
+        cpu_machines=document["cpu_machines"]["prices"],
+        lustre_gib_month=document["lustre_gib_month"]["prices"],
+        gcs_standard_gib_month=document["gcs_standard_gib_month"]["prices"],
+    )
+
+
+@cache
+def catalog() -> PriceCatalog:
+    """The shipped catalog, core/facts/prices.json."""
+    return read_catalog(json.loads(CATALOG_PATH.read_text()))
+
+
+def gpu_node_hourly(prices: PriceCatalog, machine_type: str, zone: str, provisioning: str) -> float | None:
+    """$/h of one node of `machine_type` in `zone` under `provisioning` (`on-demand` or `spot`), or None."""
+    return prices.gpu_nodes.get(machine_type, {}).get(zone, {}).get(provisioning)
+
+
+def gpu_node_rate(config: StackConfig, prices: PriceCatalog) -> float | None:
+    """$/h of one of the stack's GPU nodes: a reservation at `pricing.reservationHourly`, else at the
+    on-demand rate; spot and on-demand at their list price; None for flex-start or a price the catalog lacks."""
+    machine, zone, provisioning = config.gpu_machine.machine_type, config.zone, config.gpu.provisioning
+    if provisioning == "flex-start":
+        return None
+    if provisioning == "reservation":
+        if config.pricing.reservation_hourly is not None:
+            return config.pricing.reservation_hourly
+        return gpu_node_hourly(prices, machine, zone, "on-demand")
+    return gpu_node_hourly(prices, machine, zone, provisioning)
+
+
+def gpu_hourly(config: StackConfig, prices: PriceCatalog) -> float | None:
+    """$/h of all the stack's GPU nodes, or None when the catalog cannot price them."""
+    rate = gpu_node_rate(config, prices)
+    return None if rate is None else config.gpu.nodes * rate
