@@ -21,7 +21,7 @@ from core import names
 from core.config.model import PROJECT_NAMESPACE, StackConfig
 from core.config.problems import ConfigError
 from core.stackfile import StackFileError, read_stack_file, stack_file
-from jobs import access, control
+from jobs import access, control, scaling
 from jobs.load import load_config
 from jobs.spec import training_spec
 
@@ -215,14 +215,18 @@ def cmd_submit(args: argparse.Namespace, config: StackConfig) -> int:
     endpoint = endpoint_of(args, config)
     client = control.connect(endpoint)
     timeout = args.ready_timeout if args.ready_timeout is not None else config.job.ready_timeout_seconds
-    progress = _ProgressLine()
-    try:
-        control.wait_for_gpus(endpoint, config.gpu.nodes, timeout, progress)
-    finally:
-        progress.close()
+    submission = submission_of(config, spec, 1)
+    if args.fresh or control.wants_workers(client, submission):
+        progress = _ProgressLine()
+        try:
+            scaling.bring_back(endpoint, config.gpu.nodes, progress)
+            control.wait_for_gpus(endpoint, config.gpu.nodes, timeout, progress)
+        finally:
+            progress.close()
     if args.fresh:
         config, spec = _fresh(args, config)
-    outcome = control.ensure_run(client, submission_of(config, spec, 1))
+        submission = submission_of(config, spec, 1)
+    outcome = control.ensure_run(client, submission)
     print(outcome.sentence(), file=sys.stderr)
     print(outcome.submission_id, flush=True)
     if not args.wait:

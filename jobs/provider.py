@@ -1,6 +1,7 @@
 """The post-deploy step: a Pulumi dynamic resource that submits the GRPO job during `pulumi up`.
 
-create: wait for the GPU nodes, then submit the run (idempotent). update: when the run changed,
+create: bring back GPU workers the run guardian scaled to zero (jobs/scaling.py), wait for the GPU nodes, then
+submit the run (idempotent; a SUCCEEDED run with nothing more to do waits for no GPU). update: when the run changed,
 stop the old run's live attempts, then submit the new run; when only the RayCluster was
 replaced, submit the same run again (it resumes from its checkpoints). delete (`pulumi
 destroy`): stop the run's live attempts, warning (never failing) when they cannot be stopped.
@@ -63,13 +64,16 @@ def _endpoint(props: dict[str, Any]):
 
 def _deploy(props: dict[str, Any]) -> dict[str, Any]:
     from jobs.access import AccessError
-    from jobs.control import JobError, connect, ensure_run, wait_for_gpus
+    from jobs.control import JobError, connect, ensure_run, wait_for_gpus, wants_workers
+    from jobs.scaling import bring_back
 
     submission = props["submission"]
     try:
         endpoint = _endpoint(props)
         client = connect(endpoint)
-        wait_for_gpus(endpoint, int(props["gpu_nodes"]), float(props["ready_timeout_seconds"]), _report)
+        if wants_workers(client, submission):
+            bring_back(endpoint, int(props["gpu_nodes"]), _report)
+            wait_for_gpus(endpoint, int(props["gpu_nodes"]), float(props["ready_timeout_seconds"]), _report)
         outcome = ensure_run(client, submission)
     except (AccessError, JobError) as error:
         raise Exception(f"grpo-gke job {submission['metadata']['run']}: {error}") from None

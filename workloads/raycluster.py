@@ -51,6 +51,19 @@ REPLACE_ON_CHANGES = ["spec"]
 `up` would report success with the old pods. Any spec change therefore replaces the RayCluster
 (deleted first: its name is fixed)."""
 
+GUARDIAN_OWNED_FIELDS = ("minReplicas", "replicas")
+"""Fields of the GPU worker group the run guardian sets to scale the workers to zero and back (jobs/scaling.py);
+KubeRay holds a group's pod count between minReplicas and maxReplicas (GetWorkerGroupDesiredReplicas,
+ray-operator/controllers/ray/utils/util.go, v1.7.0), so both go to zero."""
+
+IGNORE_CHANGES = [f"spec.workerGroupSpecs[*].{field}" for field in GUARDIAN_OWNED_FIELDS]
+"""What a later `up` leaves to the guardian. pulumi-kubernetes diffs the new inputs against the live object
+pruned to the inputs' shape (`Diff`, provider/pkg/provider/provider.go), so after a refresh the guardian's
+count would be a `spec` change and, with REPLACE_ON_CHANGES, recreate the RayCluster; `Diff` drops ignored
+paths from the detailed diff, and the engine keeps the old inputs' values for them. The list is atomic in
+KubeRay's CRD (no x-kubernetes-list-type), so Server-Side Apply cannot give the guardian these two fields
+alone: the guardian patches them, Pulumi ignores them."""
+
 HEAD_PORTS = {name: RAY_PORTS[name] for name in ("gcs-server", "dashboard", "client")}
 """Ports the head exposes on its ClusterIP service (KES ray-cluster-standard.yaml)."""
 
@@ -269,6 +282,7 @@ class RayCluster(pulumi.ComponentResource):
                 provider=args.provider,
                 depends_on=list(args.depends_on),
                 replace_on_changes=list(REPLACE_ON_CHANGES),
+                ignore_changes=list(IGNORE_CHANGES),
             ),
         )
         self.register_outputs({"name": names.RAY_CLUSTER, "rayVersion": manifest["spec"]["rayVersion"]})

@@ -336,6 +336,12 @@ class JobConfig(_Section):
     run_generation: int = Field(
         0, ge=0, description="Part of the run id: raising it starts a new run of the same spec (submit --fresh does)."
     )
+    recover: bool = Field(
+        True, description="Deploy the run guardian: it resubmits after lost GPU capacity and scales idle workers to 0."
+    )
+    idle_minutes: int = Field(
+        15, ge=0, le=10080, description="Minutes after the run ends before the GPU workers scale to zero; 0: never."
+    )
 
 
 class PricingConfig(_Section):

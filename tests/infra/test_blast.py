@@ -100,6 +100,8 @@ KEY_CHANGES: dict[str, tuple[str, dict, dict]] = {
     "grpo-gke:job.submit": ("dev", {}, {"job": {"submit": False}}),
     "grpo-gke:job.readyTimeoutSeconds": ("dev", {}, {"job": {"readyTimeoutSeconds": 3600}}),
     "grpo-gke:job.runGeneration": ("dev", {}, {"job": {"runGeneration": 1}}),
+    "grpo-gke:job.recover": ("dev", {}, {"job": {"recover": False}}),
+    "grpo-gke:job.idleMinutes": ("dev", {}, {"job": {"idleMinutes": 30}}),
     "grpo-gke:hfToken": ("dev", {}, {"hfToken": "hf_offline_example"}),
     "grpo-gke:secretEnv": ("dev", {}, {"secretEnv": {"WANDB_API_KEY": "offline-example"}}),
     "grpo-gke:pricing.reservationHourly": ("dev", RESERVATION_BASE, {"pricing": {"reservationHourly": 61.5}}),

@@ -915,6 +915,21 @@ JOB_AND_TOKEN = [
         {"grpo-gke:job.readyTimeoutSeconds": 86401},
         "grpo-gke:job.readyTimeoutSeconds: must be at most 86400, got 86401",
     ),
+    ok("recover-off", {"grpo-gke:job.recover": False}),
+    bad("recover-not-bool", {"grpo-gke:job.recover": 1}, "grpo-gke:job.recover: must be true or false, got 1"),
+    ok("idle-off", {"grpo-gke:job.idleMinutes": 0}),
+    ok("idle-a-week", {"grpo-gke:job.idleMinutes": 10080}),
+    bad("idle-negative", {"grpo-gke:job.idleMinutes": -1}, "grpo-gke:job.idleMinutes: must be at least 0, got -1"),
+    bad(
+        "idle-past-a-week",
+        {"grpo-gke:job.idleMinutes": 10081},
+        "grpo-gke:job.idleMinutes: must be at most 10080, got 10081",
+    ),
+    bad(
+        "idle-not-whole",
+        {"grpo-gke:job.idleMinutes": True},
+        "grpo-gke:job.idleMinutes: must be a whole number, got True",
+    ),
     ok("token-set", {"grpo-gke:hfToken": "hf_abc"}),
     *(
         bad(
@@ -1141,7 +1156,13 @@ def test_section_defaults() -> None:
         "validateEvery": 10,
         "keepCheckpoints": 2,
     }
-    assert config.job.model_dump(by_alias=True) == {"submit": True, "readyTimeoutSeconds": 1800, "runGeneration": 0}
+    assert config.job.model_dump(by_alias=True) == {
+        "submit": True,
+        "readyTimeoutSeconds": 1800,
+        "runGeneration": 0,
+        "recover": True,
+        "idleMinutes": 15,
+    }
 
 
 def test_derived_names_are_sanitised() -> None:
