@@ -34,6 +34,24 @@ GUARDIAN_LABELS = {"app.kubernetes.io/name": "grpo-guardian"}
 """Pod labels of the run guardian (a future pod in NAMESPACE): the one pod of the namespace outside the
 RayCluster that the head's dashboard port admits (workloads/policies.py)."""
 
+GUARDIAN = "grpo-guardian"
+"""Name of the run guardian's Deployment, Kubernetes service account, Role and RoleBinding in NAMESPACE."""
+
+GUARDIAN_NODES_ROLE = "grpo-guardian-nodes"
+"""Name of the guardian's ClusterRole and ClusterRoleBinding (the nodes are cluster-scoped)."""
+
+GUARDIAN_SETTINGS_CONFIG_MAP = "grpo-guardian-settings"
+"""ConfigMap of the guardian's settings JSON."""
+
+GUARDIAN_CODE_CONFIG_MAP = "grpo-guardian-code"
+"""ConfigMap of the guardian's code files."""
+
+GUARDIAN_SETTINGS_DIR = "/etc/grpo-gke/guardian"
+"""Where the guardian's settings ConfigMap is mounted (`settings.json` in it)."""
+
+GUARDIAN_CODE_DIR = "/opt/grpo-gke"
+"""Where the guardian's code ConfigMap is mounted: its PYTHONPATH."""
+
 HEAD_NODE_POOL = "ray-head"
 """Standard: the CPU node pool of the Ray head (node selector `cloud.google.com/gke-nodepool`)."""
 

@@ -51,6 +51,17 @@ def container_security_context() -> dict[str, Any]:
     }
 
 
+def security_context_args() -> k8s.core.v1.SecurityContextArgs:
+    """container_security_context() as typed Args (core objects: the staging Job, the run guardian)."""
+    context = container_security_context()
+    return k8s.core.v1.SecurityContextArgs(
+        allow_privilege_escalation=context["allowPrivilegeEscalation"],
+        capabilities=k8s.core.v1.CapabilitiesArgs(drop=context["capabilities"]["drop"]),
+        privileged=context["privileged"],
+        seccomp_profile=k8s.core.v1.SeccompProfileArgs(type=context["seccompProfile"]["type"]),
+    )
+
+
 def render_namespace() -> NamespaceInitArgs:
     """The namespace of the RayCluster, its service account, storage claim and staging Job."""
     return NamespaceInitArgs(metadata=k8s.meta.v1.ObjectMetaArgs(name=names.NAMESPACE, labels=dict(LABELS)))

@@ -30,7 +30,7 @@ from core.facts.pods import (
     VERL_TRANSFORMERS,
 )
 from workloads import paths, placement, storage
-from workloads.identity import LABELS, container_security_context, secret_env
+from workloads.identity import LABELS, secret_env, security_context_args
 
 NAME = "grpo-staging"
 """Name of the Job and of the ConfigMap holding its script."""
@@ -77,17 +77,11 @@ def render_script_config_map() -> ConfigMapInitArgs:
 
 
 def _security_context() -> k8s.core.v1.SecurityContextArgs:
-    """identity.container_security_context() as typed Args. The Job runs as root like the Ray pods that
+    """identity.security_context_args(). The Job runs as root like the Ray pods that
     share its files: its image is the workload image, built to run as root, and a new Lustre file
     system's root directory belongs to root, so another uid could not create the model and HF_HOME
     directories there (identity.container_security_context says what is checked)."""
-    context = container_security_context()
-    return k8s.core.v1.SecurityContextArgs(
-        allow_privilege_escalation=context["allowPrivilegeEscalation"],
-        capabilities=k8s.core.v1.CapabilitiesArgs(drop=context["capabilities"]["drop"]),
-        privileged=context["privileged"],
-        seccomp_profile=k8s.core.v1.SeccompProfileArgs(type=context["seccompProfile"]["type"]),
-    )
+    return security_context_args()
 
 
 def render_job(config: StackConfig) -> JobInitArgs:

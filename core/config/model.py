@@ -337,10 +337,13 @@ class JobConfig(_Section):
         0, ge=0, description="Part of the run id: raising it starts a new run of the same spec (submit --fresh does)."
     )
     recover: bool = Field(
-        True, description="Deploy the run guardian: it resubmits after lost GPU capacity and scales idle workers to 0."
+        True, description="Deploy the run guardian: it resubmits an attempt that lost its GPU nodes (false: resubmit by hand)."
+    )
+    max_recoveries: int = Field(
+        20, ge=0, le=1000, description="Most attempts the guardian submits after lost GPU nodes, per run, before it gives up."
     )
     idle_minutes: int = Field(
-        15, ge=0, le=10080, description="Minutes after the run ends before the GPU workers scale to zero; 0: never."
+        15, ge=0, le=10080, description="Minutes after the run ends before the guardian scales the GPU workers to zero; 0 never."
     )
 
 

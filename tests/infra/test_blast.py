@@ -101,6 +101,7 @@ KEY_CHANGES: dict[str, tuple[str, dict, dict]] = {
     "grpo-gke:job.readyTimeoutSeconds": ("dev", {}, {"job": {"readyTimeoutSeconds": 3600}}),
     "grpo-gke:job.runGeneration": ("dev", {}, {"job": {"runGeneration": 1}}),
     "grpo-gke:job.recover": ("dev", {}, {"job": {"recover": False}}),
+    "grpo-gke:job.maxRecoveries": ("dev", {}, {"job": {"maxRecoveries": 5}}),
     "grpo-gke:job.idleMinutes": ("dev", {}, {"job": {"idleMinutes": 30}}),
     "grpo-gke:hfToken": ("dev", {}, {"hfToken": "hf_offline_example"}),
     "grpo-gke:secretEnv": ("dev", {}, {"secretEnv": {"WANDB_API_KEY": "offline-example"}}),

@@ -147,7 +147,10 @@ def test_the_cli_writes_byte_identical_files_on_every_run(tmp_path, capsys):
     assert main(["--config", str(shipped_stack_file("dev")), "--out", str(first)]) == 0
     assert main(["--config", str(shipped_stack_file("dev")), "--out", str(second)]) == 0
     names = sorted(path.name for path in first.iterdir())
-    assert names == ["cost.json", "graph.mmd", "grpo-staging.staging_script.py", "job.json", "k8s.yaml", "plan.json"]
+    assert names == [
+        "cost.json", "graph.mmd", "grpo-guardian-code.jobs____init__.py", "grpo-guardian-settings.settings.json",
+        "grpo-staging.staging_script.py", "job.json", "k8s.yaml", "plan.json",
+    ]
     for name in names:
         assert (first / name).read_bytes() == (second / name).read_bytes(), name
     summary = capsys.readouterr().out
