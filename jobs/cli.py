@@ -1,4 +1,4 @@
-"""`.venv/bin/python -m jobs submit|status|logs|stop|list|validate --stack NAME [--address URL]`.
+"""`.venv/bin/python -m jobs submit|status|logs|stop|list|validate|export --stack NAME [--address URL]`.
 
 Without `--address` the CLI reaches the stack's cluster the way the post-deploy step does:
 the API server's service proxy to the Ray head service, with the cluster and Google access
@@ -249,6 +249,37 @@ def _fresh(args: argparse.Namespace, config: StackConfig) -> tuple[StackConfig, 
     return fresh, training_spec(fresh, args.entrypoint)
 
 
+def cmd_export(args: argparse.Namespace, config: StackConfig) -> int:
+    """Export a complete checkpoint of the stack's run (default: the newest) as a Hugging Face model directory."""
+    import shlex
+
+    import jobs
+    from jobs.export import export_submission, exports_dir
+
+    if args.step is not None and args.step < 1:
+        raise UsageError(f"--step must be a step number of 1 or more, got {args.step}")
+    spec = training_spec(config)
+    converter = shlex.split(args.converter) if args.converter else None
+    submission = export_submission(config, spec, args.step, converter, args.data_root)
+    endpoint = endpoint_of(args, config)
+    client = control.connect(endpoint)
+    progress = _ProgressLine()
+    try:
+        scaling.bring_back(endpoint, config.gpu.nodes, progress)
+        control.wait_for_gpus(endpoint, 1, config.job.ready_timeout_seconds, progress)
+    finally:
+        progress.close()
+    # The driver (jobs/export_run.py) reaches the cluster as a py_module, added here and never stored.
+    runtime_env = {**submission["runtime_env"], "py_modules": [str(Path(jobs.__file__).parent)]}
+    try:
+        submission_id = client.submit_job(**{**submission, "runtime_env": runtime_env})
+    except RuntimeError as error:
+        raise UsageError(f"Ray refused the export of {spec.run}: {_first_line(error)}") from None
+    print(f"submitted {submission_id}: the export of {spec.run} into {exports_dir(spec.run)}/", file=sys.stderr)
+    print(submission_id, flush=True)
+    return _follow(client, config.stack, submission_id, spec.framework, stream=False)
+
+
 def cmd_status(args: argparse.Namespace, config: StackConfig) -> int:
     """Show the status of a job (default: the stack's newest)."""
     client = control.connect(endpoint_of(args, config))
@@ -300,6 +331,7 @@ COMMANDS = {
     "stop": cmd_stop,
     "list": cmd_list,
     "validate": cmd_validate,
+    "export": cmd_export,
 }
 """Handler of each subcommand."""
 
@@ -330,6 +362,10 @@ def parser() -> argparse.ArgumentParser:
     logs = commands.add_parser("logs", parents=[common], help=cmd_logs.__doc__)
     logs.add_argument("job", nargs="?", help="submission id (default: the stack's newest job)")
     logs.add_argument("--follow", action="store_true", help="stream until the job ends, with a progress line")
+    export = commands.add_parser("export", parents=[common], help=cmd_export.__doc__)
+    export.add_argument("--step", type=int, help="the checkpoint's step (default: the newest complete one)")
+    export.add_argument("--data-root", help="a local directory standing for /data (runs on this machine)")
+    export.add_argument("--converter", help="run CMD in the converter's place (@STEP_DIR@, @TARGET_DIR@; smoke tests)")
     commands.add_parser("list", parents=[common], help=cmd_list.__doc__)
     commands.add_parser("validate", parents=[common], help=cmd_validate.__doc__)
     return top

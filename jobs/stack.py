@@ -11,6 +11,7 @@ import pulumi.dynamic
 from core.config.model import StackConfig
 from infra.outputs import InfraOutputs
 from jobs.cli import job_command
+from jobs.export import export_uri
 from jobs.guardian_objects import RunGuardian, RunGuardianArgs
 from jobs.guardian_settings import guardian_code_files, guardian_settings
 from jobs.provider import JobProvider
@@ -102,6 +103,8 @@ def build_job(config: StackConfig, infra: InfraOutputs, workloads: WorkloadOutpu
     """
     if config.job.recover:
         build_guardian(config, infra, workloads)
+    if infra.bucket_name is not None:
+        pulumi.export("exportUri", infra.bucket_name.apply(export_uri))
     if not config.job.submit:
         return
     submission = submission_for(config)
