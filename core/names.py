@@ -24,6 +24,18 @@ RAY_SERVICE_ACCOUNT = "ray-grpo"
 RAY_CLUSTER = "grpo"
 """Name of the KubeRay RayCluster."""
 
+RAY_API_VERSION = "ray.io/v1"
+"""KubeRay API version of the RayCluster."""
+
+RAY_WORKER_GROUP = "gpu"
+"""Name of the RayCluster's single (GPU) worker group."""
+
+GUARDIAN_OWNED_FIELDS = ("minReplicas", "replicas")
+"""Fields of the GPU worker group the run guardian sets to scale the workers to zero and back (jobs/scaling.py);
+KubeRay holds a group's pod count between minReplicas and maxReplicas (GetWorkerGroupDesiredReplicas,
+ray-operator/controllers/ray/utils/util.go, v1.7.0), so both go to zero. Here, without Pulumi, for the
+in-cluster guardian."""
+
 RAY_HEAD_SERVICE = f"{RAY_CLUSTER}-head-svc"
 """Service KubeRay creates for the head (`<raycluster>-head-svc`)."""
 

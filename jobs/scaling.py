@@ -2,7 +2,7 @@
 is done (job.idleMinutes), and the one `pulumi up` and `python -m jobs submit` send before a submission.
 
 Which mechanism, and why: a JSON patch (RFC 6902) of the group's `minReplicas` and `replicas`, which Pulumi's
-RayCluster ignores (workloads/raycluster.py IGNORE_CHANGES).
+RayCluster ignores (workloads/raycluster.py IGNORE_CHANGES); it imports no Pulumi, for the in-cluster guardian.
 
 - Not the RayCluster's `spec.suspend`: it deletes the head with the workers (raycluster_types.go, KubeRay
   v1.7.0: "A suspended RayCluster will have head pods and worker pods deleted"), and the head, its dashboard
@@ -28,7 +28,6 @@ from typing import Any
 from core import names
 from jobs.access import Endpoint, service_proxy_url
 from jobs.control import DEADLINES, JobError, Unreachable
-from workloads.raycluster import API_VERSION, GUARDIAN_OWNED_FIELDS, WORKER_GROUP
 
 FIELD_MANAGER = "grpo-gke-guardian"
 """Field manager of the guardian's and the CLI's patches (managedFields say who scaled the workers)."""
@@ -58,7 +57,7 @@ class ScaleRequest:
 
 def raycluster_path() -> str:
     """API path of the stack's RayCluster."""
-    group, version = API_VERSION.split("/")
+    group, version = names.RAY_API_VERSION.split("/")
     return f"/apis/{group}/{version}/namespaces/{names.NAMESPACE}/rayclusters/{names.RAY_CLUSTER}"
 
 
@@ -66,8 +65,8 @@ def worker_patch(replicas: int) -> list[dict[str, Any]]:
     """The JSON patch that sets the GPU worker group's minReplicas and replicas to `replicas` (0: scale to zero;
     gpu.nodes: back to what the stack renders), after testing that the group is the stack's."""
     group = f"/spec/workerGroupSpecs/{WORKER_GROUP_INDEX}"
-    patch: list[dict[str, Any]] = [{"op": "test", "path": f"{group}/groupName", "value": WORKER_GROUP}]
-    patch += [{"op": "replace", "path": f"{group}/{field}", "value": replicas} for field in GUARDIAN_OWNED_FIELDS]
+    patch: list[dict[str, Any]] = [{"op": "test", "path": f"{group}/groupName", "value": names.RAY_WORKER_GROUP}]
+    patch += [{"op": "replace", "path": f"{group}/{field}", "value": replicas} for field in names.GUARDIAN_OWNED_FIELDS]
     return patch
 
 
@@ -89,12 +88,14 @@ def desired_workers(raycluster: dict[str, Any]) -> int:
         (
             item
             for item in raycluster.get("spec", {}).get("workerGroupSpecs", [])
-            if item.get("groupName") == WORKER_GROUP
+            if item.get("groupName") == names.RAY_WORKER_GROUP
         ),
         None,
     )
     if group is None:
-        raise JobError(f"the RayCluster {names.NAMESPACE}/{names.RAY_CLUSTER} has no worker group {WORKER_GROUP!r}")
+        raise JobError(
+            f"the RayCluster {names.NAMESPACE}/{names.RAY_CLUSTER} has no worker group {names.RAY_WORKER_GROUP!r}"
+        )
     low, high = group.get("minReplicas", 0), group.get("maxReplicas", 2**31 - 1)
     return min(max(group.get("replicas", low), low), high)
 

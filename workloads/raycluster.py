@@ -35,11 +35,11 @@ from workloads import paths, placement, storage
 from workloads.identity import LABELS, container_security_context, secret_env
 from workloads.sizing import worker_requests
 
-API_VERSION = "ray.io/v1"
+API_VERSION = names.RAY_API_VERSION
 """KubeRay API version of the RayCluster."""
 KIND = "RayCluster"
 """Kind of the custom resource."""
-WORKER_GROUP = "gpu"
+WORKER_GROUP = names.RAY_WORKER_GROUP
 """Name of the single worker group."""
 
 HEAD_SHM_GIB = 8
@@ -51,12 +51,7 @@ REPLACE_ON_CHANGES = ["spec"]
 `up` would report success with the old pods. Any spec change therefore replaces the RayCluster
 (deleted first: its name is fixed)."""
 
-GUARDIAN_OWNED_FIELDS = ("minReplicas", "replicas")
-"""Fields of the GPU worker group the run guardian sets to scale the workers to zero and back (jobs/scaling.py);
-KubeRay holds a group's pod count between minReplicas and maxReplicas (GetWorkerGroupDesiredReplicas,
-ray-operator/controllers/ray/utils/util.go, v1.7.0), so both go to zero."""
-
-IGNORE_CHANGES = [f"spec.workerGroupSpecs[*].{field}" for field in GUARDIAN_OWNED_FIELDS]
+IGNORE_CHANGES = [f"spec.workerGroupSpecs[*].{field}" for field in names.GUARDIAN_OWNED_FIELDS]
 """What a later `up` leaves to the guardian. pulumi-kubernetes diffs the new inputs against the live object
 pruned to the inputs' shape (`Diff`, provider/pkg/provider/provider.go), so after a refresh the guardian's
 count would be a `spec` change and, with REPLACE_ON_CHANGES, recreate the RayCluster; `Diff` drops ignored
