@@ -27,6 +27,18 @@ RAY_SERVICE_ACCOUNT = "ray-grpo"
 RAY_CLUSTER = "grpo"
 """Name of the KubeRay RayCluster."""
 
+RAY_API_VERSION = "ray.io/v1"
+"""KubeRay API version of the RayCluster."""
+
+RAY_WORKER_GROUP = "gpu"
+"""Name of the RayCluster's single (GPU) worker group."""
+
+GUARDIAN_OWNED_FIELDS = ("minReplicas", "replicas")
+"""Fields of the GPU worker group the run guardian sets to scale the workers to zero and back (jobs/scaling.py);
+KubeRay holds a group's pod count between minReplicas and maxReplicas (GetWorkerGroupDesiredReplicas,
+ray-operator/controllers/ray/utils/util.go, v1.7.0), so both go to zero. Here, without Pulumi, for the
+in-cluster guardian."""
+
 RAY_HEAD_SERVICE = f"{RAY_CLUSTER}-head-svc"
 """Service KubeRay creates for the head (`<raycluster>-head-svc`)."""
 
@@ -36,6 +48,24 @@ RAY_DASHBOARD_PORT = RAY_PORTS["dashboard"]
 GUARDIAN_LABELS = {"app.kubernetes.io/name": "grpo-guardian"}
 """Pod labels of the run guardian (a future pod in NAMESPACE): the one pod of the namespace outside the
 RayCluster that the head's dashboard port admits (workloads/policies.py)."""
+
+GUARDIAN = "grpo-guardian"
+"""Name of the run guardian's Deployment, Kubernetes service account, Role and RoleBinding in NAMESPACE."""
+
+GUARDIAN_NODES_ROLE = "grpo-guardian-nodes"
+"""Name of the guardian's ClusterRole and ClusterRoleBinding (the nodes are cluster-scoped)."""
+
+GUARDIAN_SETTINGS_CONFIG_MAP = "grpo-guardian-settings"
+"""ConfigMap of the guardian's settings JSON."""
+
+GUARDIAN_CODE_CONFIG_MAP = "grpo-guardian-code"
+"""ConfigMap of the guardian's code files."""
+
+GUARDIAN_SETTINGS_DIR = "/etc/grpo-gke/guardian"
+"""Where the guardian's settings ConfigMap is mounted (`settings.json` in it)."""
+
+GUARDIAN_CODE_DIR = "/opt/grpo-gke"
+"""Where the guardian's code ConfigMap is mounted: its PYTHONPATH."""
 
 HEAD_NODE_POOL = "ray-head"
 """Standard: the CPU node pool of the Ray head (node selector `cloud.google.com/gke-nodepool`)."""

@@ -79,6 +79,23 @@ def shielded_instance_config() -> gcp.container.NodePoolNodeConfigShieldedInstan
     )
 
 
+GPU_POOL_IGNORED = ["initialNodeCount"]
+"""Inputs of the GPU pool a later `up` leaves alone: the first count only sizes the pool GKE creates (the
+nodes boot while the pool is made); from then on the cluster autoscaler owns the count, and a changed
+`initialNodeCount` would replace the pool (ForceNew in terraform-provider-google's node pool schema)."""
+
+
+def gpu_autoscaling(config: StackConfig) -> gcp.container.NodePoolAutoscalingArgs:
+    """The GPU pool autoscales between 0 and `gpu.nodes`: nodes come for the RayCluster's worker pods and go
+    once the run guardian scales the workers to zero (job.idleMinutes) and the autoscaler finds them empty.
+    Flex-start also takes its location policy (FLEX_START_LOCATION_POLICY)."""
+    return gcp.container.NodePoolAutoscalingArgs(
+        total_min_node_count=0,
+        total_max_node_count=config.gpu.nodes,
+        location_policy=FLEX_START_LOCATION_POLICY if config.gpu.provisioning == "flex-start" else None,
+    )
+
+
 def gpu_pool_args(
     config: StackConfig,
     cluster: pulumi.Input[str],
@@ -129,17 +146,8 @@ def gpu_pool_args(
         cluster=cluster,
         location=config.region,
         node_locations=[config.zone],
-        node_count=None if flex_start else config.gpu.nodes,
-        initial_node_count=0 if flex_start else None,
-        autoscaling=(
-            gcp.container.NodePoolAutoscalingArgs(
-                total_min_node_count=0,
-                total_max_node_count=config.gpu.nodes,
-                location_policy=FLEX_START_LOCATION_POLICY,
-            )
-            if flex_start
-            else None
-        ),
+        initial_node_count=0 if flex_start else config.gpu.nodes,
+        autoscaling=gpu_autoscaling(config),
         management=gcp.container.NodePoolManagementArgs(auto_repair=not flex_start, auto_upgrade=True),
         # Flex-start nodes are upgraded by replacement at the end of their run, not by surge.
         upgrade_settings=(
@@ -209,7 +217,9 @@ class NodePools(pulumi.ComponentResource):
         )
         nics = additional_networks(args.networks)
         self.gpu = gcp.container.NodePool(
-            f"{config.cluster_name}-{names.GPU_NODE_POOL}", gpu_pool_args(config, args.cluster, nics, args.service_account), opts=child
+            f"{config.cluster_name}-{names.GPU_NODE_POOL}",
+            gpu_pool_args(config, args.cluster, nics, args.service_account),
+            opts=names.fixed_name_options(parent=self, ignore_changes=list(GPU_POOL_IGNORED)),
         )
         self.register_outputs({})
 

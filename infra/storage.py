@@ -18,11 +18,18 @@ from infra.network import cidr_address, ingress_firewall_args
 from infra.outputs import GcsStorage, LustreStorage, StorageHandOff
 
 
-def workload_principal(project: str, project_number: str) -> str:
-    """IAM principal of the Ray pods' Kubernetes service account (workload identity federation)."""
-    return WORKLOAD_PRINCIPAL.format(
-        number=project_number, project=project, namespace=names.NAMESPACE, ksa=names.RAY_SERVICE_ACCOUNT
-    )
+def workload_principal(project: str, project_number: str, ksa: str = names.RAY_SERVICE_ACCOUNT) -> str:
+    """IAM principal of a Kubernetes service account of the namespace (workload identity federation)."""
+    return WORKLOAD_PRINCIPAL.format(number=project_number, project=project, namespace=names.NAMESPACE, ksa=ksa)
+
+
+def bucket_accounts(config: StackConfig) -> dict[str, str]:
+    """The Kubernetes service accounts that mount the bucket through GCS FUSE, by the grant's name suffix: the
+    Ray pods' and, with job.recover, the run guardian's (it reads and appends the run's record on /data)."""
+    accounts = {"ray": names.RAY_SERVICE_ACCOUNT}
+    if config.job.recover:
+        accounts["guardian"] = names.GUARDIAN
+    return accounts
 
 
 @dataclass(frozen=True)
@@ -45,7 +52,7 @@ class Storage(pulumi.ComponentResource):
     """The bucket and its grant (gcs), or private service access and the Lustre instance (lustre)."""
 
     bucket: gcp.storage.Bucket | None = None
-    bucket_grant: gcp.storage.BucketIAMMember | None = None
+    bucket_grants: tuple[gcp.storage.BucketIAMMember, ...] = ()
     peering_range: gcp.compute.GlobalAddress | None = None
     peering: gcp.servicenetworking.Connection | None = None
     lustre_firewall: gcp.compute.Firewall | None = None
@@ -64,8 +71,8 @@ class Storage(pulumi.ComponentResource):
     @property
     def ready(self) -> list[pulumi.Resource]:
         """What a pod mounting the storage waits for."""
-        if self.bucket_grant is not None:
-            return [self.bucket_grant]
+        if self.bucket_grants:
+            return list(self.bucket_grants)
         return [self.lustre, self.lustre_firewall]
 
     def _bucket(self, args: StorageArgs) -> None:
@@ -89,14 +96,17 @@ class Storage(pulumi.ComponentResource):
             ),
         )
         number = project_number(config.project, args.apis, self)
-        self.bucket_grant = gcp.storage.BucketIAMMember(
-            f"{config.bucket_name}-ray-object-user",
-            gcp.storage.BucketIAMMemberArgs(
-                bucket=self.bucket.name,
-                role=BUCKET_OBJECT_ROLE,
-                member=number.apply(lambda number: workload_principal(config.project, number)),
-            ),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[args.cluster]),
+        self.bucket_grants = tuple(
+            gcp.storage.BucketIAMMember(
+                f"{config.bucket_name}-{suffix}-object-user",
+                gcp.storage.BucketIAMMemberArgs(
+                    bucket=self.bucket.name,
+                    role=BUCKET_OBJECT_ROLE,
+                    member=number.apply(lambda number, ksa=ksa: workload_principal(config.project, number, ksa)),
+                ),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[args.cluster]),
+            )
+            for suffix, ksa in bucket_accounts(config).items()
         )
         self.hand_off = GcsStorage(bucket_name=self.bucket.name)
 

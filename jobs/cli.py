@@ -1,4 +1,4 @@
-"""`.venv/bin/python -m jobs submit|status|logs|stop|list|plot|validate|preflight --stack NAME [--address URL]`.
+"""`.venv/bin/python -m jobs submit|status|logs|stop|list|plot|validate|preflight|export --stack NAME [--address URL]`.
 
 Without `--address` the CLI reaches the stack's cluster the way the post-deploy step does:
 the API server's service proxy to the Ray head service, with the cluster and Google access
@@ -22,7 +22,7 @@ from core import names
 from core.config.model import PROJECT_NAMESPACE, StackConfig
 from core.config.problems import ConfigError
 from core.stackfile import StackFileError, read_stack_file, stack_file
-from jobs import access, control, load
+from jobs import access, control, load, scaling
 from jobs.spec import training_spec
 
 if TYPE_CHECKING:
@@ -243,14 +243,18 @@ def cmd_submit(args: argparse.Namespace, config: StackConfig) -> int:
     endpoint = endpoint_of(args, config)
     client = control.connect(endpoint)
     timeout = args.ready_timeout if args.ready_timeout is not None else config.job.ready_timeout_seconds
-    progress = _ProgressLine()
-    try:
-        control.wait_for_gpus(endpoint, config.gpu.nodes, timeout, progress)
-    finally:
-        progress.close()
+    submission = submission_of(config, spec, 1)
+    if args.fresh or control.wants_workers(client, submission):
+        progress = _ProgressLine()
+        try:
+            scaling.bring_back(endpoint, config.gpu.nodes, progress)
+            control.wait_for_gpus(endpoint, config.gpu.nodes, timeout, progress)
+        finally:
+            progress.close()
     if args.fresh:
         config, spec = _fresh(args, config)
-    outcome = control.ensure_run(client, local_submission(args, submission_of(config, spec, 1)))
+        submission = submission_of(config, spec, 1)
+    outcome = control.ensure_run(client, local_submission(args, submission))
     print(outcome.sentence(), file=sys.stderr)
     print(outcome.submission_id, flush=True)
     if not args.wait:
@@ -265,6 +269,15 @@ def local_submission(args: argparse.Namespace, submission: dict) -> dict:
     return on_data_root(submission, args.data_root) if args.data_root else submission
 
 
+def _record_where(args: argparse.Namespace, run: str) -> str:
+    """Where the run's record lies: under `--data-root`, else on the shared storage."""
+    from jobs.record import RECORD_FILE
+    from jobs.spec import run_directory, under_data_root
+
+    where = f"{run_directory(run)}/{RECORD_FILE}"
+    return under_data_root(where, args.data_root) if args.data_root else where
+
+
 def _print_records(args: argparse.Namespace, client: JobSubmissionClient, runs: list[str]) -> None:
     """Each run's record (attempts.jsonl): under `--data-root`, else read through the Ray head (jobs/run_files.py,
     one short job per run); nothing for a run without a record."""
@@ -274,14 +287,13 @@ def _print_records(args: argparse.Namespace, client: JobSubmissionClient, runs: 
 
     for run in dict.fromkeys(runs):
         if args.data_root:
-            run_dir = Path(under_data_root(run_directory(run), args.data_root))
-            events, where = record.read(run_dir), str(record.record_path(run_dir))
+            events = record.read(Path(under_data_root(run_directory(run), args.data_root)))
         else:
             found = read_run_files(client, run_directory(run), [record.RECORD_FILE])
-            events, where = record.parse(found[record.RECORD_FILE] or ""), f"{run_directory(run)}/{record.RECORD_FILE}"
+            events = record.parse(found[record.RECORD_FILE] or "")
         lines = record.record_lines(events)
         if lines:
-            print(f"record of {run} ({where}):")
+            print(f"record of {run} ({_record_where(args, run)}):")
         for line in lines:
             print(f"  {line}")
 
@@ -322,6 +334,35 @@ def _view(args: argparse.Namespace, config: StackConfig, client: JobSubmissionCl
         return run_view(client, config, meta["run"], framework, _data_root(args), progress)
     finally:
         progress.close()
+def cmd_export(args: argparse.Namespace, config: StackConfig) -> int:
+    """Export a complete checkpoint of the stack's run (default: the newest) as a Hugging Face model directory."""
+    import shlex
+
+    import jobs
+    from jobs.export import export_submission, exports_dir
+
+    if args.step is not None and args.step < 1:
+        raise UsageError(f"--step must be a step number of 1 or more, got {args.step}")
+    spec = training_spec(config)
+    converter = shlex.split(args.converter) if args.converter else None
+    submission = export_submission(config, spec, args.step, converter, args.data_root)
+    endpoint = endpoint_of(args, config)
+    client = control.connect(endpoint)
+    progress = _ProgressLine()
+    try:
+        scaling.bring_back(endpoint, config.gpu.nodes, progress)
+        control.wait_for_gpus(endpoint, 1, config.job.ready_timeout_seconds, progress)
+    finally:
+        progress.close()
+    # The driver (jobs/export_run.py) reaches the cluster as a py_module, added here and never stored.
+    runtime_env = {**submission["runtime_env"], "py_modules": [str(Path(jobs.__file__).parent)]}
+    try:
+        submission_id = client.submit_job(**{**submission, "runtime_env": runtime_env})
+    except RuntimeError as error:
+        raise UsageError(f"Ray refused the export of {spec.run}: {_first_line(error)}") from None
+    print(f"submitted {submission_id}: the export of {spec.run} into {exports_dir(spec.run)}/", file=sys.stderr)
+    print(submission_id, flush=True)
+    return _follow(client, config, submission_id, spec.framework, stream=False)
 
 
 def cmd_status(args: argparse.Namespace, config: StackConfig) -> int:
@@ -361,7 +402,7 @@ def cmd_status(args: argparse.Namespace, config: StackConfig) -> int:
         for line in figures.lines(view.unpriced()):
             print(f"  {line}")
     if view is not None and view.record:
-        print(f"record of {view.run}:")
+        print(f"record of {view.run} ({_record_where(args, view.run)}):")
         for line in record_lines(list(view.record)):
             print(f"  {line}")
     return 0
@@ -469,6 +510,7 @@ COMMANDS = {
     "plot": cmd_plot,
     "validate": cmd_validate,
     "preflight": cmd_preflight,
+    "export": cmd_export,
 }
 """Handler of each subcommand."""
 
@@ -507,6 +549,9 @@ def parser() -> argparse.ArgumentParser:
     logs = commands.add_parser("logs", parents=[common], help=cmd_logs.__doc__)
     logs.add_argument("job", nargs="?", help="submission id (default: the stack's newest job)")
     logs.add_argument("--follow", action="store_true", help="stream until the job ends, with a progress line")
+    export = commands.add_parser("export", parents=[common], help=cmd_export.__doc__)
+    export.add_argument("--step", type=int, help="the checkpoint's step (default: the newest complete one)")
+    export.add_argument("--converter", help="run CMD in the converter's place (@STEP_DIR@, @TARGET_DIR@; smoke tests)")
     commands.add_parser("list", parents=[common], help=cmd_list.__doc__)
     commands.add_parser("validate", parents=[common], help=cmd_validate.__doc__)
     preflight = commands.add_parser("preflight", parents=[common], help=cmd_preflight.__doc__)

@@ -291,21 +291,36 @@ def stack_jobs(client: JobSubmissionClient, stack: str) -> list[JobDetails]:
     return sorted(found, key=lambda job: (job.start_time or 0, job.submission_id or ""))
 
 
+def settled(previous: list[JobDetails], submission: dict[str, Any]) -> Outcome | None:
+    """What `ensure_run` finds with the run's attempts `previous` when it submits nothing: `live` (the newest
+    is PENDING or RUNNING) or `succeeded` (it SUCCEEDED and the schedule asks for no more); else None."""
+    if not previous:
+        return None
+    newest = previous[-1]
+    status = status_text(newest.status)
+    if status in LIVE:
+        return Outcome("live", newest.submission_id, status)
+    if status == "SUCCEEDED" and not extends(newest.metadata or {}, submission["metadata"]):
+        return Outcome("succeeded", newest.submission_id, status)
+    return None
+
+
+def wants_workers(client: JobSubmissionClient, submission: dict[str, Any]) -> bool:
+    """Whether the run of `submission` needs the GPU workers: anything but a SUCCEEDED run with nothing more
+    to do (whose workers the run guardian may have scaled to zero)."""
+    kept = settled(attempts(client, submission["metadata"]["run"]), submission)
+    return kept is None or kept.action != "succeeded"
+
+
 def ensure_run(client: JobSubmissionClient, submission: dict[str, Any]) -> Outcome:
     """Submit the run of `submission` (attempt-1 kwargs) unless an attempt is live, or the newest
     SUCCEEDED and the schedule asks for no more than it ran."""
     run = submission["metadata"]["run"]
     previous = attempts(client, run)
-    action = "submitted"
-    if previous:
-        newest = previous[-1]
-        status = status_text(newest.status)
-        if status in LIVE:
-            return Outcome("live", newest.submission_id, status)
-        if status == "SUCCEEDED":
-            if not extends(newest.metadata or {}, submission["metadata"]):
-                return Outcome("succeeded", newest.submission_id, status)
-            action = "extended"
+    kept = settled(previous, submission)
+    if kept is not None:
+        return kept
+    action = "extended" if previous and status_text(previous[-1].status) == "SUCCEEDED" else "submitted"
     attempt = attempt_number(previous[-1]) + 1 if previous else 1
     kwargs = for_attempt(submission, attempt)
     try:

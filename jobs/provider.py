@@ -1,10 +1,11 @@
 """The post-deploy step: a Pulumi dynamic resource that submits the GRPO job during `pulumi up`.
 
-create: wait for the GPU nodes, run the preflight (`job.preflight`), then submit the run (idempotent).
-update: when the run changed, stop the old run's live attempts, then submit the new run; when the
-RayCluster was replaced (its uid changed), run the preflight again, then submit the same run again (it
-resumes from its checkpoints). A resume on the same RayCluster runs no preflight. A failed preflight
-refuses the job and fails `pulumi up` with one line per bad node (jobs/preflight/gate.py). delete (`pulumi
+create: bring back GPU workers the run guardian scaled to zero (jobs/scaling.py), wait for the GPU nodes, run the
+preflight (`job.preflight`), then submit the run (idempotent; a SUCCEEDED run with nothing more to do waits for no
+GPU and runs no preflight). update: when the run changed, stop the old run's live attempts, then submit the new run;
+when the RayCluster was replaced (its uid changed), run the preflight again, then submit the same run again (it
+resumes from its checkpoints). A resume on the same RayCluster runs no preflight. A failed preflight refuses the
+job and fails `pulumi up` with one line per bad node (jobs/preflight/gate.py). delete (`pulumi
 destroy`): stop the run's live attempts, warning (never failing) when they cannot be stopped.
 A failure fails `pulumi up` with the one-line reason.
 
@@ -75,15 +76,18 @@ def _preflight(props: dict[str, Any], client: Any) -> None:
 def _deploy(props: dict[str, Any], fresh_cluster: bool) -> dict[str, Any]:
     """Wait for the GPU nodes, run the preflight on a fresh RayCluster, then submit the run (idempotent)."""
     from jobs.access import AccessError
-    from jobs.control import JobError, connect, ensure_run, wait_for_gpus
+    from jobs.control import JobError, connect, ensure_run, wait_for_gpus, wants_workers
+    from jobs.scaling import bring_back
 
     submission = props["submission"]
     try:
         endpoint = _endpoint(props)
         client = connect(endpoint)
-        wait_for_gpus(endpoint, int(props["gpu_nodes"]), float(props["ready_timeout_seconds"]), _report)
-        if fresh_cluster:
-            _preflight(props, client)
+        if wants_workers(client, submission):
+            bring_back(endpoint, int(props["gpu_nodes"]), _report)
+            wait_for_gpus(endpoint, int(props["gpu_nodes"]), float(props["ready_timeout_seconds"]), _report)
+            if fresh_cluster:
+                _preflight(props, client)
         outcome = ensure_run(client, submission)
     except (AccessError, JobError) as error:
         raise Exception(f"grpo-gke job {submission['metadata']['run']}: {error}") from None

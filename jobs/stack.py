@@ -9,8 +9,11 @@ import pulumi
 import pulumi.dynamic
 
 from core.config.model import StackConfig
-from infra.outputs import InfraOutputs
+from infra.outputs import GcsStorage, InfraOutputs
 from jobs.cli import job_command
+from jobs.export import export_uri
+from jobs.guardian_objects import RunGuardian, RunGuardianArgs
+from jobs.guardian_settings import guardian_code_files, guardian_settings
 from jobs.preflight.settings import preflight_template
 from jobs.provider import JobProvider
 from jobs.spec import submission_for
@@ -86,11 +89,30 @@ def _uid(metadata: Any) -> str | None:
     return (metadata or {}).get("uid") if isinstance(metadata, dict) else None
 
 
+def build_guardian(config: StackConfig, infra: InfraOutputs, workloads: WorkloadOutputs) -> RunGuardian:
+    """The run guardian (job.recover), after the RayCluster, the data claim and the storage grants."""
+    args = RunGuardianArgs(
+        config=config,
+        settings=guardian_settings(config),
+        code_files=guardian_code_files(),
+        cordon_bad_nodes=config.job.cordon_bad_nodes,
+        provider=infra.k8s_provider,
+        depends_on=[workloads.data_claim],
+        deployment_needs=[workloads.ray_cluster, *infra.storage_ready],
+    )
+    return RunGuardian("guardian", args)
+
+
 def build_job(config: StackConfig, infra: InfraOutputs, workloads: WorkloadOutputs) -> None:
-    """Register the post-deploy submission (unless job.submit is false); it waits for the RayCluster and staging.
+    """Register the run guardian (job.recover) and the post-deploy submission (unless job.submit is false),
+    which waits for the RayCluster and staging.
 
     The program has already validated the job (jobs.validate.check) with the rest of the config.
     """
+    if config.job.recover:
+        build_guardian(config, infra, workloads)
+    if isinstance(infra.storage, GcsStorage):
+        pulumi.export("exportUri", pulumi.Output.from_input(infra.storage.bucket_name).apply(export_uri))
     if not config.job.submit:
         return
     submission = submission_for(config)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from core import names
 from core.facts.changes import FORCE_NEW_INPUTS, FORCE_NEW_UNLESS_WIDENED, KUBERNETES_PROVIDER_IDENTITY
 from jobs.provider import WATCHED_INPUTS
 from plan.writer import DYNAMIC_TYPE
@@ -209,7 +210,14 @@ def _property_dependencies(resource: Mapping[str, Any]) -> dict[str, list[str]]:
     return {key: list(resource.get("dependsOn", ())) for key in resource.get("inputs", {})}
 
 
+GUARDIAN_LABEL = "the run guardian"
+"""How the one-line effect names every Kubernetes object of the run guardian (their names start with
+names.GUARDIAN)."""
+
+
 def _label(resource: Mapping[str, Any]) -> str:
+    if resource["type"].startswith("kubernetes:") and resource["name"].startswith(names.GUARDIAN):
+        return GUARDIAN_LABEL
     if resource["type"] == NODE_POOL_TYPE:
         return f"the {resource['inputs'].get('name', resource['name'])} node pool"
     return LABELS.get(resource["type"], resource["type"])

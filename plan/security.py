@@ -51,8 +51,14 @@ def node_identity(config: StackConfig) -> str:
 
 
 def workload_identity(config: StackConfig) -> str:
-    """The Ray pods' identity and its Google roles."""
-    account = f"Kubernetes service account {names.NAMESPACE}/{names.RAY_SERVICE_ACCOUNT} through workload identity"
+    """The identities of the Ray pods (and the run guardian, with job.recover) and their Google roles."""
+    from infra.storage import bucket_accounts
+
+    accounts = [f"{names.NAMESPACE}/{ksa}" for ksa in bucket_accounts(config).values()]
+    if len(accounts) == 1:
+        account = f"Kubernetes service account {accounts[0]} through workload identity"
+    else:
+        account = f"Kubernetes service accounts {' and '.join(accounts)} through workload identity"
     if config.storage.type == "gcs":
         return f"{account}, {BUCKET_OBJECT_ROLE} on bucket {config.bucket_name} only"
     return f"{account}, no Google role (Managed Lustre is reached over the VPC)"

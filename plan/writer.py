@@ -192,7 +192,11 @@ _ManifestDumper.add_representer(str, _represent_string)
 
 def render_k8s_yaml(recording: Recording) -> str:
     """k8s.yaml: the Kubernetes objects as multi-document YAML, in the order they can be applied."""
-    documents = kubernetes_objects(recording)
+    return manifests_yaml(kubernetes_objects(recording))
+
+
+def manifests_yaml(documents: list[dict[str, Any]]) -> str:
+    """Kubernetes objects as k8s.yaml writes them: multi-document YAML, keys sorted, scripts as blocks."""
     return yaml.dump_all(
         documents, Dumper=_ManifestDumper, sort_keys=True, explicit_start=True, default_flow_style=False, width=120
     )
@@ -299,6 +303,23 @@ def plan_files(recording: Recording) -> dict[str, str]:
     }
 
 
+MANY_FILES = 3
+"""A ConfigMap whose values fill more files than this beside the plan is named once in the summary (`<name>.*`)."""
+
+
+def written_names(files: list[str]) -> list[str]:
+    """The written files as the summary names them: a ConfigMap's many files (the guardian's code) as one entry."""
+    prefixes = [name.split(".", 1)[0] for name in files]
+    shown: list[str] = []
+    for name, prefix in zip(files, prefixes, strict=True):
+        count = prefixes.count(prefix)
+        if count <= MANY_FILES:
+            shown.append(name)
+        elif f"{prefix}.* ({count} files)" not in shown:
+            shown.append(f"{prefix}.* ({count} files)")
+    return shown
+
+
 def summary(
     recording: Recording,
     facts: dict[str, str],
@@ -318,7 +339,7 @@ def summary(
     lines += [f"  {count:4d}  {name}" for name, count in sorted(per_component.items())]
     lines += [f"  {key}: {value}" for key, value in facts.items()]
     lines += [f"  {line}" for line in cost_lines]
-    *first, last = [*plan_files(recording), *extra_files]
+    *first, last = written_names([*plan_files(recording), *extra_files])
     lines.append(f"Wrote {', '.join(first)} and {last} to {out_dir}")
     return "\n".join(lines)
 

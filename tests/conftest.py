@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import copy
 import itertools
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -185,3 +187,42 @@ def shared_dir() -> Path:
 
 
 __all__ = ["SHIPPED_STACKS", "STACKS_DIR", "run_values", "shipped_stack_file", "stack_values", "values_of"]
+
+
+GUARDIAN_CODE_MARK = "<the guardian's code: tests/jobs/test_guardian_objects.py checks it>"
+"""What the golden files hold in place of the guardian's code and its checksum, which change with every edit of a
+module the guardian runs (its file list and everything else stay in the goldens)."""
+
+_GUARDIAN_CODE_REFERENCE = re.compile(r"sha256:[0-9a-f]{64}( \(file grpo-guardian-code\.)")
+_GUARDIAN_CODE_CHECKSUM = re.compile(r'("grpo-gke/code-sha256": )"[0-9a-f]+"')
+
+
+def plan_json_without_guardian_code(text: str) -> str:
+    """plan.json with the guardian code files' hashes and the Deployment's code checksum replaced by a mark."""
+    text = _GUARDIAN_CODE_REFERENCE.sub(lambda match: f"sha256:{GUARDIAN_CODE_MARK}{match.group(1)}", text)
+    return _GUARDIAN_CODE_CHECKSUM.sub(lambda match: f'{match.group(1)}"{GUARDIAN_CODE_MARK}"', text)
+
+
+def manifests_without_guardian_code(documents: list[dict]) -> list[dict]:
+    """k8s.yaml's objects with the guardian code ConfigMap's files and the Deployment's code checksum marked."""
+    from core import names
+    from jobs.guardian_objects import CODE_CHECKSUM
+
+    masked = copy.deepcopy(documents)
+    for document in masked:
+        metadata = document.get("metadata", {})
+        if document.get("kind") == "ConfigMap" and metadata.get("name") == names.GUARDIAN_CODE_CONFIG_MAP:
+            document["data"] = dict.fromkeys(document.get("data", {}), GUARDIAN_CODE_MARK)
+        template = document.get("spec", {}).get("template", {}).get("metadata", {})
+        if CODE_CHECKSUM in template.get("annotations", {}):
+            template["annotations"][CODE_CHECKSUM] = GUARDIAN_CODE_MARK
+    return masked
+
+
+def guardian_code_names() -> list[str]:
+    """The files the plan writes beside plan.json for the guardian's code ConfigMap, sorted."""
+    from core import names
+    from jobs.guardian_objects import code_key
+    from jobs.guardian_settings import guardian_code_files
+
+    return sorted(f"{names.GUARDIAN_CODE_CONFIG_MAP}.{code_key(path)}" for path in guardian_code_files())

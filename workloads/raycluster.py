@@ -35,11 +35,11 @@ from workloads import placement, pods, storage
 from workloads.identity import LABELS
 from workloads.sizing import worker_requests
 
-API_VERSION = "ray.io/v1"
+API_VERSION = names.RAY_API_VERSION
 """KubeRay API version of the RayCluster."""
 KIND = "RayCluster"
 """Kind of the custom resource."""
-WORKER_GROUP = "gpu"
+WORKER_GROUP = names.RAY_WORKER_GROUP
 """Name of the single worker group."""
 
 HEAD_SHM_GIB = 8
@@ -50,6 +50,14 @@ REPLACE_ON_CHANGES = ["spec"]
 `spec.upgradeStrategy`, KubeRay >= 1.6, recreates them), and the cluster would stay `ready`, so
 `up` would report success with the old pods. Any spec change therefore replaces the RayCluster
 (deleted first: its name is fixed)."""
+
+IGNORE_CHANGES = [f"spec.workerGroupSpecs[*].{field}" for field in names.GUARDIAN_OWNED_FIELDS]
+"""What a later `up` leaves to the guardian. pulumi-kubernetes diffs the new inputs against the live object
+pruned to the inputs' shape (`Diff`, provider/pkg/provider/provider.go), so after a refresh the guardian's
+count would be a `spec` change and, with REPLACE_ON_CHANGES, recreate the RayCluster; `Diff` drops ignored
+paths from the detailed diff, and the engine keeps the old inputs' values for them. The list is atomic in
+KubeRay's CRD (no x-kubernetes-list-type), so Server-Side Apply cannot give the guardian these two fields
+alone: the guardian patches them, Pulumi ignores them."""
 
 HEAD_PORTS = {name: RAY_PORTS[name] for name in ("gcs-server", "dashboard", "client")}
 """Ports the head exposes on its ClusterIP service (KES ray-cluster-standard.yaml)."""
@@ -267,6 +275,7 @@ class RayCluster(pulumi.ComponentResource):
                 provider=args.provider,
                 depends_on=list(args.depends_on),
                 replace_on_changes=list(REPLACE_ON_CHANGES),
+                ignore_changes=list(IGNORE_CHANGES),
             ),
         )
         self.register_outputs({"name": names.RAY_CLUSTER, "rayVersion": manifest["spec"]["rayVersion"]})

@@ -129,6 +129,11 @@ FORCE_NEW_INPUTS: dict[str, tuple[str, ...]] = {
     # monitoring/resource_monitoring_dashboard.go: only `project` is ForceNew; dashboard_json updates in place.
     "gcp:monitoring/dashboard:Dashboard": ("project",),
     "kubernetes:apps/v1:DaemonSet": KUBERNETES_IDENTITY_INPUTS + ("spec.selector",),
+    "kubernetes:apps/v1:Deployment": KUBERNETES_IDENTITY_INPUTS + ("spec.selector",),
+    "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole": KUBERNETES_IDENTITY_INPUTS,
+    "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding": KUBERNETES_IDENTITY_INPUTS + ("roleRef",),
+    "kubernetes:rbac.authorization.k8s.io/v1:Role": KUBERNETES_IDENTITY_INPUTS,
+    "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding": KUBERNETES_IDENTITY_INPUTS + ("roleRef",),
     "kubernetes:batch/v1:Job": KUBERNETES_IDENTITY_INPUTS
     + ("spec.completions", "spec.parallelism", "spec.selector", "spec.template"),
     "kubernetes:core/v1:ConfigMap": KUBERNETES_IDENTITY_INPUTS,

@@ -93,3 +93,28 @@ HF_ARCHITECTURES: dict[str, str] = {
 NEMO_RL_DEEPSCALER = ("DeepScaler", "AIME2024", 16)
 """NeMo-RL's DeepScaler train set and its validation: AIME 2024 repeated 16 times (v0.7.0
 examples/configs/distillation_math.yaml; the codelab's dataset)."""
+
+# ---------------------------------------------------------------- deadline save (issue 12 item 5)
+
+SCHEDULED_MAINTENANCE_LABEL = "cloud.google.com/scheduled-maintenance-time"
+"""Node label GKE sets on a node with coming host maintenance; its value is the start as Unix seconds
+(day-two-operations.md, "Preemption and recovery", from the AI Hypercomputer GKE docs; read 2026-12-01)."""
+
+FLEX_START_MAX_SECONDS = 7 * 24 * 3600
+"""Flex-start (Dynamic Workload Scheduler) capacity runs at most 7 days from when the node came up (GKE
+concepts/dws, "up to 7 days"; day-two-operations.md; read 2026-12-01). Counted from the node's creation."""
+
+VERL_ESI_ENV = "MLP_CURRENT_CAPACITY_BLOCK_EXPIRATION_TIMESTAMP"
+"""verl 0.9.1's `should_save_ckpt_esi` (verl/utils/checkpoint/checkpoint_manager.py) reads this variable as Unix
+seconds (float) and forces a checkpoint once the time left is at most 60 s of save plus the longest step so far
+plus `trainer.esi_redundant_time` (default 0); ray_trainer.py calls it after every actor update when save_freq
+> 0. Chosen over SAGEMAKER_CURRENT_CAPACITY_BLOCK_EXPIRATION_TIMESTAMP, which it reads as a local naive time."""
+
+NEMO_RL_SAVE_BY_KEY = "checkpointing.checkpoint_must_save_by"
+"""NeMo-RL v0.7.0's save-by setting (nemo_rl/utils/checkpoint.py CheckpointingConfig; nemo_rl/utils/timer.py
+TimeoutChecker): a duration `DD:HH:MM:SS` from the start of training; grpo.py saves once elapsed time plus the
+mean step time reaches it, then stops ("Timeout has been reached, stopping training early")."""
+
+DEADLINE_SAVE_MARGIN_SECONDS = 15 * 60
+"""How long before a known end the framework is told to save: verl's own margin is only 60 s of saving plus
+one step, and a large model's checkpoint on shared storage takes minutes (a project choice)."""

@@ -60,7 +60,10 @@ def test_only_the_resources_that_call_an_api_wait_for_it(infra_run, storage):
     }
     if storage == "gcs":
         expected["storage"] = {"Bucket/my-grpo-project-grpo-test"}
-        expected["cloudresourcemanager"] |= {"BucketIAMMember/my-grpo-project-grpo-test-ray-object-user"}
+        expected["cloudresourcemanager"] |= {
+            "BucketIAMMember/my-grpo-project-grpo-test-ray-object-user",
+            "BucketIAMMember/my-grpo-project-grpo-test-guardian-object-user",
+        }
     else:
         expected["servicenetworking"] = {"Connection/grpo-test-lustre-peering"}
         expected["lustre"] = {"Instance/grpo-test-lustre"}

@@ -86,7 +86,9 @@ def test_gpu_pool_machine_accelerators_disks_and_nics(infra_run, gpu):
     assert node["workloadMetadataConfig"] == {"mode": "GKE_METADATA"}
     assert (inputs["name"], inputs["cluster"], inputs["location"]) == ("gpu", "grpo-test", "us-central1")
     assert inputs["nodeLocations"] == ["us-central1-b"]
-    assert inputs["nodeCount"] == 2
+    assert "nodeCount" not in inputs
+    assert inputs["initialNodeCount"] == 2
+    assert inputs["autoscaling"] == {"totalMaxNodeCount": 2, "totalMinNodeCount": 0}
     nics = inputs["networkConfig"]["additionalNodeNetworkConfigs"]
     assert nics == [{"network": "grpo-test-gvnic", "subnetwork": "grpo-test-gvnic-sub"}] + [
         {"network": "grpo-test-rdma", "subnetwork": f"grpo-test-rdma-sub-{index}"} for index in range(8)
@@ -97,14 +99,15 @@ def test_spot_has_no_reservation(infra_run):
     node = infra_run("standard", "b200", "gcs", gpu={"provisioning": "spot"}).one(POOL, "grpo-test-gpu").inputs
     assert node["nodeConfig"]["spot"] is True
     assert node["nodeConfig"]["reservationAffinity"] == {"consumeReservationType": "NO_RESERVATION"}
-    assert "flexStart" not in node["nodeConfig"] and "autoscaling" not in node
+    assert "flexStart" not in node["nodeConfig"]
+    assert node["autoscaling"] == {"totalMaxNodeCount": 1, "totalMinNodeCount": 0}
 
 
 def test_on_demand_is_neither_spot_nor_reserved(infra_run):
     pool = infra_run("standard", "b200", "gcs", gpu={"provisioning": "on-demand"}).one(POOL, "grpo-test-gpu")
     assert "spot" not in pool.inputs["nodeConfig"]
     assert pool.inputs["nodeConfig"]["reservationAffinity"] == {"consumeReservationType": "NO_RESERVATION"}
-    assert pool.inputs["nodeCount"] == 1
+    assert (pool.inputs["initialNodeCount"], pool.inputs["autoscaling"]["totalMaxNodeCount"]) == (1, 1)
 
 
 def test_reservation_names_the_reservation(infra_run):
@@ -117,7 +120,7 @@ def test_reservation_names_the_reservation(infra_run):
         "values": ["my-a3u"],
     }
     assert "spot" not in pool.inputs["nodeConfig"]
-    assert pool.inputs["nodeCount"] == 2
+    assert (pool.inputs["initialNodeCount"], pool.inputs["autoscaling"]["totalMaxNodeCount"]) == (2, 2)
 
 
 def test_flex_start_autoscales_from_zero_without_a_static_count_or_auto_repair(infra_run):
@@ -132,6 +135,18 @@ def test_flex_start_autoscales_from_zero_without_a_static_count_or_auto_repair(i
     assert inputs["initialNodeCount"] == 0
     assert inputs["autoscaling"] == {"locationPolicy": "ANY", "totalMaxNodeCount": 4, "totalMinNodeCount": 0}
     assert inputs["management"] == {"autoRepair": False, "autoUpgrade": True}
+
+
+@pytest.mark.parametrize("provisioning", ["spot", "on-demand", "reservation", "flex-start"])
+def test_the_gpu_pool_autoscales_to_zero_and_a_later_up_leaves_its_first_count_alone(infra_run, provisioning):
+    gpu = {"provisioning": provisioning, "nodes": 4, **({"reservation": "r"} if provisioning == "reservation" else {})}
+    recording = infra_run("standard", "h200", "gcs", gpu=gpu)
+    pool = recording.one(POOL, "grpo-test-gpu")
+    assert (pool.inputs["autoscaling"]["totalMinNodeCount"], pool.inputs["autoscaling"]["totalMaxNodeCount"]) == (0, 4)
+    assert pool.inputs["initialNodeCount"] == (0 if provisioning == "flex-start" else 4)
+    assert pool.ignore_changes == ("initialNodeCount",)
+    head = recording.one(POOL, "grpo-test-ray-head")
+    assert "autoscaling" not in head.inputs and head.ignore_changes == ()
 
 
 def test_gpu_pool_keeps_auto_repair_outside_flex_start(infra_run):

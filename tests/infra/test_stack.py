@@ -112,6 +112,11 @@ def test_every_edge_has_a_reason_standard_gcs(infra_run):
             "grpo-test",
             "my-grpo-project-grpo-test",
         },
+        ("BucketIAMMember", "my-grpo-project-grpo-test-guardian-object-user"): {
+            "cloudresourcemanager",
+            "grpo-test",
+            "my-grpo-project-grpo-test",
+        },
         # Not the GPU pool: only the RayCluster waits for it, so staging starts beside its creation.
         ("kubernetes", "gke"): {"grpo-test", "grpo-test-nat", "grpo-test-ray-head"},
     }

@@ -59,30 +59,38 @@ def test_bucket_is_uniform_hierarchical_and_kept_per_keep_on_destroy(infra_run, 
     assert not recording.by_type(LUSTRE) and not recording.by_type(ADDRESS)
 
 
+RAY_GRANT = "my-grpo-project-grpo-test-ray-object-user"
+GUARDIAN_GRANT = "my-grpo-project-grpo-test-guardian-object-user"
+
+
 @pytest.mark.parametrize("mode", MODES)
-def test_grant_gives_object_user_to_the_workload_identity_principal(infra_run, mode):
+def test_grants_give_object_user_to_the_ray_pods_and_the_guardian_through_workload_identity(infra_run, mode):
     recording = infra_run(mode, "h200", "gcs")
-    grant = recording.one(GRANT)
-    assert grant.inputs == {
-        "bucket": "my-grpo-project-grpo-test",
-        "member": workload_principal("my-grpo-project", FAKE_PROJECT_NUMBER),
-        "role": "roles/storage.objectUser",
-    }
+    principal = "principal://iam.googleapis.com/projects/{}/locations/global/workloadIdentityPools/my-grpo-project.svc.id.goog/subject/ns/grpo/sa/{}"
+    for name, ksa in ((RAY_GRANT, "ray-grpo"), (GUARDIAN_GRANT, "grpo-guardian")):
+        assert recording.one(GRANT, name).inputs == {
+            "bucket": "my-grpo-project-grpo-test",
+            "member": workload_principal("my-grpo-project", FAKE_PROJECT_NUMBER, ksa),
+            "role": "roles/storage.objectUser",
+        }
+        assert recording.one(GRANT, name).inputs["member"] == principal.format(FAKE_PROJECT_NUMBER, ksa)
+    without = infra_run(mode, "h200", "gcs", job={"recover": False})
+    assert [grant.name for grant in without.by_type(GRANT)] == [RAY_GRANT]
 
 
-def test_bucket_is_created_beside_the_cluster_and_only_the_grant_waits_for_it(infra_run):
+def test_bucket_is_created_beside_the_cluster_and_only_the_grants_wait_for_it(infra_run):
     recording = infra_run("standard", "b200", "gcs")
     bucket = recording.one(BUCKET)
     assert depends_on(recording, bucket) == {"storage"}
-    grant = recording.one(GRANT)
-    assert {"grpo-test", "my-grpo-project-grpo-test"} <= depends_on(recording, grant)
+    for name in (RAY_GRANT, GUARDIAN_GRANT):
+        assert {"grpo-test", "my-grpo-project-grpo-test"} <= depends_on(recording, recording.one(GRANT, name))
     assert not any(urn.endswith(CLUSTER_URN_SUFFIX) for urn in all_dependencies(recording, bucket))
 
 
 def test_a_configured_bucket_name_is_used(infra_run):
     recording = infra_run("standard", "b200", "gcs", storage={"bucket": "my-training-data"})
     assert recording.one(BUCKET).inputs["name"] == "my-training-data"
-    assert recording.one(GRANT).inputs["bucket"] == "my-training-data"
+    assert {grant.inputs["bucket"] for grant in recording.by_type(GRANT)} == {"my-training-data"}
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -317,7 +317,7 @@ def test_status_shows_the_runs_goodput_and_cost_from_its_files_under_data_root(r
     details = ray_jobs(ray_head, name)[0]
     start = details.start_time / 1000
     run_dir = tmp_path / "data" / run_directory(run).removeprefix("/data/")
-    (run_dir / "logs").mkdir(parents=True)
+    (run_dir / "logs").mkdir(parents=True, exist_ok=True)
     (run_dir / "attempts.jsonl").write_text(
         json.dumps(
             {

@@ -50,11 +50,12 @@ class Recorded:
 
 
 class GuardedRun:
-    """One run of the real spec with `entrypoint`, its shared-storage paths under `data_root`, and its guardian."""
+    """One run of the real spec with `entrypoint`, its shared-storage paths under `data_root`, and its guardian
+    (job.preflight off: the stand-in node has no GPU to measure; tests/jobs/test_guardian_preflight.py covers it)."""
 
     def __init__(self, cluster, stack: str, data_root: Path, entrypoint: str, steps: int | None = None, **job) -> None:
         self.cluster, self.entrypoint = cluster, entrypoint
-        self.config = config_of("dev", stack=stack, grpo={"maxSteps": steps}, job=job)
+        self.config = config_of("dev", stack=stack, grpo={"maxSteps": steps}, job={"preflight": "off", **job})
         submission = on_data_root(submission_of(self.config, training_spec(self.config, entrypoint), 1), str(data_root))
         if steps is not None:
             submission["runtime_env"]["env_vars"][STEPS_ENV] = str(steps)

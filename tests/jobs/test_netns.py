@@ -68,7 +68,7 @@ def test_a_refused_ip_netns_is_one_line_naming_the_command(tmp_path, monkeypatch
 def test_where_ip_netns_is_refused_the_two_node_tests_skip_and_say_why(tmp_path):
     test = (
         "tests/jobs/test_two_node_ray.py::"
-        "test_async_save_writes_no_tracker_so_the_next_attempt_starts_over_and_a_bug_fails_every_attempt"
+        "test_async_save_writes_no_tracker_the_wrapper_does_so_the_next_attempt_resumes_and_a_bug_fails_every_attempt"
     )
     env = {**os.environ, "PATH": f"{fake_ip(tmp_path)}:{os.environ['PATH']}"}
     result = subprocess.run(

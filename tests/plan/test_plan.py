@@ -16,7 +16,14 @@ from plan import harness
 from plan.cli import main
 from plan.monitor import SECRET_PLACEHOLDER, UNKNOWN, UNKNOWN_PLACEHOLDER, wire_value
 from plan.writer import render_graph_mmd, render_plan_json
-from tests.conftest import REPO_ROOT, SHIPPED_STACKS, shipped_stack_file, values_of
+from tests.conftest import (
+    REPO_ROOT,
+    SHIPPED_STACKS,
+    guardian_code_names,
+    plan_json_without_guardian_code,
+    shipped_stack_file,
+    values_of,
+)
 from tests.core.test_config import OPEN_CONTROL_PLANE
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -134,7 +141,7 @@ def testcustom_timeouts_of_are_recorded_by_operation():
 
 
 def test_plan_of_dev_matches_its_golden_file(plan_of):
-    rendered = render_plan_json(plan_of("dev"))
+    rendered = plan_json_without_guardian_code(render_plan_json(plan_of("dev")))
     golden = GOLDEN / "dev.plan.json"
     if os.environ.get("UPDATE_GOLDEN") == "1":
         golden.write_text(rendered)
@@ -147,7 +154,10 @@ def test_the_cli_writes_byte_identical_files_on_every_run(tmp_path, capsys):
     assert main(["--config", str(shipped_stack_file("dev")), "--out", str(first)]) == 0
     assert main(["--config", str(shipped_stack_file("dev")), "--out", str(second)]) == 0
     names = sorted(path.name for path in first.iterdir())
-    assert names == ["cost.json", "graph.mmd", "grpo-staging.staging_script.py", "job.json", "k8s.yaml", "plan.json"]
+    assert names == sorted([
+        "cost.json", "graph.mmd", *guardian_code_names(), "grpo-guardian-settings.settings.json",
+        "grpo-staging.staging_script.py", "job.json", "k8s.yaml", "plan.json",
+    ])
     for name in names:
         assert (first / name).read_bytes() == (second / name).read_bytes(), name
     summary = capsys.readouterr().out

@@ -14,8 +14,8 @@ from importlib.metadata import version
 import pytest
 
 from plan.monitor import default_provider_name
-from plan.writer import kubernetes_objects, render_graph_mmd
-from tests.conftest import REPO_ROOT, SHIPPED_STACKS, shipped_stack_file
+from plan.writer import MANY_FILES, kubernetes_objects, render_graph_mmd
+from tests.conftest import REPO_ROOT, SHIPPED_STACKS, guardian_code_names, shipped_stack_file
 from tests.core.test_config import OPEN_CONTROL_PLANE
 from workloads import staging
 
@@ -40,11 +40,15 @@ def test_the_plan_files_as_the_user_gets_them(tmp_path):
     result = plan_cli("dev", tmp_path)
     assert result.returncode == 0 and result.stderr == f"warning: {OPEN_CONTROL_PLANE}\n", result.stderr
     script_name = "grpo-staging.staging_script.py"
+    code = guardian_code_names()
+    guardian = [*code, "grpo-guardian-settings.settings.json"]
     assert sorted(path.name for path in tmp_path.iterdir()) == sorted(
-        ["plan.json", "k8s.yaml", "job.json", "graph.mmd", script_name, "cost.json"]
+        ["plan.json", "k8s.yaml", "job.json", "graph.mmd", script_name, "cost.json", *guardian]
     )
+    assert len(code) > MANY_FILES
     assert result.stdout.splitlines()[-1] == (
-        f"Wrote plan.json, k8s.yaml, job.json, graph.mmd, {script_name} and cost.json to {tmp_path}"
+        f"Wrote plan.json, k8s.yaml, job.json, graph.mmd, grpo-guardian-code.* ({len(code)} files),"
+        f" grpo-guardian-settings.settings.json, {script_name} and cost.json to {tmp_path}"
     )
     assert "  head: c2-standard-16 (the Ray head's CPU node pool)" in result.stdout.splitlines()
     run = json.loads((tmp_path / "job.json").read_text())["metadata"]["run"]
@@ -62,7 +66,7 @@ def test_the_plan_files_as_the_user_gets_them(tmp_path):
 
     script = (tmp_path / script_name).read_text()
     assert script == staging.render_script_config_map().data["staging_script.py"]
-    (config_map,) = [r for r in plan["resources"] if r["type"] == "kubernetes:core/v1:ConfigMap"]
+    (config_map,) = [r for r in plan["resources"] if r["name"] == "grpo-staging-script"]
     digest = hashlib.sha256(script.encode()).hexdigest()
     assert config_map["inputs"]["data"] == {"staging_script.py": f"sha256:{digest} (file {script_name} beside this plan)"}
     assert "def main(" not in (tmp_path / "plan.json").read_text()
@@ -82,7 +86,8 @@ def test_k8s_yaml_is_in_apply_order(stack, plan_of):
     kinds = [o["kind"] for o in objects]
     namespaces = [i for i, kind in enumerate(kinds) if kind == "Namespace"]
     assert namespaces == list(range(len(namespaces))), "namespaces first"
-    assert kinds[-1] == "RayCluster", "the RayCluster after everything it needs"
+    # The run guardian follows the run on the RayCluster: its Deployment comes right after it.
+    assert kinds[-2:] == ["RayCluster", "Deployment"], "the RayCluster after everything it needs, then the guardian"
     for index, item in enumerate(objects):
         namespace = item["metadata"].get("namespace")
         if ("Namespace", "", namespace) in position:
@@ -92,7 +97,7 @@ def test_k8s_yaml_is_in_apply_order(stack, plan_of):
     for name in ("gvnic-1", *(f"rdma-{i}" for i in range(8))):
         assert position[("GKENetworkParamSet", "", name)] < position[("Network", "", name)]
     custom = [i for i, kind in enumerate(kinds) if kind in ("GKENetworkParamSet", "Network", "RayCluster")]
-    assert custom == list(range(len(kinds) - len(custom), len(kinds))), "custom resources after the built-in kinds"
+    assert custom == list(range(len(kinds) - 1 - len(custom), len(kinds) - 1)), "custom resources after the built-in kinds"
 
 
 def test_graph_ids_are_the_logical_names_and_counts_are_plural_only_when_plural(plan_of):

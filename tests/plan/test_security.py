@@ -34,8 +34,8 @@ def test_an_open_standard_gcs_stack():
             HEAD,
             "  nodes: grpo-test-node-sa@my-grpo-project.iam.gserviceaccount.com with"
             " roles/container.defaultNodeServiceAccount; Shielded GKE Nodes with secure boot and integrity monitoring",
-            "  workloads: Kubernetes service account grpo/ray-grpo through workload identity, roles/storage.objectUser"
-            " on bucket my-grpo-project-grpo-test only",
+            "  workloads: Kubernetes service accounts grpo/ray-grpo and grpo/grpo-guardian through workload identity,"
+            " roles/storage.objectUser on bucket my-grpo-project-grpo-test only",
             "  encryption: Secrets with Google-managed keys at rest; grpo-gke:cluster.secretsKmsKey adds a Cloud KMS key",
             f"  warning: {OPEN_CONTROL_PLANE}",
         ]
@@ -52,8 +52,8 @@ def test_a_closed_autopilot_lustre_stack_with_its_own_key():
             HEAD,
             "  nodes: grpo-test-node-sa@my-grpo-project.iam.gserviceaccount.com with"
             " roles/container.defaultNodeServiceAccount; Autopilot's Shielded GKE Nodes with secure boot",
-            "  workloads: Kubernetes service account grpo/ray-grpo through workload identity, no Google role"
-            " (Managed Lustre is reached over the VPC)",
+            "  workloads: Kubernetes service accounts grpo/ray-grpo and grpo/grpo-guardian through workload identity,"
+            " no Google role (Managed Lustre is reached over the VPC)",
             f"  encryption: Secrets at the application layer with {KEY} (roles/cloudkms.cryptoKeyEncrypterDecrypter"
             " to the GKE service agent)",
         ]

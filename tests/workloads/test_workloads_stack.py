@@ -14,8 +14,8 @@ from core import names
 from core.names import GPU_NODE_POOL
 from plan.graph import upstream, waits_for
 from plan.monitor import RecordingMonitor
-from plan.writer import render_k8s_yaml, summary, write_plan
-from tests.conftest import COMBINATIONS, SHIPPED_STACKS, run_values
+from plan.writer import kubernetes_objects, manifests_yaml, summary, write_plan
+from tests.conftest import COMBINATIONS, SHIPPED_STACKS, manifests_without_guardian_code, run_values
 from tests.workloads.conftest import (
     TEST_SECRET_ENV,
     TEST_TOKEN,
@@ -46,7 +46,9 @@ def test_in_cluster_objects_per_combination(mode, gpu, storage):
     assert len(providers) == 1
     assert all(r.provider.startswith(providers[0].urn) for r in kubernetes)
     by_urn = _by_urn(recording)
-    assert all(by_urn[r.parent].type.startswith("grpo-gke:workloads:") for r in kubernetes)
+    guardian = {r.urn for r in kubernetes if by_urn[r.parent].type == "grpo-gke:jobs:RunGuardian"}
+    assert len(guardian) == 8
+    assert all(by_urn[r.parent].type.startswith("grpo-gke:workloads:") for r in kubernetes if r.urn not in guardian)
     assert len(recording.by_type("kubernetes:networking.gke.io/v1:GKENetworkParamSet")) == 9
     assert len(recording.by_type("kubernetes:networking.gke.io/v1:Network")) == 9
     daemonset = recording.one("kubernetes:apps/v1:DaemonSet")
@@ -182,7 +184,7 @@ def test_only_the_ray_pods_wait_for_the_secret_env_secret():
 
 @pytest.mark.parametrize("stack", SHIPPED_STACKS)
 def test_rendered_k8s_yaml_matches_the_golden_file(stack, plan_of):
-    text = render_k8s_yaml(plan_of(stack))
+    text = manifests_yaml(manifests_without_guardian_code(kubernetes_objects(plan_of(stack))))
     golden = GOLDEN / f"{stack}.k8s.yaml"
     if os.environ.get("UPDATE_GOLDEN") == "1":
         golden.write_text(text)
@@ -207,17 +209,22 @@ def test_only_the_ray_cluster_and_the_job_wait_for_the_gpu_pool(mode, gpu, stora
     assert {ray.urn, staging.urn} <= set(job.depends_on)
     waiting_for_gpus = {urn for urn in waits if gpu_pools & upstream(waits, urn)}
     custom = {r.urn for r in recording.resources if r.custom}
-    assert waiting_for_gpus & custom == ({ray.urn, job.urn} if mode == "standard" else set())
+    # The guardian's Deployment follows the run on the RayCluster, so it starts after it.
+    deployment = recording.one("kubernetes:apps/v1:Deployment").urn
+    assert waiting_for_gpus & custom == ({ray.urn, job.urn, deployment} if mode == "standard" else set())
     # The staging Job still waits for the cluster, its NAT, the head's CPU pool and the storage.
     before_staging = upstream(waits, staging.urn)
-    storage_type = "gcp:storage/bucketIAMMember:BucketIAMMember" if storage == "gcs" else "gcp:lustre/instance:Instance"
+    if storage == "gcs":
+        ray_grant = recording.one("gcp:storage/bucketIAMMember:BucketIAMMember", f"{recording.one('gcp:storage/bucket:Bucket').inputs['name']}-ray-object-user")
+    else:
+        ray_grant = recording.one("gcp:lustre/instance:Instance")
     needed = {recording.one("gcp:container/cluster:Cluster").urn, recording.one("gcp:compute/routerNat:RouterNat").urn,
-              recording.one(storage_type).urn, *head_pools}
+              ray_grant.urn, *head_pools}
     assert needed <= before_staging
     # Destroy runs this order backwards: the RayCluster goes before the GPU pool, and every in-cluster
     # object before the head pool and the cluster (through the provider).
     provider = recording.one("pulumi:providers:kubernetes")
-    assert needed - {recording.one(storage_type).urn} <= upstream(waits, provider.urn)
+    assert needed - {ray_grant.urn} <= upstream(waits, provider.urn)
     assert all(provider.urn in upstream(waits, r.urn) for r in recording.resources if r.type.startswith("kubernetes:"))
 
 

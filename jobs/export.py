@@ -1,0 +1,94 @@
+"""Hand over the model: the export Ray job's submission for a run's checkpoint, which turns it into a Hugging Face
+model directory at `/data/exports/<run>/step-<N>/` with a `lineage.json` (jobs/export_run.py runs on the cluster).
+
+verl 0.9.1: `python3 -m verl.model_merger merge --backend fsdp --local_dir <global_step_N>/actor --target_dir
+<dir>` (verl/model_merger/base_model_merger.py parse_args). NeMo-RL v0.7.0: `uv run python
+examples/converters/convert_dcp_to_hf.py --config <step_N>/config.yaml --dcp-ckpt-path <step_N>/policy/weights
+--hf-ckpt-path <dir>` in its source tree (examples/converters/convert_dcp_to_hf.py at the tag). The driver asks
+for one GPU so Ray runs it on a GPU worker: the merge holds the whole model in host memory, which the head's
+32 GiB may not have. Pure: no Ray, no I/O.
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+from core import names
+from core.config.model import StackConfig
+from core.facts.job import NEMO_RL_WORKDIR
+from core.facts.platform import GPUS_PER_NODE
+from jobs.export_run import STEP_DIR, TARGET_DIR
+from jobs.spec import TrainingSpec
+
+EXPORT_ROOT = f"{names.DATA_MOUNT}/exports"
+"""Where every run's exported models live on the shared storage."""
+
+
+def exports_dir(run: str) -> str:
+    """The run's exports directory (one `step-<N>` model directory per export)."""
+    return f"{EXPORT_ROOT}/{run}"
+
+
+def export_uri(bucket: str) -> str:
+    """The `gs://` path of the exports directory on a bucket mounted at DATA_MOUNT."""
+    return f"gs://{bucket}/{EXPORT_ROOT.removeprefix(names.DATA_MOUNT + '/')}"
+
+
+def converter_command(framework: str) -> list[str]:
+    """The framework's converter, with @STEP_DIR@ and @TARGET_DIR@ for the checkpoint and the model directory."""
+    if framework == "verl":
+        return [
+            "python3", "-m", "verl.model_merger", "merge", "--backend", "fsdp",
+            "--local_dir", f"{STEP_DIR}/actor", "--target_dir", TARGET_DIR,
+        ]  # fmt: skip
+    return [
+        "bash", "-c",
+        f"cd {NEMO_RL_WORKDIR} && uv run python examples/converters/convert_dcp_to_hf.py"
+        f" --config {STEP_DIR}/config.yaml --dcp-ckpt-path {STEP_DIR}/policy/weights --hf-ckpt-path {TARGET_DIR}",
+    ]  # fmt: skip
+
+
+def on_root(path: str, data_root: str | None) -> str:
+    """`path` under `data_root` when it lies on the shared storage's mount (a run on this machine), else itself
+    (the mapping of jobs/spec.py on_data_root, for the paths this module builds)."""
+    if data_root and (path == names.DATA_MOUNT or path.startswith(names.DATA_MOUNT + "/")):
+        return f"{data_root.rstrip('/')}{path}"
+    return path
+
+
+def export_submission(
+    config: StackConfig,
+    spec: TrainingSpec,
+    step: int | None = None,
+    converter: list[str] | None = None,
+    data_root: str | None = None,
+) -> dict[str, Any]:
+    """Keyword arguments of JobSubmissionClient.submit_job for the export of `spec`'s run: `step`, else its
+    newest complete checkpoint; `converter` replaces the framework's (tests)."""
+    run = spec.run
+    command = [
+        "python3", "-m", "jobs.export_run",
+        "--framework", spec.framework,
+        "--run-dir", on_root(spec.run_dir, data_root),
+        "--world-size", str(GPUS_PER_NODE * config.gpu.nodes),
+        "--exports-root", on_root(exports_dir(run), data_root),
+        "--run", run,
+        "--spec-hash", run.rsplit("-", 1)[1],
+        *(["--step", str(step)] if step is not None else []),
+        "--",
+        *(converter if converter is not None else converter_command(spec.framework)),
+    ]  # fmt: skip
+    # No submission id (Ray picks one: an export may run again) and no `run` in the metadata, so the export is
+    # never taken for an attempt of the run.
+    return {
+        "entrypoint": shlex.join(command),
+        "entrypoint_num_gpus": 1,
+        "runtime_env": {"env_vars": dict(spec.env_vars)},
+        "metadata": {
+            "stack": config.stack,
+            "framework": spec.framework,
+            "exportOf": run,
+            "step": str(step or "newest"),
+        },
+    }

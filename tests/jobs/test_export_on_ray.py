@@ -1,0 +1,51 @@
+"""`python -m jobs export` against a real local Ray head: the export job of the stack's run with a stand-in converter,
+its paths under --data-root, and the one-line refusals."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+
+import pytest
+
+from jobs.cli import load_stack, main
+from jobs.spec import training_spec
+from tests.jobs.test_cli_on_ray import common, run_cli
+from tests.jobs.test_export import _verl_step
+
+pytestmark = pytest.mark.usefixtures("ray_head")
+
+STAND_IN = "import pathlib, sys; (pathlib.Path(sys.argv[2]) / 'config.json').write_text(sys.argv[1])"
+
+
+def test_export_writes_the_model_and_its_lineage_under_the_data_root(ray_head, make_stack, tmp_path, capsys):
+    name, directory = make_stack("cli-export")
+    run = training_spec(load_stack(name, directory)).run
+    data_root = tmp_path / "root"
+    run_dir = data_root / "data" / "checkpoints" / run
+    run_dir.mkdir(parents=True)
+    source = _verl_step(run_dir, 10, world_size=8)
+    converter = shlex.join([sys.executable, "-c", STAND_IN, "@STEP_DIR@/actor", "@TARGET_DIR@"])
+    code, out, err = run_cli(
+        capsys, "export", *common(name, directory, ray_head), "--data-root", str(data_root), "--converter", converter
+    )
+    assert code == 0, err
+    assert f"the export of {run} into /data/exports/{run}/" in err and "SUCCEEDED" in err
+    model = data_root / "data" / "exports" / run / "step-10"
+    assert (model / "config.json").read_text() == f"{source}/actor"
+    lineage = json.loads((model / "lineage.json").read_text())
+    assert (lineage["run"], lineage["step"], lineage["sourceCheckpoint"]) == (run, 10, str(source))
+
+
+def test_export_of_a_step_that_is_not_there_fails_with_its_reason(ray_head, make_stack, tmp_path, capsys):
+    name, directory = make_stack("cli-export-missing")
+    (tmp_path / "root" / "data" / "checkpoints").mkdir(parents=True)
+    args = [*common(name, directory, ray_head), "--data-root", str(tmp_path / "root"), "--step", "7"]
+    code, _, err = run_cli(capsys, "export", *args, "--converter", "true")
+    assert code == 1 and "no complete checkpoint of step 7" in err
+
+
+def test_a_step_below_one_is_one_line_and_exit_2(capsys):
+    code = main(["export", "--stack", "dev", "--dir", "tests/stacks", "--step", "0"])
+    assert (code, capsys.readouterr().err) == (2, "error: --step must be a step number of 1 or more, got 0\n")
