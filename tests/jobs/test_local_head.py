@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import socket
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -10,6 +12,28 @@ import pytest
 from jobs import local_head
 
 pytest.importorskip("ray", reason="ray is not installed: pip install 'ray[default]' (requirements.txt)")
+
+LOOKUP_DEADLINE_S = 3.0
+"""How long the taken-port test lets one dashboard lookup take (a lookup of a live head takes milliseconds)."""
+
+
+def with_deadline(lookup: Callable[[Path], str]) -> Callable[[Path], str]:
+    """`lookup` (local_head._published_dashboard) given up on after LOOKUP_DEADLINE_S, as "" (not published yet).
+
+    The failed head writes its GCS address only once all its processes are up, and kills them (GCS first)
+    within a second of noticing its dead client server. A lookup that connects just then waits ~40 s in
+    Ray's GcsClient (5 s connect, 5 s pubsub, 30 s cluster id) before `start` sees the exit: the thread
+    is left to finish on its own, and the loop goes on to see the exit and start again.
+    """
+
+    def bounded(temp_dir: Path) -> str:
+        found: list[str] = []
+        worker = threading.Thread(target=lambda: found.append(lookup(temp_dir)), daemon=True)
+        worker.start()
+        worker.join(LOOKUP_DEADLINE_S)
+        return found[0] if found else ""
+
+    return bounded
 
 
 def test_a_taken_client_server_port_starts_the_head_again_on_another(monkeypatch):
@@ -24,6 +48,7 @@ def test_a_taken_client_server_port_starts_the_head_again_on_another(monkeypatch
         return picked[-1]
 
     monkeypatch.setattr(local_head, "client_server_port", taken_first)
+    monkeypatch.setattr(local_head, "_published_dashboard", with_deadline(local_head._published_dashboard))
     try:
         head = local_head.start(num_cpus=1)
     finally:

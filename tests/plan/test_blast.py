@@ -22,7 +22,7 @@ from tests.conftest import (
     LUSTRE,
     REPO_ROOT,
     combination_values,
-    run_values,
+    recorded_run,
     shipped_stack_file,
     values_of,
 )
@@ -134,7 +134,7 @@ def _merged(values: dict[str, str], changes: dict) -> dict[str, str]:
 def plan_for(values: dict[str, str]) -> dict:
     """The plan.json document of a mocked run."""
     secret = [key for key in (f"{PROJECT_NAMESPACE}:{name}" for name in ("hfToken", "wandbApiKey", "secretEnv")) if key in values]
-    return json.loads(render_plan_json(run_values(values, secret)))
+    return json.loads(render_plan_json(recorded_run(values, secret)))
 
 
 _PLANS: dict[str, dict] = {}
@@ -339,10 +339,10 @@ def test_the_forcenew_table_covers_exactly_the_types_the_stack_registers(infra_r
     registered = set()
     for combination in COMBINATIONS:
         registered |= {r.type for r in infra_run(*combination).resources if r.custom}
-    with_token = run_values(combination_values("standard", "h200", "gcs") | {f"{PROJECT_NAMESPACE}:hfToken": "hf_x"})
+    with_token = recorded_run(combination_values("standard", "h200", "gcs") | {f"{PROJECT_NAMESPACE}:hfToken": "hf_x"})
     registered |= {r.type for r in with_token.resources if r.custom}
     key = "projects/my-grpo-project/locations/us-central1/keyRings/grpo/cryptoKeys/secrets"
-    with_kms_key = run_values(combination_values("standard", "h200", "gcs", cluster={"secretsKmsKey": key}))
+    with_kms_key = recorded_run(combination_values("standard", "h200", "gcs", cluster={"secretsKmsKey": key}))
     registered |= {r.type for r in with_kms_key.resources if r.custom}
     assert registered - set(SPECIAL_TYPES) == set(FORCE_NEW_INPUTS)
 

@@ -12,7 +12,7 @@ import jsonschema
 import pytest
 
 from plan.harness import Recording
-from tests.conftest import SHARED, WORKLOADS, run_values, with_secrets
+from tests.conftest import SHARED, WORKLOADS, recorded_run, with_secrets
 from tests.conftest import combination_values as shared_combination_values
 
 TEST_TOKEN = "hf_WorkloadsTestToken0123456789abcdef"
@@ -36,18 +36,11 @@ def combination_values(
     return with_secrets(values, token, secret_env, wandb_key)
 
 
-_RUNS: dict[tuple, Recording] = {}
-
-
 def mocked_run(mode: str, gpu: str, storage: str, framework: str = "verl", token: str | None = None,
                secret_env: dict[str, str] | None = None, wandb_key: str | None = None) -> Recording:
     """The recorded mocked run of the whole program for one combination (cached)."""
-    env_key = tuple(sorted((secret_env or {}).items())) if secret_env else None
-    key = (mode, gpu, storage, framework, token, env_key, wandb_key)
-    if key not in _RUNS:
-        values, secret_keys = combination_values(mode, gpu, storage, framework, token, secret_env, wandb_key)
-        _RUNS[key] = run_values(values, secret_keys, stack="test")
-    return _RUNS[key]
+    values, secret_keys = combination_values(mode, gpu, storage, framework, token, secret_env, wandb_key)
+    return recorded_run(values, secret_keys, stack="test")
 
 
 def strict(schema: Any) -> Any:
