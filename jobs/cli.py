@@ -338,7 +338,6 @@ def cmd_export(args: argparse.Namespace, config: StackConfig) -> int:
     """Export a complete checkpoint of the stack's run (default: the newest) as a Hugging Face model directory."""
     import shlex
 
-    import jobs
     from jobs.export import export_submission, exports_dir
 
     if args.step is not None and args.step < 1:
@@ -354,12 +353,8 @@ def cmd_export(args: argparse.Namespace, config: StackConfig) -> int:
         control.wait_for_gpus(endpoint, 1, config.job.ready_timeout_seconds, progress)
     finally:
         progress.close()
-    # The driver (jobs/export_run.py) reaches the cluster as a py_module, added here and never stored.
-    runtime_env = {**submission["runtime_env"], "py_modules": [str(Path(jobs.__file__).parent)]}
-    try:
-        submission_id = client.submit_job(**{**submission, "runtime_env": runtime_env})
-    except RuntimeError as error:
-        raise UsageError(f"Ray refused the export of {spec.run}: {_first_line(error)}") from None
+    # The driver (jobs/export_run.py) reaches the cluster as py_modules, added at submission and never stored.
+    submission_id = control.submit_export(client, submission)
     print(f"submitted {submission_id}: the export of {spec.run} into {exports_dir(spec.run)}/", file=sys.stderr)
     print(submission_id, flush=True)
     return _follow(client, config, submission_id, spec.framework, stream=False)

@@ -51,6 +51,19 @@ PROJECT_DIR = Path(__file__).resolve().parents[1]
 POD_MODULES = ("jobs/__init__.py", "jobs/attempt.py", "jobs/checkpoints.py", "jobs/record.py")
 """The attempt wrapper's modules (stdlib only, Python 3.10), sent with every attempt as Ray `py_modules`."""
 
+EXPORT_MODULES = ("jobs/__init__.py", "jobs/checkpoints.py", "jobs/export_run.py")
+"""The export driver's modules (jobs/export_run.py: stdlib and the checkpoint check), sent as its `py_modules`."""
+
+
+def submit_export(client: JobSubmissionClient, submission: dict[str, Any]) -> str:
+    """Submit an export (jobs/export.py export_submission) with its driver's modules; its submission id."""
+    try:
+        with pod_package(EXPORT_MODULES) as package:
+            runtime_env = {**submission["runtime_env"], "py_modules": [package]}
+            return client.submit_job(**{**submission, "runtime_env": runtime_env})
+    except Exception as error:  # noqa: BLE001 - the Jobs API answers with RuntimeError and HTTP errors
+        raise JobError(f"Ray refused the export: {_short(error)}") from None
+
 
 @dataclass(frozen=True)
 class Deadlines:
@@ -334,13 +347,13 @@ def ensure_run(client: JobSubmissionClient, submission: dict[str, Any]) -> Outco
 
 
 @contextlib.contextmanager
-def pod_package() -> Iterator[str]:
-    """A temporary `jobs` package holding only POD_MODULES, for `runtime_env["py_modules"]`: Ray zips and
-    uploads it during submit_job (content-addressed, so an unchanged one is uploaded once)."""
+def pod_package(modules: tuple[str, ...] = POD_MODULES) -> Iterator[str]:
+    """A temporary `jobs` package holding only `modules` (default POD_MODULES), for `runtime_env["py_modules"]`:
+    Ray zips and uploads it during submit_job (content-addressed, so an unchanged one is uploaded once)."""
     with tempfile.TemporaryDirectory(prefix="grpo-gke-pod-") as scratch:
         package = Path(scratch) / "jobs"
         package.mkdir()
-        for name in POD_MODULES:
+        for name in modules:
             shutil.copyfile(PROJECT_DIR / name, package / Path(name).name)
         yield str(package)
 

@@ -538,18 +538,8 @@ class Guardian:
         return True
 
     def cluster_api(self) -> Endpoint | None:
-        """The API server for cordoning the nodes a failed preflight names (job.cordonBadNodes): the one behind
-        the dashboard's service proxy, else the pod's own service account; None when neither is at hand."""
-        if not self.settings.raw.get("cordonBadNodes"):
-            return None
-        if "/api/v1/" in self.endpoint.address:
-            server = self.endpoint.address.split("/api/v1/", 1)[0]
-            return Endpoint(address=server, headers=self.endpoint.headers, verify=self.endpoint.verify)
-        token = SERVICE_ACCOUNT_DIR / "token"
-        if not token.is_file():
-            return None
-        ca = SERVICE_ACCOUNT_DIR / "ca.crt"
-        return Endpoint(IN_CLUSTER_API, bearer_headers(token.read_text().strip()), str(ca) if ca.is_file() else True)
+        """The API server for cordoning the nodes a failed preflight names (job.cordonBadNodes), or None."""
+        return api_endpoint(self.endpoint) if self.settings.raw.get("cordonBadNodes") else None
 
     def apply(self, action: Action) -> None:
         """Carry out one action that is not a wait."""
@@ -591,6 +581,38 @@ class Guardian:
                 self.report(f"{self.settings.run}: {action.reason}")
                 shown, shown_at = action.reason, now
             sleep(min(poll, action.wait_s) if action.wait_s > 0 else poll)
+
+
+def api_endpoint(endpoint: Endpoint) -> Endpoint | None:
+    """The Kubernetes API server: the one behind the dashboard's service proxy, else the pod's own service
+    account's; None when neither is at hand (a plain dashboard address on this machine)."""
+    if "/api/v1/" in endpoint.address:
+        return Endpoint(address=endpoint.address.split("/api/v1/", 1)[0], headers=endpoint.headers, verify=endpoint.verify)
+    token = SERVICE_ACCOUNT_DIR / "token"
+    if not token.is_file():
+        return None
+    ca = SERVICE_ACCOUNT_DIR / "ca.crt"
+    return Endpoint(IN_CLUSTER_API, bearer_headers(token.read_text().strip()), str(ca) if ca.is_file() else True)
+
+
+def cluster_hooks(settings: Settings, endpoint: Endpoint) -> Hooks:
+    """The stack's export (the settings' export submission, jobs/export.py) and scale to zero (the JSON patch
+    of jobs/scaling.py through the API server); no scale to zero without an API server at hand."""
+    from jobs import scaling
+
+    export = settings.raw.get("export")
+    api = api_endpoint(endpoint)
+
+    def submit_export(request: ExportRequest) -> str:
+        submission_id = control.submit_export(control.connect(endpoint), export)
+        return f"{submission_id} exports the newest complete checkpoint (step {request.step})"
+
+    def scale_to_zero(_: Settings) -> str:
+        assert api is not None
+        scaling.scale_to(api, 0)
+        return f"the GPU worker group {settings.raw.get('gpuWorkerGroup', '')} of {api.address} patched to 0 replicas"
+
+    return Hooks(export=submit_export if export else None, scale_to_zero=scale_to_zero if api else None)
 
 
 def _report(line: str) -> None:
@@ -651,6 +673,7 @@ def _from_stack(args: argparse.Namespace) -> tuple[Settings, Endpoint]:
         )
     values = guardian_settings(config)
     values["submission"] = local_submission(args, values["submission"])
+    values["export"] = local_submission(args, values["export"])
     return settings_from(values, f"the config of stack {args.stack!r}"), endpoint
 
 
@@ -668,7 +691,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             settings, endpoint = _from_stack(args)
             follow = args.follow
-        Guardian(settings, endpoint, Hooks(), _report).run(follow=follow)
+        Guardian(settings, endpoint, cluster_hooks(settings, endpoint), _report).run(follow=follow)
         return 0
     except (GuardError, AccessError, control.JobError) as error:
         print(f"error: {error}", file=sys.stderr)

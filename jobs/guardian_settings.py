@@ -16,14 +16,17 @@ from core import names
 from core.config.model import StackConfig
 from core.facts.platform import GPUS_PER_NODE
 from jobs.control import POD_MODULES, PROJECT_DIR
+from jobs.export import export_submission
 from jobs.preflight.settings import preflight_template
-from jobs.spec import submission_for
+from jobs.spec import submission_for, training_spec
 from workloads.raycluster import WORKER_GROUP
 
 GUARDIAN_ROOTS = (
     "jobs/__main__.py",
     "jobs/guardian.py",
     *POD_MODULES,
+    "jobs/export_run.py",
+    "jobs/scaling.py",
     "jobs/preflight/gate.py",
     "jobs/preflight/driver.py",
     "jobs/preflight/measure.py",
@@ -54,6 +57,7 @@ def guardian_settings(config: StackConfig) -> dict[str, Any]:
         "rayCluster": names.RAY_CLUSTER,
         "gpuWorkerGroup": WORKER_GROUP,
         "preflight": preflight_template(config),
+        "export": export_submission(config, training_spec(config)),
         "cordonBadNodes": config.job.cordon_bad_nodes,
     }
 

@@ -125,22 +125,35 @@ def bring_back(endpoint: Endpoint, nodes: int, report: Callable[[str], None]) ->
         if desired_workers(answer.json()) >= nodes:
             return False
         report(f"the GPU workers were scaled to zero: scaling them back to {nodes}")
-        request = scale_request(nodes)
-        answer = requests.request(
-            request.method,
-            url,
-            params=request.query,
-            data=json.dumps(request.body),
-            headers={**headers, "Content-Type": request.content_type},
-            verify=endpoint.verify,
-            timeout=DEADLINES.request,
-        )
-        _refused(answer, "patch")
     except (requests.exceptions.Timeout, requests.exceptions.ConnectionError):
         raise Unreachable(
             f"the API server at {server} did not answer within {DEADLINES.connect:g} + {DEADLINES.read:g} s"
         ) from None
+    scale_to(Endpoint(server, endpoint.headers, endpoint.verify), nodes)
     return True
+
+
+def scale_to(api: Endpoint, replicas: int) -> None:
+    """Send scale_request(`replicas`) to the API server `api` (its base URL), within DEADLINES.request; a refused
+    or silent API server is a JobError naming what to do."""
+    import requests
+
+    request = scale_request(replicas)
+    try:
+        answer = requests.request(
+            request.method,
+            f"{api.address}{request.path}",
+            params=request.query,
+            data=json.dumps(request.body),
+            headers={**api.headers, "Content-Type": request.content_type},
+            verify=api.verify,
+            timeout=DEADLINES.request,
+        )
+    except (requests.exceptions.Timeout, requests.exceptions.ConnectionError):
+        raise Unreachable(
+            f"the API server at {api.address} did not answer within {DEADLINES.connect:g} + {DEADLINES.read:g} s"
+        ) from None
+    _refused(answer, "patch")
 
 
 def _refused(answer: Any, verb: str) -> None:

@@ -126,3 +126,28 @@ def test_a_stack_without_a_preflight_runs_none(guard, monkeypatch):
     monkeypatch.setattr(gate, "before_first_attempt", ran)
     guard.settings = replace(guard.settings, raw={**guard.settings.raw, "preflight": None})
     assert guard.preflight(attempt=2) is True and ran.calls == []
+
+
+def test_the_guardians_hooks_export_and_scale_to_zero_through_the_api_server(monkeypatch, tmp_path):
+    """main()'s hooks: the settings' export submission with its driver's modules; the scale to zero as the JSON
+    patch of jobs/scaling.py to the API server behind the dashboard's proxy (none without an API server)."""
+    from jobs import scaling
+
+    values = guardian_settings(config_of("dev"))
+    settings = guardian.settings_from(values, "test")
+    sent: list[tuple] = []
+    monkeypatch.setattr(guardian, "SERVICE_ACCOUNT_DIR", tmp_path)
+    monkeypatch.setattr(control, "connect", lambda endpoint: "client")
+    monkeypatch.setattr(control, "submit_export", lambda client, submission: sent.append((client, submission)) or "x-1")
+    monkeypatch.setattr(scaling, "scale_to", lambda api, replicas: sent.append((api.address, replicas)))
+    proxy = Endpoint(address="https://1.2.3.4/api/v1/namespaces/grpo/services/grpo-head-svc:8265/proxy")
+    hooks = guardian.cluster_hooks(settings, proxy)
+    assert hooks.export(guardian.ExportRequest(settings, 1, 8)).startswith("x-1 exports")
+    hooks.scale_to_zero(settings)
+    assert sent == [("client", values["export"]), ("https://1.2.3.4", 0)]
+    local = guardian.cluster_hooks(settings, Endpoint(address="http://127.0.0.1:8265"))
+    assert local.export is not None and local.scale_to_zero is None
+    (tmp_path / "token").write_text("pod-token\n")
+    in_cluster = guardian.cluster_hooks(settings, Endpoint(address="http://grpo-head-svc:8265"))
+    in_cluster.scale_to_zero(settings)
+    assert sent[-1] == (guardian.IN_CLUSTER_API, 0)

@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from jobs.export import export_submission
 from jobs.guardian import settings_from
 from jobs.guardian_settings import guardian_code_files, guardian_settings
 from jobs.preflight.settings import preflight_template
-from jobs.spec import submission_for
+from jobs.spec import submission_for, training_spec
 from tests.conftest import SHIPPED_STACKS, config_of
 
 BLOCKED = ("pulumi", "pulumi_gcp", "pulumi_kubernetes", "pydantic")
@@ -43,6 +44,7 @@ def test_the_settings_are_the_stacks_run_and_knobs_as_plain_deterministic_data(s
         "readyTimeoutSeconds": config.job.ready_timeout_seconds, "framework": config.workload.framework,
         "worldSize": 8 * config.gpu.nodes, "namespace": "grpo", "rayCluster": "grpo", "gpuWorkerGroup": "gpu",
         "preflight": preflight_template(config), "cordonBadNodes": False,
+        "export": export_submission(config, training_spec(config)),
     }  # fmt: skip
     assert values["preflight"]["mode"] == ("full" if config.gpu.nodes >= 2 else "gpu")
     text = json.dumps(values, sort_keys=True)
