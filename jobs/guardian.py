@@ -504,7 +504,7 @@ class Guardian:
         if not self.preflight(attempt):
             return
         step = self.resume_step()
-        outcome = control.ensure_run(self.client, settings.submission)
+        outcome = control.ensure_run(self.client, self.told_the_deadline(settings.submission))
         if outcome.action in ("submitted", "extended"):
             number = int(outcome.submission_id.rsplit("-", 1)[1])
             self.append(number, "submitted", reason, resumed_from_step=step)
@@ -536,6 +536,19 @@ class Guardian:
         details = {"rayHead": head, "results": outcome.path if outcome else None}
         self.append(attempt, "preflight-passed", "", details=details)
         return True
+
+    def told_the_deadline(self, submission: dict[str, Any]) -> dict[str, Any]:
+        """`submission` told to save before the earliest known end of the GPU nodes (jobs/deadline.py: the
+        scheduled-maintenance label, flex-start's 7 days), read through the API server; unchanged without one."""
+        from jobs.deadline import earliest_end
+
+        api = api_endpoint(self.endpoint)
+        if api is None:
+            return submission
+        ends = earliest_end(gpu_nodes_of(api), bool(self.settings.raw.get("flexStart")))
+        if ends is not None:
+            self.report(f"{self.settings.run}: GPU capacity ends at {record.utc_stamp(ends.at)} ({ends.source}): saving first")
+        return with_deadline(submission, self.settings.framework, ends, self.clock())
 
     def cluster_api(self) -> Endpoint | None:
         """The API server for cordoning the nodes a failed preflight names (job.cordonBadNodes), or None."""
@@ -593,6 +606,47 @@ def api_endpoint(endpoint: Endpoint) -> Endpoint | None:
         return None
     ca = SERVICE_ACCOUNT_DIR / "ca.crt"
     return Endpoint(IN_CLUSTER_API, bearer_headers(token.read_text().strip()), str(ca) if ca.is_file() else True)
+
+
+GPU_NODE_SELECTOR = "cloud.google.com/gke-accelerator"
+"""The label every GKE GPU node carries (Standard and Autopilot): the nodes whose end the attempts are told."""
+
+
+def gpu_nodes_of(api: Endpoint) -> list[dict[str, Any]]:
+    """The cluster's GPU node objects, from the API server within DEADLINES.request (the guardian's ClusterRole
+    lists nodes); JobError when it refuses or is silent."""
+    import requests
+
+    try:
+        answer = requests.get(
+            f"{api.address}/api/v1/nodes",
+            params={"labelSelector": GPU_NODE_SELECTOR},
+            headers=dict(api.headers),
+            verify=api.verify,
+            timeout=control.DEADLINES.request,
+        )
+    except (requests.exceptions.Timeout, requests.exceptions.ConnectionError):
+        raise control.Unreachable(f"the API server at {api.address} did not answer listing the GPU nodes") from None
+    if answer.status_code >= 400:
+        raise control.JobError(f"the API server answered HTTP {answer.status_code} listing the GPU nodes")
+    return list(answer.json().get("items", []))
+
+
+def with_deadline(submission: dict[str, Any], framework: str, ends: Any, now: float) -> dict[str, Any]:
+    """`submission` with the save-before-deadline of `ends` (a jobs/deadline.py Deadline, or None): verl's
+    expiration variable in the environment, NeMo-RL's save-by override appended to the framework's command
+    (the last word of the attempt wrapper's entrypoint, `sh -c '<command>'`)."""
+    import shlex
+
+    from jobs.deadline import attempt_env, attempt_overrides
+
+    env, overrides = attempt_env(framework, ends), attempt_overrides(framework, ends, now)
+    if not env and not overrides:
+        return submission
+    words = shlex.split(submission["entrypoint"])
+    words[-1] = " ".join([words[-1], *map(shlex.quote, overrides)])
+    env_vars = dict(sorted({**submission["runtime_env"]["env_vars"], **env}.items()))
+    return {**submission, "entrypoint": shlex.join(words), "runtime_env": {**submission["runtime_env"], "env_vars": env_vars}}
 
 
 def cluster_hooks(settings: Settings, endpoint: Endpoint) -> Hooks:

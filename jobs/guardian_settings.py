@@ -27,6 +27,7 @@ GUARDIAN_ROOTS = (
     *POD_MODULES,
     "jobs/export_run.py",
     "jobs/scaling.py",
+    "jobs/deadline.py",
     "jobs/preflight/gate.py",
     "jobs/preflight/driver.py",
     "jobs/preflight/measure.py",
@@ -58,6 +59,7 @@ def guardian_settings(config: StackConfig) -> dict[str, Any]:
         "gpuWorkerGroup": WORKER_GROUP,
         "preflight": preflight_template(config),
         "export": export_submission(config, training_spec(config)),
+        "flexStart": config.gpu.provisioning == "flex-start",
         "cordonBadNodes": config.job.cordon_bad_nodes,
     }
 

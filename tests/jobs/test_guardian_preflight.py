@@ -151,3 +151,36 @@ def test_the_guardians_hooks_export_and_scale_to_zero_through_the_api_server(mon
     in_cluster = guardian.cluster_hooks(settings, Endpoint(address="http://grpo-head-svc:8265"))
     in_cluster.scale_to_zero(settings)
     assert sent[-1] == (guardian.IN_CLUSTER_API, 0)
+
+
+MAINTENANCE_AT = 1796130000
+"""A GPU node's coming maintenance (Unix seconds), as GKE's label gives it."""
+
+GPU_NODE = {"metadata": {"name": "gke-gpu-1", "labels": {"cloud.google.com/scheduled-maintenance-time": str(MAINTENANCE_AT)}}}
+
+
+def test_a_known_end_tells_verl_by_its_environment_and_nemo_rl_by_an_override_of_its_command():
+    from core.facts.job import DEADLINE_SAVE_MARGIN_SECONDS
+    from jobs.deadline import earliest_end
+
+    ends = earliest_end([GPU_NODE], flex_start=False)
+    verl = guardian_settings(config_of("dev"))["submission"]
+    told = guardian.with_deadline(verl, "verl", ends, now=MAINTENANCE_AT - 7200)
+    assert told["entrypoint"] == verl["entrypoint"]
+    saved_by = told["runtime_env"]["env_vars"].pop("MLP_CURRENT_CAPACITY_BLOCK_EXPIRATION_TIMESTAMP")
+    assert int(saved_by) == MAINTENANCE_AT - DEADLINE_SAVE_MARGIN_SECONDS and told["runtime_env"] == verl["runtime_env"]
+    nemo = guardian_settings(config_of("nemo-rl-standard-b200"))["submission"]
+    told = guardian.with_deadline(nemo, "nemo-rl", ends, now=MAINTENANCE_AT - 7200)
+    assert told["entrypoint"].endswith(" checkpointing.checkpoint_must_save_by=00:01:45:00'")
+    assert told["entrypoint"].startswith(nemo["entrypoint"][:-1]) and told["runtime_env"] == nemo["runtime_env"]
+    assert guardian.with_deadline(verl, "verl", None, now=0) is verl
+
+
+def test_the_guardian_tells_the_next_attempt_the_gpu_nodes_end(guard, monkeypatch):
+    listed = []
+    monkeypatch.setattr(guardian, "gpu_nodes_of", lambda api: listed.append(api.address) or [GPU_NODE])
+    told = guard.told_the_deadline(guard.settings.submission)
+    assert listed == ["https://1.2.3.4"]
+    assert "MLP_CURRENT_CAPACITY_BLOCK_EXPIRATION_TIMESTAMP" in told["runtime_env"]["env_vars"]
+    monkeypatch.setattr(guardian, "gpu_nodes_of", lambda api: [{"metadata": {"name": "gke-gpu-2", "labels": {}}}])
+    assert guard.told_the_deadline(guard.settings.submission) is guard.settings.submission

@@ -44,7 +44,7 @@ def test_the_settings_are_the_stacks_run_and_knobs_as_plain_deterministic_data(s
         "readyTimeoutSeconds": config.job.ready_timeout_seconds, "framework": config.workload.framework,
         "worldSize": 8 * config.gpu.nodes, "namespace": "grpo", "rayCluster": "grpo", "gpuWorkerGroup": "gpu",
         "preflight": preflight_template(config), "cordonBadNodes": False,
-        "export": export_submission(config, training_spec(config)),
+        "export": export_submission(config, training_spec(config)), "flexStart": False,
     }  # fmt: skip
     assert values["preflight"]["mode"] == ("full" if config.gpu.nodes >= 2 else "gpu")
     text = json.dumps(values, sort_keys=True)
