@@ -539,13 +539,19 @@ class Guardian:
 
     def told_the_deadline(self, submission: dict[str, Any]) -> dict[str, Any]:
         """`submission` told to save before the earliest known end of the GPU nodes (jobs/deadline.py: the
-        scheduled-maintenance label, flex-start's 7 days), read through the API server; unchanged without one."""
+        scheduled-maintenance label, flex-start's 7 days), read through the API server; unchanged without one, or
+        when the API server does not list the nodes (a progress line says so: the attempt must not wait on it)."""
         from jobs.deadline import earliest_end
 
         api = api_endpoint(self.endpoint)
         if api is None:
             return submission
-        ends = earliest_end(gpu_nodes_of(api), bool(self.settings.raw.get("flexStart")))
+        try:
+            nodes = gpu_nodes_of(api)
+        except control.JobError as error:
+            self.report(f"{self.settings.run}: no deadline known for the next attempt: {error}")
+            return submission
+        ends = earliest_end(nodes, bool(self.settings.raw.get("flexStart")))
         if ends is not None:
             self.report(f"{self.settings.run}: GPU capacity ends at {record.utc_stamp(ends.at)} ({ends.source}): saving first")
         return with_deadline(submission, self.settings.framework, ends, self.clock())

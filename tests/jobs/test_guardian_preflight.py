@@ -184,3 +184,9 @@ def test_the_guardian_tells_the_next_attempt_the_gpu_nodes_end(guard, monkeypatc
     assert "MLP_CURRENT_CAPACITY_BLOCK_EXPIRATION_TIMESTAMP" in told["runtime_env"]["env_vars"]
     monkeypatch.setattr(guardian, "gpu_nodes_of", lambda api: [{"metadata": {"name": "gke-gpu-2", "labels": {}}}])
     assert guard.told_the_deadline(guard.settings.submission) is guard.settings.submission
+
+    def refused(api):
+        raise control.JobError("the API server answered HTTP 403 listing the GPU nodes")
+
+    monkeypatch.setattr(guardian, "gpu_nodes_of", refused)
+    assert guard.told_the_deadline(guard.settings.submission) is guard.settings.submission
