@@ -55,15 +55,6 @@ EXPORT_MODULES = ("jobs/__init__.py", "jobs/checkpoints.py", "jobs/export_run.py
 """The export driver's modules (jobs/export_run.py: stdlib and the checkpoint check), sent as its `py_modules`."""
 
 
-def submit_export(client: JobSubmissionClient, submission: dict[str, Any]) -> str:
-    """Submit an export (jobs/export.py export_submission) with its driver's modules; its submission id."""
-    try:
-        with pod_package(EXPORT_MODULES) as package:
-            runtime_env = {**submission["runtime_env"], "py_modules": [package]}
-            return client.submit_job(**{**submission, "runtime_env": runtime_env})
-    except Exception as error:  # noqa: BLE001 - the Jobs API answers with RuntimeError and HTTP errors
-        raise JobError(f"Ray refused the export: {_short(error)}") from None
-
 
 @dataclass(frozen=True)
 class Deadlines:
@@ -356,6 +347,16 @@ def pod_package(modules: tuple[str, ...] = POD_MODULES) -> Iterator[str]:
         for name in modules:
             shutil.copyfile(PROJECT_DIR / name, package / Path(name).name)
         yield str(package)
+
+
+def submit_export(client: JobSubmissionClient, submission: dict[str, Any]) -> str:
+    """Submit an export (jobs/export.py export_submission) with its driver's modules; its submission id."""
+    try:
+        with pod_package(EXPORT_MODULES) as package:
+            runtime_env = {**submission["runtime_env"], "py_modules": [package]}
+            return client.submit_job(**{**submission, "runtime_env": runtime_env})
+    except Exception as error:  # noqa: BLE001 - the Jobs API answers with RuntimeError and HTTP errors
+        raise JobError(f"Ray refused the export: {_short(error)}") from None
 
 
 def status_of(client: JobSubmissionClient, submission_id: str) -> str:

@@ -13,6 +13,7 @@ import multiprocessing
 import re
 import statistics
 import time
+from pathlib import Path
 
 import pytest
 
@@ -45,15 +46,13 @@ FLOOR_GBPS = 1.2 * SLOW_BOUND_GBPS
 """The test's floor: just above what a group with the slow rank can reach, far below what gloo does on loopback."""
 
 
-@pytest.fixture(scope="module")
-def reports(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    """Rank 0's reports of both runs (every rank returns the same)."""
-    work_dir = tmp_path_factory.mktemp("fabric-gloo")
+def run_ranks(work_dir: Path, target, world_size: int, *rest) -> None:
+    """Run `target(rank, world_size, work_dir, *rest)` for every rank, each in its own process, within DEADLINE_S;
+    every rank must exit 0 (a rank still running at the deadline is killed and fails the test)."""
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(["torch", "tests.jobs.preflight.fabric_ranks"])
     processes = [
-        context.Process(target=fabric_ranks.run_rank, args=(rank, WORLD_SIZE, str(work_dir), SLOW_RANK, FLOOR_GBPS))
-        for rank in range(WORLD_SIZE)
+        context.Process(target=target, args=(rank, world_size, str(work_dir), *rest)) for rank in range(world_size)
     ]
     for process in processes:
         process.start()
@@ -65,7 +64,14 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> dict:
         process.kill()
         process.join()
     assert not late, f"{len(late)} ranks still ran after {DEADLINE_S} s"
-    assert [process.exitcode for process in processes] == [0] * WORLD_SIZE
+    assert [process.exitcode for process in processes] == [0] * world_size
+
+
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """Rank 0's reports of both runs (every rank returns the same)."""
+    work_dir = tmp_path_factory.mktemp("fabric-gloo")
+    run_ranks(work_dir, fabric_ranks.run_rank, WORLD_SIZE, SLOW_RANK, FLOOR_GBPS)
     by_rank = [json.loads((work_dir / f"rank{rank}.json").read_text()) for rank in range(WORLD_SIZE)]
     assert all(report["slow"]["nodes"] == by_rank[0]["slow"]["nodes"] for report in by_rank)
     return by_rank[0]
@@ -123,26 +129,7 @@ RAIL_FLOOR_GBPS = 1.2 * max(
 def rail_report(tmp_path_factory: pytest.TempPathFactory) -> dict:
     """Rank 0's report of the rail run (every rank returns the same)."""
     work_dir = tmp_path_factory.mktemp("fabric-gloo-rails")
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["torch", "tests.jobs.preflight.fabric_ranks"])
-    processes = [
-        context.Process(
-            target=fabric_ranks.run_rail_rank,
-            args=(rank, RAIL_WORLD_SIZE, str(work_dir), SLOW_RAIL_RANK, RAIL_FLOOR_GBPS),
-        )
-        for rank in range(RAIL_WORLD_SIZE)
-    ]
-    for process in processes:
-        process.start()
-    deadline = time.monotonic() + DEADLINE_S
-    for process in processes:
-        process.join(max(0.0, deadline - time.monotonic()))
-    late = [process for process in processes if process.is_alive()]
-    for process in late:
-        process.kill()
-        process.join()
-    assert not late, f"{len(late)} ranks still ran after {DEADLINE_S} s"
-    assert [process.exitcode for process in processes] == [0] * RAIL_WORLD_SIZE
+    run_ranks(work_dir, fabric_ranks.run_rail_rank, RAIL_WORLD_SIZE, SLOW_RAIL_RANK, RAIL_FLOOR_GBPS)
     return json.loads((work_dir / "rails-rank0.json").read_text())
 
 
