@@ -4,8 +4,8 @@ structure and the metric types of core/facts/monitoring.py, and a thin component
 `gcp.monitoring.Dashboard`.
 
 GPU utilisation and memory per node come from GKE's managed DCGM metrics (the cluster turns them on,
-infra/cluster.py monitoring_config), the node count from GKE's system metrics, and a Cloud Storage stack's
-checkpoint and read traffic from the bucket's metrics. The run's reward and step time are not Cloud
+infra/cluster.py monitoring_config), the node count from GKE's system metrics, and the checkpoint and read
+traffic from the bucket's or the Managed Lustre instance's metrics. The run's reward and step time are not Cloud
 Monitoring metrics (the frameworks log them to their console, W&B and TensorBoard), so they are not charted.
 """
 
@@ -26,11 +26,15 @@ from core.facts.monitoring import (
     DCGM_NODE_LABEL,
     GCS_RECEIVED_BYTES,
     GCS_SENT_BYTES,
+    LUSTRE_INSTANCE,
+    LUSTRE_READ_BYTES,
+    LUSTRE_WRITE_BYTES,
     METRIC_TYPES,
     MOSAIC_COLUMNS,
     NODE_CORES,
     PROMQL_METRICS,
 )
+from core.names import lustre_names
 
 
 @dataclass(frozen=True)
@@ -115,17 +119,24 @@ def run_dashboard_spec(config: StackConfig) -> DashboardSpec:
         ),
     ]
     if config.storage.type == "gcs":
-        bucket = (("bucket_name", config.bucket_name),)
-        charts.append(
-            Chart(
-                f"Bucket {config.bucket_name}: bytes written and read per second",
-                "B/s",
-                (
-                    FilterQuery(GCS_RECEIVED_BYTES, "gcs_bucket", bucket, "ALIGN_RATE", "REDUCE_SUM"),
-                    FilterQuery(GCS_SENT_BYTES, "gcs_bucket", bucket, "ALIGN_RATE", "REDUCE_SUM"),
-                ),
-            )
+        where, resource, written, read = (
+            f"Bucket {config.bucket_name}",
+            "gcs_bucket",
+            GCS_RECEIVED_BYTES,
+            GCS_SENT_BYTES,
         )
+        labels: tuple[tuple[str, str], ...] = (("bucket_name", config.bucket_name),)
+    else:
+        instance_id = lustre_names(config.cluster_name).instance_id
+        where, resource, written, read = (
+            f"Managed Lustre {instance_id}",
+            LUSTRE_INSTANCE,
+            LUSTRE_WRITE_BYTES,
+            LUSTRE_READ_BYTES,
+        )
+        labels = (("location", config.zone), ("instance_id", instance_id))
+    traffic = tuple(FilterQuery(metric, resource, labels, "ALIGN_RATE", "REDUCE_SUM") for metric in (written, read))
+    charts.append(Chart(f"{where}: bytes written and read per second", "B/s", traffic))
     return DashboardSpec(display_name=f"grpo-gke {config.stack}", charts=tuple(charts))
 
 

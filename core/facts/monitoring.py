@@ -40,15 +40,22 @@ GCS_RECEIVED_BYTES = "storage.googleapis.com/network/received_bytes_count"
 GCS_SENT_BYTES = "storage.googleapis.com/network/sent_bytes_count"
 """Bytes a bucket sent (reads: the model, data, a resume), DELTA INT64 of `gcs_bucket` (same list)."""
 
-METRIC_TYPES = frozenset({NODE_CORES, GCS_RECEIVED_BYTES, GCS_SENT_BYTES})
-"""The Cloud Monitoring metric types the dashboard's filters may name."""
+LUSTRE_READ_BYTES = "lustre.googleapis.com/instance/read_bytes_total"
+"""Data bytes read from a Managed Lustre instance's storage targets (the model, data, a resume), DELTA INT64 in
+bytes of resource `lustre.googleapis.com/Instance` (labels `resource_container`, `location`, `instance_id`),
+BETA, sampled every 60 s (Cloud Monitoring "Google Cloud metrics: I through O",
+monitoring/api/metrics_gcp_i_o, section lustre, list generated 2026-04-10, read 2026-12-01)."""
 
-LUSTRE_METRICS_NOTE = (
-    "Managed Lustre's read and write throughput: the instance's own Monitoring tab"
-    " (console Managed Lustre > the instance > Monitoring); no stored source lists its metric types"
-)
-"""Why a Lustre stack's dashboard has no storage chart (the Managed Lustre monitoring page,
-managed-lustre/docs/monitoring, was stored without its metric table on 2026-12-01)."""
+LUSTRE_WRITE_BYTES = "lustre.googleapis.com/instance/write_bytes_total"
+"""Data bytes written to a Managed Lustre instance's storage targets (checkpoints), DELTA INT64 of the same
+resource (same list)."""
+
+LUSTRE_INSTANCE = "lustre.googleapis.com/Instance"
+"""The monitored resource of a Managed Lustre instance, labelled by `location` (its zone) and `instance_id`
+(same list; Cloud Monitoring "Monitored resource types", monitoring/api/resources)."""
+
+METRIC_TYPES = frozenset({NODE_CORES, GCS_RECEIVED_BYTES, GCS_SENT_BYTES, LUSTRE_READ_BYTES, LUSTRE_WRITE_BYTES})
+"""The Cloud Monitoring metric types the dashboard's filters may name."""
 
 MOSAIC_COLUMNS = 48
 """Columns of a mosaic layout's grid, at most 48 (Cloud Monitoring API `MosaicLayout.columns`: 1 to 48)."""

@@ -9,7 +9,15 @@ import json
 
 import pytest
 
-from core.facts.monitoring import GCS_RECEIVED_BYTES, GCS_SENT_BYTES, METRIC_TYPES, NODE_CORES, PROMQL_METRICS
+from core.facts.monitoring import (
+    GCS_RECEIVED_BYTES,
+    GCS_SENT_BYTES,
+    LUSTRE_READ_BYTES,
+    LUSTRE_WRITE_BYTES,
+    METRIC_TYPES,
+    NODE_CORES,
+    PROMQL_METRICS,
+)
 from infra.dashboard import (
     Chart,
     DashboardSpec,
@@ -62,13 +70,23 @@ def test_a_bucket_stack_charts_gpu_utilisation_memory_nodes_and_the_buckets_traf
         "perSeriesAligner": "ALIGN_RATE",
         "crossSeriesReducer": "REDUCE_SUM",
     }
-    assert named_metrics(document) == METRIC_TYPES | PROMQL_METRICS
+    assert named_metrics(document) == {NODE_CORES, GCS_RECEIVED_BYTES, GCS_SENT_BYTES} | PROMQL_METRICS
 
 
-def test_a_lustre_stack_has_no_storage_chart():
-    document = render_dashboard(run_dashboard_spec(config_of("nemo-rl-standard-b200")))
-    assert len(document["mosaicLayout"]["tiles"]) == 3
-    assert named_metrics(document) == {NODE_CORES} | PROMQL_METRICS
+def test_a_lustre_stack_charts_the_instances_bytes_written_and_read():
+    config = config_of("nemo-rl-standard-b200")
+    document = render_dashboard(run_dashboard_spec(config))
+    tiles = document["mosaicLayout"]["tiles"]
+    instance = f"{config.cluster_name}-lustre"
+    assert tiles[3]["widget"]["title"] == f"Managed Lustre {instance}: bytes written and read per second"
+    filters = [data["timeSeriesQuery"]["timeSeriesFilter"] for data in tiles[3]["widget"]["xyChart"]["dataSets"]]
+    assert [selector["filter"] for selector in filters] == [
+        f'metric.type="{metric}" resource.type="lustre.googleapis.com/Instance"'
+        f' resource.label."location"="{config.zone}" resource.label."instance_id"="{instance}"'
+        for metric in (LUSTRE_WRITE_BYTES, LUSTRE_READ_BYTES)
+    ]
+    assert {selector["aggregation"]["perSeriesAligner"] for selector in filters} == {"ALIGN_RATE"}
+    assert named_metrics(document) == {NODE_CORES, LUSTRE_READ_BYTES, LUSTRE_WRITE_BYTES} | PROMQL_METRICS
     assert GCS_SENT_BYTES not in json.dumps(document)
 
 
