@@ -6,8 +6,12 @@ import copy
 import gc
 import itertools
 import json
+import os
 import re
+import subprocess
+import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -176,12 +180,46 @@ def infra_run() -> Callable[..., Recording]:
     return run
 
 
+@dataclass(frozen=True)
+class PlanCommand:
+    """One `python -m <module> ... --config <a shipped stack> --out OUT` as the user runs it from the repository."""
+
+    result: subprocess.CompletedProcess[str]
+    """Its exit status and whole output."""
+    out: Path
+    """The directory it wrote the plan to: read it, never write into it (other tests read the same run)."""
+
+
+@pytest.fixture(scope="session")
+def shipped_plan_command(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., PlanCommand]:
+    """A function (stack, command=("infra", "plan")) -> that command's run on the shipped stack, run once per
+    test process: several tests check different parts of the same command's output and files."""
+    runs: dict[tuple[str, tuple[str, ...]], PlanCommand] = {}
+
+    def run(stack: str, command: tuple[str, ...] = ("infra", "plan")) -> PlanCommand:
+        key = (stack, command)
+        if key not in runs:
+            out = tmp_path_factory.mktemp(f"{'-'.join(command)}-{stack}") / "out"
+            result = subprocess.run(
+                [sys.executable, "-m", *command, "--config", str(shipped_stack_file(stack)), "--out", str(out)],
+                cwd=REPO_ROOT, env={**os.environ, "PYTHONPATH": str(REPO_ROOT)}, capture_output=True, text=True, timeout=300,
+            )  # fmt: skip
+            runs[key] = PlanCommand(result, out)
+        return runs[key]
+
+    return run
+
+
 @pytest.fixture(scope="session", autouse=True)
 def fresh_verl_check_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
-    """Every session composes verl overrides for real: the composition cache starts empty in a temp dir."""
+    """Every session composes verl overrides for real: the composition cache starts empty in the session's
+    temp dir, one for all its test processes (under xdist, each worker's base temp dir sits in the session's),
+    so overrides one worker composed are not composed again by another."""
     import jobs.validate
 
-    jobs.validate.VERL_CHECK_CACHE = tmp_path_factory.mktemp("verl-overrides")
+    base = tmp_path_factory.getbasetemp()
+    session = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    jobs.validate.VERL_CHECK_CACHE = session / "verl-overrides"
     jobs.validate.verl_problems.cache_clear()
 
 

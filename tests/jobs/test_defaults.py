@@ -180,8 +180,8 @@ def test_the_72b_nemo_rl_stack_without_a_tensor_parallel_size_plans_and_says_wha
     ]
 
 
-def test_a_plan_that_derives_nothing_says_nothing_and_a_too_small_value_exits_2(tmp_path):
-    shipped = _plan(shipped_stack_file("nemo-rl-standard-b200"), tmp_path / "shipped")
+def test_a_plan_that_derives_nothing_says_nothing_and_a_too_small_value_exits_2(tmp_path, shipped_plan_command):
+    shipped = shipped_plan_command("nemo-rl-standard-b200").result
     assert shipped.returncode == 0
     assert "derived" not in shipped.stdout
     path = _codelab_without(tmp_path, "rolloutTensorParallel")

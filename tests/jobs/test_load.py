@@ -2,9 +2,6 @@
 arithmetic in the job layer's, and loading a stack runs both; `python -m plan` is the plan's command and
 `python -m infra plan` its alias."""
 
-import subprocess
-import sys
-
 import pytest
 
 from core.config.load import parse_config
@@ -13,8 +10,6 @@ from core.config.rules import CONFIG_RULES
 from jobs.defaults import derive_defaults
 from jobs.load import load_config
 from jobs.validate import JOB_RULES, grpo_problems
-from plan.harness import REPO_ROOT
-from tests.conftest import shipped_stack_file
 from tests.core.test_config import raw_values
 
 TOO_BIG_MINI_BATCH = {"grpo-gke:grpo": {"promptsPerStep": 64, "miniBatchSize": 128, "microBatchSizePerGpu": 1}}
@@ -41,24 +36,10 @@ def test_the_core_loader_runs_only_the_rules_it_is_given():
     assert loaded.config.grpo.mini_batch_size == 128
 
 
-def _plan(tmp_path, *command: str) -> subprocess.CompletedProcess[str]:
-    out = tmp_path / command[-1]
-    return subprocess.run(
-        [sys.executable, "-m", *command[:-1], "--config", str(shipped_stack_file("dev")), "--out", str(out)],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-
-
-def test_python_m_plan_and_its_alias_python_m_infra_plan_plan_alike(tmp_path):
-    plan = _plan(tmp_path, "plan", "a")
-    alias = _plan(tmp_path, "infra", "plan", "b")
-    assert (plan.returncode, plan.stderr) == (0, alias.stderr) and alias.returncode == 0
-    assert plan.stdout.replace(str(tmp_path / "a"), "OUT") == alias.stdout.replace(str(tmp_path / "b"), "OUT")
-    assert sorted(path.name for path in (tmp_path / "a").iterdir()) == sorted(
-        path.name for path in (tmp_path / "b").iterdir()
-    )
-    for path in (tmp_path / "a").iterdir():
-        assert path.read_bytes() == (tmp_path / "b" / path.name).read_bytes(), path.name
+def test_python_m_plan_and_its_alias_python_m_infra_plan_plan_alike(shipped_plan_command):
+    plan, alias = shipped_plan_command("dev", ("plan",)), shipped_plan_command("dev", ("infra", "plan"))
+    assert (plan.result.returncode, plan.result.stderr) == (0, alias.result.stderr) and alias.result.returncode == 0
+    assert plan.result.stdout.replace(str(plan.out), "OUT") == alias.result.stdout.replace(str(alias.out), "OUT")
+    assert sorted(path.name for path in plan.out.iterdir()) == sorted(path.name for path in alias.out.iterdir())
+    for path in plan.out.iterdir():
+        assert path.read_bytes() == (alias.out / path.name).read_bytes(), path.name

@@ -362,11 +362,14 @@ def _plan_command(directory: Path, *arguments: str) -> subprocess.CompletedProce
 
 
 @pytest.fixture(scope="module")
-def earlier_plan(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A directory holding the dev stack file and its plan in before/."""
+def earlier_plan(tmp_path_factory: pytest.TempPathFactory, shipped_plan_command) -> Path:
+    """A directory holding the dev stack file and, in before/, the plan.json its plan command wrote."""
     directory = tmp_path_factory.mktemp("against")
     shutil.copy(shipped_stack_file("dev"), directory / "Pulumi.dev.yaml")
-    assert _plan_command(directory, "--config", "Pulumi.dev.yaml", "--out", "before").returncode == 0
+    dev = shipped_plan_command("dev")
+    assert dev.result.returncode == 0, dev.result.stderr
+    (directory / "before").mkdir()
+    shutil.copy(dev.out / "plan.json", directory / "before" / "plan.json")
     return directory
 
 

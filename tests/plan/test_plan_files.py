@@ -6,26 +6,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import subprocess
-import sys
 from importlib.metadata import version
 
 import pytest
 
 from plan.monitor import default_provider_name
 from plan.writer import MANY_FILES, kubernetes_objects, render_graph_mmd
-from tests.conftest import REPO_ROOT, SHIPPED_STACKS, guardian_code_names, shipped_stack_file
+from tests.conftest import SHIPPED_STACKS, guardian_code_names
 from tests.core.test_config import OPEN_CONTROL_PLANE
 from workloads import staging
-
-
-def plan_cli(stack: str, out) -> subprocess.CompletedProcess:
-    """`python -m infra plan --config <the shipped stack> --out OUT` as the user runs it."""
-    return subprocess.run(
-        [sys.executable, "-m", "infra", "plan", "--config", str(shipped_stack_file(stack)), "--out", str(out)],
-        cwd=REPO_ROOT, env={**os.environ, "PYTHONPATH": str(REPO_ROOT)}, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -36,25 +25,26 @@ def test_default_provider_names_follow_the_engine(package_version, name):
     assert default_provider_name(package_version) == name
 
 
-def test_the_plan_files_as_the_user_gets_them(tmp_path):
-    result = plan_cli("dev", tmp_path)
+def test_the_plan_files_as_the_user_gets_them(shipped_plan_command):
+    run = shipped_plan_command("dev")
+    result, out = run.result, run.out
     assert result.returncode == 0 and result.stderr == f"warning: {OPEN_CONTROL_PLANE}\n", result.stderr
     script_name = "grpo-staging.staging_script.py"
     code = guardian_code_names()
     guardian = [*code, "grpo-guardian-settings.settings.json"]
-    assert sorted(path.name for path in tmp_path.iterdir()) == sorted(
+    assert sorted(path.name for path in out.iterdir()) == sorted(
         ["plan.json", "k8s.yaml", "job.json", "graph.mmd", script_name, "cost.json", *guardian]
     )
     assert len(code) > MANY_FILES
     assert result.stdout.splitlines()[-1] == (
         f"Wrote plan.json, k8s.yaml, job.json, graph.mmd, grpo-guardian-code.* ({len(code)} files),"
-        f" grpo-guardian-settings.settings.json, {script_name} and cost.json to {tmp_path}"
+        f" grpo-guardian-settings.settings.json, {script_name} and cost.json to {out}"
     )
     assert "  head: c2-standard-16 (the Ray head's CPU node pool)" in result.stdout.splitlines()
-    run = json.loads((tmp_path / "job.json").read_text())["metadata"]["run"]
+    run = json.loads((out / "job.json").read_text())["metadata"]["run"]
     assert f"  run: {run}" in result.stdout.splitlines() and run.startswith("dev-")
 
-    plan = json.loads((tmp_path / "plan.json").read_text())
+    plan = json.loads((out / "plan.json").read_text())
     gcp = f"urn:pulumi:dev::grpo-gke::pulumi:providers:gcp::default_{version('pulumi_gcp').replace('.', '_')}"
     for resource in plan["resources"]:
         if resource["type"].startswith("gcp:"):
@@ -64,17 +54,17 @@ def test_the_plan_files_as_the_user_gets_them(tmp_path):
         else:
             assert resource["provider"] == "", resource["urn"]
 
-    script = (tmp_path / script_name).read_text()
+    script = (out / script_name).read_text()
     assert script == staging.render_script_config_map().data["staging_script.py"]
     (config_map,) = [r for r in plan["resources"] if r["name"] == "grpo-staging-script"]
     digest = hashlib.sha256(script.encode()).hexdigest()
     assert config_map["inputs"]["data"] == {"staging_script.py": f"sha256:{digest} (file {script_name} beside this plan)"}
-    assert "def main(" not in (tmp_path / "plan.json").read_text()
-    assert "def main(" in (tmp_path / "k8s.yaml").read_text(), "k8s.yaml stays appliable as it is"
+    assert "def main(" not in (out / "plan.json").read_text()
+    assert "def main(" in (out / "k8s.yaml").read_text(), "k8s.yaml stays appliable as it is"
 
 
-def test_an_autopilot_summary_says_who_picks_the_head(tmp_path):
-    result = plan_cli("verl-autopilot-b200", tmp_path)
+def test_an_autopilot_summary_says_who_picks_the_head(shipped_plan_command):
+    result = shipped_plan_command("verl-autopilot-b200").result
     assert result.returncode == 0, result.stderr
     assert "  head: chosen by Autopilot for the head's request of 12 CPUs and 32Gi memory" in result.stdout.splitlines()
 

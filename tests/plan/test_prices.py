@@ -5,16 +5,13 @@ cost.json, and `python -m infra plan` of every shipped stack printing its cost."
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
 from core.facts.platform import GPU_MACHINES
 from core.prices import CATALOG_PATH, catalog, gpu_hourly, gpu_node_hourly, gpu_node_rate, read_catalog
 from plan.prices import estimate, render_cost_json, summary_lines
-from tests.conftest import REPO_ROOT, SHIPPED_STACKS, config_of, shipped_stack_file
+from tests.conftest import REPO_ROOT, SHIPPED_STACKS, config_of
 from tests.core.test_config import OPEN_CONTROL_PLANE
 
 DATE = "2026-12-01"
@@ -197,16 +194,9 @@ TOTAL_LINES = {
 
 
 @pytest.mark.parametrize("stack", SHIPPED_STACKS)
-def test_the_plan_command_prints_the_cost_of_each_shipped_stack_and_writes_cost_json(stack, tmp_path):
-    out = tmp_path / "out"
-    result = subprocess.run(
-        [sys.executable, "-m", "infra", "plan", "--config", str(shipped_stack_file(stack)), "--out", str(out)],
-        cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+def test_the_plan_command_prints_the_cost_of_each_shipped_stack_and_writes_cost_json(stack, shipped_plan_command):
+    run = shipped_plan_command(stack)
+    result, out = run.result, run.out
     assert (result.returncode, result.stderr) == (0, f"warning: {OPEN_CONTROL_PLANE}\n")
     expected = summary_lines(estimate(config_of(stack), catalog()))
     printed = result.stdout.splitlines()

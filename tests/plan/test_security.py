@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 from jobs.load import load_config
 from plan.security import security_summary
-from tests.conftest import REPO_ROOT, combination_values, shipped_stack_file
+from tests.conftest import combination_values
 from tests.core.test_config import OPEN_CONTROL_PLANE
 
 KEY = "projects/my-keys-1/locations/us-central1/keyRings/gke/cryptoKeys/secrets"
@@ -71,15 +68,9 @@ def test_control_plane_lines_for_each_setting():
     assert dns_only in block("standard", "gcs", dnsEndpoint=True)
 
 
-def test_make_plan_prints_the_block_and_the_warning(tmp_path):
+def test_make_plan_prints_the_block_and_the_warning(shipped_plan_command):
     """As the user runs it: exit 0, the block after the summary, the warning on stderr too."""
-    result = subprocess.run(
-        [sys.executable, "-m", "infra", "plan", "--config", str(shipped_stack_file("dev")), "--out", str(tmp_path)],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    result = shipped_plan_command("dev").result
     assert result.returncode == 0, result.stderr
     *security, wrote = result.stdout[result.stdout.index("Security:") :].rstrip("\n").splitlines()
     assert wrote.startswith("Wrote plan.json, "), "the files' place stays the last line"
