@@ -143,7 +143,7 @@ def test_a_lost_gpu_node_is_recovered_from_the_newest_complete_step_then_exporte
                      "--half-save-at", "6", "--hold-seconds", "90"), steps=8, maxRecoveries=1)  # fmt: skip
     stand_ins = Recorded()
     assert run.submit_first() == f"{run.id}-1"
-    join = run.guard_in_background(stand_ins.hooks(), idleMinutes=0.05)
+    join = run.guard_in_background(stand_ins.hooks(), idleMinutes=0.01)
     half = run.dir / "global_step_6" / "actor"
     wait_until(lambda: len(list(half.glob("*.pt"))) == 3 * WORLD_SIZE // 2, "attempt 1 half-writing step 6", 90)
 
@@ -182,7 +182,7 @@ def test_a_lost_gpu_node_is_recovered_from_the_newest_complete_step_then_exporte
     # Raising maxSteps on the SUCCEEDED run: the guardian continues it as attempt 3 from its last checkpoint.
     longer = GuardedRun(two_nodes, "guard-loss", tmp_path, run.entrypoint, steps=10, maxRecoveries=1)
     assert longer.id == run.id
-    longer.guard(stand_ins.hooks(), idleMinutes=0.05)
+    longer.guard(stand_ins.hooks(), idleMinutes=0.01)
     assert longer.events()[6:] == [(3, "submitted"), (3, "succeeded"), (3, "export-submitted"), (3, "scaled-to-zero")]
     assert longer.entry(3, "submitted")["resumed_from_step"] == 8
     assert "the schedule asks for more (maxSteps 8 -> 10" in longer.entry(3, "submitted")["reason"]
@@ -209,7 +209,7 @@ def test_a_deterministic_failure_is_not_retried_and_the_workers_scale_to_zero_af
                      "--exit-code", "7"), steps=4)  # fmt: skip
     stand_ins = Recorded()
     run.submit_first()
-    run.guard(stand_ins.hooks(), settle=3.0, idleMinutes=0.02)
+    run.guard(stand_ins.hooks(), settle=1.0, idleMinutes=0.02)
     assert run.events() == [(1, "failed"), (1, "not-retried"), (1, "scaled-to-zero")]
     not_retried = run.entry(1, "not-retried")
     assert "exit code 7" in not_retried["reason"]
