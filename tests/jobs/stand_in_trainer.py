@@ -169,7 +169,7 @@ def parser() -> argparse.ArgumentParser:
     )
     top.add_argument("--save-every", type=int, required=True, help="checkpoint every N steps (trainer.save_freq)")
     top.add_argument("--nodes", type=int, default=1, help="GPU nodes (trainer.nnodes); world size 8 x nodes")
-    top.add_argument("--step-seconds", type=bounded(MAX_STEP_SECONDS), default=0.2, help="pause per step")
+    top.add_argument("--step-seconds", type=bounded(MAX_STEP_SECONDS), default=0.05, help="pause per step")
     top.add_argument("--async-save", action="store_true", help="never write the tracker file (verl#7952)")
     top.add_argument("--hold-after", type=int, help="once per run: after this step, wait for a node loss")
     top.add_argument("--half-save-at", type=int, help="once per run: half-write this step's checkpoint, then wait")

@@ -15,6 +15,7 @@ import pytest
 from jobs import control, record
 from jobs.guardian import Action, Backoff, ExportRequest, Guardian, Hooks, Settings, settings_from
 from jobs.guardian_settings import guardian_settings
+from jobs.runs import for_attempt
 from jobs.spec import on_data_root, submission_of, training_spec
 from tests.conftest import config_of
 from tests.jobs.conftest import stand_in_trainer
@@ -74,6 +75,18 @@ class GuardedRun:
         """Attempt 1, as `pulumi up` submits it."""
         return self.cluster.call(control.ensure_run, self.client, self.submission).submission_id
 
+    def submit_as(self, attempt: int) -> str:
+        """Attempt `attempt` as the run's first on the cluster, its wrapper's modules sent as control.ensure_run
+        sends them."""
+
+        def submit() -> str:
+            kwargs = for_attempt(self.submission, attempt)
+            with control.pod_package() as package:
+                runtime_env = {**kwargs["runtime_env"], "py_modules": [package]}
+                return self.client.submit_job(**{**kwargs, "runtime_env": runtime_env})
+
+        return self.cluster.call(submit)
+
     def guard(self, hooks: Hooks, settle: float = 10.0, backoff: Backoff = QUICK, **changes) -> Action:
         """Run the guardian (inside the head's namespace) until the run is over and nothing is left to do."""
 
@@ -130,7 +143,7 @@ def test_a_lost_gpu_node_is_recovered_from_the_newest_complete_step_then_exporte
                      "--half-save-at", "6", "--hold-seconds", "90"), steps=8, maxRecoveries=1)  # fmt: skip
     stand_ins = Recorded()
     assert run.submit_first() == f"{run.id}-1"
-    join = run.guard_in_background(stand_ins.hooks(), idleMinutes=0.05)
+    join = run.guard_in_background(stand_ins.hooks(), idleMinutes=0.01)
     half = run.dir / "global_step_6" / "actor"
     wait_until(lambda: len(list(half.glob("*.pt"))) == 3 * WORLD_SIZE // 2, "attempt 1 half-writing step 6", 90)
 
@@ -169,7 +182,7 @@ def test_a_lost_gpu_node_is_recovered_from_the_newest_complete_step_then_exporte
     # Raising maxSteps on the SUCCEEDED run: the guardian continues it as attempt 3 from its last checkpoint.
     longer = GuardedRun(two_nodes, "guard-loss", tmp_path, run.entrypoint, steps=10, maxRecoveries=1)
     assert longer.id == run.id
-    longer.guard(stand_ins.hooks(), idleMinutes=0.05)
+    longer.guard(stand_ins.hooks(), idleMinutes=0.01)
     assert longer.events()[6:] == [(3, "submitted"), (3, "succeeded"), (3, "export-submitted"), (3, "scaled-to-zero")]
     assert longer.entry(3, "submitted")["resumed_from_step"] == 8
     assert "the schedule asks for more (maxSteps 8 -> 10" in longer.entry(3, "submitted")["reason"]
@@ -196,7 +209,7 @@ def test_a_deterministic_failure_is_not_retried_and_the_workers_scale_to_zero_af
                      "--exit-code", "7"), steps=4)  # fmt: skip
     stand_ins = Recorded()
     run.submit_first()
-    run.guard(stand_ins.hooks(), settle=3.0, idleMinutes=0.02)
+    run.guard(stand_ins.hooks(), settle=1.0, idleMinutes=0.02)
     assert run.events() == [(1, "failed"), (1, "not-retried"), (1, "scaled-to-zero")]
     not_retried = run.entry(1, "not-retried")
     assert "exit code 7" in not_retried["reason"]
@@ -213,13 +226,15 @@ PREEMPTED = (
 
 
 def test_max_recoveries_is_honoured_and_attempts_past_the_ninth_order_by_number(two_nodes, tmp_path):
-    run = GuardedRun(two_nodes, "guard-max", tmp_path, PREEMPTED, maxRecoveries=9)
-    run.submit_first()
+    """The run's first attempt on the cluster is attempt 8, so two recoveries (job.maxRecoveries=2) reach attempt 10:
+    a third recovery (the limit off by one or ignored) submits attempt 11, and attempts sorted as text put 10 first."""
+    run = GuardedRun(two_nodes, "guard-max", tmp_path, PREEMPTED, maxRecoveries=2)
+    assert run.submit_as(8) == f"{run.id}-8"
     run.guard(Hooks(), backoff=Backoff(0, 0))
-    ids = [f"{run.id}-{number}" for number in range(1, 11)]
+    ids = [f"{run.id}-{number}" for number in range(8, 11)]
     assert run.attempt_ids() == ids
     events = run.events()
-    assert [attempt for attempt, event in events if event == "submitted"] == list(range(2, 11))
-    assert sum(1 for _, event in events if event == "recovering") == 9
+    assert [attempt for attempt, event in events if event == "submitted"] == [9, 10]
+    assert sum(1 for _, event in events if event == "recovering") == 2
     assert events[-2:] == [(10, "failed"), (10, "gave-up")]
-    assert run.entry(10, "gave-up")["reason"].startswith("9 of job.maxRecoveries=9 recoveries used: ")
+    assert run.entry(10, "gave-up")["reason"].startswith("2 of job.maxRecoveries=2 recoveries used: ")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import http.server
 import json
 import sys
@@ -49,6 +50,9 @@ GLOO = {"backend": "gloo", "device": "cpu", "min_bytes": 1 << 10, "max_bytes": 1
 FLOOR_GBPS = 1e-6
 """A floor any loopback run reaches."""
 
+POLL_S = 0.5
+"""How often the tests' preflight asks for its job's status (run.POLL_SECONDS, 2 s, is a cluster's pace)."""
+
 
 def on_local_head_settings(made: dict) -> dict:
     """Preflight settings made for the local head: a one-GPU bundle per stand-in node, the stand-in measurement,
@@ -62,7 +66,7 @@ def on_local_head_settings(made: dict) -> dict:
 @pytest.fixture
 def on_local_head(monkeypatch):
     """The preflight's settings and submission made for the local head (the venv's Python, the checkout on
-    PYTHONPATH for the stand-in, gloo on lo) and its time fixed."""
+    PYTHONPATH for the stand-in, gloo on lo), its time fixed and its status polled every POLL_S."""
     settings_of, submission_of = settings_module.preflight_settings, run.preflight_submission
 
     def settings(*args, **kwargs):
@@ -76,6 +80,7 @@ def on_local_head(monkeypatch):
     monkeypatch.setattr(run, "preflight_submission", submission)
     monkeypatch.setattr(run, "POD_PYTHON", sys.executable)
     monkeypatch.setattr(run, "stamp_now", lambda: STAMP)
+    monkeypatch.setattr(run, "run_preflight", functools.partial(run.run_preflight, poll=POLL_S))
 
 
 class RecordingApiServer:
