@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
@@ -10,12 +11,22 @@ from pathlib import Path
 
 import pytest
 
+from jobs import control
 from jobs.cli import main
 from jobs.local_head import refusing_address
 from plan.harness import REPO_ROOT
 from tests.jobs.conftest import stand_in
 
 pytestmark = pytest.mark.usefixtures("ray_head")
+
+FOLLOW_POLL_S = 0.3
+"""How often a followed job's status is polled in these tests (control.follow's 1 s is a cluster's pace)."""
+
+
+@pytest.fixture(autouse=True)
+def quick_follow(monkeypatch):
+    """`--wait` and `logs --follow` poll the job's status every FOLLOW_POLL_S."""
+    monkeypatch.setattr(control, "follow", functools.partial(control.follow, poll=FOLLOW_POLL_S))
 
 
 def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
