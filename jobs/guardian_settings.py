@@ -10,6 +10,7 @@ http://<head service>:8265` with PYTHONPATH=/opt/grpo-gke, in an image that ship
 from __future__ import annotations
 
 import ast
+import functools
 from typing import Any
 
 from core import names
@@ -105,9 +106,10 @@ def _is_project_module(module: str) -> bool:
     )
 
 
-def guardian_code_files() -> dict[str, str]:
-    """Every module the in-cluster guardian loads, by path relative to the project directory, with its text:
-    GUARDIAN_ROOTS and what their module bodies import, transitively."""
+@functools.cache
+def _guardian_module_paths() -> tuple[str, ...]:
+    # Parsing every module for its imports took a sixth of a mocked run (0.17 of 1.06 s), and the checkout's
+    # modules do not change while a process runs: the closure is computed once, the texts read on every call.
     wanted, seen = list(GUARDIAN_ROOTS), set()
     while wanted:
         path = wanted.pop()
@@ -115,4 +117,10 @@ def guardian_code_files() -> dict[str, str]:
             continue
         seen.add(path)
         wanted.extend(_top_level_imports(path) - seen)
-    return {path: (PROJECT_DIR / path).read_text() for path in sorted(seen)}
+    return tuple(sorted(seen))
+
+
+def guardian_code_files() -> dict[str, str]:
+    """Every module the in-cluster guardian loads, by path relative to the project directory, with its text:
+    GUARDIAN_ROOTS and what their module bodies import, transitively."""
+    return {path: (PROJECT_DIR / path).read_text() for path in _guardian_module_paths()}
