@@ -180,6 +180,91 @@ def infra_run() -> Callable[..., Recording]:
     return run
 
 
+TWO_NODE_CLUSTER_FILES = ("tests/jobs/test_two_node_ray.py", "tests/jobs/test_guardian_on_ray.py")
+"""The test files that use the two-node Ray cluster (tests/jobs/conftest.py `two_node_cluster`): one worker runs
+them all, so the session starts that cluster once instead of once per worker."""
+
+RAY_SESSION_FIXTURES = ("two_node_cluster", "ray_head")
+"""Session fixtures that keep Ray nodes running (an idle Ray node takes about 9% of a core): the files that use
+them run first, and each is stopped after its last test in the test process (stop_after_last_use)."""
+
+_LAST_USE: dict[str, int] = {}
+_POSITION: dict[str, int] = {}
+_STOPS: dict[str, Callable[[], None]] = {}
+
+
+def _file_rank(items: list[pytest.Item]) -> dict[str, int]:
+    ranks: dict[str, int] = {}
+    for item in items:
+        path = item.nodeid.split("::", 1)[0]
+        rank = 0 if path in TWO_NODE_CLUSTER_FILES else 1 if "ray_head" in item.fixturenames else 2
+        ranks[path] = min(rank, ranks.get(path, 2))
+    return ranks
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The files of the two-node cluster first, then those of the local Ray head, then the rest, each file whole
+    and in its order: the longest units of work start first, and the Ray nodes are done with early."""
+    ranks = _file_rank(items)
+    items.sort(key=lambda item: ranks[item.nodeid.split("::", 1)[0]])
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Where each test sits in the run, and the last test that uses each Ray session fixture."""
+    _POSITION.update({item.nodeid: index for index, item in enumerate(session.items)})
+    for index, item in enumerate(session.items):
+        for name in RAY_SESSION_FIXTURES:
+            if name in item.fixturenames:
+                _LAST_USE[name] = index
+
+
+def stop_after_last_use(request: pytest.FixtureRequest, stop: Callable[[], None]) -> Callable[[], None]:
+    """`stop`, run at most once: after the last test that uses the fixture of `request`, or by the caller.
+
+    Under `-n N` the early stop relies on the file scheduling below (files handed out in run order): once the
+    next test of this process comes after the fixture's last user, no later test here can need it."""
+    stopped = False
+
+    def once() -> None:
+        nonlocal stopped
+        if not stopped:
+            stopped = True
+            stop()
+
+    if request.config.getoption("dist", "no") in ("no", "load"):
+        _STOPS[request.fixturename] = once
+    return once
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    """Stop each Ray session fixture after its last test (the test's own fixtures are torn down by now)."""
+    if nextitem is None:
+        return
+    for name, stop in list(_STOPS.items()):
+        if _POSITION.get(nextitem.nodeid, 0) > _LAST_USE.get(name, len(_POSITION)):
+            del _STOPS[name]
+            stop()
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """Under `-n N` with the default `--dist load`: each test file is one unit of work, and the files of the
+    two-node cluster are one unit together (a file's module fixtures then also start once), handed out in
+    collection order."""
+    if config.getoption("dist") != "load":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    config.option.loadscopereorder = False
+
+    class FileScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return "two-node-cluster" if path in TWO_NODE_CLUSTER_FILES else path
+
+    return FileScheduling(config, log)
+
+
 @dataclass(frozen=True)
 class PlanCommand:
     """One `python -m <module> ... --config <a shipped stack> --out OUT` as the user runs it from the repository."""

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import shipped_stack_file
+from tests.conftest import shipped_stack_file, stop_after_last_use
 
 STAND_IN = Path(__file__).with_name("stand_in.py")
 """Prints verl-style metric lines in place of the trainer, then exits with the code it is given."""
@@ -23,22 +23,25 @@ STAND_IN_TRAINER = Path(__file__).with_name("stand_in_trainer.py")
 
 
 @pytest.fixture(scope="session")
-def ray_head() -> Iterator[str]:
-    """Dashboard URL of a local Ray head (4 CPUs, 8 declared GPUs: one full 8-GPU node)."""
+def ray_head(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Dashboard URL of a local Ray head (4 CPUs, 8 declared GPUs: one full 8-GPU node), stopped after the
+    last test that uses it."""
     if importlib.util.find_spec("ray") is None:
         pytest.skip("ray is not installed: pip install 'ray[default]' (requirements.txt) for the job tests")
     from jobs import local_head
 
     head = local_head.start(num_cpus=4, num_gpus=8)
+    stop = stop_after_last_use(request, head.stop)
     try:
         yield head.dashboard_url
     finally:
-        head.stop()
+        stop()
 
 
 @pytest.fixture(scope="session")
-def two_node_cluster():
-    """A real two-node Ray cluster: a head and a node declaring 8 GPUs, each in a network namespace of its own.
+def two_node_cluster(request: pytest.FixtureRequest):
+    """A real two-node Ray cluster: a head and a node declaring 8 GPUs, each in a network namespace of its own,
+    stopped after the last test that uses it.
 
     Skips, with the reason, where Ray is missing or `ip netns` is refused (it needs root).
     """
@@ -53,7 +56,7 @@ def two_node_cluster():
         except NamespaceRefused as refusal:
             pytest.skip(f"the two-node Ray tests need network namespaces (root): {refusal}")
         cluster = TwoNodeRay(head_ns, gpu_ns)
-        cleanup.callback(cluster.stop)
+        cleanup.callback(stop_after_last_use(request, cluster.stop))
         cluster.start_head()
         cluster.start_gpu_node()
         yield cluster
