@@ -247,6 +247,7 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
             stop()
 
 
+@pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log):
     """Under `-n N` with the default `--dist load`: each test file is one unit of work, and the files of the
     two-node cluster are one unit together (a file's module fixtures then also start once), handed out in
