@@ -119,25 +119,19 @@ def run_dashboard_spec(config: StackConfig) -> DashboardSpec:
         ),
     ]
     if config.storage.type == "gcs":
-        where, resource, written, read = (
-            f"Bucket {config.bucket_name}",
-            "gcs_bucket",
-            GCS_RECEIVED_BYTES,
-            GCS_SENT_BYTES,
-        )
-        labels: tuple[tuple[str, str], ...] = (("bucket_name", config.bucket_name),)
+        where = f"Bucket {config.bucket_name}"
+        traffic = _traffic("gcs_bucket", (("bucket_name", config.bucket_name),), GCS_RECEIVED_BYTES, GCS_SENT_BYTES)
     else:
         instance_id = lustre_names(config.cluster_name).instance_id
-        where, resource, written, read = (
-            f"Managed Lustre {instance_id}",
-            LUSTRE_INSTANCE,
-            LUSTRE_WRITE_BYTES,
-            LUSTRE_READ_BYTES,
-        )
-        labels = (("location", config.zone), ("instance_id", instance_id))
-    traffic = tuple(FilterQuery(metric, resource, labels, "ALIGN_RATE", "REDUCE_SUM") for metric in (written, read))
+        where = f"Managed Lustre {instance_id}"
+        instance = (("location", config.zone), ("instance_id", instance_id))
+        traffic = _traffic(LUSTRE_INSTANCE, instance, LUSTRE_WRITE_BYTES, LUSTRE_READ_BYTES)
     charts.append(Chart(f"{where}: bytes written and read per second", "B/s", traffic))
     return DashboardSpec(display_name=f"grpo-gke {config.stack}", charts=tuple(charts))
+
+
+def _traffic(resource: str, labels: tuple[tuple[str, str], ...], *metrics: str) -> tuple[FilterQuery, ...]:
+    return tuple(FilterQuery(metric, resource, labels, "ALIGN_RATE", "REDUCE_SUM") for metric in metrics)
 
 
 def _data_set(data: PromQuery | FilterQuery) -> dict[str, Any]:

@@ -12,10 +12,10 @@ import pulumi
 import pytest
 import yaml
 
-from plan import harness
+from plan import harness, writer
 from plan.cli import main
 from plan.monitor import SECRET_PLACEHOLDER, UNKNOWN, UNKNOWN_PLACEHOLDER, wire_value
-from plan.writer import render_graph_mmd, render_plan_json
+from plan.writer import kubernetes_objects, manifests_yaml, render_graph_mmd, render_plan_json
 from tests.conftest import (
     REPO_ROOT,
     SHIPPED_STACKS,
@@ -147,6 +147,21 @@ def test_plan_of_dev_matches_its_golden_file(plan_of):
         golden.write_text(rendered)
     assert golden.is_file(), "run UPDATE_GOLDEN=1 make test to create the golden file"
     assert rendered == golden.read_text(), "the dev plan changed: review it, then UPDATE_GOLDEN=1 make test"
+
+
+@pytest.mark.parametrize("stack", ["dev", "nemo-rl-standard-b200"])
+def test_k8s_yaml_is_the_same_from_libyaml_and_the_pure_python_emitter(plan_of, monkeypatch, stack):
+    documents = kubernetes_objects(plan_of(stack))
+    assert writer._ManifestDumper.__mro__[1] is getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+    with_libyaml = manifests_yaml(documents)
+
+    class PurePython(yaml.SafeDumper):
+        pass
+
+    PurePython.add_representer(str, writer._represent_string)
+    monkeypatch.setattr(writer, "_ManifestDumper", PurePython)
+    assert manifests_yaml(documents) == with_libyaml
+    assert "\\xA7" not in with_libyaml and "§" in with_libyaml, "non-ASCII text stays literal, not escaped"
 
 
 def test_the_cli_writes_byte_identical_files_on_every_run(tmp_path, capsys):
