@@ -26,7 +26,6 @@ Stdlib and requests only, Python 3.10: it runs in the guardian's pod (jobs/guard
 
 from __future__ import annotations
 
-import getpass
 import os
 import socket
 import threading
@@ -120,7 +119,8 @@ def in_cluster_identity() -> str:
 
 def foreground_identity() -> str:
     """A foreground guardian's holderIdentity: who runs it, where, and its process."""
-    return f"python -m jobs guard of {getpass.getuser()}@{socket.gethostname()} pid {os.getpid()}"
+    user = os.environ.get("USER") or os.environ.get("LOGNAME") or f"uid {os.getuid()}"
+    return f"python -m jobs guard of {user}@{socket.gethostname()} pid {os.getpid()}"
 
 
 class Lease:
