@@ -313,10 +313,15 @@ def run_directory(run: str) -> str:
     return f"{paths.checkpoint_root()}/{run}"
 
 
-def attempt_entrypoint(spec: TrainingSpec, world_size: int) -> str:
+def attempt_entrypoint(spec: TrainingSpec, world_size: int, keep: int | None = None) -> str:
     """The attempt's entrypoint: the attempt wrapper (jobs/attempt.py: the checkpoint check, the timestamped
-    log) around the spec's command, run by a shell as Ray runs every entrypoint. Not part of the run's hash."""
+    log) around the spec's command, run by a shell as Ray runs every entrypoint. Not part of the run's hash.
+
+    For verl it keeps `grpo.keepCheckpoints` across attempts (`--keep`): verl's rotation reaches only the steps
+    its own process saved (jobs/checkpoints.py). NeMo-RL's keep_top_k already reaches every step of the directory."""
     wrapper = ["python3", "-m", "jobs.attempt", "--framework", spec.framework, "--world-size", str(world_size)]
+    if keep is not None and spec.framework == "verl":
+        wrapper += ["--keep", str(keep)]
     return shlex.join([*wrapper, "--", "sh", "-c", spec.entrypoint])
 
 
@@ -324,7 +329,7 @@ def submission_of(config: StackConfig, spec: TrainingSpec, attempt: int) -> dict
     """Keyword arguments of JobSubmissionClient.submit_job for one attempt of `spec` (the attempt wrapper's
     modules are added as `py_modules` by jobs.control at submission time, not here)."""
     first = {
-        "entrypoint": attempt_entrypoint(spec, GPUS_PER_NODE * config.gpu.nodes),
+        "entrypoint": attempt_entrypoint(spec, GPUS_PER_NODE * config.gpu.nodes, config.grpo.keep_checkpoints),
         "runtime_env": {
             "env_vars": dict(sorted({**spec.env_vars, **tracking_env(config, spec.run), "GRPO_RUN_DIR": spec.run_dir}.items()))
         },
