@@ -226,6 +226,12 @@ def nemo_rl_overrides(config: StackConfig, run: str, run_dir: str) -> list[str]:
     ]
     if grpo.max_steps is not None:
         values.append(("grpo.max_num_steps", grpo.max_steps))
+    if recipe.backend == "dtensor":
+        # The DTensor recipes save safetensors (v0.7.0 examples/configs/grpo_math_1B.yaml L97), which write no
+        # torch DCP `.metadata` (NVIDIA-NeMo/Automodel nemo_automodel/components/checkpoint/_backports/hf_storage.py
+        # _HuggingFaceStorageWriter.finish, stored commit 11ec209: a safetensors index at most), and the export's
+        # convert_dcp_to_hf needs one (nemo_rl/utils/native_checkpoint.py L241-253): so torch_save (DCP).
+        values.append(("checkpointing.model_save_format", "torch_save"))
     train, validation, repeat = NEMO_RL_DEEPSCALER
     if release.dataset_layout == "flat":
         values.append(("data.dataset_name", train))
