@@ -2,7 +2,9 @@
 
 The entrypoint of every attempt, whoever submits it (`pulumi up`, the CLI, the guardian): first it
 prepares the resume in `$GRPO_RUN_DIR` (jobs/checkpoints.py: the newest complete checkpoint, verl's
-tracker rewritten to it, incomplete step directories moved aside), then it runs COMMAND, passing its
+tracker rewritten to it, incomplete step directories moved aside) and, with `--keep K` (verl's
+`grpo.keepCheckpoints`), removes verl's rotated remains and the complete steps beyond the newest K, which verl's
+own rotation never reaches once the attempt that saved them is over; then it runs COMMAND, passing its
 output (stdout and stderr merged) through unchanged and appending every line to
 `$GRPO_RUN_DIR/logs/attempt-$GRPO_ATTEMPT.log` as `<UTC time, ISO 8601 with milliseconds and Z>\\t<line>`.
 When checkpoints exist but none is complete it refuses the attempt: the reason is its last line and
@@ -25,7 +27,7 @@ import time
 from pathlib import Path
 from typing import BinaryIO
 
-from jobs.checkpoints import CheckpointError, prepare_resume
+from jobs.checkpoints import CheckpointError, prepare_resume, prune
 from jobs.record import utc_stamp
 
 REFUSED_EXIT = 3
@@ -79,6 +81,7 @@ def _parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="python3 -m jobs.attempt", description=__doc__.splitlines()[0])
     top.add_argument("--framework", required=True, choices=FRAMEWORKS, help="whose checkpoint layout")
     top.add_argument("--world-size", required=True, type=int, help="ranks of the run (8 x gpu.nodes)")
+    top.add_argument("--keep", type=int, help="complete checkpoints kept across attempts (verl's grpo.keepCheckpoints)")
     top.add_argument("command", nargs=argparse.REMAINDER, help="-- and the framework's command")
     return top
 
@@ -88,10 +91,12 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(sys.argv[1:] if argv is None else argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     run_dir, attempt = os.environ.get("GRPO_RUN_DIR", ""), os.environ.get("GRPO_ATTEMPT", "")
-    if not command or args.world_size < 1 or not run_dir or not attempt.isdigit():
+    keep_ok = args.keep is None or args.keep >= 1
+    if not command or args.world_size < 1 or not keep_ok or not run_dir or not attempt.isdigit():
         print(
-            f"{PREFIX}: usage: GRPO_RUN_DIR and GRPO_ATTEMPT set, --world-size at least 1, and -- COMMAND"
-            f" (got GRPO_RUN_DIR={run_dir!r}, GRPO_ATTEMPT={attempt!r}, --world-size {args.world_size})",
+            f"{PREFIX}: usage: GRPO_RUN_DIR and GRPO_ATTEMPT set, --world-size and --keep at least 1, and -- COMMAND"
+            f" (got GRPO_RUN_DIR={run_dir!r}, GRPO_ATTEMPT={attempt!r}, --world-size {args.world_size},"
+            f" --keep {args.keep})",
             file=sys.stderr,
         )
         return 2
@@ -107,6 +112,10 @@ def main(argv: list[str] | None = None) -> int:
             f"resuming from {chosen.path.name} (step {chosen.step})" if chosen else "no checkpoint; starting at step 0"
         )
         _emit(f"{PREFIX} {attempt}: {where} in {run_dir}\n".encode(), log)
+        removed = prune(Path(run_dir), args.framework, args.world_size, args.keep) if args.keep else []
+        if removed:
+            names = ", ".join(path.name for path in removed)
+            _emit(f"{PREFIX} {attempt}: removed {names} (keeping the newest {args.keep} checkpoints)\n".encode(), log)
         return _run(command, log)
 
 

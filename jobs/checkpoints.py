@@ -7,19 +7,32 @@ for every rank r < W and rank 0's `fsdp_config.json`; the trainer writes `global
 directory, which it skips under `async_save` (verl-project/verl#7952), so `resume_mode=auto` reads
 the tracker or starts from step 0.
 
+verl's rotation (`trainer.max_actor_ckpt_to_keep`) deletes only the actor directory of a step and only of the
+steps this attempt saved: verl 0.9.1 verl/trainer/ppo/v1/trainer_base.py L972-979 passes it the path
+`global_step_<N>/actor`, verl/utils/checkpoint/checkpoint_manager.py L59 starts `previous_saved_paths` empty in every
+process, L181-194 (register_checkpoint) and L166-179 (ensure_checkpoint_capacity) remove the oldest of that list,
+and L156-164 rmtree just those paths. So a rotated step leaves `global_step_<N>/data.pt` without `actor/`
+(`ROTATED`, never a half-written step: the actor is saved before data.pt, trainer_base.py L978-999), and every
+earlier attempt's steps stay. `prune(keep=K)`, run by the attempt wrapper after `prepare_resume`, finishes the
+rotation across attempts: it removes the rotated remains and every complete step but the newest K.
+
 NeMo-RL (`nemo_rl/utils/checkpoint.py`, NVIDIA-NeMo/RL @01e9028): a step is written into
 `tmp_step_<N>/` (training_info.json first) and renamed to `step_<N>/` when complete; resume takes the
 `step_<N>` with the highest N (`get_latest_checkpoint_path`), so an incomplete one must not be named
-`step_<N>`.
+`step_<N>`. Its rotation (`checkpointing.keep_top_k`) needs no help: at v0.7.0 remove_old_checkpoints (L268-313)
+lists every `step_<N>` of the directory (_load_checkpoint_history, L393-419), whichever attempt wrote it, and removes
+whole step directories beyond the newest K (by step when metric_name is null, L291-292).
 
 Pod-side (the attempt wrapper, jobs/attempt.py, runs it in the framework image, whose python3 may be
-3.10): stdlib only. Filesystem reads, plus the two writes `prepare_resume` makes: moving incomplete step directories
-into `<run dir>/incomplete/` (never deleting them) and verl's tracker file.
+3.10): stdlib only. Filesystem reads, plus the writes `prepare_resume` makes: moving incomplete step directories
+into `<run dir>/incomplete/` (never deleting them), verl's tracker file and, with `keep`, removing what verl's
+rotation leaves and the complete steps beyond `grpo.keepCheckpoints` (which the user asked to keep no more of).
 """
 
 from __future__ import annotations
 
 import re
+import shutil
 import sys
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -30,6 +43,9 @@ VERL_TRACKER = "latest_checkpointed_iteration.txt"
 
 VERL_SHARDS = ("model", "optim", "extra_state")
 """Per-rank files of verl's actor checkpoint (default checkpoint contents model, optimizer, extra)."""
+
+ROTATED = "data.pt"
+"""What verl's rotation leaves of a step: `global_step_<N>/data.pt`, without the `actor/` it deleted."""
 
 INCOMPLETE_DIR = "incomplete"
 """Directory of the run where incomplete step directories are moved aside."""
@@ -75,16 +91,31 @@ def _missing_nemo_rl(path: Path) -> tuple[str, ...]:
     return tuple(missing)
 
 
-def step_dirs(run_dir: Path, framework: str, world_size: int) -> list[StepDir]:
-    """The run's step directories, by step number (then name), each with what it lacks."""
+def rotated(path: Path, framework: str) -> bool:
+    """Whether `path` is what verl's rotation left of a step (its data.pt, no actor/), not a step directory."""
+    return framework == "verl" and (path / ROTATED).is_file() and not (path / "actor").exists()
+
+
+def _candidates(run_dir: Path, framework: str) -> list[tuple[int, Path]]:
+    """Every directory named as one of the framework's steps, with its step number."""
     pattern = _STEP_NAMES[framework]
     found = []
     for path in run_dir.iterdir() if run_dir.is_dir() else ():
         match = pattern.fullmatch(path.name)
-        if match is None or not path.is_dir():
+        if match is not None and path.is_dir():
+            found.append((int(match.group(1)), path))
+    return found
+
+
+def step_dirs(run_dir: Path, framework: str, world_size: int) -> list[StepDir]:
+    """The run's step directories (not verl's rotated remains), by step number (then name), each with what it
+    lacks."""
+    found = []
+    for step, path in _candidates(run_dir, framework):
+        if rotated(path, framework):
             continue
         missing = _missing_verl(path, world_size) if framework == "verl" else _missing_nemo_rl(path)
-        found.append(StepDir(int(match.group(1)), path, missing))
+        found.append(StepDir(step, path, missing))
     return sorted(found, key=lambda item: (item.step, item.path.name))
 
 
@@ -107,11 +138,25 @@ def newest_complete(run_dir: Path, framework: str, world_size: int) -> StepDir |
     )
 
 
+def prune(run_dir: Path, framework: str, world_size: int, keep: int) -> list[Path]:
+    """Remove verl's rotated remains and every complete step but the newest `keep` (at least 1); the removed
+    directories. Incomplete steps are left to prepare_resume's move aside."""
+    if framework != "verl" or keep < 1:
+        return []
+    removed = [path for _, path in sorted(_candidates(run_dir, framework)) if rotated(path, framework)]
+    complete = [item.path for item in step_dirs(run_dir, framework, world_size) if item.complete]
+    removed += complete[: max(0, len(complete) - keep)]
+    for path in removed:
+        shutil.rmtree(path)
+    return removed
+
+
 def prepare_resume(run_dir: Path, framework: str, world_size: int, now: datetime | None = None) -> StepDir | None:
     """Make the framework resume from the newest complete step (None: from scratch, no checkpoint exists).
 
-    Incomplete step directories move to `<run dir>/incomplete/<name>-<UTC time>`; for verl the
-    tracker file is rewritten to the step. CheckpointError (nothing moved) when none is complete.
+    Incomplete step directories move to `<run dir>/incomplete/<name>-<UTC time>` (verl's rotated remains are not
+    steps and stay, for prune); for verl the tracker file is rewritten to the step. CheckpointError (nothing
+    moved) when none is complete.
     """
     chosen = newest_complete(run_dir, framework, world_size)
     if chosen is None:

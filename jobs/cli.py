@@ -354,8 +354,9 @@ def cmd_export(args: argparse.Namespace, config: StackConfig) -> int:
     finally:
         progress.close()
     # The driver (jobs/export_run.py) reaches the cluster as py_modules, added at submission and never stored.
-    submission_id = control.submit_export(client, submission)
-    print(f"submitted {submission_id}: the export of {spec.run} into {exports_dir(spec.run)}/", file=sys.stderr)
+    submission_id, already = control.submit_export(client, submission)
+    done = "already submitted, following it" if already else "submitted"
+    print(f"{done} {submission_id}: the export of {spec.run} into {exports_dir(spec.run)}/", file=sys.stderr)
     print(submission_id, flush=True)
     return _follow(client, config, submission_id, spec.framework, stream=False)
 

@@ -27,6 +27,7 @@ from core import names
 from core.facts.job import RAY_JOB_START_TIMEOUT_SECONDS
 from core.facts.platform import GPUS_PER_NODE
 from jobs.access import AccessError, Endpoint, service_proxy_url
+from jobs.export_run import retry_id
 from jobs.progress import Progress, advance
 from jobs.runs import extends, for_attempt
 
@@ -349,14 +350,39 @@ def pod_package(modules: tuple[str, ...] = POD_MODULES) -> Iterator[str]:
         yield str(package)
 
 
-def submit_export(client: JobSubmissionClient, submission: dict[str, Any]) -> str:
-    """Submit an export (jobs/export.py export_submission) with its driver's modules; its submission id."""
-    try:
-        with pod_package(EXPORT_MODULES) as package:
-            runtime_env = {**submission["runtime_env"], "py_modules": [package]}
-            return client.submit_job(**{**submission, "runtime_env": runtime_env})
-    except Exception as error:  # noqa: BLE001 - the Jobs API answers with RuntimeError and HTTP errors
-        raise JobError(f"Ray refused the export: {_short(error)}") from None
+EXPORT_TRIES = 20
+"""Most tries of one export (jobs/export_run.py retry_id) before giving up on one whose tries all failed."""
+
+LIVE_OR_DONE = ("PENDING", "RUNNING", "SUCCEEDED")
+"""Statuses of an export already submitted that a second submission follows instead of trying again."""
+
+
+def submit_export(client: JobSubmissionClient, submission: dict[str, Any]) -> tuple[str, bool]:
+    """Submit an export (jobs/export.py export_submission) with its driver's modules: its submission id, and
+    whether that export was already submitted (pending, running or succeeded: follow it, nothing submitted).
+
+    Ray refuses a submission_id it already holds (ray 2.60.0 dashboard/modules/job/job_manager.py L549-556,
+    ValueError "Job with submission_id ... already exists"; job_head.py L428-433 answers it as HTTP 400, and
+    sdk.py L265-268 with dashboard_sdk.py L304-307 raise that as RuntimeError); after a refusal the id's status says
+    which case it is, so no error text is parsed. A try that ended FAILED or STOPPED is followed by the next try's id."""
+    base = submission.get("submission_id")
+    for retry in range(1, EXPORT_TRIES + 1 if base else 2):
+        wanted = {**submission, "submission_id": retry_id(base, retry)} if base else submission
+        try:
+            with pod_package(EXPORT_MODULES) as package:
+                runtime_env = {**wanted["runtime_env"], "py_modules": [package]}
+                return client.submit_job(**{**wanted, "runtime_env": runtime_env}), False
+        except Exception as error:  # noqa: BLE001 - the Jobs API answers with RuntimeError and HTTP errors
+            refused = JobError(f"Ray refused the export: {_short(error)}")
+        try:
+            status = status_of(client, wanted["submission_id"]) if base else None
+        except Exception:  # noqa: BLE001 - no such job (HTTP 404 as RuntimeError) or Ray unreachable
+            status = None
+        if status is None:
+            raise refused from None
+        if status in LIVE_OR_DONE:
+            return wanted["submission_id"], True
+    raise JobError(f"the export {base} failed or was stopped {EXPORT_TRIES} times; see `python -m jobs logs {base}`")
 
 
 def status_of(client: JobSubmissionClient, submission_id: str) -> str:

@@ -51,6 +51,7 @@ from jobs import control, record
 from jobs.access import Endpoint, bearer_headers
 from jobs.attempt import REFUSED_LINE
 from jobs.checkpoints import CheckpointError, newest_complete
+from jobs.export_run import for_step
 from jobs.lease import (
     RENEW_INTERVAL_SECONDS,
     Lease,
@@ -696,8 +697,11 @@ def cluster_hooks(settings: Settings, endpoint: Endpoint) -> Hooks:
     api = api_endpoint(endpoint)
 
     def submit_export(request: ExportRequest) -> str:
-        submission_id = control.submit_export(control.connect(endpoint), export)
-        return f"{submission_id} exports the newest complete checkpoint (step {request.step})"
+        # Pinned to the step, the export has its deterministic submission id: a second guardian's is followed.
+        pinned = for_step(export, settings.run, request.step) if request.step is not None else export
+        submission_id, already = control.submit_export(control.connect(endpoint), pinned)
+        what = f"exports the newest complete checkpoint (step {request.step})"
+        return f"{submission_id} (already submitted) {what}" if already else f"{submission_id} {what}"
 
     def scale_to_zero(_: Settings) -> str:
         assert api is not None

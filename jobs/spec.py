@@ -226,6 +226,12 @@ def nemo_rl_overrides(config: StackConfig, run: str, run_dir: str) -> list[str]:
     ]
     if grpo.max_steps is not None:
         values.append(("grpo.max_num_steps", grpo.max_steps))
+    if recipe.backend == "dtensor":
+        # The DTensor recipes save safetensors (v0.7.0 examples/configs/grpo_math_1B.yaml L97), which write no
+        # torch DCP `.metadata` (NVIDIA-NeMo/Automodel nemo_automodel/components/checkpoint/_backports/hf_storage.py
+        # _HuggingFaceStorageWriter.finish, stored commit 11ec209: a safetensors index at most), and the export's
+        # convert_dcp_to_hf needs one (nemo_rl/utils/native_checkpoint.py L241-253): so torch_save (DCP).
+        values.append(("checkpointing.model_save_format", "torch_save"))
     train, validation, repeat = NEMO_RL_DEEPSCALER
     if release.dataset_layout == "flat":
         values.append(("data.dataset_name", train))
@@ -313,10 +319,15 @@ def run_directory(run: str) -> str:
     return f"{paths.checkpoint_root()}/{run}"
 
 
-def attempt_entrypoint(spec: TrainingSpec, world_size: int) -> str:
+def attempt_entrypoint(spec: TrainingSpec, world_size: int, keep: int | None = None) -> str:
     """The attempt's entrypoint: the attempt wrapper (jobs/attempt.py: the checkpoint check, the timestamped
-    log) around the spec's command, run by a shell as Ray runs every entrypoint. Not part of the run's hash."""
+    log) around the spec's command, run by a shell as Ray runs every entrypoint. Not part of the run's hash.
+
+    For verl it keeps `grpo.keepCheckpoints` across attempts (`--keep`): verl's rotation reaches only the steps
+    its own process saved (jobs/checkpoints.py). NeMo-RL's keep_top_k already reaches every step of the directory."""
     wrapper = ["python3", "-m", "jobs.attempt", "--framework", spec.framework, "--world-size", str(world_size)]
+    if keep is not None and spec.framework == "verl":
+        wrapper += ["--keep", str(keep)]
     return shlex.join([*wrapper, "--", "sh", "-c", spec.entrypoint])
 
 
@@ -324,7 +335,7 @@ def submission_of(config: StackConfig, spec: TrainingSpec, attempt: int) -> dict
     """Keyword arguments of JobSubmissionClient.submit_job for one attempt of `spec` (the attempt wrapper's
     modules are added as `py_modules` by jobs.control at submission time, not here)."""
     first = {
-        "entrypoint": attempt_entrypoint(spec, GPUS_PER_NODE * config.gpu.nodes),
+        "entrypoint": attempt_entrypoint(spec, GPUS_PER_NODE * config.gpu.nodes, config.grpo.keep_checkpoints),
         "runtime_env": {
             "env_vars": dict(sorted({**spec.env_vars, **tracking_env(config, spec.run), "GRPO_RUN_DIR": spec.run_dir}.items()))
         },

@@ -57,10 +57,12 @@ NEMO_RL_COMMON_KEYS: dict[str, tuple[type, ...]] = {
 """Keys every supported release's GRPO recipes have (grpo_math_1B.yaml and its children, v0.4.0 to v0.7.0)."""
 
 NEMO_RL_BACKEND_KEYS: dict[str, dict[str, tuple[type, ...]]] = {
-    "dtensor": {"policy.optimizer.kwargs.lr": _NUMBER},
+    "dtensor": {"policy.optimizer.kwargs.lr": _NUMBER, "checkpointing.model_save_format": _OPTIONAL_TEXT},
     "megatron": {"policy.megatron_cfg.optimizer.lr": _NUMBER},
 }
-"""Where the learning rate lives: DTensor recipes keep the torch optimizer, Megatron ones null it."""
+"""Where the learning rate lives: DTensor recipes keep the torch optimizer, Megatron ones null it; and the DTensor
+recipes' checkpoint format, which the export sets (examples/configs/grpo_math_1B.yaml `model_save_format`: L60 at
+v0.4.0, L66 v0.5.0, L80 v0.6.0, L97 v0.7.0)."""
 
 NEMO_RL_LAYOUT_KEYS: dict[str, dict[str, tuple[type, ...]]] = {
     "flat": {"data.dataset_name": (str,)},

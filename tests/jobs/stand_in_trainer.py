@@ -12,6 +12,12 @@ It resumes as `trainer.resume_mode=auto` does (verl/utils/checkpoint/checkpoint_
 `find_latest_ckpt_path`): from the step the tracker file names when that directory exists, reading every
 shard of its ranks (a missing one fails the attempt, as torch.load would), else from scratch.
 
+With `--keep K` it rotates as `trainer.max_actor_ckpt_to_keep=K` does (verl/trainer/ppo/v1/trainer_base.py
+L964-979 hands the checkpoint manager `global_step_<N>/actor`; verl/utils/checkpoint/checkpoint_manager.py L59 starts
+its list of saved paths empty in every attempt, L166-179 trims it to K-1 before a save when K >= 2, L181-194 to K
+after it, and L156-164 rmtree only those actor directories): what it removes is a step's `actor/`, its `data.pt`
+stays, and the steps of earlier attempts are never removed.
+
 Faults, for the recovery tests: `--hold-after N` (after step N the GPU actors wait for a node loss) and
 `--half-save-at N` (step N's save writes half of the ranks' shards and no data.pt, then waits) happen
 once per run, like a preemption; a wait ends after `--hold-seconds` with the GPU worker dying on its own.
@@ -23,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -112,6 +119,30 @@ class GpuWorker:
         os._exit(1)
 
 
+class Rotation:
+    """verl's rotation of the actor checkpoints this attempt saved (checkpoint_manager.py L59, L156-194)."""
+
+    def __init__(self, keep: int | None) -> None:
+        self.keep, self.saved = keep, []  # previous_saved_paths: empty in every attempt
+
+    def _remove(self, count: int) -> None:
+        for actor_dir in self.saved[:count]:
+            print(f"Checkpoint manager remove previous save local path: {actor_dir}", flush=True)
+            shutil.rmtree(actor_dir, ignore_errors=True)
+        self.saved = self.saved[count:]
+
+    def before_save(self) -> None:
+        """ensure_checkpoint_capacity: with K >= 2, keep K - 1 before the save."""
+        if self.keep and self.keep > 1 and len(self.saved) >= self.keep:
+            self._remove(len(self.saved) - self.keep + 1)
+
+    def after_save(self, actor_dir: Path) -> None:
+        """register_checkpoint: the saved actor directory joins the list, trimmed to K."""
+        self.saved.append(actor_dir)
+        if self.keep and self.keep > 0 and len(self.saved) > self.keep:
+            self._remove(len(self.saved) - self.keep)
+
+
 def once(run_dir: Path, fault: str) -> bool:
     """True the first time `fault` is asked for in this run (a marker file records it)."""
     markers = run_dir / FAULTS_DIR
@@ -174,6 +205,7 @@ def parser() -> argparse.ArgumentParser:
     top.add_argument("--hold-after", type=int, help="once per run: after this step, wait for a node loss")
     top.add_argument("--half-save-at", type=int, help="once per run: half-write this step's checkpoint, then wait")
     top.add_argument("--hold-seconds", type=bounded(MAX_HOLD_SECONDS), default=60.0, help="longest wait")
+    top.add_argument("--keep", type=int, help="rotate this attempt's actor checkpoints (trainer.max_actor_ckpt_to_keep)")
     top.add_argument("--fail-at", type=int, help="every attempt: fail at this step")
     top.add_argument("--exit-code", type=int, default=1, help="exit code of --fail-at")
     return top
@@ -201,6 +233,7 @@ def main() -> int:
         data = step_dir(run_dir, start) / "data.pt"
         if not data.exists():
             print(f"Warning: No dataloader state found at {data}, will start from scratch", flush=True)
+    rotation = Rotation(args.keep)
     for step in range(start + 1, args.steps + 1):
         if step == args.fail_at:
             print(f"stand-in trainer: deterministic failure at step {step} (exit code {args.exit_code})", flush=True)
@@ -209,10 +242,12 @@ def main() -> int:
         if step % args.save_every == 0 or step == args.steps:
             folder = step_dir(run_dir, step)
             half = step == args.half_save_at and once(run_dir, f"half-save-at-{step}")
+            rotation.before_save()
             ray.get([worker.save.remote(str(folder / "actor"), step, half) for worker in workers])
             if half:
                 print(f"stand-in: wrote half of {folder}; waiting for a node loss", flush=True)
                 ray.get([worker.hold.remote(args.hold_seconds) for worker in workers])
+            rotation.after_save(folder / "actor")
             (folder / "data.pt").write_text(json.dumps({"step": step}))
             if not args.async_save:
                 (run_dir / TRACKER).write_text(str(step))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -37,9 +38,9 @@ def verl_step(run_dir: Path, step: int, complete: bool = True) -> Path:
     return folder
 
 
-def wrapped(run_dir: Path, attempt: int, *command: str) -> subprocess.CompletedProcess:
-    """`python -m jobs.attempt` around `command` for attempt `attempt` of the run in `run_dir`, from the
-    pod package alone (POD_MODULES), as a pod runs it."""
+def wrapped(run_dir: Path, attempt: int, *command: str, keep: int | None = None) -> subprocess.CompletedProcess:
+    """`python -m jobs.attempt` around `command` for attempt `attempt` of the run in `run_dir` (`--keep` when given),
+    from the pod package alone (POD_MODULES), as a pod runs it."""
     with control.pod_package() as package:
         env = {
             **os.environ,
@@ -47,7 +48,8 @@ def wrapped(run_dir: Path, attempt: int, *command: str) -> subprocess.CompletedP
             "GRPO_ATTEMPT": str(attempt),
             "PYTHONPATH": str(Path(package).parent),
         }
-        argv = [sys.executable, "-m", "jobs.attempt", "--framework", "verl", "--world-size", str(WORLD), "--", *command]
+        argv = [sys.executable, "-m", "jobs.attempt", "--framework", "verl", "--world-size", str(WORLD),
+                *(["--keep", str(keep)] if keep is not None else []), "--", *command]  # fmt: skip
         return subprocess.run(argv, env=env, capture_output=True, timeout=60, cwd="/")
 
 
@@ -79,6 +81,23 @@ def test_the_newest_complete_checkpoint_is_resumed_and_a_newer_half_written_one_
     assert (tmp_path / "latest_checkpointed_iteration.txt").read_text() == "4"
     assert not (tmp_path / "global_step_6").exists()
     assert [path.name.split("-")[0] for path in (tmp_path / "incomplete").iterdir()] == ["global_step_6"]
+
+
+def test_with_keep_the_wrapper_removes_verls_rotated_remains_and_the_oldest_complete_steps_of_earlier_attempts(
+    tmp_path,
+):
+    shutil.rmtree(verl_step(tmp_path, 2) / "actor")  # what verl's rotation leaves: data.pt
+    verl_step(tmp_path, 4)
+    verl_step(tmp_path, 6)
+    verl_step(tmp_path, 8, complete=False)
+    result = wrapped(tmp_path, 3, "true", keep=1)
+    assert result.returncode == 0
+    assert result.stdout.decode().splitlines() == [
+        f"grpo-gke attempt 3: resuming from global_step_6 (step 6) in {tmp_path}",
+        "grpo-gke attempt 3: removed global_step_2, global_step_4 (keeping the newest 1 checkpoints)",
+    ]
+    assert sorted(path.name for path in tmp_path.glob("global_step_*")) == ["global_step_6"]
+    assert [path.name.split("-")[0] for path in (tmp_path / "incomplete").iterdir()] == ["global_step_8"]
 
 
 def test_checkpoints_none_complete_refuse_the_attempt_with_one_last_line_and_exit_3(tmp_path):

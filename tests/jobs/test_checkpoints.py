@@ -1,7 +1,9 @@
-"""The newest complete checkpoint of a run, the verl tracker, the move-aside and the refusal."""
+"""The newest complete checkpoint of a run, the verl tracker, the move-aside, the refusal, and the rotation kept
+across attempts (verl's rotated remains are not half-written steps)."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from datetime import UTC, datetime
@@ -9,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from jobs.checkpoints import CheckpointError, newest_complete, prepare_resume
+from jobs.checkpoints import CheckpointError, newest_complete, prepare_resume, prune
 from plan.harness import REPO_ROOT
 
 WORLD = 16
@@ -25,6 +27,13 @@ def verl_step(run_dir: Path, step: int, world: int = WORLD, skip: tuple[str, ...
         if name not in skip:
             (path / name).parent.mkdir(parents=True, exist_ok=True)
             (path / name).write_text(name)
+    return path
+
+
+def rotated_step(run_dir: Path, step: int) -> Path:
+    """What verl 0.9.1's rotation leaves of a step: its data.pt, the actor/ removed (checkpoint_manager.py L156-164)."""
+    path = verl_step(run_dir, step)
+    shutil.rmtree(path / "actor")
     return path
 
 
@@ -81,6 +90,39 @@ def test_verl_resume_rewrites_the_tracker_and_moves_incomplete_steps_aside_witho
     moved = {name.replace("incomplete/global_step_20-20261201T100000Z", "global_step_20") for name in tree(tmp_path)}
     assert aside.is_dir() and moved == before
     assert [path.name for path in tmp_path.iterdir() if path.name.startswith("global_step_")] == ["global_step_10"]
+
+
+def test_verls_rotated_remains_are_not_half_written_steps_and_stay_where_they_are(tmp_path):
+    rotated_step(tmp_path, 10)
+    verl_step(tmp_path, 20)
+    verl_step(tmp_path, 30, skip=("data.pt", "actor/optim_world_size_16_rank_9.pt"))
+    assert prepare_resume(tmp_path, "verl", WORLD, NOW).step == 20
+    assert [path.name for path in (tmp_path / "incomplete").iterdir()] == ["global_step_30-20261201T100000Z"]
+    assert sorted(path.name for path in tmp_path.glob("global_step_*")) == ["global_step_10", "global_step_20"]
+
+
+def test_prune_keeps_the_newest_complete_steps_of_every_attempt_and_removes_verls_rotated_remains(tmp_path):
+    """Attempt 1 saved 10-30 and rotated 10 away, attempt 2 saved 40 (its rotation knows only 40), 50 was cut short:
+    with keep 2 the next attempt starts from 30 and 40 alone, 50 moved aside as before."""
+    rotated_step(tmp_path, 10)
+    for step in (20, 30, 40):
+        verl_step(tmp_path, step)
+    verl_step(tmp_path, 50, skip=("data.pt",))
+    assert prepare_resume(tmp_path, "verl", WORLD, NOW).step == 40
+    removed = prune(tmp_path, "verl", WORLD, keep=2)
+    assert [path.name for path in removed] == ["global_step_10", "global_step_20"]
+    assert sorted(path.name for path in tmp_path.iterdir()) == [
+        "global_step_30", "global_step_40", "incomplete", "latest_checkpointed_iteration.txt",
+    ]  # fmt: skip
+    assert prune(tmp_path, "verl", WORLD, keep=2) == []
+    assert [path.name for path in prune(tmp_path, "verl", WORLD, keep=1)] == ["global_step_30"]
+
+
+def test_prune_leaves_nemo_rl_alone_whose_keep_top_k_reaches_every_step_of_the_directory(tmp_path):
+    for step in (10, 20, 30):
+        nemo_step(tmp_path, step)
+    assert prune(tmp_path, "nemo-rl", WORLD, keep=1) == []
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["step_10", "step_20", "step_30"]
 
 
 def test_none_complete_is_refused_with_the_directory_and_what_is_missing_and_nothing_moves(tmp_path):

@@ -12,11 +12,9 @@ import pytest
 from jobs.cli import load_stack, main
 from jobs.spec import training_spec
 from tests.jobs.test_cli_on_ray import common, run_cli
-from tests.jobs.test_export import _verl_step
+from tests.jobs.test_export import STAND_IN, _verl_step
 
 pytestmark = pytest.mark.usefixtures("ray_head")
-
-STAND_IN = "import pathlib, sys; (pathlib.Path(sys.argv[2]) / 'config.json').write_text(sys.argv[1])"
 
 
 def test_export_writes_the_model_and_its_lineage_under_the_data_root(ray_head, make_stack, tmp_path, capsys):
@@ -38,12 +36,30 @@ def test_export_writes_the_model_and_its_lineage_under_the_data_root(ray_head, m
     assert (lineage["run"], lineage["step"], lineage["sourceCheckpoint"]) == (run, 10, str(source))
 
 
+def test_a_second_export_of_a_step_follows_the_first_by_its_submission_id(ray_head, make_stack, tmp_path, capsys):
+    """The export of a step has a deterministic submission id; Ray refuses it a second time (ray 2.60.0
+    dashboard/modules/job/job_manager.py L549-556), and the CLI follows the job already there."""
+    name, directory = make_stack("cli-export-twice")
+    run = training_spec(load_stack(name, directory)).run
+    data_root = tmp_path / "root"
+    _verl_step(data_root / "data" / "checkpoints" / run, 10, world_size=8)
+    converter = shlex.join([sys.executable, "-c", STAND_IN, "@STEP_DIR@/actor", "@TARGET_DIR@"])
+    args = [*common(name, directory, ray_head), "--data-root", str(data_root), "--converter", converter, "--step", "10"]
+    code, out, err = run_cli(capsys, "export", *args)
+    assert code == 0 and out.strip() == f"{run}-export-step-10" and f"submitted {run}-export-step-10:" in err
+    code, out, err = run_cli(capsys, "export", *args)
+    assert code == 0 and out.strip() == f"{run}-export-step-10", err
+    assert f"already submitted, following it {run}-export-step-10:" in err and "SUCCEEDED" in err
+
+
 def test_export_of_a_step_that_is_not_there_fails_with_its_reason(ray_head, make_stack, tmp_path, capsys):
     name, directory = make_stack("cli-export-missing")
     (tmp_path / "root" / "data" / "checkpoints").mkdir(parents=True)
     args = [*common(name, directory, ray_head), "--data-root", str(tmp_path / "root"), "--step", "7"]
     code, _, err = run_cli(capsys, "export", *args, "--converter", "true")
     assert code == 1 and "no complete checkpoint of step 7" in err
+    code, out, err = run_cli(capsys, "export", *args, "--converter", "true")
+    assert code == 1 and out.strip().endswith("-export-step-7-try-2") and "no complete checkpoint of step 7" in err
 
 
 def test_a_step_below_one_is_one_line_and_exit_2(capsys):

@@ -11,6 +11,7 @@ import pytest
 
 from jobs import control, guardian, record
 from jobs.access import Endpoint
+from jobs.export_run import for_step
 from jobs.guardian_settings import guardian_settings
 from jobs.preflight import gate
 from tests.conftest import config_of
@@ -138,13 +139,21 @@ def test_the_guardians_hooks_export_and_scale_to_zero_through_the_api_server(mon
     sent: list[tuple] = []
     monkeypatch.setattr(guardian, "SERVICE_ACCOUNT_DIR", tmp_path)
     monkeypatch.setattr(control, "connect", lambda endpoint: "client")
-    monkeypatch.setattr(control, "submit_export", lambda client, submission: sent.append((client, submission)) or "x-1")
+    already: list[bool] = [False, True]
+    monkeypatch.setattr(
+        control, "submit_export", lambda client, submission: sent.append((client, submission)) or ("x-1", already.pop(0))
+    )
     monkeypatch.setattr(scaling, "scale_to", lambda api, replicas: sent.append((api.address, replicas)))
     proxy = Endpoint(address="https://1.2.3.4/api/v1/namespaces/grpo/services/grpo-head-svc:8265/proxy")
     hooks = guardian.cluster_hooks(settings, proxy)
     assert hooks.export(guardian.ExportRequest(settings, 1, 8)).startswith("x-1 exports")
     hooks.scale_to_zero(settings)
-    assert sent == [("client", values["export"]), ("https://1.2.3.4", 0)]
+    # Pinned to the step, with the step's deterministic submission id: a second guardian's export follows the first.
+    pinned = for_step(values["export"], settings.run, 8)
+    assert pinned["submission_id"] == f"{settings.run}-export-step-8"
+    assert sent == [("client", pinned), ("https://1.2.3.4", 0)]
+    assert hooks.export(guardian.ExportRequest(settings, 1, 8)).startswith("x-1 (already submitted) exports")
+    sent.clear()
     local = guardian.cluster_hooks(settings, Endpoint(address="http://127.0.0.1:8265"))
     assert local.export is not None and local.scale_to_zero is None
     (tmp_path / "token").write_text("pod-token\n")

@@ -329,8 +329,10 @@ def test_every_attempt_runs_the_spec_command_under_the_attempt_wrapper_outside_t
     spec = training_spec(config)
     words = shlex.split(submission_for(config)["entrypoint"])
     world = str(8 * config.gpu.nodes)
-    assert words == ["python3", "-m", "jobs.attempt", "--framework", spec.framework, "--world-size", world, "--",
-                     "sh", "-c", spec.entrypoint]  # fmt: skip
+    # verl's attempts keep grpo.keepCheckpoints across attempts (--keep); NeMo-RL's keep_top_k does it itself.
+    keep = ["--keep", str(config.grpo.keep_checkpoints)] if spec.framework == "verl" else []
+    assert words == ["python3", "-m", "jobs.attempt", "--framework", spec.framework, "--world-size", world, *keep,
+                     "--", "sh", "-c", spec.entrypoint]  # fmt: skip
     smoke = training_spec(config, "echo hi")
     assert shlex.split(submission_of(config, smoke, 1)["entrypoint"])[-3:] == ["sh", "-c", "echo hi"]
     assert spec.run == training_spec(config).run and "jobs.attempt" not in spec.entrypoint
