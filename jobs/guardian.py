@@ -18,6 +18,11 @@ cluster and the run's record, applies one action at a time and appends every dec
   not the one the newest preflight result names, jobs/preflight/driver.py `rayHead`), the settings' preflight
   runs (jobs/preflight/gate.py, job.preflight; never before a resume on the same cluster): `preflight-passed`,
   or `preflight-failed` and `not-retried` with one line per bad node (cordoned first with job.cordonBadNodes);
+- SUCCEEDED after a deadline stop before the schedule's end (NeMo-RL's `checkpoint_must_save_by`: it saves, prints
+  "Timeout has been reached, stopping training early" and exits 0; the wrapper's last line names the step saved,
+  jobs/attempt.py DEADLINE_STOP_LINE): `deadline-stop`, then the next attempt resumes from that step through the
+  readiness gate, i.e. on the next capacity (not a recovery: maxRecoveries is not spent). A deadline stop that
+  saved nothing ends FAILED (the wrapper's UNSAVED_STOP_EXIT) and is judged as a failure;
 - SUCCEEDED: `succeeded`; when the settings' schedule asks for more (runs.extends) the next attempt
   continues the run; else the export (`export-submitted`, through Hooks.export);
 - once the run is over (succeeded, not retried, gave up) and nothing is live on the cluster for
@@ -43,9 +48,9 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from jobs import control, record
 from jobs.access import Endpoint, bearer_headers
-from jobs.attempt import REFUSED_LINE
+from jobs.attempt import REFUSED_LINE, deadline_stop_in
 from jobs.checkpoints import CheckpointError, newest_complete
-from jobs.runs import extends, run_dir_of
+from jobs.runs import extends, run_dir_of, schedule_done
 
 if TYPE_CHECKING:
     from ray.job_submission import JobSubmissionClient
@@ -190,6 +195,8 @@ class AttemptView:
     """Its last log lines (read only when a failure must be judged)."""
     metadata: dict[str, str] = field(default_factory=dict)
     """Its Ray metadata (the schedule it ran)."""
+    deadline_stop: int | None = None
+    """For a SUCCEEDED attempt that stopped at its deadline: the step it saved (its wrapper's last line)."""
 
 
 @dataclass(frozen=True)
@@ -237,10 +244,10 @@ class State:
 @dataclass(frozen=True)
 class Action:
     """One decision: `wait` or `done` (nothing to do now), `record` (append `event`), or one of `recover`,
-    `extend`, `export`, `scale-to-zero` (act, then record)."""
+    `extend`, `resume`, `export`, `scale-to-zero` (act, then record)."""
 
     kind: str
-    """wait, done, record, recover, extend, export or scale-to-zero."""
+    """wait, done, record, recover, extend, resume, export or scale-to-zero."""
     attempt: int
     """The attempt it is about (0 before the first)."""
     reason: str
@@ -378,6 +385,22 @@ def _idle(state: State, why: str) -> Action:
     return Action("scale-to-zero", newest.number, f"{why}; idle for job.idleMinutes={settings.idle_minutes:g}")
 
 
+def _after_deadline_stop(state: State, step: int) -> Action:
+    """After an attempt stopped at its deadline, having saved `step`, before its schedule's end: record it, then
+    resume the run as the next attempt (unless a preflight refused the cluster meanwhile)."""
+    newest, recorded = state.newest, state.recorded
+    assert newest is not None
+    why = f"attempt {newest.number} stopped at its deadline after saving step {step}"
+    if "deadline-stop" not in recorded:
+        schedule = newest.metadata.get("maxSteps") or "no step limit"
+        return Action("record", newest.number, f"{why}, before its schedule's end ({schedule})", "deadline-stop",
+                      details={"step": step})  # fmt: skip
+    for over in ("not-retried", "gave-up"):
+        if over in recorded:
+            return _idle(state, f"attempt {newest.number} {over}: {recorded[over]['reason']}")
+    return Action("resume", newest.number, f"{why}; the next attempt resumes from it on the next capacity")
+
+
 def decide(state: State) -> Action:
     """The next thing to do about the run (see the module's rules)."""
     newest, recorded = state.newest, state.recorded
@@ -387,6 +410,9 @@ def decide(state: State) -> Action:
         )
     if newest.status in control.LIVE or newest.end is None:
         return Action("wait", newest.number, f"attempt {newest.number} is {newest.status}")
+    if newest.status == "SUCCEEDED" and newest.deadline_stop is not None:
+        if not schedule_done(newest.metadata, newest.deadline_stop):
+            return _after_deadline_stop(state, newest.deadline_stop)
     if newest.status == "SUCCEEDED":
         if "succeeded" not in recorded:
             return Action("record", newest.number, "", "succeeded")
@@ -481,6 +507,7 @@ class Guardian:
             message=job.message or "",
             last_lines=lines,
             metadata=dict(job.metadata or {}),
+            deadline_stop=deadline_stop_in(self.settings.run_dir, number) if status == "SUCCEEDED" else None,
         )
 
     def append(self, attempt: int, event: str, reason: str = "", **extra: Any) -> None:
@@ -504,12 +531,19 @@ class Guardian:
         if not self.preflight(attempt):
             return
         step = self.resume_step()
-        outcome = control.ensure_run(self.client, self.told_the_deadline(settings.submission))
-        if outcome.action in ("submitted", "extended"):
+        outcome = control.ensure_run(self.client, self.told_the_deadline(settings.submission), self.deadline_stop_of)
+        if outcome.action in ("submitted", "extended", "resumed"):
             number = int(outcome.submission_id.rsplit("-", 1)[1])
             self.append(number, "submitted", reason, resumed_from_step=step)
         else:
             self.report(f"{settings.run}: {outcome.sentence()}")
+
+    def deadline_stop_of(self, job: Any) -> int | None:
+        """The step a SUCCEEDED attempt `job` saved before it stopped at its deadline, from the end of its log in
+        the run directory (not Ray's whole log); None otherwise."""
+        if control.status_text(job.status) != "SUCCEEDED":
+            return None
+        return deadline_stop_in(self.settings.run_dir, control.attempt_number(job))
 
     def preflight(self, attempt: int) -> bool:
         """Run the settings' preflight when the Ray cluster's head is not the one the newest preflight result
@@ -565,7 +599,7 @@ class Guardian:
         if action.kind == "record":
             extra: dict[str, Any] = {"last_lines": list(action.last_lines), "details": action.details}
             self.append(action.attempt, action.event, action.reason, **extra)
-        elif action.kind in ("recover", "extend"):
+        elif action.kind in ("recover", "extend", "resume"):
             self.submit(action.attempt, action.reason)
         elif action.kind == "export":
             assert self.hooks.export is not None

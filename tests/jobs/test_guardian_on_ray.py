@@ -238,3 +238,36 @@ def test_max_recoveries_is_honoured_and_attempts_past_the_ninth_order_by_number(
     assert sum(1 for _, event in events if event == "recovering") == 2
     assert events[-2:] == [(10, "failed"), (10, "gave-up")]
     assert run.entry(10, "gave-up")["reason"].startswith("2 of job.maxRecoveries=2 recoveries used: ")
+
+
+def test_a_nemo_rl_style_deadline_stop_before_the_schedules_end_resumes_as_the_next_attempt_not_a_recovery(
+    two_nodes, tmp_path
+):
+    """The stand-in stops after step 3 as NeMo-RL v0.7.0 stops at checkpoint_must_save_by (saves, prints its
+    timeout line, exits 0: the job SUCCEEDED); with job.maxRecoveries=0 a recovery would give up."""
+    run = GuardedRun(two_nodes, "guard-deadline", tmp_path, stand_in_trainer("--save-every", "4",
+                     "--deadline-stop-after", "3"), steps=6, maxRecoveries=0)  # fmt: skip
+    stand_ins = Recorded()
+    run.submit_first()
+    run.guard(stand_ins.hooks(), idleMinutes=0)
+    assert run.events() == [(1, "deadline-stop"), (2, "submitted"), (2, "succeeded"), (2, "export-submitted")]
+    stop = run.entry(1, "deadline-stop")
+    assert stop["details"] == {"step": 3} and stop["reason"].endswith("before its schedule's end (6)")
+    assert run.entry(2, "submitted")["resumed_from_step"] == 3
+    first = run.logs(1)
+    assert control.status_text(run.cluster.call(run.client.get_job_status, f"{run.id}-1")) == "SUCCEEDED"
+    assert steps_in(first) == [1, 2, 3] and "Timeout has been reached, stopping training early\n" in first
+    assert first.rstrip("\n").splitlines()[-1].startswith("grpo-gke attempt 1: stopped at its deadline after saving step 3")
+    assert steps_in(run.logs(2)) == [4, 5, 6] and stand_ins.exports == [(2, 6)]
+
+
+def test_a_deadline_stop_that_saved_nothing_is_a_failed_attempt_not_a_success(two_nodes, tmp_path):
+    run = GuardedRun(two_nodes, "guard-deadline-unsaved", tmp_path, stand_in_trainer("--save-every", "4",
+                     "--deadline-stop-after", "3", "--checkpointing-off"), steps=6)  # fmt: skip
+    stand_ins = Recorded()
+    run.submit_first()
+    run.guard(stand_ins.hooks(), settle=1.0, idleMinutes=0)
+    assert run.events() == [(1, "failed"), (1, "not-retried")]
+    assert "exit code 4" in run.entry(1, "not-retried")["reason"]
+    assert run.entry(1, "not-retried")["last_lines"][-1].startswith("grpo-gke attempt 1: failed: the framework stopped")
+    assert stand_ins.exports == [] and run.attempt_ids() == [f"{run.id}-1"]
