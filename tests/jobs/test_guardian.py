@@ -171,6 +171,9 @@ def test_a_deadline_stop_before_the_schedules_end_is_recorded_then_resumed_witho
     resume = decide(state(settings, "SUCCEEDED", recorded=[("deadline-stop", {})], attempt=stopped, **spent))
     assert (resume.kind, resume.attempt) == ("resume", 1)
     assert resume.reason == "attempt 1 stopped at its deadline after saving step 4; the next attempt resumes from it on the next capacity"
+    waiting = decide(state(settings, "SUCCEEDED", recorded=[("deadline-stop", {})], attempt=stopped, next_capacity_in=600))
+    assert (waiting.kind, waiting.wait_s) == ("wait", 600)
+    assert waiting.reason.endswith("the GPU nodes' capacity ends in 600 s: waiting for the next")
     refused = [("deadline-stop", {}), ("not-retried", {})]
     assert decide(state(settings, "SUCCEEDED", now=END + 60, recorded=refused, attempt=stopped)).kind == "wait"
 
@@ -183,13 +186,31 @@ def test_a_deadline_stop_at_the_schedules_last_step_is_a_success(settings):
     assert decide(state(ten, "SUCCEEDED", recorded=[("succeeded", {})], attempt=last)).kind == "export"
 
 
+def test_a_verl_attempt_is_stopped_after_the_last_checkpoint_that_completes_before_its_deadline_then_resumed(settings):
+    from jobs.deadline import Saved
+
+    running = {"now": T0 + 900, "save_by": T0 + 1000}
+    fits = state(settings, "RUNNING", saves=(Saved(2, T0 + 400),), **running)
+    assert decide(fits).kind == "wait"
+    due = state(settings, "RUNNING", saves=(Saved(2, T0 + 400), Saved(4, T0 + 800)), **running)
+    action = decide(due)
+    assert (action.kind, action.event, action.details) == ("record", "deadline-stop", {"step": 4})
+    assert action.reason.startswith("attempt 1 saved step 4, the last checkpoint that completes before 2026-")
+    stopping = decide(state(settings, "RUNNING", recorded=[("deadline-stop", {"details": {"step": 4}})], **running))
+    assert stopping.kind == "stop"
+    stopped = decide(state(settings, "STOPPED", recorded=[("deadline-stop", {"details": {"step": 4}})]))
+    assert (stopped.kind, stopped.reason) == ("resume", "attempt 1 stopped at its deadline after saving step 4;"
+                                              " the next attempt resumes from it on the next capacity")  # fmt: skip
+    assert decide(state(settings, "RUNNING", saves=due.saves, now=T0 + 900)).kind == "wait"
+
+
 def test_every_action_is_one_of_the_known_kinds_and_every_record_event_is_known(settings):
     from jobs.record import EVENTS
 
     cases = [state(settings, recorded=recorded) for recorded in ([], [OTHER], [CAPACITY])]
     for case in cases:
         action: Action = decide(case)
-        assert action.kind in ("wait", "done", "record", "recover", "extend", "resume", "export", "scale-to-zero")
+        assert action.kind in ("wait", "done", "record", "recover", "extend", "resume", "stop", "export", "scale-to-zero")
         assert action.kind != "record" or action.event in EVENTS
 
 
