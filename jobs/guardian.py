@@ -509,7 +509,8 @@ class Guardian:
         self.settings, self.endpoint, self.hooks, self.report = settings, endpoint, hooks, report
         self.backoff, self.settle, self.clock = backoff, settle, clock
         self.client: JobSubmissionClient = control.connect(endpoint)
-        self._nodes_read_at, self._save_by = float("-inf"), None
+        self._deadline_read: tuple[int, float, float | None] = (0, float("-inf"), None)
+        """For the attempt it was read for: when the GPU nodes' known end was read, and the save-by time it gave."""
 
     def observe(self) -> State:
         """The state `decide` needs, read from Ray (every request within control.DEADLINES) and the record."""
@@ -549,8 +550,8 @@ class Guardian:
 
     def deadline_view(self, newest: AttemptView | None, recorded: dict[str, dict[str, Any]]) -> dict[str, Any]:
         """For a RUNNING verl attempt, `save_by` and `saves`: the earliest known end of the GPU nodes less the margin
-        (the nodes read at most every DEADLINE_REFRESH_SECONDS) and the run's complete checkpoints; after a
-        deadline stop, `next_capacity_in` (the nodes read every poll); else nothing."""
+        (the nodes read for each attempt, then every DEADLINE_REFRESH_SECONDS) and the run's complete checkpoints;
+        after a deadline stop, `next_capacity_in` (the nodes read every poll); else nothing."""
         from jobs.deadline import next_capacity_in, save_by, verl_saves
 
         if newest is None:
@@ -561,13 +562,14 @@ class Guardian:
             return {"next_capacity_in": next_capacity_in(self.known_end(newest.number), now)}
         if self.settings.framework != "verl" or newest.status != "RUNNING":
             return {}
-        if now - self._nodes_read_at >= DEADLINE_REFRESH_SECONDS:
-            self._nodes_read_at = now
+        attempt, read_at, save_by_at = self._deadline_read
+        if attempt != newest.number or now - read_at >= DEADLINE_REFRESH_SECONDS:
             ends = self.known_end(newest.number)
-            self._save_by = save_by(ends) if ends is not None else None
-        if self._save_by is None:
+            save_by_at = save_by(ends) if ends is not None else None
+            self._deadline_read = (newest.number, now, save_by_at)
+        if save_by_at is None:
             return {}
-        return {"save_by": self._save_by, "saves": tuple(verl_saves(self.settings.run_dir, self.settings.world_size))}
+        return {"save_by": save_by_at, "saves": tuple(verl_saves(self.settings.run_dir, self.settings.world_size))}
 
     def _view(self, job: Any, entries: list[dict[str, Any]]) -> AttemptView:
         number = control.attempt_number(job)

@@ -39,7 +39,7 @@ def guard(tmp_path, monkeypatch):
                              lambda line: None, clock=lambda: NOW)  # fmt: skip
 
 
-def test_a_running_verl_attempt_sees_its_save_by_time_and_the_complete_checkpoints(guard, tmp_path):
+def test_a_running_verl_attempt_sees_its_save_by_time_and_the_complete_checkpoints(guard, tmp_path, monkeypatch):
     verl_step(tmp_path, 2)
     verl_step(tmp_path, 4, complete=False)
     os.utime(tmp_path / "global_step_2" / "data.pt", (NOW - 60, NOW - 60))
@@ -47,6 +47,11 @@ def test_a_running_verl_attempt_sees_its_save_by_time_and_the_complete_checkpoin
     view = guard.deadline_view(running, {})
     assert view == {"save_by": NOW + 3600 - DEADLINE_SAVE_MARGIN_SECONDS, "saves": (Saved(2, NOW - 60),)}
     assert guard.deadline_view(replace(running, status="PENDING"), {}) == {}
+    # the next attempt, on the next capacity, reads the nodes again at once
+    next_node = {"metadata": {"name": "gpu-b", "labels": {}}}
+    monkeypatch.setattr(guardian, "gpu_nodes_of", lambda api: [next_node])
+    assert guard.deadline_view(running, {}) == view
+    assert guard.deadline_view(replace(running, number=2), {}) == {}
     guard.settings = replace(guard.settings, framework="nemo-rl")
     assert guard.deadline_view(running, {}) == {}
 
