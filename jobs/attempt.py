@@ -44,14 +44,11 @@ REFUSED_LINE = re.compile(rf"^{PREFIX} \d+: refused: ")
 """The refusal line (the attempt's last) as the guardian recognises it."""
 
 NEMO_RL_DEADLINE_LINE = "Timeout has been reached, stopping training early"
-"""NeMo-RL v0.7.0 nemo_rl/algorithms/grpo.py L3125 (async_grpo_train L4312): printed once its TimeoutChecker
+"""NeMo-RL v0.7.0 nemo_rl/algorithms/grpo.py L3125 (async_grpo_train L4312; grpo_sync.py L1312, the
+`data_plane.enabled` trainer examples/run_grpo.py L40-45 picks): printed once its TimeoutChecker
 (`checkpointing.checkpoint_must_save_by`) fired, after the save that check asked for (L2880-2884, only with
-`checkpointing.enabled`), then grpo_train returns (L3126) and examples/run_grpo.py ends normally: exit 0. It is
+`checkpointing.enabled`), then grpo_train returns (L3126) and examples/run_grpo.py ends normally (L231-232): exit 0. It is
 checked before the end of the schedule (L3127-3133), so a timeout at the last step prints only this line."""
-
-NEMO_RL_END_LINE = "Max number of steps has been reached, stopping training early"
-"""NeMo-RL v0.7.0 nemo_rl/algorithms/grpo.py L3128-3131: the end of a schedule of grpo.max_num_steps (L3133
-returns); a schedule that ends with its epochs (L2228) prints nothing. Either way no deadline line: the run is over."""
 
 DEADLINE_STOP_LINE = re.compile(rf"^{PREFIX} (\d+): stopped at its deadline after saving step (\d+)")
 """The wrapper's last line after a deadline stop that saved; group 2 is the newest complete step."""

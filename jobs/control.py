@@ -2,8 +2,9 @@
 
 Ray refuses a reused submission id, so a run is submitted as attempts `<run>-1`, `<run>-2`, ...
 Submitting a run with a live (PENDING/RUNNING) attempt does nothing, nor with a SUCCEEDED one
-unless the schedule now asks for more (runs.extends: a raised `grpo.maxSteps` or `grpo.epochs`);
-otherwise (FAILED, STOPPED, or SUCCEEDED and extended) it starts the next attempt, which resumes
+unless the schedule now asks for more (runs.extends: a raised `grpo.maxSteps` or `grpo.epochs`) or it
+stopped at its deadline before its schedule's end (the wrapper's last line, `deadline_stop_of`; NeMo-RL exits 0
+there); otherwise (FAILED, STOPPED, SUCCEEDED and extended or stopped at its deadline) it starts the next attempt, which resumes
 from the run's newest complete checkpoint: its entrypoint is the attempt wrapper (jobs/attempt.py),
 whose modules every submission carries as Ray `py_modules` (POD_MODULES).
 """

@@ -20,8 +20,9 @@ once per run, like a preemption; a wait ends after `--hold-seconds` with the GPU
 `--deadline-stop-after N` (once per run, like the end of a node's capacity) stops the way NeMo-RL v0.7.0 stops at
 its `checkpointing.checkpoint_must_save_by` (nemo_rl/algorithms/grpo.py): it saves step N whatever the save period
 (L2880-2884: `should_save_by_timeout` saves, only when `checkpointing.enabled`; `--checkpointing-off` stands for it
-off), prints NeMo-RL's exact "Timeout has been reached, stopping training early" (L3125) and returns (L3126), so the
-job exits 0 before the schedule's end. The checkpoint layout stays verl's.
+off), prints NeMo-RL's exact "Timeout has been reached, stopping training early" (L3125) and returns (L3126), and
+examples/run_grpo.py's main ends (L231-232), so the job exits 0 before the schedule's end. The checkpoint layout
+stays verl's (the wrapper recognises NeMo-RL's line whatever the framework; verl 0.9.1 never prints it).
 """
 
 from __future__ import annotations
