@@ -32,11 +32,17 @@ cluster and the run's record, applies one action at a time and appends every dec
 - once the run is over (succeeded, not retried, gave up) and nothing is live on the cluster for
   idleMinutes: `scaled-to-zero` (through Hooks.scale_to_zero; idleMinutes 0 never).
 
-`python -m jobs guard --stack NAME [--address URL] [--data-root DIR] [--follow]` runs it in the foreground
-until the run is over and nothing is left to do (with `--follow`, until Ctrl-C); `python -m jobs guard
+`python -m jobs guard --stack NAME [--address URL] [--data-root DIR] [--follow] [--take-over]` runs it in the
+foreground until the run is over and nothing is left to do (with `--follow`, until Ctrl-C); `python -m jobs guard
 --settings FILE --address URL` is the in-cluster form (it always follows). Its modules are the import-closed
 set jobs/guardian_settings.py `guardian_code_files` names: no Pulumi, no typed config.
-Exit codes: 0 done; 2 bad input or an unreachable dashboard at the start (one line); 130 interrupted.
+
+One guardian at a time (jobs/lease.py): where the Kubernetes API server is at hand, a guardian acts (records a
+decision, submits, exports, scales) only while it holds the run guardian's Lease, checked before each action.
+The in-cluster one waits while another holds it; the foreground one refuses to start while another holds it
+(unless `--take-over`) and stops with exit 2 if it loses it.
+Exit codes: 0 done; 2 bad input, an unreachable dashboard at the start, or another guardian holding the Lease
+(one line); 130 interrupted.
 """
 
 from __future__ import annotations
@@ -54,6 +60,15 @@ from jobs import control, record
 from jobs.access import Endpoint, bearer_headers
 from jobs.attempt import REFUSED_LINE, deadline_stop_in
 from jobs.checkpoints import CheckpointError, newest_complete
+from jobs.lease import (
+    RENEW_INTERVAL_SECONDS,
+    Lease,
+    LeaseError,
+    LeaseHeld,
+    acquire_in_foreground,
+    foreground_identity,
+    in_cluster_identity,
+)
 from jobs.runs import extends, run_dir_of, schedule_done
 
 if TYPE_CHECKING:
@@ -505,9 +520,12 @@ class Guardian:
         backoff: Backoff = BACKOFF,
         settle: float = SETTLE_SECONDS,
         clock: Callable[[], float] = time.time,
+        lease: Lease | None = None,
+        wait_for_lease: bool = True,
     ) -> None:
         self.settings, self.endpoint, self.hooks, self.report = settings, endpoint, hooks, report
         self.backoff, self.settle, self.clock = backoff, settle, clock
+        self.lease, self.wait_for_lease = lease, wait_for_lease
         self.client: JobSubmissionClient = control.connect(endpoint)
         self._deadline_read: tuple[int, float, float | None] = (0, float("-inf"), None)
         """For the attempt it was read for: when the GPU nodes' known end was read, and the save-by time it gave."""
@@ -607,7 +625,7 @@ class Guardian:
         the run's next attempt through control.ensure_run. `attempt` is the attempt it follows."""
         settings = self.settings
         control.wait_for_gpus(self.endpoint, settings.gpu_nodes, settings.ready_timeout_seconds, self.report)
-        if not self.preflight(attempt):
+        if not self.may_act() or not self.preflight(attempt) or not self.may_act():
             return
         step = self.resume_step()
         outcome = control.ensure_run(self.client, self.told_the_deadline(settings.submission), self.deadline_stop_of)
@@ -673,6 +691,17 @@ class Guardian:
         """The API server for cordoning the nodes a failed preflight names (job.cordonBadNodes), or None."""
         return api_endpoint(self.endpoint) if self.settings.raw.get("cordonBadNodes") else None
 
+    def may_act(self) -> bool:
+        """Whether this guardian may act now: no Lease at hand (no API server: nothing else can guard the run),
+        or it holds the Lease (jobs/lease.py). A foreground guardian that lost it stops (GuardError)."""
+        if self.lease is None or self.lease.held():
+            return True
+        if not self.wait_for_lease:
+            raise GuardError(
+                f"this guardian lost the Lease: {self.lease.holder_line()}, and acts for run {self.settings.run} now"
+            )
+        return False
+
     def apply(self, action: Action) -> None:
         """Carry out one action that is not a wait."""
         if action.kind == "record":
@@ -705,8 +734,11 @@ class Guardian:
             try:
                 action = decide(self.observe())
                 if action.kind not in ("wait", "done"):
-                    self.apply(action)
-                    continue
+                    if self.may_act():
+                        self.apply(action)
+                        continue
+                    assert self.lease is not None
+                    action = Action("wait", action.attempt, self.lease.waiting_line(), wait_s=RENEW_INTERVAL_SECONDS)
             except control.JobError as error:
                 action = Action("wait", 0, f"{error}; trying again in {poll:g} s")
             if action.kind == "done" and not follow:
@@ -811,6 +843,11 @@ def _parser() -> argparse.ArgumentParser:
     top.add_argument("--context", help="kubeconfig context (default: the stack's gke_<project>_<region>_<cluster>)")
     top.add_argument("--data-root", help="a local directory standing for the shared storage (/data)")
     top.add_argument("--follow", action="store_true", help="keep following after the run is over (until Ctrl-C)")
+    top.add_argument(
+        "--take-over",
+        action="store_true",
+        help="guard from here although another guardian (the in-cluster one) holds the Lease: take it from it",
+    )
     return top
 
 
@@ -853,6 +890,27 @@ def _from_stack(args: argparse.Namespace) -> tuple[Settings, Endpoint]:
     return settings_from(values, f"the config of stack {args.stack!r}"), endpoint
 
 
+def hold_the_lease(settings: Settings, endpoint: Endpoint, in_cluster: bool, take_over: bool) -> Lease | None:
+    """The Lease this guardian holds while it acts, renewed in a thread; None without an API server at hand (a
+    Ray head on this machine: no in-cluster guardian can follow it). The in-cluster guardian tries once and
+    otherwise waits for it in the loop; the foreground one holds it before it starts (jobs/lease.py
+    acquire_in_foreground: LeaseHeld while another holds it, unless `take_over`)."""
+    api = api_endpoint(endpoint)
+    if api is None:
+        return None
+    if in_cluster:
+        lease = Lease(api, in_cluster_identity())
+        try:
+            lease.try_acquire_or_renew()
+        except LeaseError as error:
+            _report(f"{settings.run}: {error}; trying again every {RENEW_INTERVAL_SECONDS:g} s")
+    else:
+        lease = Lease(api, foreground_identity())
+        acquire_in_foreground(lease, settings.run, take_over, _report)
+    lease.start_renewing()
+    return lease
+
+
 def main(argv: list[str] | None = None) -> int:
     """`python -m jobs guard ...`; return the exit code."""
     from jobs.access import AccessError
@@ -862,14 +920,25 @@ def main(argv: list[str] | None = None) -> int:
         if args.settings:
             if not args.address:
                 raise GuardError("--settings needs --address http://<head service>:8265")
+            if args.take_over:
+                raise GuardError(
+                    "--take-over is for the foreground guardian (--stack); the in-cluster one waits for the Lease"
+                )
             settings, endpoint = read_settings(args.settings), control.endpoint_for_address(args.address)
             follow = True
         else:
             settings, endpoint = _from_stack(args)
             follow = args.follow
-        Guardian(settings, endpoint, cluster_hooks(settings, endpoint), _report).run(follow=follow)
+        lease = hold_the_lease(settings, endpoint, in_cluster=bool(args.settings), take_over=args.take_over)
+        try:
+            guardian = Guardian(settings, endpoint, cluster_hooks(settings, endpoint), _report, lease=lease,
+                                wait_for_lease=bool(args.settings))  # fmt: skip
+            guardian.run(follow=follow)
+        finally:
+            if lease is not None:
+                lease.stop()
         return 0
-    except (GuardError, AccessError, control.JobError) as error:
+    except (GuardError, AccessError, control.JobError, LeaseHeld, LeaseError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     except OSError as error:

@@ -9,7 +9,8 @@ with PYTHONPATH=<GUARDIAN_CODE_DIR>, in the head's image.
 
 What it may do: read pods and events of the namespace (a preempted or evicted worker), read and patch the
 stack's RayCluster (scale the GPU workers to zero and back, jobs/scaling.py), read the nodes (a GPU node that
-went away) and, only with `cordon_bad_nodes`, patch them (cordon a node the preflight failed). It reaches the
+went away) and, only with `cordon_bad_nodes`, patch them (cordon a node the preflight failed); hold its Lease
+(jobs/lease.py: one guardian at a time). It reaches the
 Ray dashboard as the one pod outside the RayCluster the NetworkPolicies admit (names.GUARDIAN_LABELS), and
 mounts the shared storage at /data like the Ray pods (the run's record).
 """
@@ -34,6 +35,7 @@ from pulumi_kubernetes.rbac.v1.RoleBinding import RoleBindingInitArgs
 
 from core import names
 from core.config.model import StackConfig
+from jobs.lease import LEASE_NAME
 from workloads import placement, pods, storage
 from workloads.identity import LABELS
 from workloads.raycluster import API_VERSION
@@ -93,8 +95,23 @@ def render_role() -> RoleInitArgs:
                 resource_names=[names.RAY_CLUSTER],
                 verbs=["get", "patch"],
             ),
+            *lease_rules(),
         ],
     )
+
+
+def lease_rules() -> list[k8s.rbac.v1.PolicyRuleArgs]:
+    """The guardian's Lease (jobs/lease.py): get and update that Lease alone, and create, which RBAC cannot limit to
+    a name ("You cannot restrict create or deletecollection requests by their resource name":
+    kubernetes.io/docs/reference/access-authn-authz/rbac/#referring-to-resources), so any Lease of the namespace
+    may be created but only the guardian's read or renewed."""
+    group = "coordination.k8s.io"
+    return [
+        k8s.rbac.v1.PolicyRuleArgs(
+            api_groups=[group], resources=["leases"], resource_names=[LEASE_NAME], verbs=["get", "update"]
+        ),
+        k8s.rbac.v1.PolicyRuleArgs(api_groups=[group], resources=["leases"], verbs=["create"]),
+    ]
 
 
 def render_cluster_role(cordon_bad_nodes: bool) -> ClusterRoleInitArgs:

@@ -20,6 +20,15 @@ TENSORBOARD_DIR = "TENSORBOARD_DIR"
 """Where verl's tensorboard logger writes its event files (verl/utils/tracking.py _TensorboardAdapter,
 default `tensorboard_log/<project>/<experiment>`); every attempt of a run writes `<run dir>/tensorboard`."""
 
+WANDB_RUN_ID = "WANDB_RUN_ID"
+"""The W&B run of one attempt: its submission id (wandb/wandb wandb/env.py L47 RUN_ID; wandb.init reads it when
+called without `id`, as verl v0.9.1 verl/utils/tracking.py L85 and NeMo-RL v0.7.0 nemo_rl/utils/logger.py L209 call
+it)."""
+
+WANDB_RUN_GROUP = "WANDB_RUN_GROUP"
+"""The W&B group of a run's attempts: the run id (wandb/env.py L49 RUN_GROUP; docs.wandb.ai/guides/runs/grouping,
+"Set a group environment variable"). Set only with tracking on (jobs/spec.py tracking_env)."""
+
 
 def attempt_id(run: str, attempt: int) -> str:
     """Ray submission id of attempt `attempt` (1, 2, ...) of `run`."""
@@ -33,8 +42,8 @@ def run_dir_of(submission: dict) -> str:
 
 def for_attempt(submission: dict, attempt: int) -> dict:
     """The submit_job kwargs of attempt `attempt` of the run `submission` names: its own id,
-    metadata and GRPO_* environment and, for verl, its own metrics file and the run's TensorBoard
-    directory under the run directory.
+    metadata and GRPO_* environment, with W&B on its own W&B run in the run's group and, for verl, its own
+    metrics file and the run's TensorBoard directory under the run directory.
 
     The run directory is the submission's GRPO_RUN_DIR (the spec's on the shared storage, or a local
     one for a run on this machine), kept for every attempt.
@@ -43,6 +52,8 @@ def for_attempt(submission: dict, attempt: int) -> dict:
     env_vars = dict(submission["runtime_env"]["env_vars"])
     run_dir = env_vars["GRPO_RUN_DIR"]
     env_vars.update(zip(RUN_ENV, (run, str(attempt), run_dir), strict=True))
+    if WANDB_RUN_GROUP in env_vars:
+        env_vars[WANDB_RUN_ID] = attempt_id(run, attempt)
     if submission["metadata"]["framework"] == "verl":
         env_vars[VERL_METRICS_ROOT] = f"{run_dir}/metrics/attempt-{attempt}"
         env_vars[TENSORBOARD_DIR] = f"{run_dir}/tensorboard"

@@ -335,12 +335,15 @@ def submission_of(config: StackConfig, spec: TrainingSpec, attempt: int) -> dict
 
 def tracking_env(config: StackConfig, run: str) -> dict[str, str]:
     """The W&B environment of every attempt when `grpo-gke:wandbApiKey` is set (the key itself reaches the
-    pods from its Secret): one W&B run per grpo-gke run, resumed by every attempt (W&B "Resume runs":
-    WANDB_RUN_ID with WANDB_RESUME=allow), in `tracking.wandbProject` and, when set, `tracking.wandbEntity`.
+    pods from its Secret): the run id as the W&B group (WANDB_RUN_GROUP) of one W&B run per attempt
+    (jobs/runs.py for_attempt sets WANDB_RUN_ID to the attempt's submission id; WANDB_RESUME=allow continues it
+    if the same attempt ever starts twice), in `tracking.wandbProject` and, when set, `tracking.wandbEntity`.
+    Not one W&B run resumed by every attempt: a resumed attempt redoes the steps after its checkpoint, which
+    W&B drops below the run's current step, and neither framework passes W&B's rewind (`resume_from`).
     Outside the run's hash: a tracking change is not a new run."""
     if config.wandb_api_key is None:
         return {}
-    env = {"WANDB_PROJECT": config.tracking.wandb_project, "WANDB_RESUME": "allow", "WANDB_RUN_ID": run}
+    env = {"WANDB_PROJECT": config.tracking.wandb_project, "WANDB_RESUME": "allow", "WANDB_RUN_GROUP": run}
     if config.tracking.wandb_entity is not None:
         env["WANDB_ENTITY"] = config.tracking.wandb_entity
     return env

@@ -63,7 +63,10 @@ def test_rbac_reads_pods_events_and_nodes_and_patches_only_the_stacks_ray_cluste
     assert role["rules"] == [
         {"apiGroups": [""], "resources": ["events", "pods"], "verbs": ["get", "list", "watch"]},
         {"apiGroups": ["ray.io"], "resourceNames": ["grpo"], "resources": ["rayclusters"], "verbs": ["get", "patch"]},
-    ]
+        {"apiGroups": ["coordination.k8s.io"], "resourceNames": ["grpo-guardian"], "resources": ["leases"],
+         "verbs": ["get", "update"]},
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
+    ]  # fmt: skip
     cluster_role = objects[("kubernetes:rbac.authorization.k8s.io/v1:ClusterRole", names.GUARDIAN_NODES_ROLE)].inputs
     assert cluster_role["rules"] == [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]}]
     assert "namespace" not in cluster_role["metadata"]

@@ -1,5 +1,6 @@
-"""One tracking run across attempts: `grpo-gke:wandbApiKey` turns on Weights & Biases for both frameworks
-(the run id as WANDB_RUN_ID with WANDB_RESUME=allow, the project and entity from `grpo-gke:tracking`), and
+"""One W&B run per attempt, grouped by the run: `grpo-gke:wandbApiKey` turns on Weights & Biases for both frameworks
+(the run id as WANDB_RUN_GROUP, the attempt's submission id as WANDB_RUN_ID, the project and entity from
+`grpo-gke:tracking`), so a resumed attempt's redone steps are not dropped below W&B's current step; and
 TensorBoard event files are always written per run; tracking stays outside the run's identity, verl's
 overrides still compose in struct mode and NeMo-RL's fit each release's recipe; the key is in no submission."""
 
@@ -40,8 +41,9 @@ def test_verl_always_writes_tensorboard_per_run_and_wandb_only_with_the_key():
     assert overrides_of(tracked)["trainer.logger"] == ["console", "file", "tensorboard", "wandb"]
 
 
-def test_with_the_key_every_attempt_resumes_the_one_wandb_run_named_after_the_grpo_gke_run():
-    config = config_of("dev", wandb_key=KEY, tracking={"wandbProject": "my-grpo", "wandbEntity": "my-team"})
+@pytest.mark.parametrize("stack", ["dev", "nemo-rl-standard-b200"])
+def test_with_the_key_every_attempt_logs_its_own_wandb_run_in_the_group_of_the_grpo_gke_run(stack):
+    config = config_of(stack, wandb_key=KEY, tracking={"wandbProject": "my-grpo", "wandbEntity": "my-team"})
     run = training_spec(config).run
     for attempt in (1, 2, 7):
         env = env_of(config, attempt)
@@ -49,10 +51,29 @@ def test_with_the_key_every_attempt_resumes_the_one_wandb_run_named_after_the_gr
             "WANDB_ENTITY": "my-team",
             "WANDB_PROJECT": "my-grpo",
             "WANDB_RESUME": "allow",
-            "WANDB_RUN_ID": run,
+            "WANDB_RUN_GROUP": run,
+            "WANDB_RUN_ID": f"{run}-{attempt}",
         }
-    assert overrides_of(config)["trainer.project_name"] == "my-grpo"
-    assert "WANDB_ENTITY" not in env_of(config_of("dev", wandb_key=KEY))
+    assert "WANDB_ENTITY" not in env_of(config_of(stack, wandb_key=KEY))
+
+
+@pytest.mark.parametrize("stack", ["dev", "nemo-rl-standard-b200"])
+def test_the_guardians_next_attempt_built_from_attempt_1_gets_its_own_wandb_run(stack):
+    """The guardian submits attempt N from the settings' attempt-1 submission (control.ensure_run -> for_attempt):
+    attempt N's W&B run is its own, whatever attempt it was built from."""
+    first = submission_for(config_of(stack, wandb_key=KEY))
+    run = first["metadata"]["run"]
+    for attempt in (2, 3):
+        env = for_attempt(first, attempt)["runtime_env"]["env_vars"]
+        assert (env["WANDB_RUN_ID"], env["WANDB_RUN_GROUP"]) == (f"{run}-{attempt}", run)
+        again = for_attempt(for_attempt(first, 5), attempt)["runtime_env"]["env_vars"]
+        assert again["WANDB_RUN_ID"] == f"{run}-{attempt}"
+
+
+def test_without_the_key_no_attempt_names_a_wandb_run():
+    first = submission_for(config_of("dev"))
+    assert not [name for name in for_attempt(first, 2)["runtime_env"]["env_vars"] if name.startswith("WANDB_")]
+    assert overrides_of(config_of("dev", wandb_key=KEY))["trainer.project_name"] == "grpo-gke"
 
 
 def test_nemo_rl_turns_on_tensorboard_always_and_wandb_with_the_key():
@@ -69,7 +90,7 @@ def test_nemo_rl_turns_on_tensorboard_always_and_wandb_with_the_key():
         run,
     )
     assert values["logger.log_dir"] == f"{training_spec(tracked).run_dir}/logs"
-    assert env_of(tracked)["WANDB_RUN_ID"] == run and "TENSORBOARD_DIR" not in env_of(tracked)
+    assert env_of(tracked)["WANDB_RUN_GROUP"] == run and "TENSORBOARD_DIR" not in env_of(tracked)
 
 
 @pytest.mark.parametrize("stack", ["dev", "nemo-rl-standard-b200"])
