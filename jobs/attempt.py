@@ -10,9 +10,15 @@ output (stdout and stderr merged) through unchanged and appending every line to
 When checkpoints exist but none is complete it refuses the attempt: the reason is its last line and
 it exits with REFUSED_EXIT, so the attempt ends FAILED and the guardian does not retry it.
 
+A deadline stop is not the end of the run. NeMo-RL, told `checkpointing.checkpoint_must_save_by`, saves, prints
+NEMO_RL_DEADLINE_LINE and returns, so its command exits 0 before the schedule is done. When COMMAND exits 0 after
+that line, the wrapper's last line says so: DEADLINE_STOP_LINE with the newest complete step it saved (the guardian
+and jobs/control.py `settled` resume the run from it), or, when this attempt saved no checkpoint (NeMo-RL returns on
+the timeout with checkpointing off too), a failure line and UNSAVED_STOP_EXIT: the attempt ends FAILED.
+
 Pod-side: it runs in the framework image (python3 may be 3.10), stdlib only, and reaches the cluster as
 the submission's `py_modules` (jobs/control.py POD_MODULES).
-Exit codes: COMMAND's (128 + N when a signal N ended it); REFUSED_EXIT; 2 bad usage.
+Exit codes: COMMAND's (128 + N when a signal N ended it); REFUSED_EXIT; UNSAVED_STOP_EXIT; 2 bad usage.
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ import time
 from pathlib import Path
 from typing import BinaryIO
 
-from jobs.checkpoints import CheckpointError, prepare_resume, prune
+from jobs.checkpoints import CheckpointError, StepDir, newest_complete, prepare_resume, prune
 from jobs.record import utc_stamp
 
 REFUSED_EXIT = 3
@@ -38,6 +44,22 @@ PREFIX = "grpo-gke attempt"
 
 REFUSED_LINE = re.compile(rf"^{PREFIX} \d+: refused: ")
 """The refusal line (the attempt's last) as the guardian recognises it."""
+
+NEMO_RL_DEADLINE_LINE = "Timeout has been reached, stopping training early"
+"""NeMo-RL v0.7.0 nemo_rl/algorithms/grpo.py L3125 (async_grpo_train L4312; grpo_sync.py L1312, the
+`data_plane.enabled` trainer examples/run_grpo.py L40-45 picks): printed once its TimeoutChecker
+(`checkpointing.checkpoint_must_save_by`) fired, after the save that check asked for (L2880-2884, only with
+`checkpointing.enabled`), then grpo_train returns (L3126) and examples/run_grpo.py ends normally (L231-232): exit 0. It is
+checked before the end of the schedule (L3127-3133), so a timeout at the last step prints only this line."""
+
+DEADLINE_STOP_LINE = re.compile(rf"^{PREFIX} (\d+): stopped at its deadline after saving step (\d+)")
+"""The wrapper's last line after a deadline stop that saved; group 2 is the newest complete step."""
+
+UNSAVED_STOP_EXIT = 4
+"""Exit code of an attempt that stopped at its deadline and saved no checkpoint in the attempt: a failed attempt."""
+
+TAIL_BYTES = 4096
+"""Bytes read from the end of an attempt's log to find its last line."""
 
 FRAMEWORKS = ("verl", "nemo-rl")
 """Frameworks whose checkpoints the wrapper knows."""
@@ -57,13 +79,57 @@ def _emit(data: bytes, log: BinaryIO) -> None:
     log.flush()
 
 
-def _run(command: list[str], log: BinaryIO) -> int:
-    """Run `command` with its output merged through `_emit`; SIGTERM and SIGINT are passed on to it."""
+def deadline_stop_step(lines: list[str]) -> int | None:
+    """The step an attempt saved before it stopped at its deadline, from its last log lines (the wrapper's
+    DEADLINE_STOP_LINE is the last); None when it did not stop at its deadline."""
+    for line in reversed(lines):
+        text = line.split("\t", 1)[1] if "\t" in line and not line.startswith(PREFIX) else line
+        if text.strip():
+            found = DEADLINE_STOP_LINE.match(text.strip())
+            return int(found.group(2)) if found else None
+    return None
+
+
+def deadline_stop_in(run_dir: Path, attempt: int) -> int | None:
+    """`deadline_stop_step` of attempt `attempt`'s timestamped log in `run_dir`, reading only its last
+    TAIL_BYTES; None when the log is missing."""
+    try:
+        with log_path(run_dir, attempt).open("rb") as log:
+            log.seek(0, os.SEEK_END)
+            log.seek(max(0, log.tell() - TAIL_BYTES))
+            tail = log.read().decode(errors="replace")
+    except OSError:
+        return None
+    return deadline_stop_step(tail.splitlines())
+
+
+def _newest(run_dir: Path, framework: str, world_size: int) -> StepDir | None:
+    try:
+        return newest_complete(run_dir, framework, world_size)
+    except CheckpointError:
+        return None
+
+
+def _after_deadline(attempt: str, before: StepDir | None, after: StepDir | None, log: BinaryIO) -> int:
+    """The attempt's last line and exit code after the framework stopped at its deadline and exited 0."""
+    if after is not None and (before is None or after.step > before.step):
+        _emit(f"{PREFIX} {attempt}: stopped at its deadline after saving step {after.step} ({NEMO_RL_DEADLINE_LINE!r})"
+              "; the run resumes from it\n".encode(), log)  # fmt: skip
+        return 0
+    _emit(f"{PREFIX} {attempt}: failed: the framework stopped at its deadline ({NEMO_RL_DEADLINE_LINE!r}) and this"
+          " attempt saved no checkpoint (NeMo-RL saves at the deadline only with checkpointing.enabled)\n".encode(),
+          log)  # fmt: skip
+    return UNSAVED_STOP_EXIT
+
+
+def _run(command: list[str], log: BinaryIO) -> tuple[int, bool]:
+    """Run `command` with its output merged through `_emit`; SIGTERM and SIGINT are passed on to it. Its exit code,
+    and whether it printed NEMO_RL_DEADLINE_LINE."""
     try:
         child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     except OSError as error:
         _emit(f"{PREFIX}: cannot run {command[0]!r}: {error.strerror or error}\n".encode(), log)
-        return 127
+        return 127, False
 
     def forward(signum: int, _frame: object) -> None:
         child.send_signal(signum)
@@ -71,10 +137,12 @@ def _run(command: list[str], log: BinaryIO) -> int:
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, forward)
     assert child.stdout is not None
+    deadline, marker = False, NEMO_RL_DEADLINE_LINE.encode()
     for data in iter(child.stdout.readline, b""):
         _emit(data, log)
+        deadline = deadline or data.strip() == marker
     code = child.wait()
-    return 128 - code if code < 0 else code
+    return (128 - code if code < 0 else code), deadline
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -116,7 +184,10 @@ def main(argv: list[str] | None = None) -> int:
         if removed:
             names = ", ".join(path.name for path in removed)
             _emit(f"{PREFIX} {attempt}: removed {names} (keeping the newest {args.keep} checkpoints)\n".encode(), log)
-        return _run(command, log)
+        code, deadline = _run(command, log)
+        if code != 0 or not deadline:
+            return code
+        return _after_deadline(attempt, chosen, _newest(Path(run_dir), args.framework, args.world_size), log)
 
 
 if __name__ == "__main__":

@@ -2,8 +2,9 @@
 
 Ray refuses a reused submission id, so a run is submitted as attempts `<run>-1`, `<run>-2`, ...
 Submitting a run with a live (PENDING/RUNNING) attempt does nothing, nor with a SUCCEEDED one
-unless the schedule now asks for more (runs.extends: a raised `grpo.maxSteps` or `grpo.epochs`);
-otherwise (FAILED, STOPPED, or SUCCEEDED and extended) it starts the next attempt, which resumes
+unless the schedule now asks for more (runs.extends: a raised `grpo.maxSteps` or `grpo.epochs`) or it
+stopped at its deadline before its schedule's end (the wrapper's last line, `deadline_stop_of`; NeMo-RL exits 0
+there); otherwise (FAILED, STOPPED, SUCCEEDED and extended or stopped at its deadline) it starts the next attempt, which resumes
 from the run's newest complete checkpoint: its entrypoint is the attempt wrapper (jobs/attempt.py),
 whose modules every submission carries as Ray `py_modules` (POD_MODULES).
 """
@@ -27,9 +28,10 @@ from core import names
 from core.facts.job import RAY_JOB_START_TIMEOUT_SECONDS
 from core.facts.platform import GPUS_PER_NODE
 from jobs.access import AccessError, Endpoint, service_proxy_url
+from jobs.attempt import deadline_stop_step
 from jobs.export_run import retry_id
 from jobs.progress import Progress, advance
-from jobs.runs import extends, for_attempt
+from jobs.runs import extends, for_attempt, schedule_done
 
 if TYPE_CHECKING:
     from ray.job_submission import JobDetails, JobSubmissionClient
@@ -51,6 +53,9 @@ PROJECT_DIR = Path(__file__).resolve().parents[1]
 
 POD_MODULES = ("jobs/__init__.py", "jobs/attempt.py", "jobs/checkpoints.py", "jobs/record.py")
 """The attempt wrapper's modules (stdlib only, Python 3.10), sent with every attempt as Ray `py_modules`."""
+
+DEADLINE_STOP_TAIL = 5
+"""Log lines of a SUCCEEDED attempt read for its wrapper's deadline-stop line (its last)."""
 
 EXPORT_MODULES = ("jobs/__init__.py", "jobs/checkpoints.py", "jobs/export_run.py")
 """The export driver's modules (jobs/export_run.py: stdlib and the checkpoint check), sent as its `py_modules`."""
@@ -98,7 +103,8 @@ class Outcome:
     """What `ensure_run` did."""
 
     action: str
-    """`submitted`, `extended` (submitted past a SUCCEEDED attempt's schedule), `live` (an attempt
+    """`submitted`, `extended` (submitted past a SUCCEEDED attempt's schedule), `resumed` (submitted after an
+    attempt that stopped at its deadline before its schedule's end), `live` (an attempt
     is PENDING or RUNNING) or `succeeded` (the run is done)."""
     submission_id: str
     """The attempt submitted or found."""
@@ -111,6 +117,8 @@ class Outcome:
             return f"submitted {self.submission_id}"
         if self.action == "extended":
             return f"submitted {self.submission_id}: the run SUCCEEDED on a shorter schedule and continues"
+        if self.action == "resumed":
+            return f"submitted {self.submission_id}: the previous attempt stopped at its deadline and the run resumes"
         if self.action == "live":
             return f"{self.submission_id} is already {self.status}; nothing submitted"
         return (
@@ -296,15 +304,26 @@ def stack_jobs(client: JobSubmissionClient, stack: str) -> list[JobDetails]:
     return sorted(found, key=lambda job: (job.start_time or 0, job.submission_id or ""))
 
 
-def settled(previous: list[JobDetails], submission: dict[str, Any]) -> Outcome | None:
+def deadline_stop_of(client: JobSubmissionClient, job: JobDetails) -> int | None:
+    """The step a SUCCEEDED attempt saved before it stopped at its deadline (its wrapper's last line,
+    jobs/attempt.py DEADLINE_STOP_LINE), or None: any other attempt, or one that ran to its schedule's end."""
+    if status_text(job.status) != "SUCCEEDED" or not job.submission_id:
+        return None
+    return deadline_stop_step(last_lines(client, job.submission_id, DEADLINE_STOP_TAIL))
+
+
+def settled(previous: list[JobDetails], submission: dict[str, Any], stopped_at: int | None = None) -> Outcome | None:
     """What `ensure_run` finds with the run's attempts `previous` when it submits nothing: `live` (the newest
-    is PENDING or RUNNING) or `succeeded` (it SUCCEEDED and the schedule asks for no more); else None."""
+    is PENDING or RUNNING) or `succeeded` (it SUCCEEDED, did not stop at its deadline before its schedule's end,
+    `stopped_at` being the step it saved then, and the schedule asks for no more); else None."""
     if not previous:
         return None
     newest = previous[-1]
     status = status_text(newest.status)
     if status in LIVE:
         return Outcome("live", newest.submission_id, status)
+    if stopped_at is not None and not schedule_done(newest.metadata or {}, stopped_at):
+        return None
     if status == "SUCCEEDED" and not extends(newest.metadata or {}, submission["metadata"]):
         return Outcome("succeeded", newest.submission_id, status)
     return None
@@ -313,19 +332,32 @@ def settled(previous: list[JobDetails], submission: dict[str, Any]) -> Outcome |
 def wants_workers(client: JobSubmissionClient, submission: dict[str, Any]) -> bool:
     """Whether the run of `submission` needs the GPU workers: anything but a SUCCEEDED run with nothing more
     to do (whose workers the run guardian may have scaled to zero)."""
-    kept = settled(attempts(client, submission["metadata"]["run"]), submission)
+    previous = attempts(client, submission["metadata"]["run"])
+    stopped_at = deadline_stop_of(client, previous[-1]) if previous else None
+    kept = settled(previous, submission, stopped_at)
     return kept is None or kept.action != "succeeded"
 
 
-def ensure_run(client: JobSubmissionClient, submission: dict[str, Any]) -> Outcome:
+def ensure_run(
+    client: JobSubmissionClient,
+    submission: dict[str, Any],
+    stop_of: Callable[[JobDetails], int | None] | None = None,
+) -> Outcome:
     """Submit the run of `submission` (attempt-1 kwargs) unless an attempt is live, or the newest
-    SUCCEEDED and the schedule asks for no more than it ran."""
+    SUCCEEDED and the schedule asks for no more than it ran. An attempt that stopped at its deadline before
+    its schedule's end (`stop_of`, default `deadline_stop_of` through Ray's logs) is `resumed`."""
     run = submission["metadata"]["run"]
     previous = attempts(client, run)
-    kept = settled(previous, submission)
+    stopped_at = (stop_of or functools.partial(deadline_stop_of, client))(previous[-1]) if previous else None
+    kept = settled(previous, submission, stopped_at)
     if kept is not None:
         return kept
-    action = "extended" if previous and status_text(previous[-1].status) == "SUCCEEDED" else "submitted"
+    if stopped_at is not None:
+        action = "resumed"
+    elif previous and status_text(previous[-1].status) == "SUCCEEDED":
+        action = "extended"
+    else:
+        action = "submitted"
     attempt = attempt_number(previous[-1]) + 1 if previous else 1
     kwargs = for_attempt(submission, attempt)
     try:

@@ -18,6 +18,15 @@ cluster and the run's record, applies one action at a time and appends every dec
   not the one the newest preflight result names, jobs/preflight/driver.py `rayHead`), the settings' preflight
   runs (jobs/preflight/gate.py, job.preflight; never before a resume on the same cluster): `preflight-passed`,
   or `preflight-failed` and `not-retried` with one line per bad node (cordoned first with job.cordonBadNodes);
+- SUCCEEDED after a deadline stop before the schedule's end (NeMo-RL's `checkpoint_must_save_by`: it saves, prints
+  "Timeout has been reached, stopping training early" and exits 0; the wrapper's last line names the step saved,
+  jobs/attempt.py DEADLINE_STOP_LINE): `deadline-stop`, then the next attempt resumes from that step through the
+  readiness gate, i.e. on the next capacity (not a recovery: maxRecoveries is not spent). A deadline stop that
+  saved nothing ends FAILED (the wrapper's UNSAVED_STOP_EXIT) and is judged as a failure;
+- a verl attempt RUNNING with a known end of its GPU nodes (jobs/deadline.py: verl 0.9.1's default trainer reads no
+  deadline): once the newest checkpoint it saved is the last that completes before the save-by time
+  (deadline.stop_due), `deadline-stop`, then the attempt is stopped; STOPPED after a `deadline-stop`, the next
+  attempt resumes from that step on the next capacity, as above;
 - SUCCEEDED: `succeeded`; when the settings' schedule asks for more (runs.extends) the next attempt
   continues the run; else the export (`export-submitted`, through Hooks.export);
 - once the run is over (succeeded, not retried, gave up) and nothing is live on the cluster for
@@ -49,7 +58,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from jobs import control, record
 from jobs.access import Endpoint, bearer_headers
-from jobs.attempt import REFUSED_LINE
+from jobs.attempt import REFUSED_LINE, deadline_stop_in
 from jobs.checkpoints import CheckpointError, newest_complete
 from jobs.export_run import for_step
 from jobs.lease import (
@@ -61,7 +70,7 @@ from jobs.lease import (
     foreground_identity,
     in_cluster_identity,
 )
-from jobs.runs import extends, run_dir_of
+from jobs.runs import extends, run_dir_of, schedule_done
 
 if TYPE_CHECKING:
     from ray.job_submission import JobSubmissionClient
@@ -78,6 +87,9 @@ IN_CLUSTER_API = "https://kubernetes.default.svc"
 
 SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 """Where a pod's service account token and the cluster CA are mounted."""
+
+DEADLINE_REFRESH_SECONDS = 300.0
+"""Seconds between two reads of the GPU nodes' known ends while a verl attempt runs (a maintenance label may come)."""
 
 POLL_SECONDS = 10.0
 """Seconds between two looks at the cluster while nothing changes."""
@@ -206,6 +218,8 @@ class AttemptView:
     """Its last log lines (read only when a failure must be judged)."""
     metadata: dict[str, str] = field(default_factory=dict)
     """Its Ray metadata (the schedule it ran)."""
+    deadline_stop: int | None = None
+    """For a SUCCEEDED attempt that stopped at its deadline: the step it saved (its wrapper's last line)."""
 
 
 @dataclass(frozen=True)
@@ -248,15 +262,21 @@ class State:
     """Whether an export hook is wired."""
     can_scale: bool = False
     """Whether a scale-to-zero hook is wired."""
+    save_by: float | None = None
+    """For a live verl attempt: when it must have saved (a known end of its GPU nodes less the margin); else None."""
+    saves: tuple[Any, ...] = ()
+    """With `save_by`: the run's complete checkpoints and when each completed (jobs/deadline.py Saved)."""
+    next_capacity_in: float = 0.0
+    """After a deadline stop: seconds until the GPU nodes whose known end stopped it are gone (0: resume now)."""
 
 
 @dataclass(frozen=True)
 class Action:
     """One decision: `wait` or `done` (nothing to do now), `record` (append `event`), or one of `recover`,
-    `extend`, `export`, `scale-to-zero` (act, then record)."""
+    `extend`, `resume`, `stop`, `export`, `scale-to-zero` (act, then record)."""
 
     kind: str
-    """wait, done, record, recover, extend, export or scale-to-zero."""
+    """wait, done, record, recover, extend, resume, stop, export or scale-to-zero."""
     attempt: int
     """The attempt it is about (0 before the first)."""
     reason: str
@@ -394,6 +414,45 @@ def _idle(state: State, why: str) -> Action:
     return Action("scale-to-zero", newest.number, f"{why}; idle for job.idleMinutes={settings.idle_minutes:g}")
 
 
+def _after_deadline_stop(state: State, step: int) -> Action:
+    """After an attempt stopped at its deadline, having saved `step`, before its schedule's end: record it, then
+    resume the run as the next attempt (unless a preflight refused the cluster meanwhile)."""
+    newest, recorded = state.newest, state.recorded
+    assert newest is not None
+    why = f"attempt {newest.number} stopped at its deadline after saving step {step}"
+    if "deadline-stop" not in recorded:
+        schedule = newest.metadata.get("maxSteps") or "no step limit"
+        return Action("record", newest.number, f"{why}, before its schedule's end ({schedule})", "deadline-stop",
+                      details={"step": step})  # fmt: skip
+    for over in ("not-retried", "gave-up"):
+        if over in recorded:
+            return _idle(state, f"attempt {newest.number} {over}: {recorded[over]['reason']}")
+    if state.next_capacity_in > 0:
+        left = state.next_capacity_in
+        return Action("wait", newest.number, f"{why}; the GPU nodes' capacity ends in {left:.0f} s: waiting for the next",
+                      wait_s=left)  # fmt: skip
+    return Action("resume", newest.number, f"{why}; the next attempt resumes from it on the next capacity")
+
+
+def _before_deadline(state: State) -> Action | None:
+    """For a live verl attempt with a known save-by time: `deadline-stop` once its newest checkpoint is the last that
+    completes before that time, then `stop` it; None otherwise."""
+    newest, recorded = state.newest, state.recorded
+    assert newest is not None
+    if "deadline-stop" in recorded:
+        return Action("stop", newest.number, f"attempt {newest.number} stops at its deadline")
+    if state.save_by is None or newest.status != "RUNNING" or newest.start is None:
+        return None
+    from jobs.deadline import stop_due
+
+    due = stop_due(list(state.saves), newest.start, state.save_by)
+    if due is None:
+        return None
+    reason = (f"attempt {newest.number} saved step {due.step}, the last checkpoint that completes before"
+              f" {record.utc_stamp(state.save_by)} (a known end of its GPU nodes less the save margin)")  # fmt: skip
+    return Action("record", newest.number, reason, "deadline-stop", details={"step": due.step})
+
+
 def decide(state: State) -> Action:
     """The next thing to do about the run (see the module's rules)."""
     newest, recorded = state.newest, state.recorded
@@ -402,7 +461,13 @@ def decide(state: State) -> Action:
             "wait", 0, f"no attempt of {state.settings.run} yet (pulumi up or python -m jobs submit starts it)"
         )
     if newest.status in control.LIVE or newest.end is None:
-        return Action("wait", newest.number, f"attempt {newest.number} is {newest.status}")
+        stopping = _before_deadline(state) if newest.status == "RUNNING" else None
+        return stopping or Action("wait", newest.number, f"attempt {newest.number} is {newest.status}")
+    if newest.status == "STOPPED" and "deadline-stop" in recorded:
+        return _after_deadline_stop(state, int(recorded["deadline-stop"].get("details", {}).get("step", 0)))
+    if newest.status == "SUCCEEDED" and newest.deadline_stop is not None:
+        if not schedule_done(newest.metadata, newest.deadline_stop):
+            return _after_deadline_stop(state, newest.deadline_stop)
     if newest.status == "SUCCEEDED":
         if "succeeded" not in recorded:
             return Action("record", newest.number, "", "succeeded")
@@ -463,6 +528,8 @@ class Guardian:
         self.backoff, self.settle, self.clock = backoff, settle, clock
         self.lease, self.wait_for_lease = lease, wait_for_lease
         self.client: JobSubmissionClient = control.connect(endpoint)
+        self._deadline_read: tuple[int, float, float | None] = (0, float("-inf"), None)
+        """For the attempt it was read for: when the GPU nodes' known end was read, and the save-by time it gave."""
 
     def observe(self) -> State:
         """The state `decide` needs, read from Ray (every request within control.DEADLINES) and the record."""
@@ -483,7 +550,45 @@ class Guardian:
             settle=self.settle,
             can_export=self.hooks.export is not None,
             can_scale=self.hooks.scale_to_zero is not None,
+            **self.deadline_view(newest, recorded),
         )
+
+    def known_end(self, attempt: int) -> Any:
+        """The earliest known end of the GPU nodes (a jobs/deadline.py Deadline), or None: none known, no API
+        server at hand, or it did not answer (a progress line says so)."""
+        from jobs.deadline import earliest_end
+
+        api = api_endpoint(self.endpoint)
+        if api is None:
+            return None
+        try:
+            return earliest_end(gpu_nodes_of(api), bool(self.settings.raw.get("flexStart")))
+        except control.JobError as error:
+            self.report(f"{self.settings.run}: no deadline known for attempt {attempt}: {error}")
+            return None
+
+    def deadline_view(self, newest: AttemptView | None, recorded: dict[str, dict[str, Any]]) -> dict[str, Any]:
+        """For a RUNNING verl attempt, `save_by` and `saves`: the earliest known end of the GPU nodes less the margin
+        (the nodes read for each attempt, then every DEADLINE_REFRESH_SECONDS) and the run's complete checkpoints;
+        after a deadline stop, `next_capacity_in` (the nodes read every poll); else nothing."""
+        from jobs.deadline import next_capacity_in, save_by, verl_saves
+
+        if newest is None:
+            return {}
+        now = self.clock()
+        over = "not-retried" in recorded or "gave-up" in recorded
+        if newest.status not in control.LIVE and "deadline-stop" in recorded and not over:
+            return {"next_capacity_in": next_capacity_in(self.known_end(newest.number), now)}
+        if self.settings.framework != "verl" or newest.status != "RUNNING":
+            return {}
+        attempt, read_at, save_by_at = self._deadline_read
+        if attempt != newest.number or now - read_at >= DEADLINE_REFRESH_SECONDS:
+            ends = self.known_end(newest.number)
+            save_by_at = save_by(ends) if ends is not None else None
+            self._deadline_read = (newest.number, now, save_by_at)
+        if save_by_at is None:
+            return {}
+        return {"save_by": save_by_at, "saves": tuple(verl_saves(self.settings.run_dir, self.settings.world_size))}
 
     def _view(self, job: Any, entries: list[dict[str, Any]]) -> AttemptView:
         number = control.attempt_number(job)
@@ -500,6 +605,7 @@ class Guardian:
             message=job.message or "",
             last_lines=lines,
             metadata=dict(job.metadata or {}),
+            deadline_stop=deadline_stop_in(self.settings.run_dir, number) if status == "SUCCEEDED" else None,
         )
 
     def append(self, attempt: int, event: str, reason: str = "", **extra: Any) -> None:
@@ -523,12 +629,19 @@ class Guardian:
         if not self.may_act() or not self.preflight(attempt) or not self.may_act():
             return
         step = self.resume_step()
-        outcome = control.ensure_run(self.client, self.told_the_deadline(settings.submission))
-        if outcome.action in ("submitted", "extended"):
+        outcome = control.ensure_run(self.client, self.told_the_deadline(settings.submission), self.deadline_stop_of)
+        if outcome.action in ("submitted", "extended", "resumed"):
             number = int(outcome.submission_id.rsplit("-", 1)[1])
             self.append(number, "submitted", reason, resumed_from_step=step)
         else:
             self.report(f"{settings.run}: {outcome.sentence()}")
+
+    def deadline_stop_of(self, job: Any) -> int | None:
+        """The step a SUCCEEDED attempt `job` saved before it stopped at its deadline, from the end of its log in
+        the run directory (not Ray's whole log); None otherwise."""
+        if control.status_text(job.status) != "SUCCEEDED":
+            return None
+        return deadline_stop_in(self.settings.run_dir, control.attempt_number(job))
 
     def preflight(self, attempt: int) -> bool:
         """Run the settings' preflight when the Ray cluster's head is not the one the newest preflight result
@@ -595,8 +708,12 @@ class Guardian:
         if action.kind == "record":
             extra: dict[str, Any] = {"last_lines": list(action.last_lines), "details": action.details}
             self.append(action.attempt, action.event, action.reason, **extra)
-        elif action.kind in ("recover", "extend"):
+        elif action.kind in ("recover", "extend", "resume"):
             self.submit(action.attempt, action.reason)
+        elif action.kind == "stop":
+            jobs = control.attempts(self.client, self.settings.run)
+            stopped = control.stop_jobs(self.client, [job for job in jobs if control.attempt_number(job) == action.attempt])
+            self.report(f"{self.settings.run}: {action.reason}: stopped {', '.join(stopped) or 'nothing live'}")
         elif action.kind == "export":
             assert self.hooks.export is not None
             step = self.resume_step()
@@ -672,20 +789,19 @@ def gpu_nodes_of(api: Endpoint) -> list[dict[str, Any]]:
 
 
 def with_deadline(submission: dict[str, Any], framework: str, ends: Any, now: float) -> dict[str, Any]:
-    """`submission` with the save-before-deadline of `ends` (a jobs/deadline.py Deadline, or None): verl's
-    expiration variable in the environment, NeMo-RL's save-by override appended to the framework's command
-    (the last word of the attempt wrapper's entrypoint, `sh -c '<command>'`)."""
+    """`submission` with the save-before-deadline of `ends` (a jobs/deadline.py Deadline, or None): NeMo-RL's
+    save-by override appended to the framework's command (the last word of the attempt wrapper's entrypoint,
+    `sh -c '<command>'`); verl unchanged (nothing of its default trainer reads a deadline: the guardian stops it)."""
     import shlex
 
-    from jobs.deadline import attempt_env, attempt_overrides
+    from jobs.deadline import attempt_overrides
 
-    env, overrides = attempt_env(framework, ends), attempt_overrides(framework, ends, now)
-    if not env and not overrides:
+    overrides = attempt_overrides(framework, ends, now)
+    if not overrides:
         return submission
     words = shlex.split(submission["entrypoint"])
     words[-1] = " ".join([words[-1], *map(shlex.quote, overrides)])
-    env_vars = dict(sorted({**submission["runtime_env"]["env_vars"], **env}.items()))
-    return {**submission, "entrypoint": shlex.join(words), "runtime_env": {**submission["runtime_env"], "env_vars": env_vars}}
+    return {**submission, "entrypoint": shlex.join(words)}
 
 
 def cluster_hooks(settings: Settings, endpoint: Endpoint) -> Hooks:

@@ -32,8 +32,10 @@ EVENTS = (
     "exported",
     "preflight-passed",
     "preflight-failed",
+    "deadline-stop",
 )
-"""Every event a record line may name."""
+"""Every event a record line may name. `deadline-stop`: the attempt stopped at a known end of its GPU capacity
+after saving (`details.step`) before its schedule's end; the next attempt resumes from it (not a recovery)."""
 
 GPU_CAPACITY_LOST = "gpu-capacity-lost"
 """`details.cause` of a `failed` event whose attempt lost its GPU nodes (a preemption): the guardian writes it,

@@ -73,3 +73,13 @@ def extends(done: dict[str, str], wanted: dict[str, str]) -> bool:
         return False
     steps_done, steps_wanted = (float(item["maxSteps"] or "inf") for item in (done, wanted))
     return steps_wanted > steps_done or int(wanted["epochs"]) > int(done["epochs"])
+
+
+def schedule_done(done: dict[str, str], step: int) -> bool:
+    """Whether an attempt of the schedule `done` (job metadata) that stopped at its deadline after saving `step`
+    had nothing left to train: its maxSteps reached. NeMo-RL v0.7.0 checks its timeout before its step limit
+    (nemo_rl/algorithms/grpo.py L3123-3133), so a deadline at the last step prints only the timeout line, not
+    "Max number of steps has been reached, stopping training early" (L3128-3131); an attempt that ended with that
+    line, or with its epochs (L2228, no line), has no deadline line and is the end of the run."""
+    max_steps = done.get("maxSteps", "")
+    return max_steps.isdigit() and step >= int(max_steps)

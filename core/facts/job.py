@@ -104,16 +104,28 @@ FLEX_START_MAX_SECONDS = 7 * 24 * 3600
 """Flex-start (Dynamic Workload Scheduler) capacity runs at most 7 days from when the node came up (GKE
 concepts/dws, "up to 7 days"; day-two-operations.md; read 2026-12-01). Counted from the node's creation."""
 
-VERL_ESI_ENV = "MLP_CURRENT_CAPACITY_BLOCK_EXPIRATION_TIMESTAMP"
-"""verl 0.9.1's `should_save_ckpt_esi` (verl/utils/checkpoint/checkpoint_manager.py) reads this variable as Unix
-seconds (float) and forces a checkpoint once the time left is at most 60 s of save plus the longest step so far
-plus `trainer.esi_redundant_time` (default 0); ray_trainer.py calls it after every actor update when save_freq
-> 0. Chosen over SAGEMAKER_CURRENT_CAPACITY_BLOCK_EXPIRATION_TIMESTAMP, which it reads as a local naive time."""
+VERL_DEADLINE_READER = "nothing"
+"""What of verl 0.9.1's default trainer reads a deadline: nothing. `trainer.use_v1: true` (verl/trainer/config/
+ppo_trainer.yaml L232) runs TaskRunnerV1 (verl/trainer/main_ppo.py L183-184), whose loop saves only at the last step
+or every save_freq steps (verl/trainer/ppo/v1/trainer_base.py L481-482); `should_save_ckpt_esi` and its
+MLP_CURRENT_CAPACITY_BLOCK_EXPIRATION_TIMESTAMP (verl/utils/checkpoint/checkpoint_manager.py L262-282) are called
+only by the legacy trainer (verl/trainer/ppo/ray_trainer.py L1693, reached with the deprecated
+`trainer.use_v1=false`, main_ppo.py L186-191) and the experimental fully_async and separation trainers. So verl is
+told nothing: the run guardian stops a verl attempt after the last checkpoint that completes before the deadline."""
 
 NEMO_RL_SAVE_BY_KEY = "checkpointing.checkpoint_must_save_by"
-"""NeMo-RL v0.7.0's save-by setting (nemo_rl/utils/checkpoint.py CheckpointingConfig; nemo_rl/utils/timer.py
-TimeoutChecker): a duration `DD:HH:MM:SS` from the start of training; grpo.py saves once elapsed time plus the
-mean step time reaches it, then stops ("Timeout has been reached, stopping training early")."""
+"""NeMo-RL v0.7.0's save-by setting: a duration `DD:HH:MM:SS` (nemo_rl/utils/timer.py convert_to_seconds L251-261)
+counted from the TimeoutChecker's creation (timer.py L278 `self.start_time = time.time()`), which grpo_train makes
+at its start (nemo_rl/algorithms/grpo.py L2147-2151), after Ray setup, model load and vLLM start; it saves once
+elapsed time plus the mean step time reaches it (timer.py L296-306, `fit_last_save_time=True`), then stops
+("Timeout has been reached, stopping training early", grpo.py L3123-3126). No absolute time is accepted."""
+
+NEMO_RL_SETUP_BOUND_SECONDS = 45 * 60
+"""The longest NeMo-RL setup allowed for, from the attempt's submission to grpo_train's TimeoutChecker (the
+wrapper's resume check, Ray actors, the model and optimizer load from the shared storage, vLLM start): the
+save-by duration is counted from the submission less this, so a shorter setup saves early by the difference,
+never late (a project choice: a 70B DTensor or Megatron recipe on 2-8 nodes loads in well under it; a setup that
+takes longer saves late by the excess, inside DEADLINE_SAVE_MARGIN_SECONDS)."""
 
 DEADLINE_SAVE_MARGIN_SECONDS = 15 * 60
 """How long before a known end the framework is told to save: verl's own margin is only 60 s of saving plus

@@ -22,6 +22,13 @@ Faults, for the recovery tests: `--hold-after N` (after step N the GPU actors wa
 `--half-save-at N` (step N's save writes half of the ranks' shards and no data.pt, then waits) happen
 once per run, like a preemption; a wait ends after `--hold-seconds` with the GPU worker dying on its own.
 `--fail-at N` fails every attempt at step N with `--exit-code`, like a bug.
+
+`--deadline-stop-after N` (once per run, like the end of a node's capacity) stops the way NeMo-RL v0.7.0 stops at
+its `checkpointing.checkpoint_must_save_by` (nemo_rl/algorithms/grpo.py): it saves step N whatever the save period
+(L2880-2884: `should_save_by_timeout` saves, only when `checkpointing.enabled`; `--checkpointing-off` stands for it
+off), prints NeMo-RL's exact "Timeout has been reached, stopping training early" (L3125) and returns (L3126), and
+examples/run_grpo.py's main ends (L231-232), so the job exits 0 before the schedule's end. The checkpoint layout
+stays verl's (the wrapper recognises NeMo-RL's line whatever the framework; verl 0.9.1 never prints it).
 """
 
 from __future__ import annotations
@@ -55,6 +62,9 @@ the environment added after the spec is not, as verl's trainer.total_training_st
 
 MAX_STEP_SECONDS = 5.0
 """Longest pause per step: the stand-in's runs stay short."""
+
+NEMO_RL_DEADLINE_LINE = "Timeout has been reached, stopping training early"
+"""NeMo-RL v0.7.0 nemo_rl/algorithms/grpo.py L3125, printed before grpo_train returns at its deadline."""
 
 MAX_HOLD_SECONDS = 120.0
 """Longest wait for a node loss."""
@@ -208,6 +218,8 @@ def parser() -> argparse.ArgumentParser:
     top.add_argument("--keep", type=int, help="rotate this attempt's actor checkpoints (trainer.max_actor_ckpt_to_keep)")
     top.add_argument("--fail-at", type=int, help="every attempt: fail at this step")
     top.add_argument("--exit-code", type=int, default=1, help="exit code of --fail-at")
+    top.add_argument("--deadline-stop-after", type=int, help="once per run: save this step, stop as NeMo-RL does")
+    top.add_argument("--checkpointing-off", action="store_true", help="save nothing (checkpointing.enabled false)")
     return top
 
 
@@ -239,7 +251,8 @@ def main() -> int:
             print(f"stand-in trainer: deterministic failure at step {step} (exit code {args.exit_code})", flush=True)
             return args.exit_code
         ray.get([worker.train.remote(step, args.step_seconds) for worker in workers])
-        if step % args.save_every == 0 or step == args.steps:
+        deadline = step == args.deadline_stop_after and once(run_dir, f"deadline-stop-after-{step}")
+        if not args.checkpointing_off and (step % args.save_every == 0 or step == args.steps or deadline):
             folder = step_dir(run_dir, step)
             half = step == args.half_save_at and once(run_dir, f"half-save-at-{step}")
             rotation.before_save()
@@ -252,6 +265,9 @@ def main() -> int:
             if not args.async_save:
                 (run_dir / TRACKER).write_text(str(step))
         print(metric_line(step), flush=True)
+        if deadline:
+            print(NEMO_RL_DEADLINE_LINE, flush=True)
+            return 0
         if step == args.hold_after and once(run_dir, f"hold-after-{step}"):
             print(f"stand-in: holding after step {step}; waiting for a node loss", flush=True)
             ray.get([worker.hold.remote(args.hold_seconds) for worker in workers])

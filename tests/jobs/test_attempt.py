@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from jobs import control
-from jobs.attempt import REFUSED_EXIT, REFUSED_LINE, log_path
+from jobs.attempt import REFUSED_EXIT, REFUSED_LINE, UNSAVED_STOP_EXIT, deadline_stop_in, log_path
 from tests.jobs.stand_in_trainer import SHARD_KINDS, shard_name
 
 WORLD = 2
@@ -143,3 +143,33 @@ def test_each_pod_module_is_python_3_10_and_imports_only_the_stdlib_and_other_po
         assert module in pod or (root in sys.stdlib_module_names and root != "jobs"), f"{name} imports {module}"
     assert "datetime.UTC" not in (control.PROJECT_DIR / name).read_text()
     assert "from datetime import UTC" not in (control.PROJECT_DIR / name).read_text()
+
+
+NEMO_RL_DEADLINE = "Timeout has been reached, stopping training early"
+"""NeMo-RL v0.7.0 nemo_rl/algorithms/grpo.py L3125, printed before grpo_train returns (exit 0) at its deadline."""
+
+
+def test_a_deadline_stop_that_saved_ends_with_the_wrapper_naming_the_step_and_exit_0(tmp_path):
+    verl_step(tmp_path, 2)
+    code = f"import pathlib, sys; sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r});" \
+        f" from tests.jobs.test_attempt import verl_step; verl_step(pathlib.Path({str(tmp_path)!r}), 3);" \
+        f" print({NEMO_RL_DEADLINE!r})"
+    result = wrapped(tmp_path, 2, sys.executable, "-c", code)
+    assert result.returncode == 0
+    last = result.stdout.decode().splitlines()[-2:]
+    assert last == [NEMO_RL_DEADLINE, f"grpo-gke attempt 2: stopped at its deadline after saving step 3"
+                    f" ({NEMO_RL_DEADLINE!r}); the run resumes from it"]  # fmt: skip
+    assert deadline_stop_in(tmp_path, 2) == 3 and deadline_stop_in(tmp_path, 1) is None
+
+
+def test_a_deadline_stop_that_saved_nothing_is_a_failed_attempt(tmp_path):
+    verl_step(tmp_path, 2)
+    result = wrapped(tmp_path, 2, sys.executable, "-c", f"print({NEMO_RL_DEADLINE!r})")
+    assert result.returncode == UNSAVED_STOP_EXIT
+    assert result.stdout.decode().splitlines()[-1].startswith("grpo-gke attempt 2: failed: the framework stopped at")
+    assert deadline_stop_in(tmp_path, 2) is None
+
+
+def test_an_exit_0_without_the_deadline_line_is_left_as_it_is(tmp_path):
+    result = wrapped(tmp_path, 1, sys.executable, "-c", "print('Max number of steps has been reached, stopping training early')")
+    assert result.returncode == 0 and deadline_stop_in(tmp_path, 1) is None

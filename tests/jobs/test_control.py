@@ -195,6 +195,7 @@ class AttemptsClient:
             for number, status in enumerate(statuses, start=1)
         ]
         self.submitted: list[dict] = []
+        self.logs: dict[str, str] = {}
 
     def list_jobs(self):
         return list(reversed(self.jobs))
@@ -205,6 +206,10 @@ class AttemptsClient:
 
     def get_job_status(self, _submission_id):
         return "PENDING"
+
+    def get_job_logs(self, submission_id):
+        """The job's whole driver log, as Ray 2.60 JobSubmissionClient.get_job_logs returns it."""
+        return self.logs.get(submission_id, "")
 
 
 def first_attempt(max_steps: int | None):
@@ -243,3 +248,35 @@ def test_attempts_past_the_ninth_order_by_number():
     outcome = control.ensure_run(client, submission)
     assert outcome.submission_id == f"{run}-12"
     assert client.submitted[0]["runtime_env"]["env_vars"]["GRPO_ATTEMPT"] == "12"
+
+
+def deadline_log(attempt: int, step: int) -> str:
+    """An attempt's log ending as the wrapper ends it after NeMo-RL stopped at its deadline having saved `step`
+    (NeMo-RL's line, then the wrapper's; W&B's summary may come between, not after)."""
+    return (
+        f"grpo-gke attempt {attempt}: no checkpoint; starting at step 0 in /data/runs/x\n"
+        "Timeout has been reached, stopping training early\n"
+        f"grpo-gke attempt {attempt}: stopped at its deadline after saving step {step}"
+        " ('Timeout has been reached, stopping training early'); the run resumes from it\n"
+    )
+
+
+def test_a_deadline_stop_before_the_schedules_end_resumes_as_the_next_attempt_for_the_cli_and_pulumi_up():
+    submission = first_attempt(100)
+    run = submission["metadata"]["run"]
+    client = AttemptsClient(run, ["SUCCEEDED"], {"maxSteps": "100", "epochs": "1"})
+    client.logs[f"{run}-1"] = deadline_log(1, 40)
+    assert control.wants_workers(client, submission)
+    outcome = control.ensure_run(client, submission)
+    assert (outcome.action, outcome.submission_id) == ("resumed", f"{run}-2")
+    assert client.submitted[0]["runtime_env"]["env_vars"]["GRPO_ATTEMPT"] == "2"
+    assert outcome.sentence() == f"submitted {run}-2: the previous attempt stopped at its deadline and the run resumes"
+
+
+def test_a_deadline_stop_at_the_schedules_last_step_is_the_end_of_the_run():
+    submission = first_attempt(100)
+    run = submission["metadata"]["run"]
+    client = AttemptsClient(run, ["SUCCEEDED"], {"maxSteps": "100", "epochs": "1"})
+    client.logs[f"{run}-1"] = deadline_log(1, 100)
+    assert not control.wants_workers(client, submission)
+    assert control.ensure_run(client, submission).action == "succeeded" and client.submitted == []

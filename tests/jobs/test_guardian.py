@@ -162,13 +162,55 @@ def test_a_succeeded_run_asked_for_more_steps_is_extended_before_any_export(sett
     assert decide(state(longer, "SUCCEEDED", recorded=[("succeeded", {})], attempt=same)).kind == "export"
 
 
+def test_a_deadline_stop_before_the_schedules_end_is_recorded_then_resumed_without_spending_a_recovery(settings):
+    stopped = {"metadata": {"maxSteps": "10", "epochs": "1"}, "deadline_stop": 4}
+    action = decide(state(settings, "SUCCEEDED", attempt=stopped))
+    assert (action.kind, action.event, action.details) == ("record", "deadline-stop", {"step": 4})
+    assert action.reason == "attempt 1 stopped at its deadline after saving step 4, before its schedule's end (10)"
+    spent = {"recoveries": 2}
+    resume = decide(state(settings, "SUCCEEDED", recorded=[("deadline-stop", {})], attempt=stopped, **spent))
+    assert (resume.kind, resume.attempt) == ("resume", 1)
+    assert resume.reason == "attempt 1 stopped at its deadline after saving step 4; the next attempt resumes from it on the next capacity"
+    waiting = decide(state(settings, "SUCCEEDED", recorded=[("deadline-stop", {})], attempt=stopped, next_capacity_in=600))
+    assert (waiting.kind, waiting.wait_s) == ("wait", 600)
+    assert waiting.reason.endswith("the GPU nodes' capacity ends in 600 s: waiting for the next")
+    refused = [("deadline-stop", {}), ("not-retried", {})]
+    assert decide(state(settings, "SUCCEEDED", now=END + 60, recorded=refused, attempt=stopped)).kind == "wait"
+
+
+def test_a_deadline_stop_at_the_schedules_last_step_is_a_success(settings):
+    ten = replace(settings, submission={**settings.submission, "metadata": {**settings.submission["metadata"],
+                                                                            "maxSteps": "10"}})  # fmt: skip
+    last = {"metadata": {"maxSteps": "10", "epochs": ten.submission["metadata"]["epochs"]}, "deadline_stop": 10}
+    assert decide(state(ten, "SUCCEEDED", attempt=last)).event == "succeeded"
+    assert decide(state(ten, "SUCCEEDED", recorded=[("succeeded", {})], attempt=last)).kind == "export"
+
+
+def test_a_verl_attempt_is_stopped_after_the_last_checkpoint_that_completes_before_its_deadline_then_resumed(settings):
+    from jobs.deadline import Saved
+
+    running = {"now": T0 + 900, "save_by": T0 + 1000}
+    fits = state(settings, "RUNNING", saves=(Saved(2, T0 + 400),), **running)
+    assert decide(fits).kind == "wait"
+    due = state(settings, "RUNNING", saves=(Saved(2, T0 + 400), Saved(4, T0 + 800)), **running)
+    action = decide(due)
+    assert (action.kind, action.event, action.details) == ("record", "deadline-stop", {"step": 4})
+    assert action.reason.startswith("attempt 1 saved step 4, the last checkpoint that completes before 2026-")
+    stopping = decide(state(settings, "RUNNING", recorded=[("deadline-stop", {"details": {"step": 4}})], **running))
+    assert stopping.kind == "stop"
+    stopped = decide(state(settings, "STOPPED", recorded=[("deadline-stop", {"details": {"step": 4}})]))
+    assert (stopped.kind, stopped.reason) == ("resume", "attempt 1 stopped at its deadline after saving step 4;"
+                                              " the next attempt resumes from it on the next capacity")  # fmt: skip
+    assert decide(state(settings, "RUNNING", saves=due.saves, now=T0 + 900)).kind == "wait"
+
+
 def test_every_action_is_one_of_the_known_kinds_and_every_record_event_is_known(settings):
     from jobs.record import EVENTS
 
     cases = [state(settings, recorded=recorded) for recorded in ([], [OTHER], [CAPACITY])]
     for case in cases:
         action: Action = decide(case)
-        assert action.kind in ("wait", "done", "record", "recover", "extend", "export", "scale-to-zero")
+        assert action.kind in ("wait", "done", "record", "recover", "extend", "resume", "stop", "export", "scale-to-zero")
         assert action.kind != "record" or action.event in EVENTS
 
 

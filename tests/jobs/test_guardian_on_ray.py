@@ -2,7 +2,9 @@
 test_two_node_ray.py): a lost GPU node (a real node loss: its process group killed) recovered from the newest
 complete step on the node started again, then the export and the
 scale-to-zero decisions (recording stand-ins); an extended schedule continuing a SUCCEEDED run; a refused
-attempt and a deterministic failure not retried; maxRecoveries honoured past the ninth attempt."""
+attempt and a deterministic failure not retried; maxRecoveries honoured past the ninth attempt; a NeMo-RL-style
+deadline stop (exit 0 before the schedule's end) resumed as the next attempt, one that saved nothing not retried,
+and a verl attempt stopped by the guardian before a known end and resumed."""
 
 from __future__ import annotations
 
@@ -26,6 +28,9 @@ pytest.importorskip("ray", reason="ray is not installed: pip install 'ray[defaul
 
 GUARD_SECONDS = 240.0
 """Longest run of one guardian in these tests."""
+
+MAINTENANCE_LABEL = "cloud.google.com/scheduled-maintenance-time"
+"""GKE's label of a node's coming host maintenance (core/facts/job.py SCHEDULED_MAINTENANCE_LABEL)."""
 
 QUICK = Backoff(1, 1)
 """The tests' backoff: 1 s before each recovery."""
@@ -238,3 +243,72 @@ def test_max_recoveries_is_honoured_and_attempts_past_the_ninth_order_by_number(
     assert sum(1 for _, event in events if event == "recovering") == 2
     assert events[-2:] == [(10, "failed"), (10, "gave-up")]
     assert run.entry(10, "gave-up")["reason"].startswith("2 of job.maxRecoveries=2 recoveries used: ")
+
+
+def test_a_nemo_rl_style_deadline_stop_before_the_schedules_end_resumes_as_the_next_attempt_not_a_recovery(
+    two_nodes, tmp_path
+):
+    """The stand-in stops after step 3 as NeMo-RL v0.7.0 stops at checkpoint_must_save_by (saves, prints its
+    timeout line, exits 0: the job SUCCEEDED); with job.maxRecoveries=0 a recovery would give up."""
+    run = GuardedRun(two_nodes, "guard-deadline", tmp_path, stand_in_trainer("--save-every", "4",
+                     "--deadline-stop-after", "3"), steps=6, maxRecoveries=0)  # fmt: skip
+    stand_ins = Recorded()
+    run.submit_first()
+    run.guard(stand_ins.hooks(), idleMinutes=0)
+    assert run.events() == [(1, "deadline-stop"), (2, "submitted"), (2, "succeeded"), (2, "export-submitted")]
+    stop = run.entry(1, "deadline-stop")
+    assert stop["details"] == {"step": 3} and stop["reason"].endswith("before its schedule's end (6)")
+    assert run.entry(2, "submitted")["resumed_from_step"] == 3
+    first = run.logs(1)
+    assert control.status_text(run.cluster.call(run.client.get_job_status, f"{run.id}-1")) == "SUCCEEDED"
+    assert steps_in(first) == [1, 2, 3] and "Timeout has been reached, stopping training early\n" in first
+    assert first.rstrip("\n").splitlines()[-1].startswith("grpo-gke attempt 1: stopped at its deadline after saving step 3")
+    assert steps_in(run.logs(2)) == [4, 5, 6] and stand_ins.exports == [(2, 6)]
+
+
+def test_a_deadline_stop_that_saved_nothing_is_a_failed_attempt_not_a_success(two_nodes, tmp_path):
+    run = GuardedRun(two_nodes, "guard-deadline-unsaved", tmp_path, stand_in_trainer("--save-every", "4",
+                     "--deadline-stop-after", "3", "--checkpointing-off"), steps=6)  # fmt: skip
+    stand_ins = Recorded()
+    run.submit_first()
+    run.guard(stand_ins.hooks(), settle=1.0, idleMinutes=0)
+    assert run.events() == [(1, "failed"), (1, "not-retried")]
+    assert "exit code 4" in run.entry(1, "not-retried")["reason"]
+    assert run.entry(1, "not-retried")["last_lines"][-1].startswith("grpo-gke attempt 1: failed: the framework stopped")
+    assert stand_ins.exports == [] and run.attempt_ids() == [f"{run.id}-1"]
+
+
+def test_a_verl_attempt_is_stopped_by_the_guardian_after_its_last_checkpoint_before_a_known_end_then_resumed(
+    two_nodes, tmp_path, monkeypatch
+):
+    """verl 0.9.1's default trainer reads no deadline: the guardian, told by the API server (a stand-in here) that
+    the GPU node's host maintenance comes 8 s past the save margin, stops attempt 1 after the newest checkpoint that
+    completes before it, and once a node without that end is up (the next capacity), resumes from that step."""
+    import time
+
+    from core.facts.job import DEADLINE_SAVE_MARGIN_SECONDS
+    from jobs import guardian
+    from jobs.access import Endpoint
+
+    run = GuardedRun(two_nodes, "guard-verl-deadline", tmp_path, stand_in_trainer("--save-every", "2",
+                     "--step-seconds", "1"), steps=12, maxRecoveries=0)  # fmt: skip
+    ends: list[int] = []
+
+    def gpu_nodes_of(_api: Endpoint) -> list[dict]:
+        if any(event == "deadline-stop" for _, event in run.events()):
+            return [{"metadata": {"name": "gpu-next", "labels": {}}}]
+        ends[:] = ends or [int(time.time()) + DEADLINE_SAVE_MARGIN_SECONDS + 8]
+        return [{"metadata": {"name": "gpu-ending", "labels": {MAINTENANCE_LABEL: str(ends[0])}}}]
+
+    monkeypatch.setattr(guardian, "api_endpoint", lambda endpoint: Endpoint(address="https://api.invalid", headers={}))
+    monkeypatch.setattr(guardian, "gpu_nodes_of", gpu_nodes_of)
+    stand_ins = Recorded()
+    run.submit_first()
+    run.guard(stand_ins.hooks(), idleMinutes=0)
+    events = run.events()
+    assert events == [(1, "deadline-stop"), (2, "submitted"), (2, "succeeded"), (2, "export-submitted")]
+    step = run.entry(1, "deadline-stop")["details"]["step"]
+    assert 2 <= step < 12 and step % 2 == 0
+    assert control.status_text(run.cluster.call(run.client.get_job_status, f"{run.id}-1")) == "STOPPED"
+    assert run.entry(2, "submitted")["resumed_from_step"] == step
+    assert steps_in(run.logs(2)) == list(range(step + 1, 13)) and stand_ins.exports == [(2, 12)]

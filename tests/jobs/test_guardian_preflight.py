@@ -168,19 +168,18 @@ MAINTENANCE_AT = 1796130000
 GPU_NODE = {"metadata": {"name": "gke-gpu-1", "labels": {"cloud.google.com/scheduled-maintenance-time": str(MAINTENANCE_AT)}}}
 
 
-def test_a_known_end_tells_verl_by_its_environment_and_nemo_rl_by_an_override_of_its_command():
-    from core.facts.job import DEADLINE_SAVE_MARGIN_SECONDS
+def test_a_known_end_tells_nemo_rl_by_an_override_of_its_command_less_its_setup_and_verl_nothing():
+    """verl 0.9.1's default trainer reads no expiration variable (core/facts/job.py VERL_DEADLINE_READER): its
+    submission is unchanged. NeMo-RL's duration counts from grpo_train's start: 2 h less the 15-minute margin and
+    the 45-minute setup bound."""
     from jobs.deadline import earliest_end
 
     ends = earliest_end([GPU_NODE], flex_start=False)
     verl = guardian_settings(config_of("dev"))["submission"]
-    told = guardian.with_deadline(verl, "verl", ends, now=MAINTENANCE_AT - 7200)
-    assert told["entrypoint"] == verl["entrypoint"]
-    saved_by = told["runtime_env"]["env_vars"].pop("MLP_CURRENT_CAPACITY_BLOCK_EXPIRATION_TIMESTAMP")
-    assert int(saved_by) == MAINTENANCE_AT - DEADLINE_SAVE_MARGIN_SECONDS and told["runtime_env"] == verl["runtime_env"]
+    assert guardian.with_deadline(verl, "verl", ends, now=MAINTENANCE_AT - 7200) == verl
     nemo = guardian_settings(config_of("nemo-rl-standard-b200"))["submission"]
     told = guardian.with_deadline(nemo, "nemo-rl", ends, now=MAINTENANCE_AT - 7200)
-    assert told["entrypoint"].endswith(" checkpointing.checkpoint_must_save_by=00:01:45:00'")
+    assert told["entrypoint"].endswith(" checkpointing.checkpoint_must_save_by=00:01:00:00'")
     assert told["entrypoint"].startswith(nemo["entrypoint"][:-1]) and told["runtime_env"] == nemo["runtime_env"]
     assert guardian.with_deadline(verl, "verl", None, now=0) is verl
 
@@ -188,9 +187,11 @@ def test_a_known_end_tells_verl_by_its_environment_and_nemo_rl_by_an_override_of
 def test_the_guardian_tells_the_next_attempt_the_gpu_nodes_end(guard, monkeypatch):
     listed = []
     monkeypatch.setattr(guardian, "gpu_nodes_of", lambda api: listed.append(api.address) or [GPU_NODE])
-    told = guard.told_the_deadline(guard.settings.submission)
+    assert guard.told_the_deadline(guard.settings.submission) == guard.settings.submission
     assert listed == ["https://1.2.3.4"]
-    assert "MLP_CURRENT_CAPACITY_BLOCK_EXPIRATION_TIMESTAMP" in told["runtime_env"]["env_vars"]
+    guard.settings = replace(guard.settings, framework="nemo-rl")
+    told = guard.told_the_deadline(guard.settings.submission)
+    assert " checkpointing.checkpoint_must_save_by=00:" in told["entrypoint"]
     monkeypatch.setattr(guardian, "gpu_nodes_of", lambda api: [{"metadata": {"name": "gke-gpu-2", "labels": {}}}])
     assert guard.told_the_deadline(guard.settings.submission) is guard.settings.submission
 
