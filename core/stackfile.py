@@ -153,13 +153,35 @@ def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
+def _key_path_at(node: yaml.Node | None, line: int, parents: tuple[str, ...] = ()) -> str | None:
+    """The dotted path of the mapping key on `line` (1-based), the stack file's `config:` left out
+    (`grpo-gke:gpu.type`), or None when no scalar key lies on that line."""
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            if not isinstance(key_node, yaml.ScalarNode):
+                continue
+            path = (*parents, key_node.value) if parents or key_node.value != "config" else ()
+            if key_node.start_mark.line + 1 == line:
+                return ".".join((*parents, key_node.value))
+            found = _key_path_at(value_node, line, path)
+            if found:
+                return found
+    if isinstance(node, yaml.SequenceNode):
+        for item in node.value:
+            found = _key_path_at(item, line, parents)
+            if found:
+                return found
+    return None
+
+
 def _document_of(path: Path, text: str) -> Any:
     """The parsed YAML, or a StackFileError naming the file, line and column."""
     try:
         return yaml.load(text, Loader=_StrictLoader)
     except _DuplicateKey as error:
+        key = _key_path_at(yaml.compose(text, Loader=yaml.SafeLoader), error.second) or str(error.key)
         raise StackFileError(
-            f"{path}:{error.second}: {error.key} is given twice in one mapping (lines {error.first} and"
+            f"{path}:{error.second}: {key} is given twice in one mapping (lines {error.first} and"
             f" {error.second}); keep one"
         ) from None
     except yaml.MarkedYAMLError as error:

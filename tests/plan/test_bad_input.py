@@ -4,6 +4,7 @@ line per problem on stderr naming the file or key and what to do, no traceback, 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -238,7 +239,7 @@ def test_the_same_rules_accept_a_good_config(tmp_path, text):
          "Pulumi.x.yaml: unknown top-level key 'confg'; did you mean 'config'? (a stack file holds config,"
          " encryptedkey, encryptionsalt, environment, secretsprovider)"),
         (DEV.replace("    nodes: 1\n", "    nodes: 1\n    type: b200\n"),
-         "Pulumi.x.yaml:11: type is given twice in one mapping (lines 9 and 11); keep one"),
+         "Pulumi.x.yaml:11: grpo-gke:gpu.type is given twice in one mapping (lines 9 and 11); keep one"),
         (DEV + "  gcp:region: us-east4\n",
          "Pulumi.x.yaml:27: gcp:region is given twice in one mapping (lines 4 and 27); keep one"),
     ],
@@ -257,3 +258,21 @@ def test_a_merge_key_is_no_duplicate(tmp_path):
         read_stack_file(path, PROJECT_NAMESPACE, "x")
     path.write_text("config:\n  grpo-gke:gpu:\n    <<: {type: h200, nodes: 1}\n    nodes: 2\n")
     assert read_stack_file(path, PROJECT_NAMESPACE, "x").values["grpo-gke:gpu"] == '{"nodes": 2, "type": "h200"}'
+
+
+def test_a_stack_named_with_stack_is_refused_the_same_way(tmp_path):
+    """`make plan STACK=NAME` runs `--stack NAME`: the stack file beside Pulumi.yaml, refused the same way."""
+    checkout = tmp_path / "checkout"
+    shutil.copytree(
+        REPO_ROOT, checkout, symlinks=True, ignore=shutil.ignore_patterns(".git", ".venv", "build", "__pycache__", ".pytest_cache")
+    )  # fmt: skip
+    (checkout / "Pulumi.wrongzone.yaml").write_text(NAMED_MISTAKES[0][1])
+    result = subprocess.run(
+        [sys.executable, "-m", "plan", "--stack", "wrongzone"],
+        cwd=checkout, env={**os.environ, "PYTHONPATH": str(checkout)}, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert refused(result) == (
+        "error: the config of stack 'wrongzone' (Pulumi.wrongzone.yaml) was refused:\n"
+        f"  {NAMED_MISTAKES[0][2]}\n"
+    )
+    assert not (checkout / "build" / "wrongzone").exists()
