@@ -27,8 +27,8 @@ $(INSTALLED_TEST): $(INSTALLED) requirements-test.txt
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-test.txt
 	touch $(INSTALLED_TEST)
 
-plan: $(INSTALLED)  ## Render the $(STACK) stack offline into build/$(STACK)/
-	$(PY) -m plan --stack $(STACK)
+plan: $(INSTALLED)  ## Render the $(STACK) stack offline into build/$(STACK)/; AGAINST=DIR: what `pulumi up` would change since the plan in DIR
+	$(PY) -m plan --stack $(STACK) $(if $(AGAINST),--against $(AGAINST))
 
 test: $(INSTALLED_TEST)  ## The layering contract (pyproject.toml), ruff, then the whole test suite
 	$(VENV)/bin/lint-imports

@@ -137,8 +137,8 @@ def main() -> int:
     out_dir = Path(tempfile.mkdtemp(prefix="grpo-plan-"))
     results = [
         compare(
-            "python -m infra plan --stack dev",
-            [PYTHON, "-m", "infra", "plan", "--stack", "dev", "--out", str(out_dir)],
+            "python -m plan --stack dev",
+            [PYTHON, "-m", "plan", "--stack", "dev", "--out", str(out_dir)],
             [PYTHON, str(floor_file)],
             PLAN_TARGET,
         )

@@ -8,6 +8,7 @@ secret placeholder and its key is reported as secret.
 from __future__ import annotations
 
 import datetime
+import difflib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -116,10 +117,73 @@ def _text_of(path: Path) -> str:
         raise StackFileError(f"{path}: cannot be read: {error.strerror or error}") from None
 
 
+STACK_FILE_KEYS = ("config", "encryptedkey", "encryptionsalt", "environment", "secretsprovider")
+"""The top-level keys of a stack file: the YAML fields of pulumi/pulumi sdk/go/common/workspace/project.go
+`type ProjectStack` (stored copy with `environment`; the pinned v3.272.0's own copy was not read)."""
+
+
+class _DuplicateKey(Exception):
+    """A key given twice in one YAML mapping, at two lines (1-based)."""
+
+    def __init__(self, key: Any, first: int, second: int):
+        super().__init__(key, first, second)
+        self.key, self.first, self.second = key, first, second
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, except that a key given twice in one mapping is an error (the safe loader
+    keeps the last value silently)."""
+
+
+def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+    seen: dict[Any, int] = {}
+    for key_node, _ in node.value:
+        if key_node.tag == "tag:yaml.org,2002:merge":
+            continue
+        key = loader.construct_object(key_node, deep=True)
+        try:
+            first = seen.setdefault(key, key_node.start_mark.line + 1)
+        except TypeError:
+            continue  # an unhashable key: _non_string_key names it
+        if first != key_node.start_mark.line + 1:
+            raise _DuplicateKey(key, first, key_node.start_mark.line + 1)
+    return yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
+
+
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def _key_path_at(node: yaml.Node | None, line: int, parents: tuple[str, ...] = ()) -> str | None:
+    """The dotted path of the mapping key on `line` (1-based), the stack file's `config:` left out
+    (`grpo-gke:gpu.type`), or None when no scalar key lies on that line."""
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            if not isinstance(key_node, yaml.ScalarNode):
+                continue
+            path = (*parents, key_node.value) if parents or key_node.value != "config" else ()
+            if key_node.start_mark.line + 1 == line:
+                return ".".join((*parents, key_node.value))
+            found = _key_path_at(value_node, line, path)
+            if found:
+                return found
+    if isinstance(node, yaml.SequenceNode):
+        for item in node.value:
+            found = _key_path_at(item, line, parents)
+            if found:
+                return found
+    return None
+
+
 def _document_of(path: Path, text: str) -> Any:
     """The parsed YAML, or a StackFileError naming the file, line and column."""
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=_StrictLoader)
+    except _DuplicateKey as error:
+        key = _key_path_at(yaml.compose(text, Loader=yaml.SafeLoader), error.second) or str(error.key)
+        raise StackFileError(
+            f"{path}:{error.second}: {key} is given twice in one mapping (lines {error.first} and"
+            f" {error.second}); keep one"
+        ) from None
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark or error.context_mark
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
@@ -159,6 +223,13 @@ def _config_of(path: Path, document: Any) -> dict[str, Any]:
         raise StackFileError(
             f"{path}: {', '.join(unwrapped)} must sit under a top-level 'config:' mapping"
             " (indent them below a line 'config:')"
+        )
+    unknown = sorted(str(key) for key in document if key not in STACK_FILE_KEYS)
+    if unknown:
+        close = difflib.get_close_matches(unknown[0], STACK_FILE_KEYS, n=1)
+        hint = f"; did you mean '{close[0]}'?" if close else ""
+        raise StackFileError(
+            f"{path}: unknown top-level key '{unknown[0]}'{hint} (a stack file holds {', '.join(STACK_FILE_KEYS)})"
         )
     config = document.get("config") or {}
     if not isinstance(config, dict):

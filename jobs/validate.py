@@ -247,7 +247,21 @@ def grpo_problems(cfg: StackConfig) -> list[Problem]:
     return problems
 
 
-JOB_RULES = (CrossRule(grpo_problems, reads_derived=True),)
+def model_size_problems(cfg: StackConfig) -> list[Problem]:
+    """The model's size must be known (named in its id, such as `-7B-`, or `workload.modelSizeB`): the rollout's
+    tensor parallel size, the memory checks, NeMo-RL's recipe and the storage estimate all start from it."""
+    if model_size_b(cfg.workload) is not None:
+        return []
+    return [
+        Problem(
+            f"{PROJECT_NAMESPACE}:workload.modelSizeB",
+            f"is required: the model id {cfg.workload.model!r} names no size such as 7B; set the parameters in"
+            " billions (pulumi config set --path grpo-gke:workload.modelSizeB <N>)",
+        )
+    ]
+
+
+JOB_RULES = (CrossRule(grpo_problems, reads_derived=True), CrossRule(model_size_problems))
 """The job layer's cross-rules, run with the config's (core.config.rules.CONFIG_RULES) by jobs/load.py."""
 
 

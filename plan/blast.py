@@ -131,14 +131,14 @@ def read_plan(directory: Path, stack: str) -> dict[str, Any]:
     path = directory / PLAN_FILE
     if not path.is_file():
         raise PlanError(
-            f"--against {directory}: holds no {PLAN_FILE} (write one with python -m infra plan --out DIR)"
+            f"--against {directory}: holds no {PLAN_FILE} (write one with make plan, or .venv/bin/python -m plan --out DIR)"
         )
     try:
         plan = json.loads(path.read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
         raise PlanError(f"--against {directory}: {PLAN_FILE} cannot be read as JSON ({error})") from None
     if not isinstance(plan, dict) or not isinstance(plan.get("resources"), list):
-        raise PlanError(f"--against {directory}: {PLAN_FILE} is not a plan written by python -m infra plan")
+        raise PlanError(f"--against {directory}: {PLAN_FILE} is not a plan written by .venv/bin/python -m plan")
     if plan.get("stack") != stack:
         other = plan.get("stack")
         raise PlanError(f"--against {directory}: {PLAN_FILE} is a plan of stack '{other}', not of '{stack}'")

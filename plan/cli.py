@@ -1,6 +1,5 @@
-"""`python -m plan (--stack NAME | --config PATH) [--out DIR] [--against DIR]`: the offline plan,
-and with --against what `pulumi up` would change on a stack deployed from an earlier plan.
-`python -m infra plan ...` is the same command under its earlier name."""
+"""`.venv/bin/python -m plan (--stack NAME | --config PATH) [--out DIR] [--against DIR]`: the offline plan,
+and with --against what `pulumi up` would change on a stack deployed from an earlier plan."""
 
 from __future__ import annotations
 
@@ -22,7 +21,7 @@ EXIT_BAD_INPUT = 2
 
 
 def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
-    """The plan command's arguments, shared by `python -m plan` and its alias `python -m infra plan`."""
+    """The plan command's arguments, shared by `python -m plan` and the alias of its earlier name (infra/__main__.py)."""
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--stack", help="stack name: reads Pulumi.<NAME>.yaml beside Pulumi.yaml")
     source.add_argument("--config", type=Path, help="path of a Pulumi.<stack>.yaml file")
@@ -101,8 +100,10 @@ def plan(args: argparse.Namespace) -> int:
     cost = estimate(loaded.config, catalog())
     cost_file = {COST_FILE: render_cost_json(cost)}
     recording = run_values(values.values, values.secret_keys, stack)
+    # The program logs the config's warnings for `pulumi up`; the plan shows them once, in its Security block.
     for warning in recording.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
+        if warning not in loaded.warnings:
+            print(f"warning: {warning}", file=sys.stderr)
     try:
         write_plan(recording, out_dir, cost_file)
     except OSError as error:
@@ -129,6 +130,6 @@ def run(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of `python -m plan`."""
-    parser = argparse.ArgumentParser(prog="python -m plan", description=__doc__)
+    parser = argparse.ArgumentParser(prog=".venv/bin/python -m plan", description=__doc__)
     add_plan_arguments(parser)
     return run(parser.parse_args(argv))

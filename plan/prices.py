@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from core.config.model import StackConfig
 from core.facts.platform import BF16_BYTES_PER_PARAMETER
 from core.facts.pods import HEAD_REQUESTS
+from core.facts.zones import region_of, zones_with
 from core.prices import CATALOG_NAME, PriceCatalog, gpu_node_hourly, gpu_node_rate
 from jobs.spec import model_size_b
 
@@ -42,6 +43,8 @@ class CostEstimate:
     """Date of the catalog the figures come from."""
     lines: tuple[CostLine, ...]
     """One line per part: GPU nodes, head, storage."""
+    elsewhere: str | None = None
+    """Where the catalog prices the same GPU node lower and the stack could move, or None."""
 
     @property
     def total(self) -> float:
@@ -124,10 +127,47 @@ def _storage_line(config: StackConfig, prices: PriceCatalog) -> CostLine:
     return CostLine("storage", what, gib * rate / hours)
 
 
+def cheaper_elsewhere(config: StackConfig, prices: PriceCatalog) -> str | None:
+    """The zone where the catalog prices the stack's GPU node lowest under its provisioning, when lower than
+    here and the stack can move there; None otherwise.
+
+    What a move is possible for: spot and on-demand nodes (a reservation's capacity lies in its own zone; a
+    flex-start node has no list price). The RDMA network profile is zonal but named after `zone`
+    (core/facts/gcp.py RDMA_NETWORK_PROFILE), so it moves with it. Managed Lustre is zonal too: a move means a
+    new, empty instance in the new zone, so only zones whose region the catalog prices the stack's Lustre tier
+    in are offered, and the line says so. Only zones that offer the machine count (core/facts/zones.py).
+    """
+    machine, zone, provisioning = config.gpu_machine.machine_type, config.zone, config.gpu.provisioning
+    if provisioning not in ("spot", "on-demand"):
+        return None
+    here = gpu_node_hourly(prices, machine, zone, provisioning)
+    lustre = config.storage.type == "lustre"
+
+    def movable(candidate: str) -> bool:
+        return not lustre or region_of(candidate) in prices.lustre_gib_month.get(str(config.storage.throughput), {})
+
+    priced = [
+        (rate, candidate)
+        for candidate in zones_with(machine)
+        if movable(candidate) and (rate := gpu_node_hourly(prices, machine, candidate, provisioning)) is not None
+    ]
+    if here is None or not priced or min(priced)[0] >= here:
+        return None
+    rate, best = min(priced)
+    region = region_of(best)
+    move = f"grpo-gke:zone {best}" if region == config.region else f"gcp:region {region} and grpo-gke:zone {best}"
+    note = "; Managed Lustre is zonal: a new, empty instance there" if lustre else ""
+    return (
+        f"{config.gpu.type.upper()} {provisioning} {_dollars(rate)}/h a node in {best} against {_dollars(here)}/h"
+        f" in {zone}: set {move}{note}"
+    )
+
+
 def estimate(config: StackConfig, prices: PriceCatalog) -> CostEstimate:
-    """The stack's cost per hour by part (GPU nodes, head, storage) at the catalog's list prices."""
+    """The stack's cost per hour by part (GPU nodes, head, storage) at the catalog's list prices, and where
+    the same GPU node is cheaper."""
     lines = (_gpu_line(config, prices), _head_line(config, prices), _storage_line(config, prices))
-    return CostEstimate(catalog_date=prices.date, lines=lines)
+    return CostEstimate(catalog_date=prices.date, lines=lines, elsewhere=cheaper_elsewhere(config, prices))
 
 
 def _dollars(value: float) -> str:
@@ -142,13 +182,27 @@ def summary_lines(cost: CostEstimate) -> list[str]:
     for line in cost.lines:
         shown = f"{_dollars(line.hourly)}/h for " if line.hourly is not None else ""
         lines.append(f"  {line.part}: {shown}{line.what}")
-    missing = f" (without the {' and '.join(cost.unpriced)}: no price)" if cost.unpriced else ""
-    lines.append(f"  total: {_dollars(cost.total)}/h{missing}")
+    if "gpu nodes" in cost.unpriced:
+        # The GPUs are nearly all of the bill: a sum without them is no total at all.
+        priced = ", ".join(line.part for line in cost.lines if line.hourly is not None)
+        lines.append(
+            f"  total: UNKNOWN: the catalog has no price for the gpu nodes"
+            f" (the {priced} alone: {_dollars(cost.total)}/h, not the total)"
+        )
+    elif cost.unpriced:
+        lines.append(
+            f"  total: at least {_dollars(cost.total)}/h (without the {' and '.join(cost.unpriced)}: no price)"
+        )
+    else:
+        lines.append(f"  total: {_dollars(cost.total)}/h")
+    if cost.elsewhere:
+        lines.append(f"  cheaper elsewhere: {cost.elsewhere}")
     return lines
 
 
 def render_cost_json(cost: CostEstimate) -> str:
-    """cost.json: the cost per hour by part and in total, with the catalog's date; sorted, deterministic."""
+    """cost.json: the cost per hour by part and in total (null when the GPU nodes have no price), with the
+    catalog's date; sorted, deterministic."""
     document = {
         "catalogDate": cost.catalog_date,
         "currency": "USD",
@@ -156,7 +210,8 @@ def render_cost_json(cost: CostEstimate) -> str:
             {"part": line.part, "what": line.what, "hourly": None if line.hourly is None else round(line.hourly, 8)}
             for line in cost.lines
         ],
-        "totalHourly": round(cost.total, 8),
+        # No total without the GPUs (the summary says UNKNOWN); the priced parts stay in `parts`.
+        "totalHourly": None if "gpu nodes" in cost.unpriced else round(cost.total, 8),
         "unpriced": list(cost.unpriced),
     }
     return json.dumps(document, indent=2, sort_keys=True) + "\n"

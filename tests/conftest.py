@@ -278,11 +278,11 @@ class PlanCommand:
 
 @pytest.fixture(scope="session")
 def shipped_plan_command(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., PlanCommand]:
-    """A function (stack, command=("infra", "plan")) -> that command's run on the shipped stack, run once per
+    """A function (stack, command=("plan",)) -> that command's run on the shipped stack, run once per
     test process: several tests check different parts of the same command's output and files."""
     runs: dict[tuple[str, tuple[str, ...]], PlanCommand] = {}
 
-    def run(stack: str, command: tuple[str, ...] = ("infra", "plan")) -> PlanCommand:
+    def run(stack: str, command: tuple[str, ...] = ("plan",)) -> PlanCommand:
         key = (stack, command)
         if key not in runs:
             out = tmp_path_factory.mktemp(f"{'-'.join(command)}-{stack}") / "out"

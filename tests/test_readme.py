@@ -46,7 +46,7 @@ def test_the_quick_start_shows_what_a_refused_config_really_prints(tmp_path):
     text = shipped_stack_file("dev").read_text().replace("nodes: 1", "nodes: 0").replace("type: h200", "tpye: h200")
     (tmp_path / "Pulumi.dev.yaml").write_text(text)
     result = subprocess.run(
-        [sys.executable, "-m", "infra", "plan", "--config", "Pulumi.dev.yaml"],
+        [sys.executable, "-m", "plan", "--config", "Pulumi.dev.yaml"],
         cwd=tmp_path,
         env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
         capture_output=True,
@@ -215,3 +215,54 @@ def test_the_import_commands_name_resources_the_program_registers(plan_of):
         assert len(matching) == 1, (type_, name)
         assert matching[0].parent == parent_urn and matching[0].retain_on_delete, (type_, name)
         assert import_id == IMPORT_IDS[type_](matching[0].inputs), (type_, name)
+
+
+PLAN_SPELLINGS = re.compile(r"[\w./-]*python3? -m (?:infra )?plan\b")
+"""Any spelling of the plan command that runs Python: the one allowed is `.venv/bin/python -m plan`."""
+
+
+def _other_spellings(text: str) -> list[str]:
+    return [found for found in PLAN_SPELLINGS.findall(text) if found != ".venv/bin/python -m plan"]
+
+
+def test_the_plan_command_has_one_spelling_in_the_readme_the_makefile_and_the_cli_messages(tmp_path):
+    """Issue 21 item 7: `make plan [STACK=...] [AGAINST=DIR]` or `.venv/bin/python -m plan`, never
+    `python -m infra plan` nor a bare `python -m plan`, in what the user reads: the README, the Makefile, the
+    plan command's help and its messages (an --against directory without a plan names the command to write one)."""
+    help_text = subprocess.run(
+        [sys.executable, "-m", "plan", "--help"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120
+    ).stdout
+    (tmp_path / "empty").mkdir()
+    refusal = subprocess.run(
+        [sys.executable, "-m", "plan", "--stack", "dev", "--against", str(tmp_path / "empty")],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=120,
+    ).stderr  # fmt: skip
+    assert refusal == (
+        f"error: --against {tmp_path / 'empty'}: holds no plan.json (write one with make plan, or"
+        " .venv/bin/python -m plan --out DIR)\n"
+    )
+    for name, text in [
+        ("README.md", README),
+        ("Makefile", (REPO_ROOT / "Makefile").read_text()),
+        ("--help", help_text),
+        ("--against refusal", refusal),
+    ]:
+        assert _other_spellings(text) == [], name
+    assert help_text.startswith("usage: .venv/bin/python -m plan ")
+    assert "$(PY) -m plan --stack $(STACK) $(if $(AGAINST),--against $(AGAINST))" in (REPO_ROOT / "Makefile").read_text()
+
+
+def test_the_one_spelling_check_finds_the_other_spellings():
+    assert _other_spellings("run `python -m infra plan --stack dev` or python3 -m plan or .venv/bin/python -m plan") == [
+        "python -m infra plan",
+        "python3 -m plan",
+    ]
+
+
+def test_the_readme_names_the_skipped_tests_and_says_ci_has_shared():
+    """Issue 21 item 7: the tests skipped without ../shared are named (tests/test_skips.py runs them) and CI has it."""
+    development = README.split("## Development", 1)[1]
+    for test_id in __import__("tests.test_skips", fromlist=["SHARED_TESTS"]).SHARED_TESTS:
+        assert f"`{test_id.split('::')[0]}`" in development, test_id
+    assert "CI has `../shared`" in development
+    assert "test -d ../shared ||" in (REPO_ROOT / ".ci" / "run").read_text()

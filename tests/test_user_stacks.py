@@ -1,5 +1,5 @@
 """A user's stack files are the user's: a stack of their own, or an edited shipped stack, in the
-repository root leaves `make test` green, and `python -m infra plan --stack NAME` plans any of them."""
+repository root leaves `make test` green, and `python -m plan --stack NAME` plans any of them."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def test_a_users_own_and_edited_stacks_leave_the_tests_green_and_plan(tmp_path):
     assert tests.returncode == 0, tests.stdout[-3000:] + tests.stderr[-3000:]
     assert "mine" not in tests.stdout and "broken" not in tests.stdout
     plan = subprocess.run(
-        [sys.executable, "-m", "infra", "plan", "--stack", "mine"],
+        [sys.executable, "-m", "plan", "--stack", "mine"],
         cwd=checkout, env=env, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert plan.returncode == 0, plan.stderr

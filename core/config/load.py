@@ -3,6 +3,7 @@ derivation, passed in) and every cross-rule run, every problem reported together
 
 from __future__ import annotations
 
+import difflib
 import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from core.config.problems import (
     ConfigError,
     Problem,
     pydantic_problems,
+    section_model,
     unknown_key_message,
 )
 from core.config.rules import CrossRule, control_plane_warnings, cross_check
@@ -90,6 +92,42 @@ def _misplaced_secrets(full_key: str, value: Any) -> list[Problem]:
             )
         problems.append(Problem(path, f"{why}: {move}"))
     return problems
+
+
+KNOWN_NAMESPACES = (PROJECT_NAMESPACE, "gcp")
+"""The config namespaces the program reads: its own and the Google Cloud provider's (gcp:project, gcp:region)."""
+
+
+def _misspelt_namespace(full_key: str) -> list[Problem]:
+    """A key whose namespace is close to one the program reads (`grpo_gke:zone`) would be ignored silently;
+    other namespaces (another provider's, `pulumi:`) are left alone."""
+    namespace, _, key = full_key.partition(":")
+    close = difflib.get_close_matches(namespace, KNOWN_NAMESPACES, n=1, cutoff=0.6)
+    if not close or namespace in KNOWN_NAMESPACES:
+        return []
+    return [Problem(full_key, f"unknown namespace '{namespace}'; did you mean '{close[0]}:{key}'?")]
+
+
+def _flat_key_problem(full_key: str, section: str, dotted: str) -> Problem:
+    """A flat key named like a field (`grpo-gke:gpu.nodes`, which `pulumi config set` without --path stores):
+    the advice to set it with --path when that field exists, else the field's "did you mean"."""
+    if section != "secretEnv":
+        model, path = section_model((section,)), f"{PROJECT_NAMESPACE}:{section}."
+        for part in dotted.split("."):
+            fields = {field.alias or name: field for name, field in model.model_fields.items()}
+            if part not in fields:
+                hint = unknown_key_message(part, fields, path).removeprefix("unknown key")
+                return Problem(full_key, f"is a flat key naming no field of {path.rstrip('.')}{hint}")
+            annotation = fields[part].annotation
+            if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+                break
+            model, path = annotation, f"{path}{part}."
+    secret = "--secret " if section == "secretEnv" else ""
+    return Problem(
+        full_key,
+        f"is a flat key, not a field of {PROJECT_NAMESPACE}:{section}: pulumi config rm {full_key}, then"
+        f" pulumi config set {secret}--path {full_key} <value>",
+    )
 
 
 def _decode(raw: Any) -> Any:
@@ -176,19 +214,12 @@ def parse_config(
     known -= INTERNAL_FIELDS | set(PROVIDER_FIELDS)
     for full_key in sorted(values):
         if not full_key.startswith(prefix):
+            problems.extend(_misspelt_namespace(full_key))
             continue
         key = full_key[len(prefix) :]
-        section, dotted, _ = key.partition(".")
+        section, dotted, field_path = key.partition(".")
         if dotted and section in (*structured, "secretEnv"):
-            # `pulumi config set` without --path stores a flat key literally named `gpu.nodes`.
-            secret = "--secret " if section == "secretEnv" else ""
-            problems.append(
-                Problem(
-                    full_key,
-                    f"is a flat key, not a field of {prefix}{section}: pulumi config rm {full_key}, then"
-                    f" pulumi config set {secret}--path {full_key} <value>",
-                )
-            )
+            problems.append(_flat_key_problem(full_key, section, field_path))
             continue
         if key not in known:
             problems.append(Problem(full_key, unknown_key_message(key, known, prefix)))

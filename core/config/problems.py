@@ -63,7 +63,8 @@ def _allowed_keys(model: type[BaseModel]) -> list[str]:
     return sorted(field.alias or name for name, field in model.model_fields.items())
 
 
-def _section_model(loc: tuple[Any, ...]) -> type[BaseModel]:
+def section_model(loc: tuple[Any, ...]) -> type[BaseModel]:
+    """The model of the section at `loc` (the deepest model along it), StackConfig for an empty one."""
     model: type[BaseModel] = StackConfig
     for part in loc:
         field = next((f for n, f in model.model_fields.items() if (f.alias or n) == part), None)
@@ -87,7 +88,7 @@ def _describe(error: Mapping[str, Any]) -> str:
     kind, ctx, value = error["type"], error.get("ctx") or {}, error.get("input")
     if kind == "extra_forbidden":
         loc = tuple(error["loc"])
-        allowed = [k for k in _allowed_keys(_section_model(loc[:-1])) if k not in INTERNAL_FIELDS]
+        allowed = [k for k in _allowed_keys(section_model(loc[:-1])) if k not in INTERNAL_FIELDS]
         return unknown_key_message(str(loc[-1]), allowed)
     if kind == "missing":
         loc = tuple(error["loc"])

@@ -32,6 +32,7 @@ from core.facts.platform import (
     GkeVersion,
 )
 from core.facts.privilege import KMS_KEY_PATTERN
+from core.facts.zones import GPU_MACHINE_ZONES, GPU_ZONES_DATE, GPU_ZONES_SOURCE, region_of, zones_with
 
 
 def _version_floors(cfg: StackConfig) -> list[tuple[str, str]]:
@@ -47,14 +48,51 @@ def _version_floors(cfg: StackConfig) -> list[tuple[str, str]]:
 
 
 def _zone_problems(cfg: StackConfig) -> list[Problem]:
+    """gcp:region must have a zone with one of the GPU machines, and the zone must lie in that region."""
+    if not any(zones_with(machine, cfg.region) for machine in GPU_MACHINE_ZONES):
+        regions = sorted({region_of(zone) for zones in GPU_MACHINE_ZONES.values() for zone in zones})
+        return [
+            Problem(
+                "gcp:region",
+                f"has no zone with a B200 or H200 machine; regions that have one: {', '.join(regions)}"
+                f" ({GPU_ZONES_SOURCE}, read {GPU_ZONES_DATE}), got {cfg.region!r}",
+            )
+        ]
     if not re.fullmatch(rf"{re.escape(cfg.region)}-[a-z]", cfg.zone):
+        # The zone that offers the most GPU machines, then the first by name.
+        in_region = [zone for machine in GPU_MACHINE_ZONES for zone in zones_with(machine, cfg.region)]
+        example = min(in_region, key=lambda zone: (-in_region.count(zone), zone))
         return [
             Problem(
                 f"{PROJECT_NAMESPACE}:zone",
-                f"must be a zone of gcp:region {cfg.region} (such as {cfg.region}-b), got {cfg.zone!r}",
+                f"must be a zone of gcp:region {cfg.region} (such as {example}), got {cfg.zone!r}",
             )
         ]
     return []
+
+
+def _gpu_zone_problems(cfg: StackConfig) -> list[Problem]:
+    """The zone must offer the stack's GPU machine (core/facts/zones.py); the refusal names the zones that do."""
+    machine = cfg.gpu_machine.machine_type
+    if _zone_problems(cfg) or cfg.zone in zones_with(machine):
+        return []
+    what = f"{machine} ({cfg.gpu.type.upper()})"
+    source = f"{GPU_ZONES_SOURCE}, read {GPU_ZONES_DATE}"
+    in_region = zones_with(machine, cfg.region)
+    if not in_region:
+        regions = sorted({region_of(zone) for zone in zones_with(machine)})
+        return [
+            Problem(
+                "gcp:region",
+                f"has no zone with {what}; regions that have it: {', '.join(regions)} ({source}), got {cfg.region!r}",
+            )
+        ]
+    return [
+        Problem(
+            f"{PROJECT_NAMESPACE}:zone",
+            f"{cfg.zone} has no {what}; zones of {cfg.region} that have it: {', '.join(in_region)} ({source})",
+        )
+    ]
 
 
 def _version_problems(cfg: StackConfig) -> list[Problem]:
@@ -345,6 +383,7 @@ CONFIG_RULES = tuple(
     CrossRule(rule)
     for rule in (
         _zone_problems,
+        _gpu_zone_problems,
         _kms_problems,
         _version_problems,
         _capacity_problems,

@@ -11,13 +11,12 @@ import pytest
 from core.config.load import DerivedValue
 from core.config.problems import ConfigError
 from core.facts.platform import GPUS_PER_NODE
-from jobs.defaults import preflight_mode
+from jobs.defaults import derived_rollout_tensor_parallel, preflight_mode
 from jobs.load import load_config
 from jobs.spec import submission_for, training_spec
 from jobs.validate import job_problems
 from plan.harness import REPO_ROOT
 from tests.conftest import shipped_stack_file, stack_values, values_of
-from tests.core.test_config import OPEN_CONTROL_PLANE
 
 UNSET = {"rolloutTensorParallel": None, "microBatchSizePerGpu": None}
 """The two derivable keys removed from a shipped stack."""
@@ -54,9 +53,14 @@ def test_a_model_too_large_for_a_node_derives_the_whole_node_and_is_still_refuse
 
 
 def test_a_model_of_unknown_size_keeps_one_gpu_and_says_why():
-    derived = derived_of("dev", grpo=UNSET, workload={"model": "org/mystery"})
-    assert derived["grpo.rolloutTensorParallel"].value == 1
-    assert "set workload.modelSizeB" in derived["grpo.rolloutTensorParallel"].reason
+    # The config then refuses the stack (jobs/validate.py model_size_problems), naming workload.modelSizeB.
+    dev = loaded_of("dev", grpo=UNSET).config
+    unsized = dev.model_copy(update={"workload": dev.workload.model_copy(update={"model": "org/mystery"})})
+    assert derived_rollout_tensor_parallel(unsized) == (
+        1, "the size of org/mystery is unknown; set workload.modelSizeB to derive it"
+    )
+    with pytest.raises(ConfigError, match="grpo-gke:workload.modelSizeB: is required"):
+        loaded_of("dev", grpo=UNSET, workload={"model": "org/mystery"})
 
 
 def test_nemo_rl_takes_the_recipes_tensor_parallel_size_when_it_is_larger():
@@ -153,7 +157,7 @@ def test_a_derived_value_is_the_same_run_as_the_value_set_explicitly(stack):
 
 def _plan(path, out) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "infra", "plan", "--config", str(path), "--out", str(out)],
+        [sys.executable, "-m", "plan", "--config", str(path), "--out", str(out)],
         cwd=REPO_ROOT,
         capture_output=True,
         text=True,
@@ -171,7 +175,7 @@ def _codelab_without(tmp_path, *keys: str):
 def test_the_72b_nemo_rl_stack_without_a_tensor_parallel_size_plans_and_says_what_was_derived(tmp_path):
     path = _codelab_without(tmp_path, "rolloutTensorParallel", "microBatchSizePerGpu")
     result = _plan(path, tmp_path / "out")
-    assert (result.returncode, result.stderr) == (0, f"warning: {OPEN_CONTROL_PLANE}\n")
+    assert (result.returncode, result.stderr) == (0, "")  # the warning is in the Security block, once
     derived = [line for line in result.stdout.splitlines() if "derived" in line]
     assert derived == [
         "  derived: grpo.microBatchSizePerGpu=1 (16384 tokens a GPU hold 4 samples of 4096 tokens; recipe"

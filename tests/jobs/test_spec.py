@@ -144,7 +144,7 @@ def test_model_size_comes_from_the_config_or_the_model_id():
     assert model_size_b(config_of("dev").workload) == 0.5
     assert model_size_b(config_of("verl-standard-h200").workload) == 32
     assert model_size_b(config_of("dev", workload={"model": "meta-llama/Llama-3.1-8B-Instruct"}).workload) == 8
-    assert model_size_b(config_of("dev", workload={"model": "org/mystery"}).workload) is None
+    assert model_size_b(config_of("dev").workload.model_copy(update={"model": "org/mystery"})) is None
     assert model_size_b(config_of("dev", workload={"model": "org/mystery", "modelSizeB": 13}).workload) == 13
 
 

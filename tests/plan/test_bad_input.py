@@ -1,23 +1,27 @@
-"""Every bad input to `python -m infra plan` is refused the way the user meets it: exit 2, one clean
+"""Every bad input to `.venv/bin/python -m plan` is refused the way the user meets it: exit 2, one clean
 line per problem on stderr naming the file or key and what to do, no traceback, nothing written."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from core.config.model import PROJECT_NAMESPACE
+from core.stackfile import StackFileError, read_stack_file
+from jobs.load import load_stack
 from plan.cli import EXIT_BAD_INPUT, main
 from tests.conftest import REPO_ROOT, SHIPPED_STACKS, shipped_stack_file
 
 
 def plan_in(directory: Path, *args: str) -> subprocess.CompletedProcess:
-    """`python -m infra plan ARGS` as the user runs it from `directory`."""
+    """`.venv/bin/python -m plan ARGS` as the user runs it from `directory`."""
     return subprocess.run(
-        [sys.executable, "-m", "infra", "plan", *args],
+        [sys.executable, "-m", "plan", *args],
         cwd=directory, env={**os.environ, "PYTHONPATH": str(REPO_ROOT)}, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
 
@@ -167,3 +171,108 @@ def test_control_plane_and_key_settings_are_refused_one_line_each(tmp_path):
         " (locations/us-central1), got one in 'europe-west4'\n"
     )
     assert not (tmp_path / "build").exists()
+
+
+DEV = shipped_stack_file("dev").read_text()
+"""The dev stack's file: each case below changes one thing in it."""
+
+NAMED_MISTAKES = [
+    ("gpu-zone", DEV.replace("zone: us-central1-b", "zone: us-central1-c"),
+     "grpo-gke:zone: us-central1-c has no a3-ultragpu-8g (H200); zones of us-central1 that have it: us-central1-b"
+     " (Compute Engine's GPU regions and zones, core/facts/zones.py, read 2026-12-01)"),
+    ("gpu-region", DEV.replace("type: h200", "type: b200").replace("us-central1", "europe-west1"),
+     "gcp:region: has no zone with a4-highgpu-8g (B200); regions that have it: asia-northeast1, asia-southeast1,"
+     " europe-north1, europe-west4, us-central1, us-east1, us-east4, us-south1, us-west2, us-west3"
+     " (Compute Engine's GPU regions and zones, core/facts/zones.py, read 2026-12-01), got 'europe-west1'"),
+    ("unknown-region", DEV.replace("us-central1", "us-central9"),
+     "gcp:region: has no zone with a B200 or H200 machine; regions that have one: asia-northeast1, asia-south1,"
+     " asia-south2, asia-southeast1, europe-north1, europe-west1, europe-west4, us-central1, us-east1, us-east4,"
+     " us-east5, us-south1, us-west1, us-west2, us-west3 (Compute Engine's GPU regions and zones,"
+     " core/facts/zones.py, read 2026-12-01), got 'us-central9'"),
+    ("namespace", DEV.replace("grpo-gke:zone:", "grpo_gke:zone:"),
+     "grpo-gke:zone: is required\n  grpo_gke:zone: unknown namespace 'grpo_gke'; did you mean 'grpo-gke:zone'?"),
+    ("flat-key-no-field", DEV + "  grpo-gke:gpu.nodez: 2\n",
+     "grpo-gke:gpu.nodez: is a flat key naming no field of grpo-gke:gpu; did you mean 'grpo-gke:gpu.nodes'?"
+     " (known: nodes, provisioning, reservation, type)"),
+    ("flat-key-field", DEV + "  grpo-gke:gpu.nodes: 2\n",
+     "grpo-gke:gpu.nodes: is a flat key, not a field of grpo-gke:gpu: pulumi config rm grpo-gke:gpu.nodes, then"
+     " pulumi config set --path grpo-gke:gpu.nodes <value>"),
+    ("model-size", DEV.replace("model: Qwen/Qwen2.5-0.5B-Instruct", "model: my-org/house-model"),
+     "grpo-gke:workload.modelSizeB: is required: the model id 'my-org/house-model' names no size such as 7B; set"
+     " the parameters in billions (pulumi config set --path grpo-gke:workload.modelSizeB <N>)"),
+]  # fmt: skip
+"""Issue 21 items 2 and 4: each mistake, as the stack file holds it, and the one line that names it."""
+
+
+@pytest.mark.parametrize(
+    ("text", "line"), [case[1:] for case in NAMED_MISTAKES], ids=[case[0] for case in NAMED_MISTAKES]
+)
+def test_each_config_mistake_is_named_in_one_line(tmp_path, text, line):
+    (tmp_path / "Pulumi.x.yaml").write_text(text)
+    assert refused(plan_in(tmp_path, "--config", "Pulumi.x.yaml")) == (
+        f"error: the config of stack 'x' (Pulumi.x.yaml) was refused:\n  {line}\n"
+    )
+    assert not (tmp_path / "build").exists()
+
+
+GOOD_CASES = [
+    ("gpu-zone-elsewhere", DEV.replace("us-central1-b", "us-east4-b").replace("us-central1", "us-east4")),
+    ("b200-zone", DEV.replace("type: h200", "type: b200").replace("us-central1-b", "us-central1-a")),
+    ("other-namespace", DEV + "  kubernetes:context: mine\n  pulumi:tags: {team: rl}\n"),
+    ("model-size-given", DEV.replace("model: Qwen/Qwen2.5-0.5B-Instruct", "model: my-org/house-model\n    modelSizeB: 0.5")),
+]  # fmt: skip
+"""The same rules' good cases: each loads (the full plan of shipped stacks runs in tests/plan/test_prices.py)."""
+
+
+@pytest.mark.parametrize("text", [case[1] for case in GOOD_CASES], ids=[case[0] for case in GOOD_CASES])
+def test_the_same_rules_accept_a_good_config(tmp_path, text):
+    path = tmp_path / "Pulumi.x.yaml"
+    path.write_text(text)
+    values = read_stack_file(path, PROJECT_NAMESPACE, "x")
+    assert load_stack(values.values, values.secret_keys, "x").config.stack == "x"
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (DEV.replace("config:", "confg:"),
+         "Pulumi.x.yaml: unknown top-level key 'confg'; did you mean 'config'? (a stack file holds config,"
+         " encryptedkey, encryptionsalt, environment, secretsprovider)"),
+        (DEV.replace("    nodes: 1\n", "    nodes: 1\n    type: b200\n"),
+         "Pulumi.x.yaml:11: grpo-gke:gpu.type is given twice in one mapping (lines 9 and 11); keep one"),
+        (DEV + "  gcp:region: us-east4\n",
+         "Pulumi.x.yaml:27: gcp:region is given twice in one mapping (lines 4 and 27); keep one"),
+    ],
+    ids=["top-level", "duplicate-nested", "duplicate-top"],
+)  # fmt: skip
+def test_a_misspelt_top_level_or_a_key_given_twice_is_one_line_naming_the_lines(tmp_path, content, expected):
+    (tmp_path / "Pulumi.x.yaml").write_text(content)
+    assert refused(plan_in(tmp_path, "--config", "Pulumi.x.yaml")) == f"error: {expected}\n"
+
+
+def test_a_merge_key_is_no_duplicate(tmp_path):
+    """A YAML merge (`<<:`) that a later key overrides is no key given twice."""
+    path = tmp_path / "Pulumi.x.yaml"
+    path.write_text("gpu: &gpu {type: h200, nodes: 1}\nconfig:\n  grpo-gke:gpu:\n    <<: *gpu\n    nodes: 2\n")
+    with pytest.raises(StackFileError, match="unknown top-level key 'gpu'"):
+        read_stack_file(path, PROJECT_NAMESPACE, "x")
+    path.write_text("config:\n  grpo-gke:gpu:\n    <<: {type: h200, nodes: 1}\n    nodes: 2\n")
+    assert read_stack_file(path, PROJECT_NAMESPACE, "x").values["grpo-gke:gpu"] == '{"nodes": 2, "type": "h200"}'
+
+
+def test_a_stack_named_with_stack_is_refused_the_same_way(tmp_path):
+    """`make plan STACK=NAME` runs `--stack NAME`: the stack file beside Pulumi.yaml, refused the same way."""
+    checkout = tmp_path / "checkout"
+    shutil.copytree(
+        REPO_ROOT, checkout, symlinks=True, ignore=shutil.ignore_patterns(".git", ".venv", "build", "__pycache__", ".pytest_cache")
+    )  # fmt: skip
+    (checkout / "Pulumi.wrongzone.yaml").write_text(NAMED_MISTAKES[0][1])
+    result = subprocess.run(
+        [sys.executable, "-m", "plan", "--stack", "wrongzone"],
+        cwd=checkout, env={**os.environ, "PYTHONPATH": str(checkout)}, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert refused(result) == (
+        "error: the config of stack 'wrongzone' (Pulumi.wrongzone.yaml) was refused:\n"
+        f"  {NAMED_MISTAKES[0][2]}\n"
+    )
+    assert not (checkout / "build" / "wrongzone").exists()
