@@ -316,16 +316,18 @@ def wants_workers(client: JobSubmissionClient, submission: dict[str, Any]) -> bo
     return kept is None or kept.action != "succeeded"
 
 
-def ensure_run(client: JobSubmissionClient, submission: dict[str, Any]) -> Outcome:
+def ensure_run(client: JobSubmissionClient, submission: dict[str, Any], after: int = 0) -> Outcome:
     """Submit the run of `submission` (attempt-1 kwargs) unless an attempt is live, or the newest
-    SUCCEEDED and the schedule asks for no more than it ran."""
+    SUCCEEDED and the schedule asks for no more than it ran. The attempt's number follows the newest on the
+    cluster and `after` (the newest the run's record knows: a new Ray head lists none of the run's attempts,
+    and Ray refuses no id it has not seen, so attempt 1's id and log would be used again)."""
     run = submission["metadata"]["run"]
     previous = attempts(client, run)
     kept = settled(previous, submission)
     if kept is not None:
         return kept
     action = "extended" if previous and status_text(previous[-1].status) == "SUCCEEDED" else "submitted"
-    attempt = attempt_number(previous[-1]) + 1 if previous else 1
+    attempt = max(attempt_number(previous[-1]) if previous else 0, after) + 1
     kwargs = for_attempt(submission, attempt)
     try:
         with pod_package() as package:
