@@ -13,6 +13,7 @@ from types import SimpleNamespace
 import pytest
 
 from jobs import control, guardian, guardian_objects, record, scaling
+from jobs.access import Endpoint
 from jobs.attempt import log_path
 from jobs.guardian import AttemptView, Backoff, NodeView, State, decide
 from jobs.guardian_settings import guardian_settings
@@ -292,3 +293,40 @@ def test_every_request_the_guardians_code_can_send_is_one_the_rbac_test_records_
                 found.add((path, function.name))
     assert found == set(REQUEST_SITES)
     assert "bring_back" not in code["jobs/guardian.py"]
+
+
+def test_after_a_lost_head_the_guardian_waits_for_the_gpus_preflights_the_new_head_and_submits_the_next_attempt(
+    settings, tmp_path, monkeypatch
+):
+    """The loop's own steps (observe, decide, apply) on a new head: the record and log know attempt 1 and its
+    preflight passed on the old head; the new head lists no job. The guardian records attempt 1 lost, runs the
+    preflight on the new head (tests/jobs/test_guardian_preflight.py's recording stand-in for before_first_attempt),
+    and submits attempt 2."""
+    from jobs.preflight import gate
+    from tests.jobs.test_guardian_preflight import Ran, write_result
+
+    run_dir = tmp_path / "run"
+    env = {**settings.submission["runtime_env"]["env_vars"], "GRPO_RUN_DIR": str(run_dir)}
+    local = replace(settings, submission={**settings.submission, "runtime_env": {
+        **settings.submission["runtime_env"], "env_vars": env}})  # fmt: skip
+    log_path(run_dir, 1).parent.mkdir(parents=True)
+    log_path(run_dir, 1).write_text("2026-12-01T11:50:00.000Z\tstep:4 - x:1\n")
+    write_result(run_dir / "preflight", "1.json", passed=True, head="old-head")
+    new_head = [
+        {"node_id": "new-head", "is_head_node": True, "state": "ALIVE", "resources_total": {"CPU": 8}},
+        {"node_id": "gpu-2", "is_head_node": False, "state": "ALIVE", "resources_total": {"GPU": 8}},
+    ]
+    head = NewHead()
+    ran = Ran(refuse=False)
+    monkeypatch.setattr(control, "connect", lambda endpoint: head)
+    monkeypatch.setattr(control, "ray_nodes", lambda endpoint: new_head)
+    monkeypatch.setattr(gate, "before_first_attempt", ran)
+    guard = guardian.Guardian(local, Endpoint("http://head:8265"), guardian.Hooks(), lambda line: None,
+                              backoff=Backoff(0, 0))  # fmt: skip
+    for _ in range(3):
+        guard.apply(decide(guard.observe()))
+    events = [(item["attempt"], item["event"]) for item in record.read(run_dir)]
+    assert events == [(1, "failed"), (1, "recovering"), (1, "preflight-passed"), (2, "submitted")]
+    assert len(ran.calls) == 1 and record.read(run_dir)[2]["details"]["rayHead"] == "new-head"
+    assert [job.submission_id for job in head.jobs] == [f"{local.run}-2"]
+    assert head.jobs[0].metadata["attempt"] == "2"
