@@ -81,6 +81,10 @@ class StandInApiServer:
     """The namespace's pods."""
     nodes: list[dict[str, Any]] = field(default_factory=list)
     """The cluster's nodes."""
+    leases: list[dict[str, Any]] = field(default_factory=list)
+    """The namespace's Leases: create (201) and update (200) store the body with the next resourceVersion; a create of
+    an existing name or an update of an old resourceVersion is a 409 Conflict (the API server's optimistic
+    concurrency)."""
     calls: list[tuple[str, str, str]] = field(default_factory=list)
     """Every (API group, resource, verb) asked, in order."""
     address: str = ""
@@ -91,7 +95,7 @@ class StandInApiServer:
         """The API server as the guardian's helpers take it."""
         return Endpoint(self.address, {"Authorization": "Bearer stand-in"}, True)
 
-    def answer(self, method: str, url: str) -> tuple[int, dict[str, Any]]:
+    def answer(self, method: str, url: str, body: dict[str, Any] | None = None) -> tuple[int, dict[str, Any]]:
         """Record the request's (group, resource, verb) and return (status, body)."""
         parsed = urlparse(url)
         parts = [part for part in parsed.path.split("/") if part]
@@ -104,7 +108,9 @@ class StandInApiServer:
         verb = verbs.get(method) or ("get" if name else "watch" if watch else "list")
         self.calls.append((group, resource, verb))
         selector = parse_qs(parsed.query).get("labelSelector", [""])[0]
-        objects = {"pods": self.pods, "nodes": self.nodes}.get(resource, [])
+        objects = {"pods": self.pods, "nodes": self.nodes, "leases": self.leases}.get(resource, [])
+        if resource == "leases" and verb in ("create", "update") and body is not None:
+            return self._write_lease(verb, body)
         if verb == "list":
             wanted = dict(item.split("=", 1) for item in selector.split(",") if "=" in item)
             keys = [item for item in selector.split(",") if item and "=" not in item]
@@ -120,6 +126,21 @@ class StandInApiServer:
             return 200, {"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": name}}
         return (200, found) if found is not None else (404, {"kind": "Status", "code": 404, "reason": "NotFound"})
 
+    def _write_lease(self, verb: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        name = body["metadata"]["name"]
+        current = next((item for item in self.leases if item["metadata"]["name"] == name), None)
+        conflict = {"kind": "Status", "code": 409, "reason": "AlreadyExists" if verb == "create" else "Conflict"}
+        if verb == "create" and current is not None:
+            return 409, conflict
+        if verb == "update" and (
+            current is None or current["metadata"]["resourceVersion"] != body["metadata"].get("resourceVersion")
+        ):
+            return 409, conflict
+        version = str(int(current["metadata"]["resourceVersion"]) + 1) if current else "1"
+        stored = {**body, "metadata": {**body["metadata"], "resourceVersion": version}}
+        self.leases[:] = [item for item in self.leases if item["metadata"]["name"] != name] + [stored]
+        return (201 if verb == "create" else 200), stored
+
 
 @contextmanager
 def stand_in_api_server(server: StandInApiServer) -> Iterator[StandInApiServer]:
@@ -128,9 +149,8 @@ def stand_in_api_server(server: StandInApiServer) -> Iterator[StandInApiServer]:
     class Handler(BaseHTTPRequestHandler):
         def _reply(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
-            if length:
-                self.rfile.read(length)
-            status, body = server.answer(self.command, self.path)
+            sent = json.loads(self.rfile.read(length)) if length else None
+            status, body = server.answer(self.command, self.path, sent if isinstance(sent, dict) else None)
             data = json.dumps(body).encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")

@@ -17,6 +17,7 @@ from jobs.access import Endpoint
 from jobs.attempt import log_path
 from jobs.guardian import AttemptView, Backoff, NodeView, State, decide
 from jobs.guardian_settings import guardian_settings
+from jobs.lease import Lease
 from jobs.preflight.cordon import cordon_pods_nodes
 from tests.conftest import config_of
 from tests.jobs.kube_stand_in import (
@@ -249,6 +250,8 @@ def test_the_guardians_rbac_is_exactly_the_calls_its_code_makes(settings, tmp_pa
         guardian.gpu_nodes_of(api.endpoint)  # the deadline of the next attempt; a GPU node's Ready condition
         guardian.worker_pods_of(api.endpoint, settings)  # judging a failure
         scaling.scale_to(api.endpoint, 0)  # scale to zero
+        lease = Lease(api.endpoint, "guardian-a")
+        assert lease.try_acquire_or_renew() and lease.try_acquire_or_renew()  # create, then renew (update)
         always = set(server.calls)
         cordoned = cordon_pods_nodes(api.endpoint, ["grpo-gpu-worker-a"], reports.append)  # job.cordonBadNodes
     assert cordoned == ["gke-gpu-1"], reports
@@ -258,6 +261,9 @@ def test_the_guardians_rbac_is_exactly_the_calls_its_code_makes(settings, tmp_pa
         return {(group, resource, verb) for rule in rules for group in rule.api_groups for resource in rule.resources
                 for verb in rule.verbs}  # fmt: skip
 
+    assert {call for call in always if call[1] == "leases"} == {
+        ("coordination.k8s.io", "leases", verb) for verb in ("get", "create", "update")
+    }
     assert granted(False) == always
     assert granted(True) == set(server.calls)
     [raycluster] = [rule for rule in guardian_objects.render_role(False).rules if rule.resources == ["rayclusters"]]
@@ -270,6 +276,7 @@ REQUEST_SITES = {
     ("jobs/preflight/cordon.py", "_request"): "the API server: cordoning, recorded above",
     ("jobs/scaling.py", "bring_back"): "not the guardian's: pulumi up and the CLI, with the user's credentials",
     ("jobs/control.py", "ray_nodes"): "the Ray dashboard, not the API server",
+    ("jobs/lease.py", "_request"): "the API server: the Lease, recorded above",
 }
 """Every function of the guardian's code that sends an HTTP request with `requests`, and what it reaches."""
 
