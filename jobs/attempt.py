@@ -70,6 +70,27 @@ def log_path(run_dir: Path, attempt: int) -> Path:
     return run_dir / "logs" / f"attempt-{attempt}.log"
 
 
+TAIL_BYTES = 256 * 1024
+"""The most of an attempt's log `logged_lines` reads, from its end: a log is GBs, a judgement needs its last lines."""
+
+
+def logged_lines(run_dir: Path, attempt: int, count: int, most: int = TAIL_BYTES) -> list[str]:
+    """The last `count` lines of the attempt's log without their time stamps, read from the end of the file (at most
+    `most` bytes, whatever its size); empty when there is no log."""
+    try:
+        with log_path(run_dir, attempt).open("rb") as log:
+            size = log.seek(0, os.SEEK_END)
+            start = max(0, size - most)
+            log.seek(start)
+            data = log.read(size - start)
+    except OSError:
+        return []
+    lines = data.decode(errors="replace").splitlines()
+    if start > 0 and lines:
+        lines = lines[1:]  # the first line read may be cut short
+    return [line.split("\t", 1)[-1] for line in lines[-count:]] if count > 0 else []
+
+
 def _emit(data: bytes, log: BinaryIO) -> None:
     """One line of output: unchanged to stdout, timestamped to the attempt's log."""
     sys.stdout.buffer.write(data)

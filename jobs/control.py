@@ -342,10 +342,14 @@ def ensure_run(
     client: JobSubmissionClient,
     submission: dict[str, Any],
     stop_of: Callable[[JobDetails], int | None] | None = None,
+    after: int = 0,
 ) -> Outcome:
     """Submit the run of `submission` (attempt-1 kwargs) unless an attempt is live, or the newest
     SUCCEEDED and the schedule asks for no more than it ran. An attempt that stopped at its deadline before
-    its schedule's end (`stop_of`, default `deadline_stop_of` through Ray's logs) is `resumed`."""
+    its schedule's end (`stop_of`, default `deadline_stop_of` through Ray's logs) is `resumed`. The attempt's
+    number follows the newest on the cluster and `after` (the newest the run's record knows: a new Ray head lists
+    none of the run's attempts, and Ray refuses no id it has not seen, so attempt 1's id and log would be used
+    again)."""
     run = submission["metadata"]["run"]
     previous = attempts(client, run)
     stopped_at = (stop_of or functools.partial(deadline_stop_of, client))(previous[-1]) if previous else None
@@ -358,7 +362,7 @@ def ensure_run(
         action = "extended"
     else:
         action = "submitted"
-    attempt = attempt_number(previous[-1]) + 1 if previous else 1
+    attempt = max(attempt_number(previous[-1]) if previous else 0, after) + 1
     kwargs = for_attempt(submission, attempt)
     try:
         with pod_package() as package:

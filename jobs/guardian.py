@@ -5,12 +5,17 @@ cluster and the run's record, applies one action at a time and appends every dec
 (`<run dir>/attempts.jsonl`, jobs/record.py). The rules:
 
 - an attempt PENDING or RUNNING: wait;
-- an attempt FAILED because GPU capacity went away (a Ray node with GPUs died while it ran, its message or
-  last log lines name a dead node, a lost actor's node, a preempted or evicted worker pod, or fewer than
-  gpu.nodes full GPU nodes are up): `failed`, then `recovering` with a backoff (BACKOFF: 30 s doubling to
-  10 min), then the readiness gate (control.wait_for_gpus, with its progress line) and the next attempt
-  through control.ensure_run (never two live attempts): its wrapper resumes from the newest complete
-  checkpoint (`submitted`, with that step). At most maxRecoveries recoveries per run, then `gave-up`;
+- an attempt FAILED because GPU capacity went away, judged from facts, never from words a trainer logs (capacity_lost:
+  a Ray node with GPUs died while it ran; Ray's own node-died sentence in its message or last lines; a GPU worker
+  pod that Kubernetes ended with its node, graceful node shutdown or a deleted or unreachable node; a GPU node whose
+  Ready condition turned while it ran; fewer than gpu.nodes full GPU nodes up): `failed`, then `recovering` with a
+  backoff (BACKOFF: 30 s doubling to 10 min), then the readiness gate (control.wait_for_gpus, with its progress line)
+  and the next attempt through control.ensure_run (never two live attempts): its wrapper resumes from the newest
+  complete checkpoint (`submitted`, with that step). At most maxRecoveries recoveries per run, then `gave-up`;
+- an attempt the run's record (or its log, or this guardian) knows and the Ray head does not: a new head, whose job
+  table started empty (no GCS fault tolerance). It is lost capacity like a lost node: the readiness gate waits for the
+  GPU workers to rejoin the new head, the preflight runs on it (a head it has not checked), and the next attempt's
+  number continues the record's;
 - an attempt refused by its wrapper (checkpoints, none complete), STOPPED, or FAILED for any other reason
   (decided once SETTLE_SECONDS have passed without evidence of lost capacity, the time Ray takes to mark a
   lost node dead): `failed`, then `not-retried` with the reason and its last log lines;
@@ -58,7 +63,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from jobs import control, record
 from jobs.access import Endpoint, bearer_headers
-from jobs.attempt import REFUSED_LINE, deadline_stop_in
+from jobs.attempt import REFUSED_LINE, deadline_stop_in, log_path, logged_lines
 from jobs.checkpoints import CheckpointError, newest_complete
 from jobs.export_run import for_step
 from jobs.lease import (
@@ -94,18 +99,28 @@ DEADLINE_REFRESH_SECONDS = 300.0
 POLL_SECONDS = 10.0
 """Seconds between two looks at the cluster while nothing changes."""
 
-CAPACITY_WORDS = (
-    "node has died",
-    "node died",
-    "because its node",
-    "nodediederror",
-    "node was terminated",
-    "preempted",
-    "preemption",
-    "evicted",
-)
-"""Words of Ray's messages (and the framework's last lines) that name lost GPU capacity: an actor or task whose
-node died (ray.exceptions ActorDiedError / NodeDiedError texts), a worker pod preempted or evicted."""
+RAY_NODE_DIED_TEXTS = ("The actor died because its node has died.",)
+"""Ray's own sentences that say a node was lost under the attempt, matched exactly (case and all) in the job's message
+and the attempt's last lines: the GCS writes this one into every ActorDiedError whose actor's node died, whatever the
+node's death reason (ray-project/ray src/ray/gcs/gcs_server/gcs_actor_manager.cc GcsActorManager::GenNodeDiedCause,
+read at 9033414, the stored copy; the installed 2.60.0 wheel is b7f4259e), and the job supervisor's own death repeats
+it ("Job supervisor actor died: {e}", ray 2.60.0 python/ray/dashboard/modules/job/job_manager.py L304). Words such as
+"evicted" or "preempted" are no evidence: verl 0.9.1 logs `<prefix>/off_policy/evicted_samples` as a metric on every
+step with stale samples (verl/trainer/ppo/v1/replay_buffer.py L367) and vLLM warns of KV-cache preemption."""
+
+NODE_SHUTDOWN_REASONS = ("Terminated", "NodeShutdown")
+"""A pod's status.reason when the kubelet's graceful node shutdown ended it (`Terminated`, "Pod was terminated in
+response to imminent node shutdown.") or refused it on a node shutting down (`NodeShutdown`): kubernetes/kubernetes
+pkg/kubelet/nodeshutdown/nodeshutdown_manager.go nodeShutdownReason, NodeShutdownNotAdmittedReason (~L85-90, read at
+0946995, the stored copy; the consts are the same since v1.21). GKE sends a reclaimed Spot VM's preemption notice to the
+kubelet, whose graceful node shutdown gives the pods a Failed phase and the Terminated reason (GKE docs
+kubernetes-engine/docs/concepts/spot-vms "Termination and graceful shutdown of Spot VMs", how-to/preemptible-vms)."""
+
+NODE_LOSS_DISRUPTIONS = ("TerminationByKubelet", "DeletionByPodGC", "DeletionByTaintManager")
+"""Reasons of a pod's DisruptionTarget condition that mean its node went away: the kubelet's node shutdown
+(podManager.killPods sets v1.PodReasonTerminationByKubelet, nodeshutdown_manager.go), the pod GC of a deleted node, the
+taint manager of an unreachable one (k8s.io/api core/v1 types.go PodReason* constants). Not `PreemptionByScheduler`:
+the scheduler's priority preemption (its `Preempted` event) takes the pod for another, it reclaims no VM."""
 
 
 @dataclass(frozen=True)
@@ -220,6 +235,8 @@ class AttemptView:
     """Its Ray metadata (the schedule it ran)."""
     deadline_stop: int | None = None
     """For a SUCCEEDED attempt that stopped at its deadline: the step it saved (its wrapper's last line)."""
+    gone_from_ray: bool = False
+    """The run's record knows it and the Ray head does not: a new head, whose job table started empty."""
 
 
 @dataclass(frozen=True)
@@ -237,6 +254,38 @@ class NodeView:
 
 
 @dataclass(frozen=True)
+class PodView:
+    """One GPU worker pod as the API server lists it: what Kubernetes recorded about how it ended."""
+
+    name: str
+    """The pod's name."""
+    phase: str
+    """status.phase (Pending, Running, Succeeded, Failed, Unknown)."""
+    reason: str = ""
+    """status.reason (`Terminated` after a graceful node shutdown)."""
+    message: str = ""
+    """status.message."""
+    disruption: str = ""
+    """The reason of its DisruptionTarget condition when that is True, else ""."""
+    since: float | None = None
+    """When that condition turned True (seconds since the epoch); None without one."""
+
+
+@dataclass(frozen=True)
+class KubeNodeView:
+    """One GPU node as the API server lists it: its Ready condition."""
+
+    name: str
+    """The node's name."""
+    ready: str
+    """The Ready condition's status: True, False or Unknown ("" when it has none)."""
+    since: float | None = None
+    """When Ready last changed (seconds since the epoch)."""
+    why: str = ""
+    """The Ready condition's reason and message."""
+
+
+@dataclass(frozen=True)
 class State:
     """Everything `decide` looks at."""
 
@@ -250,6 +299,10 @@ class State:
     """Ray's nodes, dead ones included."""
     recoveries: int = 0
     """`recovering` decisions in the run's record."""
+    worker_pods: tuple[PodView, ...] = ()
+    """The GPU worker pods as the API server lists them (read only when a failure must be judged)."""
+    kube_nodes: tuple[KubeNodeView, ...] = ()
+    """The GPU nodes as the API server lists them (read only when a failure must be judged)."""
     recorded: dict[str, dict[str, Any]] = field(default_factory=dict)
     """The record's newest entry of each event for the newest attempt."""
     anything_live: bool = False
@@ -325,22 +378,35 @@ def preflighted_head(results: Path) -> str | None:
 
 
 def capacity_lost(state: State) -> str | None:
-    """Why the newest (failed) attempt lost its GPU capacity, or None without evidence."""
+    """Why the newest (failed) attempt lost its GPU capacity, or None without evidence. Facts only: the attempt gone
+    with the Ray head, a Ray GPU node dead while it ran, Ray's own node-died sentence, a worker pod that Kubernetes
+    ended with its node, a GPU node that stopped being Ready while it ran, fewer full GPU nodes than gpu.nodes."""
     newest, settings = state.newest, state.settings
     assert newest is not None and newest.end is not None
+    if newest.gone_from_ray:
+        return (
+            f"attempt {newest.number} is not on the Ray head: a new head, whose job table started empty"
+            " (the RayCluster has no GCS fault tolerance)"
+        )
     started = newest.start if newest.start is not None else newest.end
+
+    def within(moment: float | None) -> bool:
+        return moment is not None and started <= moment <= newest.end + state.settle
+
     for node in state.nodes:
-        if (
-            not node.alive
-            and node.gpus > 0
-            and node.end is not None
-            and started <= node.end <= newest.end + state.settle
-        ):
+        if not node.alive and node.gpus > 0 and within(node.end):
             return f"Ray node {node.node_id} with {node.gpus:g} GPUs died while attempt {newest.number} ran"
-    for line in (newest.message, *newest.last_lines):
-        lowered = line.lower()
-        if any(word in lowered for word in CAPACITY_WORDS):
+    for line in (*newest.message.splitlines(), *newest.last_lines):
+        if any(text in line for text in RAY_NODE_DIED_TEXTS):
             return f"GPU capacity went away: {_one_line(line)}"
+    for pod in state.worker_pods:
+        shut_down = pod.phase == "Failed" and pod.reason in NODE_SHUTDOWN_REASONS
+        if (shut_down or pod.disruption in NODE_LOSS_DISRUPTIONS) and within(pod.since):
+            what = pod.message or pod.disruption or pod.reason
+            return f"GPU worker pod {pod.name} ended with its node: {_one_line(what)}"
+    for kube_node in state.kube_nodes:
+        if kube_node.ready != "True" and within(kube_node.since):
+            return f"GPU node {kube_node.name} stopped being Ready ({kube_node.ready}): {_one_line(kube_node.why)}"
     missing = control.readiness([node.gpus for node in state.nodes if node.alive], settings.gpu_nodes)
     return f"GPU nodes went away: {missing}" if missing else None
 
@@ -530,20 +596,33 @@ class Guardian:
         self.client: JobSubmissionClient = control.connect(endpoint)
         self._deadline_read: tuple[int, float, float | None] = (0, float("-inf"), None)
         """For the attempt it was read for: when the GPU nodes' known end was read, and the save-by time it gave."""
+        self.seen_attempt = 0
+        """The newest attempt of the run this guardian has seen on the Ray head."""
+        self.missed_since: dict[int, float] = {}
+        """When an attempt the record knows was first missed on the Ray head, by number."""
 
     def observe(self) -> State:
-        """The state `decide` needs, read from Ray (every request within control.DEADLINES) and the record."""
+        """The state `decide` needs, read from Ray (every request within control.DEADLINES), the record and, when a
+        failure must be judged, the API server."""
         settings = self.settings
         jobs = control.attempts(self.client, settings.run)
         entries = record.read(settings.run_dir)
-        newest = self._view(jobs[-1], entries) if jobs else None
+        if jobs:
+            self.seen_attempt = max(self.seen_attempt, control.attempt_number(jobs[-1]))
+            newest = self._view(jobs[-1], entries)
+        else:
+            newest = self._missing_view(entries)
         recorded = {item["event"]: item for item in entries if newest and item.get("attempt") == newest.number}
+        judging = newest is not None and newest.status in ("FAILED", "STOPPED") and "failed" not in recorded
+        pods, kube_nodes = self.kubernetes_facts() if judging and not newest.gone_from_ray else ((), ())
         return State(
             now=self.clock(),
             settings=settings,
             newest=newest,
             nodes=tuple(node_view(node) for node in control.ray_nodes(self.endpoint)),
             recoveries=sum(1 for item in entries if item.get("event") == "recovering"),
+            worker_pods=pods,
+            kube_nodes=kube_nodes,
             recorded=recorded,
             anything_live=any(control.status_text(job.status) in control.LIVE for job in self.client.list_jobs()),
             backoff=self.backoff,
@@ -594,19 +673,51 @@ class Guardian:
         number = control.attempt_number(job)
         status = control.status_text(job.status)
         judged = any(item.get("attempt") == number and item.get("event") == "failed" for item in entries)
-        lines = ()
+        message = job.message or ""
+        lines: tuple[str, ...] = ()
         if status in ("FAILED", "STOPPED") and not judged:
-            lines = tuple(control.last_lines(self.client, job.submission_id, LAST_LINES))
+            lines = failure_lines(self.settings.run_dir, number, message)
         return AttemptView(
             number=number,
             status=status,
             start=job.start_time / 1000 if job.start_time else None,
             end=job.end_time / 1000 if job.end_time else None,
-            message=job.message or "",
+            message=message,
             last_lines=lines,
             metadata=dict(job.metadata or {}),
             deadline_stop=deadline_stop_in(self.settings.run_dir, number) if status == "SUCCEEDED" else None,
         )
+
+    def _missing_view(self, entries: list[dict[str, Any]]) -> AttemptView | None:
+        """The newest attempt the run's record (or its logs, or this guardian) knows when the Ray head lists none of
+        the run's: a new head, whose job table started empty (no GCS fault tolerance). It ended when its log was last
+        written (else when the guardian first missed it): SUCCEEDED when the record says so, else FAILED; None for a run
+        with no attempt yet."""
+        number = max(known_attempt(entries, self.settings.run_dir), self.seen_attempt)
+        if number == 0:
+            return None
+        succeeded = any(item.get("attempt") == number and item.get("event") == "succeeded" for item in entries)
+        try:
+            end = log_path(self.settings.run_dir, number).stat().st_mtime
+        except OSError:
+            end = self.missed_since.setdefault(number, self.clock())
+        lines = () if succeeded else failure_lines(self.settings.run_dir, number, "")
+        status = "SUCCEEDED" if succeeded else "FAILED"
+        return AttemptView(number=number, status=status, end=end, last_lines=lines, gone_from_ray=True)
+
+    def kubernetes_facts(self) -> tuple[tuple[PodView, ...], tuple[KubeNodeView, ...]]:
+        """The GPU worker pods and GPU nodes as the API server lists them; nothing without an API server at hand or
+        when it refuses (a progress line says so: the judgement goes on from Ray's facts)."""
+        api = api_endpoint(self.endpoint)
+        if api is None:
+            return (), ()
+        try:
+            pods = worker_pods_of(api, self.settings)
+            kube_nodes = gpu_nodes_of(api)
+        except control.JobError as error:
+            self.report(f"{self.settings.run}: judging without the API server's pods and nodes: {error}")
+            return (), ()
+        return tuple(map(pod_view, pods)), tuple(map(kube_node_view, kube_nodes))
 
     def append(self, attempt: int, event: str, reason: str = "", **extra: Any) -> None:
         """Append one decision to the run's record and report it."""
@@ -629,7 +740,9 @@ class Guardian:
         if not self.may_act() or not self.preflight(attempt) or not self.may_act():
             return
         step = self.resume_step()
-        outcome = control.ensure_run(self.client, self.told_the_deadline(settings.submission), self.deadline_stop_of)
+        outcome = control.ensure_run(
+            self.client, self.told_the_deadline(settings.submission), self.deadline_stop_of, after=attempt
+        )
         if outcome.action in ("submitted", "extended", "resumed"):
             number = int(outcome.submission_id.rsplit("-", 1)[1])
             self.append(number, "submitted", reason, resumed_from_step=step)
@@ -771,21 +884,102 @@ GPU_NODE_SELECTOR = "cloud.google.com/gke-accelerator"
 def gpu_nodes_of(api: Endpoint) -> list[dict[str, Any]]:
     """The cluster's GPU node objects, from the API server within DEADLINES.request (the guardian's ClusterRole
     lists nodes); JobError when it refuses or is silent."""
+    return _api_list(api, "/api/v1/nodes", GPU_NODE_SELECTOR, "the GPU nodes")
+
+
+def worker_pods_of(api: Endpoint, settings: Settings) -> list[dict[str, Any]]:
+    """The GPU worker pods of the stack's RayCluster (KubeRay's labels ray.io/cluster and ray.io/group,
+    ray-operator/controllers/ray/utils/constant.go L19-21, v1.7.0), from the API server within DEADLINES.request
+    (the guardian's Role lists pods); JobError when it refuses or is silent."""
+    raw = settings.raw
+    selector = f"ray.io/cluster={raw.get('rayCluster', '')},ray.io/group={raw.get('gpuWorkerGroup', '')}"
+    return _api_list(api, f"/api/v1/namespaces/{raw.get('namespace', '')}/pods", selector, "the GPU worker pods")
+
+
+def _api_list(api: Endpoint, path: str, selector: str, what: str) -> list[dict[str, Any]]:
     import requests
 
     try:
         answer = requests.get(
-            f"{api.address}/api/v1/nodes",
-            params={"labelSelector": GPU_NODE_SELECTOR},
+            f"{api.address}{path}",
+            params={"labelSelector": selector},
             headers=dict(api.headers),
             verify=api.verify,
             timeout=control.DEADLINES.request,
         )
     except (requests.exceptions.Timeout, requests.exceptions.ConnectionError):
-        raise control.Unreachable(f"the API server at {api.address} did not answer listing the GPU nodes") from None
+        raise control.Unreachable(f"the API server at {api.address} did not answer listing {what}") from None
     if answer.status_code >= 400:
-        raise control.JobError(f"the API server answered HTTP {answer.status_code} listing the GPU nodes")
+        raise control.JobError(f"the API server answered HTTP {answer.status_code} listing {what}")
     return list(answer.json().get("items", []))
+
+
+def _moment(stamp: Any) -> float | None:
+    """An RFC 3339 time of the API server (`2026-12-01T11:50:03Z`) in seconds since the epoch; None when absent."""
+    from datetime import datetime
+
+    try:
+        return datetime.fromisoformat(str(stamp).replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def pod_view(pod: dict[str, Any]) -> PodView:
+    """A PodView of one pod object as the API server returns it (k8s.io/api core/v1 Pod: status.phase, reason,
+    message, conditions[].type/status/reason/lastTransitionTime, containerStatuses[].state.terminated.finishedAt)."""
+    status = pod.get("status") or {}
+    disrupted = next(
+        (item for item in status.get("conditions") or [] if item.get("type") == "DisruptionTarget"), None
+    )
+    since = _moment(disrupted.get("lastTransitionTime")) if disrupted else None
+    if since is None:
+        ended = [
+            _moment(((item.get("state") or {}).get("terminated") or {}).get("finishedAt"))
+            for item in status.get("containerStatuses") or []
+        ]
+        since = max((moment for moment in ended if moment is not None), default=None)
+    return PodView(
+        name=str((pod.get("metadata") or {}).get("name", "")),
+        phase=str(status.get("phase", "")),
+        reason=str(status.get("reason", "")),
+        message=str(status.get("message", "")),
+        disruption=str(disrupted.get("reason", "")) if disrupted and disrupted.get("status") == "True" else "",
+        since=since,
+    )
+
+
+def kube_node_view(node: dict[str, Any]) -> KubeNodeView:
+    """A KubeNodeView of one node object as the API server returns it (status.conditions[] of type Ready)."""
+    ready = next(
+        (item for item in (node.get("status") or {}).get("conditions") or [] if item.get("type") == "Ready"), {}
+    )
+    why = ": ".join(part for part in (ready.get("reason"), ready.get("message")) if part)
+    return KubeNodeView(
+        name=str((node.get("metadata") or {}).get("name", "")),
+        ready=str(ready.get("status", "")),
+        since=_moment(ready.get("lastTransitionTime")),
+        why=why,
+    )
+
+
+def failure_lines(run_dir: Path, attempt: int, message: str) -> tuple[str, ...]:
+    """The last LAST_LINES lines of a failed attempt: its log on the shared storage read from the end (jobs/attempt.py
+    logged_lines), else the lines of Ray's message, which holds the driver's last 10 lines for a failed entrypoint
+    (ray 2.60.0 python/ray/dashboard/modules/job/job_supervisor.py L449-455). Never the whole log: Ray's get_job_logs
+    reads the whole driver log into one string (job_log_storage_client.py L20-24) and the guardian's pod has 512 Mi."""
+    logged = logged_lines(run_dir, attempt, LAST_LINES)
+    return tuple(logged or message.splitlines()[-LAST_LINES:])
+
+
+def known_attempt(entries: list[dict[str, Any]], run_dir: Path) -> int:
+    """The newest attempt the run's directory knows: its record's lines and the attempt wrapper's logs (every attempt
+    writes `logs/attempt-N.log`, whoever submitted it); 0 when none."""
+    numbers = [item["attempt"] for item in entries if isinstance(item.get("attempt"), int)]
+    for path in (run_dir / "logs").glob("attempt-*.log"):
+        stem = path.stem.split("-", 1)[1]
+        if stem.isdigit():
+            numbers.append(int(stem))
+    return max(numbers, default=0)
 
 
 def with_deadline(submission: dict[str, Any], framework: str, ends: Any, now: float) -> dict[str, Any]:

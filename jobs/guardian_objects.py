@@ -7,12 +7,12 @@ jobs/guardian_settings.py (`guardian_settings(config)`, `guardian_code_files()`)
 `python3 -m jobs guard --settings <GUARDIAN_SETTINGS_DIR>/settings.json --address http://<head service>:8265`
 with PYTHONPATH=<GUARDIAN_CODE_DIR>, in the head's image.
 
-What it may do: read pods and events of the namespace (a preempted or evicted worker), read and patch the
-stack's RayCluster (scale the GPU workers to zero and back, jobs/scaling.py), read the nodes (a GPU node that
-went away) and, only with `cordon_bad_nodes`, patch them (cordon a node the preflight failed); hold its Lease
-(jobs/lease.py: one guardian at a time). It reaches the
-Ray dashboard as the one pod outside the RayCluster the NetworkPolicies admit (names.GUARDIAN_LABELS), and
-mounts the shared storage at /data like the Ray pods (the run's record).
+What it may do is exactly what its code calls (NAMESPACED_CALLS, CLUSTER_CALLS): list the GPU worker pods (how
+Kubernetes ended them), patch the stack's RayCluster (scale the GPU workers to zero, jobs/scaling.py), list the nodes
+(their end, their Ready condition) and, only with `cordon_bad_nodes`, get a pod and patch its node (cordon a node the
+preflight failed); get, create and update its Lease (jobs/lease.py: one guardian at a time). It reaches the Ray
+dashboard as the one pod outside the RayCluster the NetworkPolicies admit (names.GUARDIAN_LABELS), and mounts the
+shared storage at /data like the Ray pods (the run's record).
 """
 
 from __future__ import annotations
@@ -39,6 +39,9 @@ from jobs.lease import LEASE_NAME
 from workloads import placement, pods, storage
 from workloads.identity import LABELS
 from workloads.raycluster import API_VERSION
+
+RAY_GROUP = API_VERSION.split("/")[0]
+"""The RayCluster's API group (ray.io)."""
 
 SETTINGS_FILE = "settings.json"
 """The settings file in GUARDIAN_SETTINGS_DIR (the settings ConfigMap's one key)."""
@@ -82,22 +85,46 @@ def render_service_account() -> ServiceAccountInitArgs:
     return ServiceAccountInitArgs(metadata=_metadata(names.GUARDIAN))
 
 
-def render_role() -> RoleInitArgs:
-    """In the namespace: read pods and events; read and patch the stack's RayCluster, and no other."""
-    group = API_VERSION.split("/")[0]
-    return RoleInitArgs(
-        metadata=_metadata(names.GUARDIAN),
-        rules=[
-            k8s.rbac.v1.PolicyRuleArgs(api_groups=[""], resources=["events", "pods"], verbs=["get", "list", "watch"]),
-            k8s.rbac.v1.PolicyRuleArgs(
-                api_groups=[group],
-                resources=["rayclusters"],
-                resource_names=[names.RAY_CLUSTER],
-                verbs=["get", "patch"],
-            ),
-            *lease_rules(),
-        ],
-    )
+NAMESPACED_CALLS = {
+    ("", "pods", "list"): "judging a failed attempt: its GPU worker pods (jobs/guardian.py worker_pods_of)",
+    (RAY_GROUP, "rayclusters", "patch"): "scale to zero (jobs/scaling.py scale_to), the stack's RayCluster only",
+}
+"""Every (API group, resource, verb) the guardian's code calls in its namespace, and where, beside its Lease's
+(`lease_rules`: get and update of that Lease by name, create of any, jobs/lease.py). No events: the guardian reads what
+Kubernetes records on the pods and the nodes themselves (Node events go to `default`, out of its Role)."""
+
+CORDON_CALLS = {("", "pods", "get"): "cordoning: the node of a Ray pod the preflight failed (preflight/cordon.py)"}
+"""The namespaced calls only job.cordonBadNodes adds."""
+
+CLUSTER_CALLS = {("", "nodes", "list"): "the GPU nodes: their end (deadline), their Ready condition (judging a failure)"}
+"""Every cluster-scoped call of the guardian's code."""
+
+CLUSTER_CORDON_CALLS = {("", "nodes", "patch"): "cordoning a node the preflight failed (preflight/cordon.py cordon)"}
+"""The cluster-scoped calls only job.cordonBadNodes adds."""
+
+
+def _rules(calls: Mapping[tuple[str, str, str], str], names_of: Mapping[str, str]) -> list[k8s.rbac.v1.PolicyRuleArgs]:
+    """One rule per (group, resource) with its verbs sorted; `names_of` limits a resource to one object's name."""
+    verbs: dict[tuple[str, str], list[str]] = {}
+    for group, resource, verb in sorted(calls):
+        verbs.setdefault((group, resource), []).append(verb)
+    return [
+        k8s.rbac.v1.PolicyRuleArgs(
+            api_groups=[group],
+            resources=[resource],
+            resource_names=[names_of[resource]] if resource in names_of else None,
+            verbs=found,
+        )
+        for (group, resource), found in verbs.items()
+    ]
+
+
+def render_role(cordon_bad_nodes: bool) -> RoleInitArgs:
+    """In the namespace, exactly NAMESPACED_CALLS (and CORDON_CALLS with `cordon_bad_nodes`) and the Lease's: list the
+    GPU worker pods, patch the stack's RayCluster and no other, hold the guardian's Lease."""
+    calls = {**NAMESPACED_CALLS, **(CORDON_CALLS if cordon_bad_nodes else {})}
+    rules = [*_rules(calls, {"rayclusters": names.RAY_CLUSTER}), *lease_rules()]
+    return RoleInitArgs(metadata=_metadata(names.GUARDIAN), rules=rules)
 
 
 def lease_rules() -> list[k8s.rbac.v1.PolicyRuleArgs]:
@@ -115,11 +142,10 @@ def lease_rules() -> list[k8s.rbac.v1.PolicyRuleArgs]:
 
 
 def render_cluster_role(cordon_bad_nodes: bool) -> ClusterRoleInitArgs:
-    """The nodes are cluster-scoped: read them; patch them (cordon) only with `cordon_bad_nodes`."""
-    verbs = ["get", "list", "watch", *(["patch"] if cordon_bad_nodes else [])]
+    """The nodes are cluster-scoped: list them; patch them (cordon) only with `cordon_bad_nodes`."""
+    calls = {**CLUSTER_CALLS, **(CLUSTER_CORDON_CALLS if cordon_bad_nodes else {})}
     return ClusterRoleInitArgs(
-        metadata=_metadata(names.GUARDIAN_NODES_ROLE, namespaced=False),
-        rules=[k8s.rbac.v1.PolicyRuleArgs(api_groups=[""], resources=["nodes"], verbs=verbs)],
+        metadata=_metadata(names.GUARDIAN_NODES_ROLE, namespaced=False), rules=_rules(calls, {})
     )
 
 
@@ -273,7 +299,7 @@ class RunGuardian(pulumi.ComponentResource):
         child = names.fixed_name_options(parent=self, provider=args.provider, depends_on=list(args.depends_on))
         account = k8s.core.v1.ServiceAccount(names.GUARDIAN, render_service_account(), opts=child)
         bound = names.fixed_name_options(parent=self, provider=args.provider, depends_on=[account])
-        role = k8s.rbac.v1.Role(names.GUARDIAN, render_role(), opts=child)
+        role = k8s.rbac.v1.Role(names.GUARDIAN, render_role(args.cordon_bad_nodes), opts=child)
         cluster_role = k8s.rbac.v1.ClusterRole(
             names.GUARDIAN_NODES_ROLE, render_cluster_role(args.cordon_bad_nodes), opts=child
         )

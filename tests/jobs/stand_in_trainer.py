@@ -21,7 +21,8 @@ stays, and the steps of earlier attempts are never removed.
 Faults, for the recovery tests: `--hold-after N` (after step N the GPU actors wait for a node loss) and
 `--half-save-at N` (step N's save writes half of the ranks' shards and no data.pt, then waits) happen
 once per run, like a preemption; a wait ends after `--hold-seconds` with the GPU worker dying on its own.
-`--fail-at N` fails every attempt at step N with `--exit-code`, like a bug.
+`--fail-at N` fails every attempt at step N with `--exit-code`, like a bug; `--evicted-samples K` logs verl's
+evicted-samples metric on every step, as verl's V1 trainer does with a stale replay buffer.
 
 `--deadline-stop-after N` (once per run, like the end of a node's capacity) stops the way NeMo-RL v0.7.0 stops at
 its `checkpointing.checkpoint_must_save_by` (nemo_rl/algorithms/grpo.py): it saves step N whatever the save period
@@ -180,10 +181,16 @@ def resume_step(run_dir: Path) -> int:
     return step
 
 
-def metric_line(step: int) -> str:
-    """verl's console line of one step (the score depends on the step only)."""
+EVICTED_SAMPLES = "training/off_policy/evicted_samples"
+"""verl 0.9.1's metric of the stale samples its V1 replay buffer evicted in a step (verl/trainer/ppo/v1/replay_buffer.py
+L357-367: `f"{prefix}/off_policy/evicted_samples"`, prefix "training" for the train partition, L238-239)."""
+
+
+def metric_line(step: int, evicted: int = 0) -> str:
+    """verl's console line of one step (the score depends on the step only), with `evicted` stale samples when any."""
     score = step / (step + 1)
-    return f"step:{step} - critic/score/mean:np.float64({score}) - actor/pg_loss:0.125"
+    stale = f" - {EVICTED_SAMPLES}:{evicted}" if evicted else ""
+    return f"step:{step} - critic/score/mean:np.float64({score}) - actor/pg_loss:0.125{stale}"
 
 
 def bounded(limit: float):
@@ -220,6 +227,7 @@ def parser() -> argparse.ArgumentParser:
     top.add_argument("--exit-code", type=int, default=1, help="exit code of --fail-at")
     top.add_argument("--deadline-stop-after", type=int, help="once per run: save this step, stop as NeMo-RL does")
     top.add_argument("--checkpointing-off", action="store_true", help="save nothing (checkpointing.enabled false)")
+    top.add_argument("--evicted-samples", type=int, default=0, help="stale samples verl's V1 trainer logs per step")
     return top
 
 
@@ -264,7 +272,7 @@ def main() -> int:
             (folder / "data.pt").write_text(json.dumps({"step": step}))
             if not args.async_save:
                 (run_dir / TRACKER).write_text(str(step))
-        print(metric_line(step), flush=True)
+        print(metric_line(step, args.evicted_samples), flush=True)
         if deadline:
             print(NEMO_RL_DEADLINE_LINE, flush=True)
             return 0

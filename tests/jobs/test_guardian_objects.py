@@ -56,19 +56,19 @@ def test_the_schema_check_refuses_a_misspelt_deployment_field():
     assert any("replica" in error for error in k8s_schema_errors(broken))
 
 
-def test_rbac_reads_pods_events_and_nodes_and_patches_only_the_stacks_ray_cluster():
+def test_rbac_lists_pods_and_nodes_and_patches_only_the_stacks_ray_cluster():
     objects = _guardian(mocked_run("standard", "h200", "gcs"))
     role = objects[("kubernetes:rbac.authorization.k8s.io/v1:Role", names.GUARDIAN)].inputs
     assert role["metadata"]["namespace"] == "grpo"
     assert role["rules"] == [
-        {"apiGroups": [""], "resources": ["events", "pods"], "verbs": ["get", "list", "watch"]},
-        {"apiGroups": ["ray.io"], "resourceNames": ["grpo"], "resources": ["rayclusters"], "verbs": ["get", "patch"]},
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
+        {"apiGroups": ["ray.io"], "resourceNames": ["grpo"], "resources": ["rayclusters"], "verbs": ["patch"]},
         {"apiGroups": ["coordination.k8s.io"], "resourceNames": ["grpo-guardian"], "resources": ["leases"],
          "verbs": ["get", "update"]},
         {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
     ]  # fmt: skip
     cluster_role = objects[("kubernetes:rbac.authorization.k8s.io/v1:ClusterRole", names.GUARDIAN_NODES_ROLE)].inputs
-    assert cluster_role["rules"] == [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]}]
+    assert cluster_role["rules"] == [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["list"]}]
     assert "namespace" not in cluster_role["metadata"]
     subject = [{"kind": "ServiceAccount", "name": "grpo-guardian", "namespace": "grpo"}]
     for type_, name, kind in (
@@ -80,10 +80,12 @@ def test_rbac_reads_pods_events_and_nodes_and_patches_only_the_stacks_ray_cluste
         assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": kind, "name": name}
 
 
-def test_nodes_are_patched_only_when_the_guardian_cordons_bad_nodes():
+def test_nodes_are_patched_and_pods_got_only_when_the_guardian_cordons_bad_nodes():
     cordon = guardian_objects.render_cluster_role(cordon_bad_nodes=True)
-    assert cordon.rules[0].verbs == ["get", "list", "watch", "patch"]
-    assert guardian_objects.render_cluster_role(cordon_bad_nodes=False).rules[0].verbs == ["get", "list", "watch"]
+    assert cordon.rules[0].verbs == ["list", "patch"]
+    assert guardian_objects.render_cluster_role(cordon_bad_nodes=False).rules[0].verbs == ["list"]
+    assert guardian_objects.render_role(cordon_bad_nodes=True).rules[0].verbs == ["get", "list"]
+    assert guardian_objects.render_role(cordon_bad_nodes=False).rules[0].verbs == ["list"]
 
 
 @pytest.mark.parametrize(("mode", "storage"), [("standard", "gcs"), ("standard", "lustre"), ("autopilot", "gcs")])

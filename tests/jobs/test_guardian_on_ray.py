@@ -210,8 +210,10 @@ def test_a_refused_attempt_is_not_retried(two_nodes, tmp_path):
 def test_a_deterministic_failure_is_not_retried_and_the_workers_scale_to_zero_after_the_idle_minutes(
     two_nodes, tmp_path
 ):
+    """The crash logs verl's evicted-samples metric on every step (verl 0.9.1 V1 trainer, replay_buffer.py L367) and
+    the text of a preemption: words are no evidence of lost capacity, so it is not retried."""
     run = GuardedRun(two_nodes, "guard-bug", tmp_path, stand_in_trainer("--save-every", "2", "--fail-at", "3",
-                     "--exit-code", "7"), steps=4)  # fmt: skip
+                     "--exit-code", "7", "--evicted-samples", "3"), steps=4)  # fmt: skip
     stand_ins = Recorded()
     run.submit_first()
     run.guard(stand_ins.hooks(), settle=1.0, idleMinutes=0.02)
@@ -219,6 +221,7 @@ def test_a_deterministic_failure_is_not_retried_and_the_workers_scale_to_zero_af
     not_retried = run.entry(1, "not-retried")
     assert "exit code 7" in not_retried["reason"]
     assert "stand-in trainer: deterministic failure at step 3 (exit code 7)" in not_retried["last_lines"]
+    assert any("training/off_policy/evicted_samples:3" in line for line in not_retried["last_lines"])
     assert run.entry(1, "failed")["details"] == {"cause": "other"}
     assert run.attempt_ids() == [f"{run.id}-1"] and stand_ins.exports == [] and stand_ins.scaled == [run.id]
 
@@ -312,3 +315,40 @@ def test_a_verl_attempt_is_stopped_by_the_guardian_after_its_last_checkpoint_bef
     assert control.status_text(run.cluster.call(run.client.get_job_status, f"{run.id}-1")) == "STOPPED"
     assert run.entry(2, "submitted")["resumed_from_step"] == step
     assert steps_in(run.logs(2)) == list(range(step + 1, 13)) and stand_ins.exports == [(2, 12)]
+
+
+def test_a_lost_ray_head_is_lost_capacity_and_the_next_attempt_continues_the_record_on_the_new_head(
+    two_nodes, tmp_path
+):
+    """The head dies while attempt 1 runs (its process group killed: the GCS, the dashboard, the driver); the GPU node's
+    raylet exits once it cannot reach the GCS (GPU_NODE_ENV); a new head comes up with an empty job table and the GPU
+    node rejoins it. The guardian judges attempt 1 lost from the run's record and log, waits for the GPU node, and
+    submits attempt 2 (not attempt 1 again) from the newest complete step."""
+    run = GuardedRun(two_nodes, "guard-head", tmp_path, stand_in_trainer("--save-every", "2", "--hold-after", "4",
+                     "--hold-seconds", "90"), steps=6, maxRecoveries=1)  # fmt: skip
+    stand_ins = Recorded()
+    run.submit_first()
+    join = run.guard_in_background(stand_ins.hooks(), idleMinutes=0)
+    wait_until(lambda: (run.dir / "global_step_4" / "data.pt").is_file(), "attempt 1 saving step 4", 90)
+    wait_until(lambda: any(line.startswith("step:4 ") for line in run.logs(1).splitlines()), "step 4's line", 30)
+    two_nodes.kill_head()
+    two_nodes.wait_for_gpu_node_exit()
+    two_nodes.start_head()
+    assert run.attempt_ids() == []
+    wait_until(lambda: (1, "recovering") in run.events(), "the guardian judging attempt 1 lost with the head", 60)
+    wait_until(lambda: any("waiting for GPU nodes: 0 of 1" in line for line in run.lines), "the readiness gate", 30)
+    back = two_nodes.start_gpu_node()
+    join()
+
+    assert run.events() == [(1, "failed"), (1, "recovering"), (2, "submitted"), (2, "succeeded"),
+                            (2, "export-submitted")]  # fmt: skip
+    failed = run.entry(1, "failed")
+    assert failed["details"] == {"cause": "gpu-capacity-lost"}
+    assert failed["reason"].startswith("attempt 1 is not on the Ray head: a new head")
+    assert run.entry(2, "submitted")["resumed_from_step"] == 4
+    assert run.attempt_ids() == [f"{run.id}-2"]
+    log = run.logs(2)
+    assert f"grpo-gke attempt 2: resuming from global_step_4 (step 4) in {run.dir}" in log
+    assert steps_in(log) == [5, 6] and f"GPU worker on node {back} GPUs 0,1,2,3,4,5,6,7" in log
+    assert (run.dir / "logs" / "attempt-1.log").is_file() and (run.dir / "logs" / "attempt-2.log").is_file()
+    assert stand_ins.exports == [(2, 6)]

@@ -324,7 +324,7 @@ def test_the_role_allows_every_lease_call_the_guardian_makes_and_no_other_leases
         values = {"apiGroups": rule.api_groups, "resources": rule.resources, "verbs": rule.verbs}
         return {**values, **({"resourceNames": rule.resource_names} if rule.resource_names else {})}
 
-    rules = [plain(rule) for rule in render_role().rules]
+    rules = [plain(rule) for rule in render_role(cordon_bad_nodes=False).rules]
     _, store = api
     time, other_time = FakeTime(), FakeTime(mono=1.0)
     first, second = holder(api, IN_CLUSTER, time), holder(api, FOREGROUND, other_time)

@@ -56,6 +56,13 @@ node (refused connections) is dead in about 2.5 s instead of Ray's default 15 s 
 threshold 5, initial delay 5 s: ray-project/ray src/ray/common/ray_config_def.h), while a live but loaded
 node still has 5 s to answer each check (the next check is timed from the answer, so it must miss 5 in a row)."""
 
+GPU_NODE_ENV = {"RAY_gcs_rpc_server_reconnect_timeout_s": "5"}
+"""The GPU node's raylet exits 5 s after it lost the GCS instead of Ray's default 60 s
+(`RAY_CONFIG(int32_t, gcs_rpc_server_reconnect_timeout_s, 60)`, ray-project/ray src/ray/common/ray_config_def.h, read
+at 9033414; KubeRay v1.7.0 ray-operator/controllers/ray/common/pod.go L94-101: "If the worker cannot reconnect to GCS
+within [the timeout], the Raylet will exit the process. By default, the value is 60s", raised to 600 s only with GCS
+fault tolerance): a lost head takes the GPU node's raylet with it, as on a RayCluster without GCS fault tolerance."""
+
 START_SECONDS = 90.0
 """Deadline of a node's start (this machine's CPUs are shared; a node takes 10-30 s to join)."""
 
@@ -193,7 +200,7 @@ class TwoNodeRay:
         """Start the GPU node (8 GPUs declared) and return its new node id once the head lists it ALIVE."""
         known = {node.node_id for node in self.nodes()}
         flags = [f"--address={self.head_ns.address}:{GCS_PORT}", f"--num-gpus={GPUS_PER_NODE}"]
-        self.gpu = self._start(self.gpu_ns, flags, {})
+        self.gpu = self._start(self.gpu_ns, flags, GPU_NODE_ENV)
         joined: list[str] = []
 
         def ready() -> bool:
@@ -224,6 +231,29 @@ class TwoNodeRay:
         # Ray's workers on the node may live in process groups of their own: a lost node takes them all.
         self.gpu_ns.kill_all()
         return self.gpu_node_id
+
+    def kill_head(self) -> None:
+        """A lost Ray head: SIGKILL its process group and everything else in its namespace (the GCS, the dashboard, the
+        job drivers). Without GCS fault tolerance its job table is gone with it."""
+        if self.head is None:
+            raise RuntimeError("the Ray head is not running")
+        try:
+            os.killpg(self.head.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.head.wait(timeout=30)
+        self.head = None
+        self.head_ns.kill_all()
+
+    def wait_for_gpu_node_exit(self, timeout: float = 60.0) -> int:
+        """Wait until the GPU node's `ray start --block` has exited on its own (its raylet lost the GCS, GPU_NODE_ENV);
+        its exit status."""
+        if self.gpu is None:
+            raise RuntimeError("the GPU node is not running")
+        code = self.gpu.wait(timeout=timeout)
+        self.gpu = None
+        self.gpu_ns.kill_all()
+        return code
 
     def restart_gpu_node(self) -> str:
         """The GPU node back after a loss (killed first if still up); return its new node id."""
