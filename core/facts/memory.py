@@ -91,8 +91,8 @@ TRAINING_STATES: dict[TrainingFamily, TrainingState] = {
 REFERENCE_MODEL_GPU_BYTES = 0
 """Bytes per parameter the reference model holds on the GPUs between its forward passes: none in either
 framework. verl 0.9.1 wraps the reference (a forward-only engine) in FSDP2's CPUOffloadPolicy whatever its
-param_offload says (workers/engine/fsdp/transformer_impl.py L455-463: `forward_only` sets _is_offload_param
-False and offloads by policy), so `actor_rollout_ref.ref.fsdp_config.param_offload` changes nothing there.
+param_offload says (workers/engine/fsdp/transformer_impl.py L453-463: `forward_only` sets _is_offload_param
+False and offloads by policy; FSDP1 likewise, L429-436), so `actor_rollout_ref.ref.fsdp_config.param_offload` changes nothing there.
 NeMo-RL v0.7.0 keeps the reference weights as a pinned CPU state dict (nemo_rl/models/automodel/setup.py
 L413-432, nemo_rl/models/policy/workers/megatron_policy_worker.py L393-396) and swaps them into the policy's own tensors for the reference pass
 (megatron_policy_worker.py L1027-1045)."""
@@ -109,7 +109,7 @@ lies inside both bounds."""
 
 PROCESS_RESERVE_GB = 3
 """GB a GPU keeps for the process that is not in its phase: CUDA contexts, NCCL buffers, and vLLM's CUDA
-graphs, which sleep does not free (verl 0.9.1 trainer/config/rollout/rollout.yaml L53-55: "cudagraph in
+graphs, which sleep does not free (verl 0.9.1 trainer/config/rollout/rollout.yaml L54-56: "cudagraph in
 inference engine can not be offloaded during update policy"). vLLM asleep keeps no weights and no KV cache:
 verl's hybrid engine sleeps at level 2 when not LoRA or MTP (workers/rollout/vllm_rollout/
 vllm_async_server.py L1289-1305, L1307-1317; with `free_cache_engine: True`, rollout.yaml L61), NeMo-RL at
@@ -162,4 +162,5 @@ PUBLISHED_RUNS: tuple[PublishedRun, ...] = (
     PublishedRun("nemo-rl-dtensor", 8, 8, "H100", False, 0.6, 1, "NeMo-RL v0.7.0 examples/configs/grpo_math_8B.yaml: Llama-3.1-8B, cluster.num_nodes 1 x gpus_per_node 8"),
     PublishedRun("nemo-rl-megatron", 70, 64, "H100", False, 0.6, 16, "NeMo-RL v0.7.0 examples/configs/grpo_math_70B_megatron.yaml: Llama-3.3-70B, TP 4 x PP 4, cluster.num_nodes 8 x gpus_per_node 8"),
 )
-"""Published runs the memory model must accept (tests/jobs/test_memory.py also refuses each on half its GPUs)."""
+"""Published runs the memory model must accept (tests/jobs/test_memory.py; it also refuses verl's 80 GB MIN rows
+on half their GPUs, and NeMo-RL's recipes on one GPU and on one Megatron replica)."""
