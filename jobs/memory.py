@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from core.config.model import PROJECT_NAMESPACE, StackConfig
+from core.config.model import PROJECT_NAMESPACE, GpuConfig, StackConfig
 from core.config.problems import ConfigError, Problem
 from core.facts.memory import (
     ACTIVATION_ALLOWANCE_GB,
@@ -31,8 +31,8 @@ from core.facts.memory import (
 from core.facts.platform import GPUS_PER_NODE
 from jobs.spec import model_size_b, training_family
 
-MAX_NODES = 64
-"""The most GPU nodes a stack may have (`gpu.nodes` is 1 to 64): the largest count the advice proposes."""
+MAX_NODES = next(rule.le for rule in GpuConfig.model_fields["nodes"].metadata if hasattr(rule, "le"))
+"""The most GPU nodes a stack may have (`gpu.nodes`' upper bound): the largest count the advice proposes."""
 
 
 @dataclass(frozen=True)

@@ -126,13 +126,17 @@ def recipe_for_size(size_b: float) -> NemoRlRecipe:
     return next(recipe for recipe in NEMO_RL_RECIPES if size_b <= recipe.max_size_b)
 
 
+NEMO_RL_FAMILIES: dict[str, TrainingFamily] = {"dtensor": "nemo-rl-dtensor", "megatron": "nemo-rl-megatron"}
+"""The training backend of each NeMo-RL recipe backend (NemoRlRecipe.backend)."""
+
+
 def training_family(config: StackConfig) -> tuple[TrainingFamily, int]:
     """The stack's training backend and the GPUs one model replica spans in it (Megatron TP x PP, else 1);
     ConfigError for NeMo-RL when the model's size, which picks the recipe, is unknown."""
     if config.workload.framework == "verl":
         return "verl-fsdp", 1
     recipe = nemo_rl_recipe(config)
-    return f"nemo-rl-{recipe.backend}", recipe.model_parallel_gpus  # type: ignore[return-value]
+    return NEMO_RL_FAMILIES[recipe.backend], recipe.model_parallel_gpus
 
 
 def offload_overrides(config: StackConfig) -> list[tuple[str, object]]:
