@@ -3,10 +3,12 @@ against the published runs (core/facts/memory.py PUBLISHED_RUNS), and refused th
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -217,3 +219,21 @@ def test_the_plan_command_refuses_a_stack_that_cannot_train(tmp_path):
         " plan it anyway\n"
     )
     assert not (tmp_path / "build").exists()
+
+
+def test_the_pinned_verl_source_still_does_what_the_model_assumes():
+    """verl 0.9.1 (installed --no-deps, read as text): the reference is always CPU-offloaded, so its
+    `param_offload` switch changes nothing; train mode brings offloaded weights and optimizer back to the GPU."""
+    verl_dir = Path(importlib.util.find_spec("verl").submodule_search_locations[0])
+    engine = (verl_dir / "workers" / "engine" / "fsdp" / "transformer_impl.py").read_text().splitlines()
+    assert engine[458].strip() == "if self.engine_config.offload_policy or self.engine_config.forward_only:"
+    assert [line.strip() for line in engine[459:461]] == ["self._is_offload_param = False", "self._is_offload_optimizer = False"]
+    base = (verl_dir / "workers" / "engine" / "base.py").read_text().splitlines()
+    assert [line.strip() for line in base[321:327]] == [
+        'elif self.mode == "train":',
+        "self.engine.to(",
+        "device=device,",
+        "model=self.engine.is_param_offload_enabled,",
+        "optimizer=self.engine.is_optimizer_offload_enabled,",
+        "grad=self.engine.is_param_offload_enabled,",
+    ]
