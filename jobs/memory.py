@@ -152,7 +152,7 @@ FAMILY_STATE = {
     "verl-fsdp": "fp32 weights, gradients and Adam state, FSDP over all {gpus} GPUs",
     "nemo-rl-dtensor": "fp32 weights, gradients and Adam state, FSDP over all {gpus} GPUs",
     "nemo-rl-megatron": "bf16 weights and gradients of a TP x PP shard of {model_parallel} GPUs,"
-    " Adam state over {data_parallel} data-parallel ranks",
+    " Adam state over a data-parallel size of {data_parallel}",
 }
 """How each backend's state is split, for the refusal's figures."""
 

@@ -165,7 +165,7 @@ def test_nemo_rl_megatron_405b_on_two_h200_nodes_needs_the_optimizer_offload():
     assert problem.startswith(
         "grpo-gke:grpo.cpuOffload: meta-llama/Llama-3.1-405B-Instruct (405B, nemo-rl-megatron, grpo.cpuOffload off)"
         " needs 517 GB a GPU, more than one H200 (141 GB): training 517 GB (bf16 weights and gradients of a TP x PP"
-        " shard of 16 GPUs, Adam state over 1 data-parallel ranks: 506 GB;"
+        " shard of 16 GPUs, Adam state over a data-parallel size of 1: 506 GB;"
     )
     offloaded = config_of("nemo-rl-standard-b200", **sections, grpo={"cpuOffload": True})
     assert memory_problems(offloaded) == []
