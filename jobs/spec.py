@@ -28,6 +28,7 @@ from core.facts.job import (
     VERL_ENTRY_MODULE,
     NemoRlRecipe,
 )
+from core.facts.memory import TRAINING_STATES, TrainingFamily
 from core.facts.platform import GPUS_PER_NODE
 from core.names import DATA_MOUNT
 from jobs.runs import for_attempt
@@ -125,6 +126,28 @@ def recipe_for_size(size_b: float) -> NemoRlRecipe:
     return next(recipe for recipe in NEMO_RL_RECIPES if size_b <= recipe.max_size_b)
 
 
+NEMO_RL_FAMILIES: dict[str, TrainingFamily] = {"dtensor": "nemo-rl-dtensor", "megatron": "nemo-rl-megatron"}
+"""The training backend of each NeMo-RL recipe backend (NemoRlRecipe.backend)."""
+
+
+def training_family(config: StackConfig) -> tuple[TrainingFamily, int]:
+    """The stack's training backend and the GPUs one model replica spans in it (Megatron TP x PP, else 1);
+    ConfigError for NeMo-RL when the model's size, which picks the recipe, is unknown."""
+    if config.workload.framework == "verl":
+        return "verl-fsdp", 1
+    recipe = nemo_rl_recipe(config)
+    return NEMO_RL_FAMILIES[recipe.backend], recipe.model_parallel_gpus
+
+
+def offload_overrides(config: StackConfig) -> list[tuple[str, object]]:
+    """The framework's own offload switches when `grpo.cpuOffload` is true (core/facts/memory.py), else none:
+    left out when off, so a stack without offload keeps its overrides and its run."""
+    if not config.grpo.cpu_offload:
+        return []
+    family, _ = training_family(config)
+    return list(TRAINING_STATES[family].offload_overrides)
+
+
 def hf_architecture(model: str) -> str | None:
     """The Hugging Face architecture of `model`'s family (NeMo-RL's converter_type), or None."""
     for prefix, architecture in sorted(HF_ARCHITECTURES.items(), key=lambda item: -len(item[0])):
@@ -189,6 +212,7 @@ def verl_overrides(config: StackConfig, run: str, run_dir: str) -> list[str]:
     ]
     if grpo.max_steps is not None:
         values.append(("trainer.total_training_steps", grpo.max_steps))
+    values += offload_overrides(config)
     return [_override(key, value) for key, value in values]
 
 
@@ -244,6 +268,7 @@ def nemo_rl_overrides(config: StackConfig, run: str, run_dir: str) -> list[str]:
         # reads it (Megatron-Bridge's AutoBridge takes the architecture from the model's HF config,
         # v0.4.0 on), so it is set for a known family and left alone, never refused, otherwise.
         values.append(("policy.megatron_cfg.converter_type", architecture))
+    values += offload_overrides(config)
     return [_override(key, value) for key, value in values]
 
 

@@ -22,6 +22,7 @@ from core.config.problems import ConfigError, Problem
 from core.config.rules import CrossRule
 from core.facts.job import NEMO_RL_RELEASE_FACTS, VERL_CONFIG_NAME
 from core.facts.platform import BF16_BYTES_PER_PARAMETER, GPUS_PER_NODE, TENSOR_PARALLEL_SIZES, VERL_VERSION
+from jobs.memory import memory_problems
 from jobs.spec import model_size_b, nemo_rl_recipe, training_spec
 
 _NUMBER = (int, float)
@@ -57,10 +58,19 @@ NEMO_RL_COMMON_KEYS: dict[str, tuple[type, ...]] = {
 """Keys every supported release's GRPO recipes have (grpo_math_1B.yaml and its children, v0.4.0 to v0.7.0)."""
 
 NEMO_RL_BACKEND_KEYS: dict[str, dict[str, tuple[type, ...]]] = {
-    "dtensor": {"policy.optimizer.kwargs.lr": _NUMBER, "checkpointing.model_save_format": _OPTIONAL_TEXT},
-    "megatron": {"policy.megatron_cfg.optimizer.lr": _NUMBER},
+    "dtensor": {
+        "policy.optimizer.kwargs.lr": _NUMBER,
+        "checkpointing.model_save_format": _OPTIONAL_TEXT,
+        "policy.dtensor_cfg.cpu_offload": (bool,),
+    },
+    "megatron": {
+        "policy.megatron_cfg.optimizer.lr": _NUMBER,
+        "policy.megatron_cfg.optimizer.optimizer_cpu_offload": (bool,),
+        "policy.megatron_cfg.optimizer.optimizer_offload_fraction": _NUMBER,
+    },
 }
-"""Where the learning rate lives: DTensor recipes keep the torch optimizer, Megatron ones null it; and the DTensor
+"""Where the learning rate and the offload switches live: DTensor recipes keep the torch optimizer, Megatron ones
+null it; the offload keys are in grpo_math_1B.yaml, which every recipe inherits, v0.4.0 to v0.7.0. And the DTensor
 recipes' checkpoint format, which the export sets (examples/configs/grpo_math_1B.yaml `model_save_format`: L60 at
 v0.4.0, L66 v0.5.0, L80 v0.6.0, L97 v0.7.0)."""
 
@@ -261,7 +271,11 @@ def model_size_problems(cfg: StackConfig) -> list[Problem]:
     ]
 
 
-JOB_RULES = (CrossRule(grpo_problems, reads_derived=True), CrossRule(model_size_problems))
+JOB_RULES = (
+    CrossRule(grpo_problems, reads_derived=True),
+    CrossRule(model_size_problems),
+    CrossRule(memory_problems),
+)
 """The job layer's cross-rules, run with the config's (core.config.rules.CONFIG_RULES) by jobs/load.py."""
 
 

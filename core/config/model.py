@@ -245,6 +245,11 @@ class WorkloadConfig(_Section):
     cuda_version: str | None = Field(
         None, description="CUDA version `image` is built on, e.g. 12.8 (with `image`); unset: the LATEST driver."
     )
+    memory_check: bool = Field(
+        True,
+        description="Refuse a run whose training or rollout would not fit in GPU memory (jobs/memory.py);"
+        " false: I know, plan it anyway.",
+    )
 
     _model_form = matching(
         "model", r"[A-Za-z0-9][\w.-]*/[\w.-]+", "a Hugging Face model id such as Qwen/Qwen2.5-7B-Instruct"
@@ -308,6 +313,11 @@ class GrpoConfig(_Section):
     )
     kl_loss_coef: float = Field(0.001, ge=0, le=10, description="Weight of the KL loss against the reference.")
     gpu_memory_utilization: float = Field(0.6, gt=0.05, le=0.95, description="vLLM share of GPU memory.")
+    cpu_offload: bool = Field(
+        False,
+        description="Keep the actor's weights and optimizer state in CPU memory where the framework can"
+        " (verl between phases; NeMo-RL through training): slower, fits larger models.",
+    )
     epochs: int = Field(1, ge=1, le=1000, description="Passes over the training data.")
     max_steps: int | None = Field(None, ge=1, description="Stop after this many steps (default: the epochs).")
     save_every: int = Field(10, ge=1, description="Checkpoint every N steps.")

@@ -911,7 +911,7 @@ GRPO_CROSS = [
     bad(
         "unknown-knob",
         {"grpo-gke:grpo.prompts": 64},
-        "grpo-gke:grpo.prompts: unknown key; did you mean 'promptsPerStep'? (known: epochs, generationsPerPrompt,"
+        "grpo-gke:grpo.prompts: unknown key; did you mean 'promptsPerStep'? (known: cpuOffload, epochs, generationsPerPrompt,"
         " gpuMemoryUtilization, keepCheckpoints, klLossCoef, learningRate, maxPromptLength, maxResponseLength,"
         " maxSteps, microBatchSizePerGpu, miniBatchSize, promptsPerStep, rolloutTensorParallel, saveEvery,"
         " validateEvery)",
@@ -1209,6 +1209,7 @@ def test_section_defaults() -> None:
         "microBatchSizePerGpu": 8,
         "klLossCoef": 0.001,
         "gpuMemoryUtilization": 0.6,
+        "cpuOffload": False,
         "epochs": 1,
         "maxSteps": None,
         "saveEvery": 10,
