@@ -37,6 +37,10 @@ PREFIX = "grpo-gke attempt"
 REFUSED_LINE = re.compile(rf"^{PREFIX} \d+: refused: ")
 """The refusal line (the attempt's last) as the guardian recognises it."""
 
+RESUMED_LINE = re.compile(rf"^{PREFIX} (\d+): resuming from \S+ \(step (\d+)\) in ")
+"""The wrapper's line (the attempt's first) naming the checkpoint step it resumed from, as `main` writes it:
+attempt number and step."""
+
 FRAMEWORKS = ("verl", "nemo-rl")
 """Frameworks whose checkpoints the wrapper knows."""
 
