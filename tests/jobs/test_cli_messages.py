@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import http.server
+import json
 import os
 import stat
 import subprocess
@@ -307,6 +308,11 @@ def test_status_follows_the_runs_attempts_not_its_export_and_shows_the_export_as
         f"export of {run}:",
         f"  raysubmit_4kX2  SUCCEEDED  export of run={run}  step=newest  started=2026-12-01 10:31:40Z",
     ]
+    code, out, err = cli(capsys, "status", *cli_run.args, "--data-root", str(cli_run.data), "--json")
+    document = json.loads(out)
+    assert (code, err, document["attempt"], document["run"]) == (0, "", f"{run}-2", run)
+    assert document["exports"] == [{"id": "raysubmit_4kX2", "status": "SUCCEEDED", "step": "newest"}]
+    assert document["goodput"]["losses"][0]["checkpoint"] == 2, "attempt 2's own resume line names the checkpoint"
 
 
 def test_status_of_a_failed_attempt_shows_its_lines_without_colour_codes(cli_run, capsys):
