@@ -61,6 +61,10 @@ UNSAVED_STOP_EXIT = 4
 TAIL_BYTES = 4096
 """Bytes read from the end of an attempt's log to find its last line."""
 
+RESUMED_LINE = re.compile(rf"^{PREFIX} (\d+): resuming from \S+ \(step (\d+)\) in ")
+"""The wrapper's line (the attempt's first) naming the checkpoint step it resumed from, as `main` writes it:
+attempt number and step."""
+
 FRAMEWORKS = ("verl", "nemo-rl")
 """Frameworks whose checkpoints the wrapper knows."""
 

@@ -1,11 +1,13 @@
-"""`.venv/bin/python -m jobs submit|status|logs|stop|list|plot|validate|preflight|export --stack NAME [--address URL]`.
+"""Submit, follow, inspect, plot and export the stack's GRPO run on its Ray cluster, and guard it.
 
+`.venv/bin/python -m jobs validate|submit|status|logs|list|stop|plot|export|preflight|guard --stack NAME [--address URL]`.
 Without `--address` the CLI reaches the stack's cluster the way the post-deploy step does:
 the API server's service proxy to the Ray head service, with the cluster and Google access
 token of the kubeconfig's `gke_<project>_<region>_<cluster>` context (`--kubeconfig`, default
 $KUBECONFIG or ~/.kube/config, as written by `gcloud container clusters get-credentials`).
 Exit codes: 0 done (a preflight passed); 1 the followed job FAILED or was STOPPED, or the preflight
-failed (one line per bad node or NIC); 2 bad input or an unreachable cluster (one line, no traceback).
+failed (one line per bad node or NIC); 2 bad input or an unreachable cluster (one line, no traceback);
+130 interrupted (Ctrl-C; one line, the job keeps running).
 """
 
 from __future__ import annotations
@@ -48,6 +50,25 @@ def job_command(subcommand: str, stack: str, *rest: str) -> str:
 
 class UsageError(Exception):
     """Bad input; the message is one line."""
+
+
+class Interrupted(Exception):
+    """Ctrl-C while following a job; the message is the one line the CLI prints."""
+
+
+ANSI_ESCAPE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
+"""A terminal escape sequence (colour codes: CSI, OSC and two-byte escapes). Ray colours the `(TaskRunner pid=..)`
+prefix of every actor line it relays unless RAY_COLOR_PREFIX=0 (ray 2.60.0 ray/_private/worker.py L2388-2404)."""
+
+
+def plain(line: str) -> str:
+    """`line` without terminal escape sequences."""
+    return ANSI_ESCAPE.sub("", line)
+
+
+def counted(count: int, noun: str) -> str:
+    """`1 attempt`, `2 attempts`."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def load_stack(stack: str, directory: Path, with_job_checks: bool = False) -> StackConfig:
@@ -117,24 +138,47 @@ class _ProgressLine:
 
 
 def _job_line(job: JobDetails) -> str:
+    """One job as `list` and `status` show it: an attempt with its run and number, an export with the run and step."""
+    from jobs.export import export_of
+
     meta = job.metadata or {}
     started = (
         datetime.fromtimestamp(job.start_time / 1000, UTC).strftime("%Y-%m-%d %H:%M:%SZ") if job.start_time else "-"
     )
-    run, attempt = meta.get("run", "-"), meta.get("attempt", "-")
-    return f"{job.submission_id}  {control.status_text(job.status)}  run={run}  attempt={attempt}  started={started}"
+    exported = export_of(meta)
+    if exported is not None:
+        what = f"export of run={exported}  step={meta.get('step', '-')}"
+    else:
+        what = f"run={meta.get('run', '-')}  attempt={meta.get('attempt', '-')}"
+    return f"{job.submission_id}  {control.status_text(job.status)}  {what}  started={started}"
+
+
+def run_of(job: JobDetails) -> str | None:
+    """The run a job belongs to: an attempt's `run`, an export's run (jobs/export.py export_of); None for others."""
+    from jobs.export import export_of
+
+    meta = job.metadata or {}
+    return meta.get("run") or export_of(meta)
 
 
 def _pick_job(client: JobSubmissionClient, stack: str, job_id: str | None) -> JobDetails:
+    """The job `job_id` of the stack (refused when another stack, or no stack, submitted it), else the stack's
+    newest attempt: an export or another helper job is never the run's newest job."""
     if job_id:
         try:
-            return client.get_job_info(job_id)
+            job = client.get_job_info(job_id)
         except Exception:  # noqa: BLE001 - the Jobs API answers an unknown id with an HTTP error
             raise UsageError(f"no job {job_id!r} on the cluster") from None
-    jobs = control.stack_jobs(client, stack)
-    if not jobs:
-        raise UsageError(f"stack {stack!r} has no job on the cluster; {job_command('submit', stack)}")
-    return jobs[-1]
+        owner = (job.metadata or {}).get("stack")
+        if owner != stack:
+            if owner:
+                raise UsageError(f"job {job_id} belongs to stack {owner!r}, not {stack!r}; name its stack: --stack {owner}")
+            raise UsageError(f"job {job_id} belongs to no grpo-gke stack (its metadata names none), not to {stack!r}")
+        return job
+    attempts = [job for job in control.stack_jobs(client, stack) if (job.metadata or {}).get("run")]
+    if not attempts:
+        raise UsageError(f"stack {stack!r} has no attempt on the cluster; {job_command('submit', stack)}")
+    return attempts[-1]
 
 
 def _finish(client: JobSubmissionClient, submission_id: str, status: str, show_lines: bool) -> int:
@@ -142,13 +186,13 @@ def _finish(client: JobSubmissionClient, submission_id: str, status: str, show_l
         print(f"{submission_id} SUCCEEDED", file=sys.stderr)
         return 0
     info = client.get_job_info(submission_id)
-    reason = (info.message or "").strip().splitlines()
+    reason = plain(info.message or "").strip().splitlines()
     print(f"{submission_id} {status}: {reason[0] if reason else 'no message'}", file=sys.stderr)
     if show_lines:
         lines = control.last_lines(client, submission_id, LAST_LINES)
-        print(f"last {len(lines)} log lines:", file=sys.stderr)
+        print(f"last {counted(len(lines), 'log line')}:", file=sys.stderr)
         for line in lines:
-            print(f"  {line}", file=sys.stderr)
+            print(f"  {plain(line)}", file=sys.stderr)
     return 1
 
 
@@ -190,6 +234,10 @@ def _follow(
 
         status = control.follow(client, submission_id, framework, on_line if stream else None, report)
         return _finish(client, submission_id, status, show_lines=not stream)
+    except KeyboardInterrupt:
+        raise Interrupted(
+            f"interrupted; {submission_id} keeps running (stop it with {job_command('stop', stack, submission_id)})"
+        ) from None
     except (OSError, RuntimeError, control.Unreachable) as error:
         # A request past its deadline is Unreachable; requests' connection errors are OSErrors; the Jobs API
         # answers HTTP errors with RuntimeError.
@@ -215,8 +263,9 @@ ERROR_WORDS = re.compile(r"\b(error|exception|failed|fatal)\b", re.IGNORECASE)
 
 
 def error_line(log: str) -> str | None:
-    """The line that says why a job failed: the last Traceback's final line, else the last error-looking line."""
-    lines = [RAY_WORKER_PREFIX.sub("", line).rstrip() for line in log.splitlines()]
+    """The line that says why a job failed, without colour codes: the last Traceback's final line, else the last
+    error-looking line."""
+    lines = [RAY_WORKER_PREFIX.sub("", plain(line)).rstrip() for line in log.splitlines()]
     starts = [index for index, line in enumerate(lines) if line.startswith("Traceback (most recent call last)")]
     if starts:
         after = lines[starts[-1] + 1 :]
@@ -313,27 +362,36 @@ def _fresh(args: argparse.Namespace, config: StackConfig) -> tuple[StackConfig, 
     return fresh, training_spec(fresh, args.entrypoint)
 
 
-def _data_root(args: argparse.Namespace) -> Path | None:
-    """`--data-root DIR` as a directory, None without it; UsageError when it is no directory."""
-    if args.data_root is None:
+def checked_data_root(given: str | None) -> str | None:
+    """`--data-root DIR` as the absolute directory every subcommand uses for `/data` (`/data/x` is `DIR/x`, also
+    in the paths it prints; a Ray job runs in another directory, so a relative one would point elsewhere); None
+    without it; UsageError when it is no directory."""
+    if given is None:
         return None
-    root = Path(args.data_root)
+    root = Path(given)
     if not root.is_dir():
-        raise UsageError(f"--data-root {args.data_root}: no such directory; name the directory that stands for /data")
-    return root
+        raise UsageError(f"--data-root {given}: no such directory; name the directory that stands for /data")
+    return str(root.resolve())
+
+
+def _data_root(args: argparse.Namespace) -> Path | None:
+    """`--data-root DIR` (made absolute by main) as a Path, None without it."""
+    return Path(args.data_root) if args.data_root else None
 
 
 def _view(args: argparse.Namespace, config: StackConfig, client: JobSubmissionClient, job: JobDetails) -> RunView:
-    """The run of `job` with its files, reading them with a progress line."""
+    """The run of `job` (an attempt's, or the run an export exports) with its files, read with a progress line."""
     from jobs.observe import run_view
 
     meta = job.metadata or {}
     progress = _ProgressLine()
     try:
         framework = meta.get("framework", config.workload.framework)
-        return run_view(client, config, meta["run"], framework, _data_root(args), progress)
+        return run_view(client, config, run_of(job), framework, _data_root(args), progress)
     finally:
         progress.close()
+
+
 def cmd_export(args: argparse.Namespace, config: StackConfig) -> int:
     """Export a complete checkpoint of the stack's run (default: the newest) as a Hugging Face model directory."""
     import shlex
@@ -342,9 +400,11 @@ def cmd_export(args: argparse.Namespace, config: StackConfig) -> int:
 
     if args.step is not None and args.step < 1:
         raise UsageError(f"--step must be a step number of 1 or more, got {args.step}")
+    from jobs.spec import under_data_root
+
     spec = training_spec(config)
     converter = shlex.split(args.converter) if args.converter else None
-    submission = export_submission(config, spec, args.step, converter, args.data_root)
+    submission = local_submission(args, export_submission(config, spec, args.step, converter))
     endpoint = endpoint_of(args, config)
     client = control.connect(endpoint)
     progress = _ProgressLine()
@@ -356,16 +416,18 @@ def cmd_export(args: argparse.Namespace, config: StackConfig) -> int:
     # The driver (jobs/export_run.py) reaches the cluster as py_modules, added at submission and never stored.
     submission_id, already = control.submit_export(client, submission)
     done = "already submitted, following it" if already else "submitted"
-    print(f"{done} {submission_id}: the export of {spec.run} into {exports_dir(spec.run)}/", file=sys.stderr)
+    exports = under_data_root(exports_dir(spec.run), args.data_root) if args.data_root else exports_dir(spec.run)
+    print(f"{done} {submission_id}: the export of {spec.run} into {exports}/", file=sys.stderr)
     print(submission_id, flush=True)
     return _follow(client, config, submission_id, spec.framework, stream=False)
 
 
 def cmd_status(args: argparse.Namespace, config: StackConfig) -> int:
-    """Show the status of a job (default: the stack's newest) and its run's goodput and cost across attempts."""
+    """Show a job (default: the stack's newest attempt), its run's goodput and cost across attempts, and its exports."""
     import json
     import time
 
+    from jobs.export import export_of
     from jobs.record import record_lines
 
     client = control.connect(endpoint_of(args, config))
@@ -374,33 +436,44 @@ def cmd_status(args: argparse.Namespace, config: StackConfig) -> int:
     error = None
     if status == "FAILED":
         error = error_line("\n".join(control.last_lines(client, job.submission_id, ERROR_SCAN_LINES)))
-    view = _view(args, config, client, job) if (job.metadata or {}).get("run") else None
+    run = (job.metadata or {}).get("run")
+    view = _view(args, config, client, job) if run else None
     figures = view.goodput(time.time()) if view is not None else None
+    exports = [item for item in control.stack_jobs(client, config.stack) if run and export_of(item.metadata) == run]
     if args.json:
         document = {
             "attempt": job.submission_id,
             "status": status,
-            "run": (job.metadata or {}).get("run"),
+            "run": run,
             "error": error,
             "gpuHourly": None if view is None else view.gpu_hourly,
             "goodput": None if figures is None else figures.as_json(),
             "record": [] if view is None else list(view.record),
+            "exports": [
+                {"id": item.submission_id, "status": control.status_text(item.status), "step": item.metadata.get("step")}
+                for item in exports
+            ],
         }
         print(json.dumps(document, sort_keys=True, indent=2))
         return 0
     print(_job_line(job))
-    if job.message:
-        print(f"  {job.message.strip().splitlines()[0]}")
+    message = plain(job.message or "").strip().splitlines()
+    if message:
+        print(f"  {message[0]}")
     if status == "FAILED":
         print(f"  error: {error}" if error else f"  no error line in the last {ERROR_SCAN_LINES} log lines")
     if view is not None and figures is not None:
-        print(f"run {view.run} across {len(view.attempts)} attempts:")
+        print(f"run {view.run} across {counted(len(view.attempts), 'attempt')}:")
         for line in figures.lines(view.unpriced()):
             print(f"  {line}")
+    if exports:
+        print(f"{'export' if len(exports) == 1 else 'exports'} of {run}:")
+        for item in exports:
+            print(f"  {_job_line(item)}")
     if view is not None and view.record:
         print(f"record of {view.run} ({_record_where(args, view.run)}):")
         for line in record_lines(list(view.record)):
-            print(f"  {line}")
+            print(f"  {plain(line)}")
     return 0
 
 
@@ -411,27 +484,28 @@ def cmd_plot(args: argparse.Namespace, config: StackConfig) -> int:
     from jobs import observed
     from jobs.plot import draw, markers
 
+    if args.out and Path(args.out).suffix.lower() != ".png":
+        raise UsageError(f"--out {args.out}: the plot is a PNG; name a file ending in .png")
     client = control.connect(endpoint_of(args, config))
     job = _pick_job(client, config.stack, args.job)
-    if not (job.metadata or {}).get("run"):
+    if run_of(job) is None:
         raise UsageError(f"job {job.submission_id} is not an attempt of a grpo-gke run; name one (list shows them)")
     view = _view(args, config, client, job)
-    attempts = observed.goodput_attempts(view.attempts, view.record)
+    attempts = observed.goodput_attempts(view.attempts, view.record, view.lines)
     marks = markers(view.goodput(time.time()).losses, {item.number: item.resumed_from for item in attempts})
     points = observed.step_points(view.lines, view.framework)
     out = Path(args.out) if args.out else Path(f"{view.run}.png")
-    if out.suffix.lower() != ".png":
-        raise UsageError(f"--out {args.out}: the plot is a PNG; name a file ending in .png")
+    tried = counted(len(view.attempts), "attempt")
     try:
-        draw(points, marks, view.framework, f"{view.run}: {len(view.attempts)} attempts", out)
+        draw(points, marks, view.framework, f"{view.run}: {tried}", out)
     except OSError as error:
         raise UsageError(f"cannot write the plot to {out}: {error.strerror or error}") from None
-    print(f"wrote {out}: {len(points)} steps of {len(view.attempts)} attempts, {len(marks)} marks")
+    print(f"wrote {out}: {counted(len(points), 'step')} of {tried}, {counted(len(marks), 'mark')}")
     return 0
 
 
 def cmd_logs(args: argparse.Namespace, config: StackConfig) -> int:
-    """Print a job's log; with --follow stream it with a progress line."""
+    """Print a job's log (default: the newest attempt); with --follow stream it with a progress line."""
     client = control.connect(endpoint_of(args, config))
     job = _pick_job(client, config.stack, args.job)
     framework = (job.metadata or {}).get("framework", config.workload.framework)
@@ -498,17 +572,23 @@ def cmd_preflight(args: argparse.Namespace, config: StackConfig) -> int:
 
 
 COMMANDS = {
+    "validate": cmd_validate,
     "submit": cmd_submit,
     "status": cmd_status,
     "logs": cmd_logs,
-    "stop": cmd_stop,
     "list": cmd_list,
+    "stop": cmd_stop,
     "plot": cmd_plot,
-    "validate": cmd_validate,
-    "preflight": cmd_preflight,
     "export": cmd_export,
+    "preflight": cmd_preflight,
 }
-"""Handler of each subcommand."""
+"""Handler of each subcommand, in the order `--help` lists them (then `guard`, the run guardian)."""
+
+REACHES_THE_CLUSTER = frozenset(COMMANDS) - {"validate"}
+"""Subcommands that talk to the Ray dashboard: they take --address, --kubeconfig and --context."""
+
+USES_DATA_ROOT = frozenset({"submit", "status", "list", "plot", "export", "preflight"})
+"""Subcommands that read or place the run's files on the shared storage: they take --data-root."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -516,49 +596,70 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
+def _guard_summary() -> str:
+    """The run guardian's one-line description (jobs/guardian.py's first docstring line)."""
+    from jobs import guardian
+
+    return (guardian.__doc__ or "the run guardian").splitlines()[0]
+
+
 def parser() -> argparse.ArgumentParser:
-    """The command line."""
-    common = _Parser(add_help=False)
-    common.add_argument("--stack", required=True, help="stack name: reads Pulumi.<stack>.yaml in --dir")
-    common.add_argument("--dir", default=".", help="directory of the stack files (default: .)")
-    common.add_argument("--address", help="Ray dashboard URL; default: the stack's cluster via the kubeconfig")
-    common.add_argument("--kubeconfig", help="kubeconfig (default: $KUBECONFIG or ~/.kube/config)")
-    common.add_argument("--context", help="kubeconfig context (default: the stack's gke_<project>_<region>_<cluster>)")
-    common.add_argument(
-        "--data-root", help="a local directory standing for the shared storage (/data), for runs on this machine"
+    """The command line: each subcommand with a one-line description and only the options it uses."""
+    stack = _Parser(add_help=False)
+    stack.add_argument("--stack", required=True, help="stack name: reads Pulumi.<stack>.yaml in --dir")
+    stack.add_argument("--dir", default=".", help="directory of the stack files (default: .)")
+    cluster = _Parser(add_help=False)
+    cluster.add_argument("--address", help="Ray dashboard URL; default: the stack's cluster via the kubeconfig")
+    cluster.add_argument("--kubeconfig", help="kubeconfig (default: $KUBECONFIG or ~/.kube/config)")
+    cluster.add_argument("--context", help="kubeconfig context (default: the stack's gke_<project>_<region>_<cluster>)")
+    data = _Parser(add_help=False)
+    data.add_argument(
+        "--data-root",
+        metavar="DIR",
+        help="a local directory standing for the shared storage: /data/x is DIR/x (a run on this machine)",
     )
     top = _Parser(prog=PROGRAM, description=__doc__.splitlines()[0])
-    commands = top.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    submit = commands.add_parser("submit", parents=[common], help=cmd_submit.__doc__)
+    commands = top.add_subparsers(dest="command", required=True, parser_class=_Parser, metavar="COMMAND")
+    made = {}
+    for name, handler in COMMANDS.items():
+        summary = (handler.__doc__ or "").splitlines()[0]
+        parents = [stack, *([cluster] if name in REACHES_THE_CLUSTER else []), *([data] if name in USES_DATA_ROOT else [])]
+        made[name] = commands.add_parser(name, parents=parents, help=summary, description=summary)
+    guard = _guard_summary()
+    commands.add_parser("guard", help=guard, description=guard, add_help=False)
+    submit = made["submit"]
     submit.add_argument("--wait", action="store_true", help="follow the job to its end with a progress line")
     submit.add_argument("--ready-timeout", type=float, help="seconds to wait for the GPU nodes (default: config)")
     submit.add_argument("--entrypoint", help="run this command instead of the trainer (smoke tests); another run")
     submit.add_argument("--fresh", action="store_true", help="start a new run of the same spec (job.runGeneration + 1)")
-    for name in ("status", "stop"):
-        sub = commands.add_parser(name, parents=[common], help=COMMANDS[name].__doc__)
-        sub.add_argument("job", nargs="?", help="submission id (default: the stack's newest job)")
-    status = commands.choices["status"]
-    status.add_argument("--json", action="store_true", help="print the status and goodput figures as JSON")
-    plot = commands.add_parser("plot", parents=[common], help=cmd_plot.__doc__)
-    plot.add_argument("job", nargs="?", help="an attempt of the run (default: the stack's newest job)")
-    plot.add_argument("--out", help="the PNG to write (default: <run>.png)")
-    logs = commands.add_parser("logs", parents=[common], help=cmd_logs.__doc__)
-    logs.add_argument("job", nargs="?", help="submission id (default: the stack's newest job)")
-    logs.add_argument("--follow", action="store_true", help="stream until the job ends, with a progress line")
-    export = commands.add_parser("export", parents=[common], help=cmd_export.__doc__)
-    export.add_argument("--step", type=int, help="the checkpoint's step (default: the newest complete one)")
-    export.add_argument("--converter", help="run CMD in the converter's place (@STEP_DIR@, @TARGET_DIR@; smoke tests)")
-    commands.add_parser("list", parents=[common], help=cmd_list.__doc__)
-    commands.add_parser("validate", parents=[common], help=cmd_validate.__doc__)
-    preflight = commands.add_parser("preflight", parents=[common], help=cmd_preflight.__doc__)
-    preflight.add_argument("--mode", choices=("full", "gpu"), help="default: job.preflight, else full on 2+ nodes")
+    made["status"].add_argument("job", nargs="?", help="submission id (default: the stack's newest attempt)")
+    made["status"].add_argument("--json", action="store_true", help="print the status and goodput figures as JSON")
+    made["logs"].add_argument("job", nargs="?", help="submission id (default: the stack's newest attempt)")
+    made["logs"].add_argument("--follow", action="store_true", help="stream until the job ends, with a progress line")
+    made["stop"].add_argument("job", nargs="?", help="submission id (default: every live job of the stack)")
+    made["plot"].add_argument("job", nargs="?", help="an attempt or export of the run (default: the newest attempt)")
+    made["plot"].add_argument("--out", help="the PNG to write (default: <run>.png)")
+    made["export"].add_argument("--step", type=int, help="the checkpoint's step (default: the newest complete one)")
+    made["export"].add_argument(
+        "--converter", help="run CMD in the converter's place (@STEP_DIR@, @TARGET_DIR@; smoke tests)"
+    )
+    made["preflight"].add_argument(
+        "--mode", choices=("full", "gpu"), help="default: job.preflight, else full on 2+ nodes"
+    )
     return top
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; return its exit code."""
+    given = sys.argv[1:] if argv is None else argv
+    if given[:1] == ["guard"]:
+        from jobs.guardian import main as guard
+
+        return guard(given[1:])
     try:
-        args = parser().parse_args(argv)
+        args = parser().parse_args(given)
+        if args.command in USES_DATA_ROOT:
+            args.data_root = checked_data_root(args.data_root)
         config = load_stack(args.stack, Path(args.dir), checks_the_job(args))
         return COMMANDS[args.command](args, config)
     except (UsageError, StackFileError, access.AccessError, control.JobError) as error:
@@ -567,6 +668,9 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as error:
         print(f"error: the stack config was refused: {'; '.join(map(str, error.problems))}", file=sys.stderr)
         return 2
+    except Interrupted as interrupted:
+        print(interrupted, file=sys.stderr)
+        return 130
     except Exception as error:
         # requests' connection errors are OSErrors; the Jobs API answers HTTP errors with RuntimeError
         # and refused credentials (an expired token) with ray.exceptions.AuthenticationError.
@@ -575,5 +679,5 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: the Ray dashboard failed: {_first_line(error)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print(f"interrupted; the job keeps running ({PROGRAM} stop to end it)", file=sys.stderr)
+        print(f"interrupted ({PROGRAM} status --stack NAME shows what keeps running)", file=sys.stderr)
         return 130

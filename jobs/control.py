@@ -513,13 +513,16 @@ def follow(
             streaming.cancel()
             await asyncio.gather(streaming, return_exceptions=True)
 
-    # A private loop: asyncio.run would leave the thread without a current loop, which the
-    # Pulumi runtime in the same process still expects.
-    loop = asyncio.new_event_loop()
-    try:
-        status = loop.run_until_complete(watch())
-    finally:
-        loop.close()
+    # asyncio.Runner with a loop factory leaves the thread's current loop alone (asyncio.run would clear it, and
+    # the Pulumi runtime in the same process still expects it). On Ctrl-C it cancels `watch` (whose `finally`
+    # cancels the stream: ray 2.60.0 ray/dashboard/modules/job/sdk.py L505-515 holds the aiohttp ClientSession in
+    # `async with` around `await ws.receive()`, so the cancellation closes the session) and raises KeyboardInterrupt
+    # once `watch` has ended (CPython v3.11.7 Lib/asyncio/runners.py L100-124, `_on_sigint` L150); closing it
+    # finishes every task, async generator and the status poll's thread (`close` L65-79). A plain
+    # run_until_complete let the interrupt escape with the stream pending: "Task was destroyed but it is pending!"
+    # and "Unclosed client session" at exit.
+    with asyncio.Runner(loop_factory=asyncio.new_event_loop) as runner:
+        status = runner.run(watch())
     text = client.get_job_logs(submission_id).rstrip("\n")
     for line in (text.split("\n") if text else [])[emitted:]:
         emit(line)

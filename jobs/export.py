@@ -66,12 +66,14 @@ def converter_command(framework: str, backend: str = "dtensor") -> list[str]:
     return ["bash", "-c", f"cd {NEMO_RL_WORKDIR} && {script} --hf-ckpt-path {TARGET_DIR}"]
 
 
-def on_root(path: str, data_root: str | None) -> str:
-    """`path` under `data_root` when it lies on the shared storage's mount (a run on this machine), else itself
-    (the mapping of jobs/spec.py on_data_root, for the paths this module builds)."""
-    if data_root and (path == names.DATA_MOUNT or path.startswith(names.DATA_MOUNT + "/")):
-        return f"{data_root.rstrip('/')}{path}"
-    return path
+EXPORT_OF = "exportOf"
+"""The metadata key that makes a job an export and names its run (an attempt's metadata names it under `run`)."""
+
+
+def export_of(metadata: dict[str, Any] | None) -> str | None:
+    """The run a job exports, from its metadata; None when the job is no export."""
+    run = (metadata or {}).get(EXPORT_OF)
+    return run if isinstance(run, str) and run else None
 
 
 def export_submission(
@@ -79,11 +81,11 @@ def export_submission(
     spec: TrainingSpec,
     step: int | None = None,
     converter: list[str] | None = None,
-    data_root: str | None = None,
 ) -> dict[str, Any]:
     """Keyword arguments of JobSubmissionClient.submit_job for the export of `spec`'s run: `step` (with its
     deterministic submission id, jobs/export_run.py export_submission_id), else its newest complete checkpoint
-    (Ray picks the id; the guardian pins the step with for_step); `converter` replaces the framework's (tests)."""
+    (Ray picks the id; the guardian pins the step with for_step); `converter` replaces the framework's (tests). A run
+    on this machine places its paths under `--data-root` as an attempt's (jobs/spec.py on_data_root)."""
     run = spec.run
     if converter is None:
         backend = nemo_rl_recipe(config).backend if spec.framework == "nemo-rl" else "dtensor"
@@ -91,9 +93,9 @@ def export_submission(
     command = [
         "python3", "-m", "jobs.export_run",
         "--framework", spec.framework,
-        "--run-dir", on_root(spec.run_dir, data_root),
+        "--run-dir", spec.run_dir,
         "--world-size", str(GPUS_PER_NODE * config.gpu.nodes),
-        "--exports-root", on_root(exports_dir(run), data_root),
+        "--exports-root", exports_dir(run),
         "--run", run,
         "--spec-hash", run.rsplit("-", 1)[1],
         *(["--step", str(step)] if step is not None else []),
@@ -109,7 +111,7 @@ def export_submission(
         "metadata": {
             "stack": config.stack,
             "framework": spec.framework,
-            "exportOf": run,
+            EXPORT_OF: run,
             "step": str(step or "newest"),
         },
     }

@@ -35,7 +35,7 @@ class RunView:
     lines: dict[int, list[tuple[float, str]]]
     """Each attempt's timed step lines."""
     checkpoints: tuple[int, ...]
-    """Steps of the run's complete checkpoints: listed under --data-root, else the steps attempts resumed from."""
+    """Steps of the run's complete checkpoints: listed under --data-root, and the steps attempts resumed from."""
     gpu_hourly: float | None
     """$/h of the stack's GPU nodes at the catalog's list price; None when the catalog has none."""
 
@@ -45,7 +45,7 @@ class RunView:
 
     def goodput(self, now: float) -> Goodput:
         """The run's goodput figures at `now` (no dollars when the GPU nodes have no price)."""
-        attempts = observed.goodput_attempts(self.attempts, self.record)
+        attempts = observed.goodput_attempts(self.attempts, self.record, self.lines)
         return measure(attempts, self.steps(), self.checkpoints, self.gpu_hourly or 0.0, now)
 
     def unpriced(self) -> str | None:
@@ -75,13 +75,15 @@ def run_view(
         files = read_run_files(client, run_dir, names, observed.RUN_FILE_LINES, report=report)
         checkpoints = []
     record = parse(files.get(names[0]) or "")
+    lines = observed.attempt_lines(files, ray)
     resumed = [event["resumed_from_step"] for event in record if isinstance(event.get("resumed_from_step"), int)]
+    resumed += observed.logged_resumes(lines).values()
     return RunView(
         run=run,
         framework=framework,
         attempts=tuple(ray),
         record=tuple(record),
-        lines=observed.attempt_lines(files, ray),
+        lines=lines,
         checkpoints=tuple(sorted({*checkpoints, *resumed})),
         gpu_hourly=gpu_hourly(config, catalog()),
     )

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from jobs.attempt import RESUMED_LINE
 from jobs.goodput import Attempt, StepDone, steps_done
 from jobs.progress import VERL_SCORE_KEY, parse_verl_metrics
 from jobs.record import GPU_CAPACITY_LOST, RECORD_FILE
@@ -25,9 +26,10 @@ from jobs.run_files import attempt_log, timed_lines
 VERL_STEP_TIME_KEY = "timing_s/step"
 """verl's seconds of one training step in its step line (verl/trainer/ppo/metric_utils.py compute_timing_metrics)."""
 
-RUN_FILE_LINES = r"^\{|step:\d+ - |Step \d+\s*/\s*\d+|Avg Reward:"
+RUN_FILE_LINES = r"^\{|step:\d+ - |Step \d+\s*/\s*\d+|Avg Reward:|grpo-gke attempt \d+: resuming from "
 """The lines goodput and the plot read from the run's files: the record's JSON objects and, from an attempt's
-log, verl's step line and NeMo-RL's step banner and reward."""
+log, verl's step line, NeMo-RL's step banner and reward, and the attempt wrapper's resume line
+(jobs/attempt.py RESUMED_LINE)."""
 
 _NEMO_STEP = re.compile(r"=+\s*Step\s+(\d+)\s*/\s*(\d+)\s*=+")
 _NEMO_REWARD = re.compile(r"Avg Reward:\s*(-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan)")
@@ -94,15 +96,35 @@ def _preempted(event: Mapping[str, Any]) -> bool:
     return details.get("cause") == GPU_CAPACITY_LOST
 
 
-def goodput_attempts(ray: Sequence[RayAttempt], record: Sequence[Mapping[str, Any]]) -> list[Attempt]:
-    """goodput's Attempts of the run: Ray's times and statuses with the record's submission, resume and failure."""
+def logged_resumes(lines: Mapping[int, Sequence[tuple[float, str]]]) -> dict[int, int]:
+    """The step each attempt resumed from, from its own log's resume line (jobs/attempt.py RESUMED_LINE): every
+    attempt has one, whoever submitted it (the guardian's record names the step only for the attempts it submits)."""
+    found = {}
+    for attempt, timed in lines.items():
+        for _, line in timed:
+            match = RESUMED_LINE.match(line)
+            if match is not None and int(match.group(1)) == attempt:
+                found[attempt] = int(match.group(2))
+                break
+    return found
+
+
+def goodput_attempts(
+    ray: Sequence[RayAttempt],
+    record: Sequence[Mapping[str, Any]],
+    lines: Mapping[int, Sequence[tuple[float, str]]] | None = None,
+) -> list[Attempt]:
+    """goodput's Attempts of the run: Ray's times and statuses with the record's submission and failure; the step
+    it resumed from is its log's resume line (`lines`, each attempt's timed log lines), else the record's."""
+    logged = logged_resumes(lines or {})
     found = []
     for item in ray:
         if item.start is None:
             continue
         own = [event for event in record if event.get("attempt") == item.number]
         submitted = next((_seconds(e.get("time")) for e in own if e.get("event") == "submitted"), None)
-        resumed = next((e["resumed_from_step"] for e in own if isinstance(e.get("resumed_from_step"), int)), None)
+        recorded = next((e["resumed_from_step"] for e in own if isinstance(e.get("resumed_from_step"), int)), None)
+        resumed = logged.get(item.number, recorded)
         failed = [event for event in own if event.get("event") == "failed"]
         failure = None
         if item.status == "FAILED" or failed:

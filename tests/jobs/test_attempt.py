@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from jobs import control
-from jobs.attempt import REFUSED_EXIT, REFUSED_LINE, UNSAVED_STOP_EXIT, deadline_stop_in, log_path
+from jobs.attempt import REFUSED_EXIT, REFUSED_LINE, RESUMED_LINE, UNSAVED_STOP_EXIT, deadline_stop_in, log_path
 from tests.jobs.stand_in_trainer import SHARD_KINDS, shard_name
 
 WORLD = 2
@@ -78,6 +78,8 @@ def test_the_newest_complete_checkpoint_is_resumed_and_a_newer_half_written_one_
         f"grpo-gke attempt 2: resuming from global_step_4 (step 4) in {tmp_path}",
         "4",
     ]
+    # the line status and plot read the resume from (jobs/observed.py logged_resumes)
+    assert RESUMED_LINE.match(result.stdout.decode().splitlines()[0]).groups() == ("2", "4")
     assert (tmp_path / "latest_checkpointed_iteration.txt").read_text() == "4"
     assert not (tmp_path / "global_step_6").exists()
     assert [path.name.split("-")[0] for path in (tmp_path / "incomplete").iterdir()] == ["global_step_6"]

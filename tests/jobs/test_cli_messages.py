@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import http.server
+import json
 import os
 import stat
 import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import yaml
@@ -178,11 +180,241 @@ def test_validate_and_submit_refuse_what_the_jobs_checks_refuse_and_other_comman
     name, directory = make_stack(
         "cli-megatron", "nemo-rl-standard-b200", workload=release, gpu={"nodes": 1}, grpo={"promptsPerStep": 16}
     )
-    stack = ["--stack", name, "--dir", str(directory), "--kubeconfig", str(tmp_path / "absent")]
-    for command in ("validate", "submit"):
-        assert main([command, *stack]) == 2, command
+    stack = ["--stack", name, "--dir", str(directory)]
+    cluster = ["--kubeconfig", str(tmp_path / "absent")]
+    for command in (["validate", *stack], ["submit", *stack, *cluster]):
+        assert main(command) == 2, command
         err = capsys.readouterr().err
         assert err.startswith("error: the stack config was refused: grpo-gke:gpu.nodes: NeMo-RL's recipe"), err
         assert err.count("\n") == 1
-    assert main(["status", *stack]) == 2
+    assert main(["status", *stack, *cluster]) == 2
     assert capsys.readouterr().err.startswith(f"error: cannot read the kubeconfig {tmp_path / 'absent'}")
+
+
+class StandInJobs:
+    """Stands in for ray 2.60.0's JobSubmissionClient (ray/dashboard/modules/job/sdk.py) over a fixed set of jobs:
+    `list_jobs` and `get_job_info` answer Ray's own JobDetails (L342-423), `get_job_status` the job's status
+    (L425-447), `get_job_logs` the whole log (L449-476); an unknown id is the RuntimeError `_raise_error` makes of
+    the Jobs API's 404 (ray/dashboard/modules/dashboard_sdk.py L304-307)."""
+
+    def __init__(self, jobs: list, logs: dict[str, str]) -> None:
+        self.jobs = {job.submission_id: job for job in jobs}
+        self.logs = logs
+
+    def get_address(self) -> str:
+        return "http://127.0.0.1:8265"
+
+    def list_jobs(self) -> list:
+        return list(self.jobs.values())
+
+    def get_job_info(self, job_id: str):
+        if job_id not in self.jobs:
+            raise RuntimeError(f"Request failed with status code 404: Job {job_id} does not exist.")
+        return self.jobs[job_id]
+
+    def get_job_status(self, job_id: str):
+        return self.get_job_info(job_id).status
+
+    def get_job_logs(self, job_id: str) -> str:
+        self.get_job_info(job_id)
+        return self.logs.get(job_id, "")
+
+
+CYAN, RED, RESET = "\x1b[36m", "\x1b[31m", "\x1b[0m"
+"""The colour codes Ray puts around the prefix of an actor's lines (ray 2.60.0 ray/_private/worker.py L2388-2404)."""
+
+
+@pytest.fixture
+def cli_run(make_stack, tmp_path, monkeypatch):
+    """A run of stack `cli` on a stand-in cluster, both attempts submitted by the CLI (no record): attempt 1 FAILED
+    after step 4, attempt 2 resumed from step 2 (its own log's resume line) and SUCCEEDED; then an export of the run
+    (an id Ray picked, the newest job of the stack) and a job of another stack. Its files lie under DIR/data."""
+    from ray.job_submission import JobDetails, JobStatus, JobType
+
+    from jobs import control
+    from jobs.cli import load_stack
+    from jobs.spec import training_spec
+    from tests.jobs.test_observed import T0, stamp, verl_log
+
+    name, directory = make_stack("cli")
+    run = training_spec(load_stack(name, directory)).run
+    data = directory / "data"
+    logs = data / "checkpoints" / run / "logs"
+    logs.mkdir(parents=True)
+    (logs / "attempt-1.log").write_text(
+        f"{stamp(61)}\tgrpo-gke attempt 1: no checkpoint; starting at step 0 in /data/checkpoints/{run}\n"
+        + verl_log((600, 1, 0.1), (700, 2, 0.2), (800, 3, 0.3), (900, 4, 0.4))
+    )
+    (logs / "attempt-2.log").write_text(
+        f"{stamp(1201)}\tgrpo-gke attempt 2: resuming from global_step_2 (step 2) in /data/checkpoints/{run}\n"
+        + verl_log((1500, 3, 0.35), (1600, 4, 0.45), (1700, 5, 0.5))
+    )
+
+    def job(submission_id: str, status, start: float, end: float | None, metadata: dict, message: str = ""):
+        return JobDetails(
+            type=JobType.SUBMISSION, submission_id=submission_id, status=status, entrypoint="python3 -m jobs.attempt",
+            message=message, start_time=int(start * 1000), end_time=None if end is None else int(end * 1000),
+            metadata=metadata,
+        )  # fmt: skip
+
+    attempt = {"stack": name, "framework": "verl", "run": run}
+    failed = f"Job entrypoint command failed with exit code 1, last available logs (truncated to 20,000 chars):\n{RED}x"
+    jobs = [
+        job(f"{run}-1", JobStatus.FAILED, T0 + 60, T0 + 950, {**attempt, "attempt": "1"}, failed),
+        job(f"{run}-2", JobStatus.SUCCEEDED, T0 + 1200, T0 + 1800, {**attempt, "attempt": "2"}, "Job finished successfully."),
+        job("raysubmit_4kX2", JobStatus.SUCCEEDED, T0 + 1900, T0 + 2000,
+            {"stack": name, "framework": "verl", "exportOf": run, "step": "newest"}, "Job finished successfully."),
+        job("other-0123456789-1", JobStatus.RUNNING, T0 + 2100, None, {"stack": "other", "run": "other-0123456789", "attempt": "1"}),
+    ]  # fmt: skip
+    ray_logs = {
+        f"{run}-1": f"{CYAN}(TaskRunner pid=9, ip=10.0.0.3){RESET} step:4 - critic/score/mean:np.float64(0.4)\n"
+        f"{CYAN}(TaskRunner pid=9, ip=10.0.0.3){RESET} {RED}RuntimeError: NCCL error: unhandled system error{RESET}\n",
+        f"{run}-2": "step:5 - critic/score/mean:np.float64(0.5)\n",
+        "raysubmit_4kX2": "exported step 5\n",
+    }
+    monkeypatch.setattr(control, "connect", lambda endpoint: StandInJobs(jobs, ray_logs))
+    args = ["--stack", name, "--dir", str(directory), "--address", "http://127.0.0.1:8265"]
+    return SimpleNamespace(run=run, args=args, data=data, directory=directory)
+
+
+def cli(capsys, *argv: str) -> tuple[int, str, str]:
+    """Exit code, stdout and stderr of the CLI run with `argv`."""
+    from jobs.cli import main
+
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_status_follows_the_runs_attempts_not_its_export_and_shows_the_export_as_the_runs(cli_run, capsys):
+    from core.prices import catalog, gpu_hourly
+    from tests.conftest import config_of
+
+    code, out, err = cli(capsys, "status", *cli_run.args, "--data-root", str(cli_run.data))
+    run, hourly = cli_run.run, gpu_hourly(config_of("dev"), catalog())
+    assert (code, err) == (0, "")
+    # Attempt 1 ran 60..950 s, its first step at 600 s, step 2 at 700 s; attempt 2 ran 1200..1800 s from checkpoint
+    # step 2 (its log's resume line), its first step at 1500 s. GPU time 890 + 600 = 1490 s; lost: 950 - 700 = 250 s
+    # after the checkpoint and 300 s of restart; no progress: 540 + 250 s of attempt 1, 300 s of attempt 2.
+    assert out.splitlines() == [
+        f"{run}-2  SUCCEEDED  run={run}  attempt=2  started=2026-12-01 10:20:00Z",
+        "  Job finished successfully.",
+        f"run {run} across 2 attempts:",
+        "  first step: 9m 00s after submission",
+        "  steps: 5 done, 10.3 per hour",
+        "  failure of attempt 1 at step 4: lost 9m 10s (4m 10s since checkpoint step 2, 5m 00s restart)",
+        "  goodput: 26.8% of 24m 50s GPU time made progress",
+        f"  cost: ${hourly * 1490 / 3600:.2f} so far, ${hourly * 550 / 3600:.2f} lost, ${hourly * 1490 / 3600 / 5:.2f} per step",
+        f"export of {run}:",
+        f"  raysubmit_4kX2  SUCCEEDED  export of run={run}  step=newest  started=2026-12-01 10:31:40Z",
+    ]
+    code, out, err = cli(capsys, "status", *cli_run.args, "--data-root", str(cli_run.data), "--json")
+    document = json.loads(out)
+    assert (code, err, document["attempt"], document["run"]) == (0, "", f"{run}-2", run)
+    assert document["exports"] == [{"id": "raysubmit_4kX2", "status": "SUCCEEDED", "step": "newest"}]
+    assert document["goodput"]["losses"][0]["checkpoint"] == 2, "attempt 2's own resume line names the checkpoint"
+
+
+def test_status_of_a_failed_attempt_shows_its_lines_without_colour_codes(cli_run, capsys):
+    run = cli_run.run
+    code, out, err = cli(capsys, "status", *cli_run.args, "--data-root", str(cli_run.data), f"{run}-1")
+    assert (code, err) == (0, "")
+    assert "\x1b" not in out
+    assert out.splitlines()[:3] == [
+        f"{run}-1  FAILED  run={run}  attempt=1  started=2026-12-01 10:01:00Z",
+        "  Job entrypoint command failed with exit code 1, last available logs (truncated to 20,000 chars):",
+        "  error: RuntimeError: NCCL error: unhandled system error",
+    ]
+    assert out.splitlines()[3] == f"run {run} across 2 attempts:"
+
+
+def test_a_job_of_another_stack_is_refused_in_one_line_not_shown_or_stopped_with_this_stacks(cli_run, capsys):
+    for command in ("status", "logs", "stop", "plot"):
+        code, out, err = cli(capsys, command, *cli_run.args, "other-0123456789-1")
+        assert (code, out) == (2, ""), command
+        assert err == "error: job other-0123456789-1 belongs to stack 'other', not 'cli'; name its stack: --stack other\n"
+
+
+def test_logs_and_list_take_the_runs_newest_attempt_and_show_the_export_as_the_runs(cli_run, capsys):
+    run = cli_run.run
+    assert cli(capsys, "logs", *cli_run.args) == (0, "step:5 - critic/score/mean:np.float64(0.5)\n", "")
+    code, out, err = cli(capsys, "list", *cli_run.args, "--data-root", str(cli_run.data))
+    assert (code, err) == (0, "")
+    assert out.splitlines() == [
+        f"{run}-1  FAILED  run={run}  attempt=1  started=2026-12-01 10:01:00Z",
+        f"{run}-2  SUCCEEDED  run={run}  attempt=2  started=2026-12-01 10:20:00Z",
+        f"raysubmit_4kX2  SUCCEEDED  export of run={run}  step=newest  started=2026-12-01 10:31:40Z",
+    ]
+
+
+def test_plot_marks_the_resume_of_an_attempt_the_cli_submitted_from_its_own_log(cli_run, capsys, tmp_path):
+    out_file = tmp_path / "run.png"
+    code, out, err = cli(capsys, "plot", *cli_run.args, "--data-root", str(cli_run.data), "--out", str(out_file))
+    assert (code, err) == (0, "")
+    assert out == f"wrote {out_file}: 7 steps of 2 attempts, 2 marks\n"
+    # the export's id names the same run
+    code, out, err = cli(capsys, "plot", *cli_run.args, "--data-root", str(cli_run.data), "--out", str(out_file), "raysubmit_4kX2")
+    assert (code, out, err) == (0, f"wrote {out_file}: 7 steps of 2 attempts, 2 marks\n", "")
+
+
+def test_every_subcommand_uses_the_same_data_root_and_refuses_a_missing_one(cli_run, capsys):
+    missing = cli_run.directory / "absent"
+    for command in ("submit", "status", "list", "plot", "export", "preflight"):
+        code, out, err = cli(capsys, command, *cli_run.args, "--data-root", str(missing))
+        assert (code, out) == (2, ""), command
+        assert err == f"error: --data-root {missing}: no such directory; name the directory that stands for /data\n"
+    for command in ("logs", "stop", "validate"):
+        code, _, err = cli(capsys, command, *cli_run.args[:4], "--data-root", str(cli_run.data))
+        assert code == 2 and err.startswith("error: unrecognized arguments: --data-root"), command
+        assert err.count("\n") == 1, command
+
+
+HELP = """usage: .venv/bin/python -m jobs [-h] COMMAND ...
+
+Submit, follow, inspect, plot and export the stack's GRPO run on its Ray
+cluster, and guard it.
+
+positional arguments:
+  COMMAND
+    validate  Check the stack's job spec offline.
+    submit    Submit the stack's run (idempotent); with --wait follow it to
+              the end.
+    status    Show a job (default: the stack's newest attempt), its run's
+              goodput and cost across attempts, and its exports.
+    logs      Print a job's log (default: the newest attempt); with --follow
+              stream it with a progress line.
+    list      List the stack's jobs, oldest first.
+    stop      Stop a job, or every live job of the stack.
+    plot      Draw the run's reward and step time against the step across its
+              attempts, preemptions and resumes marked.
+    export    Export a complete checkpoint of the stack's run (default: the
+              newest) as a Hugging Face model directory.
+    preflight
+              Check every GPU node (and, in full, the fabric between them); a
+              table per node and a verdict.
+    guard     The run guardian: it follows the run's newest attempt and
+              decides what comes next.
+
+options:
+  -h, --help  show this help message and exit
+"""
+
+
+def test_the_help_lists_every_subcommand_with_one_line_and_validate_is_offline(tmp_path):
+    result = jobs_cli("--help", home=tmp_path)
+    assert (result.returncode, result.stdout, result.stderr) == (0, HELP, "")
+    result = jobs_cli("validate", "--help", home=tmp_path)
+    assert (result.returncode, result.stderr) == (0, "")
+    assert result.stdout == (
+        "usage: .venv/bin/python -m jobs validate [-h] --stack STACK [--dir DIR]\n\n"
+        "Check the stack's job spec offline.\n\n"
+        "options:\n"
+        "  -h, --help     show this help message and exit\n"
+        "  --stack STACK  stack name: reads Pulumi.<stack>.yaml in --dir\n"
+        "  --dir DIR      directory of the stack files (default: .)\n"
+    )
+    for command in ("submit", "status", "logs", "list", "stop", "plot", "export", "preflight"):
+        shown = jobs_cli(command, "--help", home=tmp_path).stdout.split("\n\n")
+        assert len(shown[1].splitlines()) <= 2 and shown[1].endswith("."), (command, shown[1])
+        assert ("--data-root DIR" in shown[0]) == (command not in ("logs", "stop")), command
+    assert jobs_cli("guard", "--help", home=tmp_path).stdout.startswith("usage: .venv/bin/python -m jobs guard ")

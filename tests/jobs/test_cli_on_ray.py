@@ -43,6 +43,11 @@ def common(name: str, directory, address: str) -> list[str]:
     return ["--stack", name, "--dir", str(directory), "--address", address, "--data-root", f"{directory}/data"]
 
 
+def remote(args: list[str]) -> list[str]:
+    """`common`'s arguments without --data-root, for logs and stop (they read no run file, so they do not take it)."""
+    return args[: args.index("--data-root")]
+
+
 def ray_jobs(address: str, stack: str) -> list:
     from jobs.control import connect, endpoint_for_address, stack_jobs
 
@@ -65,7 +70,7 @@ def test_submit_prints_the_attempt_id_and_the_same_spec_twice_makes_one_job(ray_
     assert "nothing submitted" in err
     assert [job.submission_id for job in ray_jobs(ray_head, name)] == [first]
 
-    code, out, err = run_cli(capsys, "stop", *args)
+    code, out, err = run_cli(capsys, "stop", *remote(args))
     assert code == 0, err
     assert out.strip() == f"stopped {first}"
     code, out, err = run_cli(capsys, "status", *args)
@@ -85,10 +90,10 @@ def test_wait_follows_to_success_with_a_progress_line_then_status_and_logs(ray_h
     code, out, _ = run_cli(capsys, "status", *args)
     assert code == 0 and f"{job}  SUCCEEDED  run={job[:-2]}  attempt=1" in out
 
-    code, out, _ = run_cli(capsys, "logs", *args, job)
+    code, out, _ = run_cli(capsys, "logs", *remote(args), job)
     assert code == 0 and "step:2 - critic/score/mean:np.float64(0.5)" in out
 
-    code, out, err = run_cli(capsys, "logs", *args, "--follow")
+    code, out, err = run_cli(capsys, "logs", *remote(args), "--follow")
     assert code == 0 and "step:3" in out and "step 3  critic/score/mean 0.7500" in err
 
     code, out, err = run_cli(capsys, "submit", *args, "--entrypoint", stand_in(0, 3))
@@ -118,7 +123,7 @@ def test_failing_entrypoint_exits_1_with_its_last_lines_and_the_next_submit_is_a
     assert [env.pop("GRPO_ATTEMPT") for env in envs] == ["1", "2"]
     assert envs[0] == envs[1], "the attempts of a run differ only in their metrics file and GRPO_ATTEMPT"
 
-    code, out, err = run_cli(capsys, "logs", *args, second, "--follow")
+    code, out, err = run_cli(capsys, "logs", *remote(args), second, "--follow")
     assert code == 1 and f"{second} FAILED" in err
 
 
@@ -129,13 +134,13 @@ def test_stop_and_follow_of_a_stopped_job_exits_1(ray_head, make_stack, capsys):
     job = out.strip()
     assert code == 0
 
-    code, out, err = run_cli(capsys, "stop", *args, job)
+    code, out, err = run_cli(capsys, "stop", *remote(args), job)
     assert code == 0 and out.strip() == f"stopped {job}"
     code, out, _ = run_cli(capsys, "list", *args)
     assert code == 0 and f"{job}  STOPPED" in out
-    code, _, err = run_cli(capsys, "logs", *args, job, "--follow")
+    code, _, err = run_cli(capsys, "logs", *remote(args), job, "--follow")
     assert code == 1 and f"{job} STOPPED" in err
-    code, out, _ = run_cli(capsys, "stop", *args)
+    code, out, _ = run_cli(capsys, "stop", *remote(args))
     assert code == 0 and "no live job" in out
 
 
@@ -162,7 +167,8 @@ def test_an_unreachable_address_exits_2_with_one_line(make_stack, capsys):
     name, directory = make_stack("cli-unreachable")
     for command in ("submit", "status", "list", "stop", "logs"):
         with refusing_address() as address:
-            code, out, err = run_cli(capsys, command, *common(name, directory, address))
+            args = common(name, directory, address)
+            code, out, err = run_cli(capsys, command, *(remote(args) if command in ("stop", "logs") else args))
         assert code == 2, command
         assert err.startswith("error: cannot reach the Ray dashboard") and err.count("\n") == 1, err
 
@@ -171,7 +177,7 @@ def test_bad_input_exits_2_with_one_line(make_stack, tmp_path, capsys):
     code, _, err = run_cli(capsys, "status", "--stack", "absent", "--dir", str(tmp_path))
     assert code == 2 and "no such stack file" in err and err.count("\n") == 1
     code, _, err = run_cli(capsys, "frobnicate", "--stack", "dev")
-    assert code == 2 and err.startswith("error: argument command")
+    assert code == 2 and err.startswith("error: argument COMMAND: invalid choice: 'frobnicate' (choose from 'validate',")
     name, directory = make_stack("cli-bad", grpo={"learningRate": 5})
     code, _, err = run_cli(capsys, "validate", "--stack", name, "--dir", str(directory))
     assert code == 2 and "grpo-gke:grpo.learningRate" in err and err.count("\n") == 1
@@ -235,7 +241,7 @@ def test_status_of_a_failed_attempt_shows_its_error_line(ray_head, make_stack, c
     ]
     # then the run's goodput: no step, one failure before step 1 (the files are not on this head's /data)
     goodput = out.splitlines()[3:]
-    assert goodput[:3] == [f"run {job[:-2]} across 1 attempts:", "  first step: not reached yet", "  steps: 0 done"]
+    assert goodput[:3] == [f"run {job[:-2]} across 1 attempt:", "  first step: not reached yet", "  steps: 0 done"]
     assert goodput[3].startswith("  failure of attempt 1 before step 1: lost ")
     assert goodput[4].startswith("  goodput: 0.0% of ") and goodput[5].startswith("  cost: $")
 
@@ -253,7 +259,7 @@ def test_the_head_dying_during_logs_follow_is_one_line_and_exit_2(make_stack, ca
         job = out.strip()
         env = {key: value for key, value in os.environ.items() if not key.startswith("RAY_")}
         follow = subprocess.Popen(
-            [".venv/bin/python", "-m", "jobs", "logs", *args, "--follow"],
+            [".venv/bin/python", "-m", "jobs", "logs", *remote(args), "--follow"],
             cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
         streamed = iter(follow.stdout.readline, "")
@@ -265,6 +271,40 @@ def test_the_head_dying_during_logs_follow_is_one_line_and_exit_2(make_stack, ca
     prefix = f"error: lost the Ray dashboard at {head.dashboard_url} while following {job} ("
     suffix = f"); the job may still be running: .venv/bin/python -m jobs status --stack cli-dying {job}\n"
     assert err.startswith(prefix) and err.endswith(suffix) and err.count("\n") == 1, err
+
+
+def test_ctrl_c_in_logs_follow_is_one_line_and_exit_130_with_the_stream_closed(ray_head, make_stack, capsys):
+    """Ctrl-C while Ray's tail_job_logs (an aiohttp websocket in an async generator) waits for the next line: the
+    session is closed before the CLI exits, so neither asyncio nor aiohttp writes anything at exit."""
+    import signal
+
+    name, directory = make_stack("cli-ctrl-c")
+    args = common(name, directory, ray_head)
+    ticking = "import time; [print('tick', n, flush=True) or time.sleep(0.1) for n in range(600)]"
+    code, out, err = run_cli(capsys, "submit", *args, "--entrypoint", f'{sys.executable} -c "{ticking}"')
+    assert code == 0, err
+    job = out.strip()
+    env = {key: value for key, value in os.environ.items() if not key.startswith("RAY_")}
+    follow = subprocess.Popen(
+        [".venv/bin/python", "-m", "jobs", "logs", *remote(args), "--follow"],
+        cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        streamed = []
+        for line in iter(follow.stdout.readline, ""):
+            streamed.append(line)
+            if line.startswith("tick "):
+                break
+        assert streamed[-1:] and streamed[-1].startswith("tick "), "the job's log is being streamed"
+        follow.send_signal(signal.SIGINT)
+        out, err = follow.communicate(timeout=60)
+        log = control.connect(control.endpoint_for_address(ray_head)).get_job_logs(job)
+    finally:
+        follow.kill()
+        run_cli(capsys, "stop", *remote(args), job)
+    assert follow.returncode == 130
+    assert err == f"interrupted; {job} keeps running (stop it with .venv/bin/python -m jobs stop --stack {name} {job})\n"
+    assert log.startswith("".join(streamed) + out), "stdout is the job's log as far as it streamed, nothing else"
 
 
 def test_fresh_starts_a_new_run_that_the_next_submit_keeps(ray_head, make_stack, capsys):
@@ -307,10 +347,10 @@ def test_status_and_list_show_the_runs_record_from_the_data_root(ray_head, make_
     ]
     code, out, _ = run_cli(capsys, "status", *args)
     assert code == 0 and out.splitlines()[0].startswith(f"{job}  SUCCEEDED") and out.splitlines()[-3:] == shown
-    assert f"run {run} across 1 attempts:" in out.splitlines()
+    assert f"run {run} across 1 attempt:" in out.splitlines()
     code, out, _ = run_cli(capsys, "list", *args)
     assert code == 0 and out.splitlines()[1:] == shown
-    code, out, _ = run_cli(capsys, "list", *args[:-2])
+    code, out, _ = run_cli(capsys, "list", *remote(args))
     assert code == 0 and len(out.splitlines()) == 1
 def test_status_shows_the_runs_goodput_and_cost_from_its_files_under_data_root(ray_head, make_stack, capsys, tmp_path):
     import json
@@ -358,7 +398,7 @@ def test_status_shows_the_runs_goodput_and_cost_from_its_files_under_data_root(r
 
     code, out, _ = run_cli(capsys, "status", *args, "--data-root", str(tmp_path / "data"))
     assert code == 0
-    assert f"run {run} across 1 attempts:" in out and "  steps: 1 done, " in out and "  cost: $" in out
+    assert f"run {run} across 1 attempt:" in out and "  steps: 1 done, " in out and "  cost: $" in out
 
     code, _, err = run_cli(capsys, "status", *args, "--data-root", str(tmp_path / "missing"))
     assert code == 2 and "--data-root" in err and "no such directory" in err
@@ -366,7 +406,7 @@ def test_status_shows_the_runs_goodput_and_cost_from_its_files_under_data_root(r
     picture = tmp_path / "run.png"
     code, out, err = run_cli(capsys, "plot", *args, "--data-root", str(tmp_path / "data"), "--out", str(picture))
     assert code == 0, err
-    assert out == f"wrote {picture}: 1 steps of 1 attempts, 0 marks\n"
+    assert out == f"wrote {picture}: 1 step of 1 attempt, 0 marks\n"
     assert picture.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     code, _, err = run_cli(
         capsys, "plot", *args, "--data-root", str(tmp_path / "data"), "--out", str(tmp_path / "run.jpg")

@@ -68,11 +68,17 @@ def test_the_nemo_rl_megatron_export_of_the_72b_stack_runs_the_megatron_converte
     assert not [item for item in spec.overrides if item.startswith("checkpointing.model_save_format")]
 
 
-def test_the_data_root_moves_the_paths_on_the_shared_storage_and_the_export_uri_names_the_bucket(tmp_path):
+def test_the_data_root_moves_the_paths_as_an_attempts_and_the_export_uri_names_the_bucket(tmp_path):
+    from jobs.spec import on_data_root, submission_of
+
     config = combination_config()
     spec = training_spec(config)
-    command = shlex.split(export.export_submission(config, spec, data_root=str(tmp_path))["entrypoint"])
-    assert command[command.index("--run-dir") + 1] == f"{tmp_path}/data/checkpoints/{spec.run}"
+    command = shlex.split(on_data_root(export.export_submission(config, spec), str(tmp_path))["entrypoint"])
+    attempt = on_data_root(submission_of(config, spec, 1), str(tmp_path))
+    # /data/x is DIR/x for the export as for the attempt whose checkpoints it reads
+    assert command[command.index("--run-dir") + 1] == attempt["runtime_env"]["env_vars"]["GRPO_RUN_DIR"]
+    assert command[command.index("--run-dir") + 1] == f"{tmp_path}/checkpoints/{spec.run}"
+    assert command[command.index("--exports-root") + 1] == f"{tmp_path}/exports/{spec.run}"
     assert export.export_uri("my-bucket") == "gs://my-bucket/exports"
 
 

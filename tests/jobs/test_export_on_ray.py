@@ -1,5 +1,5 @@
 """`python -m jobs export` against a real local Ray head: the export job of the stack's run with a stand-in converter,
-its paths under --data-root, and the one-line refusals."""
+its paths under --data-root (`/data/x` is `DIR/x`, as in every subcommand), and the one-line refusals."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ def test_export_writes_the_model_and_its_lineage_under_the_data_root(ray_head, m
     name, directory = make_stack("cli-export")
     run = training_spec(load_stack(name, directory)).run
     data_root = tmp_path / "root"
-    run_dir = data_root / "data" / "checkpoints" / run
+    run_dir = data_root / "checkpoints" / run
     run_dir.mkdir(parents=True)
     source = _verl_step(run_dir, 10, world_size=8)
     converter = shlex.join([sys.executable, "-c", STAND_IN, "@STEP_DIR@/actor", "@TARGET_DIR@"])
@@ -29,8 +29,9 @@ def test_export_writes_the_model_and_its_lineage_under_the_data_root(ray_head, m
         capsys, "export", *common(name, directory, ray_head), "--data-root", str(data_root), "--converter", converter
     )
     assert code == 0, err
-    assert f"the export of {run} into /data/exports/{run}/" in err and "SUCCEEDED" in err
-    model = data_root / "data" / "exports" / run / "step-10"
+    # /data/x is DIR/x, as for the attempts, and the printed path is where the model is
+    model = data_root / "exports" / run / "step-10"
+    assert f"the export of {run} into {data_root}/exports/{run}/" in err and "SUCCEEDED" in err
     assert (model / "config.json").read_text() == f"{source}/actor"
     lineage = json.loads((model / "lineage.json").read_text())
     assert (lineage["run"], lineage["step"], lineage["sourceCheckpoint"]) == (run, 10, str(source))
@@ -54,7 +55,7 @@ def test_a_second_export_of_a_step_follows_the_first_by_its_submission_id(ray_he
 
 def test_export_of_a_step_that_is_not_there_fails_with_its_reason(ray_head, make_stack, tmp_path, capsys):
     name, directory = make_stack("cli-export-missing")
-    (tmp_path / "root" / "data" / "checkpoints").mkdir(parents=True)
+    (tmp_path / "root" / "checkpoints").mkdir(parents=True)
     args = [*common(name, directory, ray_head), "--data-root", str(tmp_path / "root"), "--step", "7"]
     code, _, err = run_cli(capsys, "export", *args, "--converter", "true")
     assert code == 1 and "no complete checkpoint of step 7" in err
