@@ -43,7 +43,7 @@ def test_a_second_export_of_a_step_follows_the_first_by_its_submission_id(ray_he
     name, directory = make_stack("cli-export-twice")
     run = training_spec(load_stack(name, directory)).run
     data_root = tmp_path / "root"
-    _verl_step(data_root / "data" / "checkpoints" / run, 10, world_size=8)
+    _verl_step(data_root / "checkpoints" / run, 10, world_size=8)
     converter = shlex.join([sys.executable, "-c", STAND_IN, "@STEP_DIR@/actor", "@TARGET_DIR@"])
     args = [*common(name, directory, ray_head), "--data-root", str(data_root), "--converter", converter, "--step", "10"]
     code, out, err = run_cli(capsys, "export", *args)
