@@ -33,11 +33,19 @@ RAY_API_VERSION = "ray.io/v1"
 RAY_WORKER_GROUP = "gpu"
 """Name of the RayCluster's single (GPU) worker group."""
 
-GUARDIAN_OWNED_FIELDS = ("minReplicas", "replicas")
-"""Fields of the GPU worker group the run guardian sets to scale the workers to zero and back (jobs/scaling.py);
-KubeRay holds a group's pod count between minReplicas and maxReplicas (GetWorkerGroupDesiredReplicas,
-ray-operator/controllers/ray/utils/util.go, v1.7.0), so both go to zero. Here, without Pulumi, for the
-in-cluster guardian."""
+GUARDIAN_OWNED_FIELDS = ("replicas",)
+"""The field of the GPU worker group the run guardian sets to scale the workers to zero (0) and back
+(WORKER_REPLICAS) (jobs/scaling.py), and the one field a later `pulumi up` ignores (workloads/raycluster.py).
+KubeRay keeps replicas held between minReplicas and maxReplicas (GetWorkerGroupDesiredReplicas,
+ray-operator/controllers/ray/utils/util.go L389-407, v1.7.0); the stack renders minReplicas 0 and maxReplicas
+gpu.nodes, so this one field decides. Here, without Pulumi, for the in-cluster guardian."""
+
+WORKER_REPLICAS = 64
+"""The GPU worker group's `replicas` whenever the workers are up, whatever gpu.nodes is: at least the largest
+gpu.nodes the config allows, so KubeRay holds it to maxReplicas = gpu.nodes (GetWorkerGroupDesiredReplicas
+L401-402, v1.7.0: replicas above maxReplicas gives maxReplicas; validation.go L134-136 refuses only minReplicas
+above maxReplicas). Not a node count, so the value the engine keeps for the ignored field on a replacement
+(processIgnoreChanges) fits any new gpu.nodes, smaller or larger (issue 19 item 5)."""
 
 RAY_HEAD_SERVICE = f"{RAY_CLUSTER}-head-svc"
 """Service KubeRay creates for the head (`<raycluster>-head-svc`)."""

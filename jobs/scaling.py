@@ -1,8 +1,13 @@
 """Scaling the RayCluster's GPU worker group to zero and back: the request the run guardian sends when the run
 is done (job.idleMinutes), and the one `pulumi up` and `python -m jobs submit` send before a submission.
 
-Which mechanism, and why: a JSON patch (RFC 6902) of the group's `minReplicas` and `replicas`, which Pulumi's
-RayCluster ignores (workloads/raycluster.py IGNORE_CHANGES); it imports no Pulumi, for the in-cluster guardian.
+Which mechanism, and why: a JSON patch (RFC 6902) of the group's `replicas`, which Pulumi's RayCluster ignores
+(workloads/raycluster.py IGNORE_CHANGES); it imports no Pulumi, for the in-cluster guardian. The stack renders
+minReplicas 0, so `replicas` alone decides: 0 scales to zero, names.WORKER_REPLICAS brings back maxReplicas =
+gpu.nodes workers (GetWorkerGroupDesiredReplicas, KubeRay v1.7.0 util.go L389-407). Never a node count: a later
+`pulumi up` that replaces the RayCluster keeps whatever the state holds for `replicas`, so the only values it
+can hold are 0 (the guardian's scale to zero, which a refresh put in the state) and a value that fits any
+gpu.nodes.
 
 - Not the RayCluster's `spec.suspend`: it deletes the head with the workers (raycluster_types.go, KubeRay
   v1.7.0: "A suspended RayCluster will have head pods and worker pods deleted"), and the head, its dashboard
@@ -11,9 +16,11 @@ RayCluster ignores (workloads/raycluster.py IGNORE_CHANGES); it imports no Pulum
   KubeRay refuses it unless the operator runs with the RayJobDeletionPolicy feature gate
   (ray-operator/controllers/ray/utils/validation.go, v1.7.0), a flag of the operator, not of this stack.
 - Not Server-Side Apply field ownership: `workerGroupSpecs` has no `x-kubernetes-list-type` in the CRD, so the
-  list is atomic and one applier owns all of it; an apply of the two counts alone would replace the whole list.
+  list is atomic and one applier owns all of it; an apply of the count alone would replace the whole list.
+  After this patch the guardian's manager owns the list, which is why `pulumi up` never updates the RayCluster
+  in place (workloads/raycluster.py REPLACE_ON_CHANGES).
 
-A JSON patch with a `test` of the group's name changes exactly the two counts of the group the stack renders,
+A JSON patch with a `test` of the group's name changes exactly the count of the group the stack renders,
 and fails rather than scaling another group if the list ever changes. Requests are plain data here; only
 `bring_back` talks to the API server, within DEADLINES.request.
 """
@@ -62,8 +69,8 @@ def raycluster_path() -> str:
 
 
 def worker_patch(replicas: int) -> list[dict[str, Any]]:
-    """The JSON patch that sets the GPU worker group's minReplicas and replicas to `replicas` (0: scale to zero;
-    gpu.nodes: back to what the stack renders), after testing that the group is the stack's."""
+    """The JSON patch that sets the GPU worker group's `replicas` to `replicas` (0: scale to zero;
+    names.WORKER_REPLICAS: back to gpu.nodes), after testing that the group is the stack's."""
     group = f"/spec/workerGroupSpecs/{WORKER_GROUP_INDEX}"
     patch: list[dict[str, Any]] = [{"op": "test", "path": f"{group}/groupName", "value": names.RAY_WORKER_GROUP}]
     patch += [{"op": "replace", "path": f"{group}/{field}", "value": replicas} for field in names.GUARDIAN_OWNED_FIELDS]
@@ -107,7 +114,8 @@ def api_server(endpoint: Endpoint) -> str | None:
 
 
 def bring_back(endpoint: Endpoint, nodes: int, report: Callable[[str], None]) -> bool:
-    """Scale the GPU workers back to `nodes` when the guardian scaled them down; True when it sent the patch.
+    """Scale the GPU workers back to `nodes` (= the group's maxReplicas, by names.WORKER_REPLICAS) when the
+    guardian scaled them down; True when it sent the patch.
 
     Does nothing through a plain dashboard address (no API server to ask: a local run). A refused or silent API
     server is a JobError naming what to do.
@@ -129,7 +137,7 @@ def bring_back(endpoint: Endpoint, nodes: int, report: Callable[[str], None]) ->
         raise Unreachable(
             f"the API server at {server} did not answer within {DEADLINES.connect:g} + {DEADLINES.read:g} s"
         ) from None
-    scale_to(Endpoint(server, endpoint.headers, endpoint.verify), nodes)
+    scale_to(Endpoint(server, endpoint.headers, endpoint.verify), names.WORKER_REPLICAS)
     return True
 
 

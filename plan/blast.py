@@ -33,6 +33,10 @@ RAY_CLUSTER_TYPE = "kubernetes:ray.io/v1:RayCluster"
 NODE_POOL_TYPE = "gcp:container/nodePool:NodePool"
 """Type token of a GKE node pool."""
 
+EVERY_INPUT = "*"
+"""The replaceOnChanges path that contains every input path (pulumi sdk/go/common/resource/properties_path.go
+Contains L314-340: a "*" component matches any key; commit 1b5949891b3c): any change replaces."""
+
 ACTIONS = ("create", "update", "replace", "delete")
 """What `pulumi up` does to a resource, in the order the report lists them."""
 
@@ -188,7 +192,7 @@ def replacing(resource: Mapping[str, Any], path: str, old_inputs: Mapping[str, A
     """A change at `path` of `resource` (a plan entry with its new inputs) replaces it."""
     type_ = resource["type"]
     force_new = FORCE_NEW_INPUTS.get(type_, ()) + tuple(resource.get("replaceOnChanges", ()))
-    if any(overlaps(path, forced) for forced in force_new):
+    if any(forced == EVERY_INPUT or overlaps(path, forced) for forced in force_new):
         return True
     for cidr in FORCE_NEW_UNLESS_WIDENED.get(type_, ()):
         if overlaps(path, cidr):

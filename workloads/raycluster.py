@@ -45,19 +45,43 @@ WORKER_GROUP = names.RAY_WORKER_GROUP
 HEAD_SHM_GIB = 8
 """/dev/shm of the head (Ray's object store there instead of /tmp), inside its memory request."""
 
-REPLACE_ON_CHANGES = ["spec"]
-"""KubeRay applies a changed pod template to no running pod (ray-project/kuberay#289, #2534; only
-`spec.upgradeStrategy`, KubeRay >= 1.6, recreates them), and the cluster would stay `ready`, so
-`up` would report success with the old pods. Any spec change therefore replaces the RayCluster
-(deleted first: its name is fixed)."""
+REPLACE_ON_CHANGES = ["*"]
+"""Every change of the RayCluster's inputs replaces it (deleted first: its name is fixed); `up` never updates it
+in place. Why every input and not only `spec`:
+
+- A changed pod template: KubeRay applies it to no running pod (ray-project/kuberay#289, #2534; only
+  `spec.upgradeStrategy`, KubeRay >= 1.6, recreates them), and the cluster would stay `ready`, so `up` would
+  report success with the old pods.
+- Any in-place update is a Server-Side Apply of the whole object (pulumi-kubernetes provider/pkg/await/await.go
+  ssaUpdate L643-677, commit 94977969d641, the newest stored, v4.32.0-27; 4.34.2 not stored), `spec` included.
+  `spec.workerGroupSpecs` is atomic (no x-kubernetes-list-type in KubeRay v1.7's CRD), and once the guardian's
+  JSON patch changed it, the guardian's field manager owns all of it. handleSSAIgnoreFields (L716-806) cannot
+  take our ignored `replicas` out of the apply: it splits the path on dots (L752-754), and
+  `workerGroupSpecs["*"]` names no field, so the list goes out with the state's old count, a different value of
+  a field another manager owns: a conflict, and the update fails (issue 19 item 4).
+- The ways out weighed: `pulumi.com/patchForce: "true"` (await.go patchForce L1031-1033) forces that apply, so
+  any metadata change would put the old count back and bring every GPU node back, billed, without anyone asking;
+  the provider's `enableServerSideApply: false` makes the update a three-way JSON merge patch (csaUpdate
+  L604-629; a custom kind, provider/pkg/openapi/openapi.go L115-121, L159-167) whose handleCSAIgnoreFields
+  (L682-710) reads the same dotted path and finds nothing, and whose change from the live object to the inputs
+  carries the whole list with the old count: the GPUs come back the same way; and the option is the provider's,
+  so either every object of the stack changes how it is applied or the RayCluster moves to a second provider,
+  which replaces it anyway. A replacement is a create of a new object that
+  the provider owns whole: it cannot conflict, and it brings the workers back on purpose, as the preview and
+  `python -m infra plan --against` say (a new RayCluster, the run submitted again).
+
+The one input that changed by config alone, the ready timeout, is the customTimeouts option instead
+(READY_TIMEOUTS), which is not an input: changing `job.readyTimeoutSeconds` changes nothing in the cluster."""
 
 IGNORE_CHANGES = [f"spec.workerGroupSpecs[*].{field}" for field in names.GUARDIAN_OWNED_FIELDS]
-"""What a later `up` leaves to the guardian. pulumi-kubernetes diffs the new inputs against the live object
-pruned to the inputs' shape (`Diff`, provider/pkg/provider/provider.go), so after a refresh the guardian's
-count would be a `spec` change and, with REPLACE_ON_CHANGES, recreate the RayCluster; `Diff` drops ignored
-paths from the detailed diff, and the engine keeps the old inputs' values for them. The list is atomic in
-KubeRay's CRD (no x-kubernetes-list-type), so Server-Side Apply cannot give the guardian these two fields
-alone: the guardian patches them, Pulumi ignores them."""
+"""What a later `up` leaves to the guardian: the group's `replicas`. pulumi-kubernetes diffs the new inputs
+against the old outputs pruned to the old inputs (`Diff`, provider/pkg/provider/provider.go L1494-1540), so after
+a refresh the guardian's count would be a change and, with REPLACE_ON_CHANGES, recreate the RayCluster; `Diff`
+drops ignored paths (L1577-1601). The engine also keeps the old inputs' value for an ignored path on a
+replacement (pulumi pkg/resource/deploy/step_generator.go processIgnoreChanges L3076-3096, called at L1267, its
+result the replacement's inputs, L1350 and L2150-2163; commit 1b5949891b3c, the newest stored, after v3.259.0):
+so the rendered value is names.WORKER_REPLICAS, which is no node count and fits any gpu.nodes (item 5), and the
+guardian writes only 0 or that value."""
 
 HEAD_PORTS = {name: RAY_PORTS[name] for name in ("gcs-server", "dashboard", "client")}
 """Ports the head exposes on its ClusterIP service (KES ray-cluster-standard.yaml)."""
@@ -162,7 +186,8 @@ def render_head(config: StackConfig) -> dict[str, Any]:
 
 
 def render_worker_group(config: StackConfig) -> dict[str, Any]:
-    """The GPU worker group: one pod per node, the whole node's GPUs, RDMA NICs and gIB mounts."""
+    """The GPU worker group: one pod per node, the whole node's GPUs, RDMA NICs and gIB mounts; gpu.nodes pods
+    (minReplicas 0, maxReplicas gpu.nodes, replicas names.WORKER_REPLICAS, which KubeRay holds to maxReplicas)."""
     requests = worker_requests(config.gpu_machine)
     quantities = requests.quantities()
     read_only = config.cluster.mode == "autopilot"
@@ -197,12 +222,12 @@ def render_worker_group(config: StackConfig) -> dict[str, Any]:
     return {
         "groupName": WORKER_GROUP,
         "maxReplicas": config.gpu.nodes,
-        "minReplicas": config.gpu.nodes,
+        "minReplicas": 0,
         "rayStartParams": {
             "num-cpus": str(requests.cpu),
             "object-store-memory": str(OBJECT_STORE_GIB * 1024**3),
         },
-        "replicas": config.gpu.nodes,
+        "replicas": names.WORKER_REPLICAS,
         "template": {
             "metadata": {"annotations": worker_annotations(config), "labels": dict(LABELS)},
             "spec": pod_spec,
@@ -221,12 +246,9 @@ def render_spec(config: StackConfig) -> dict[str, Any]:
 
 
 def render_metadata(config: StackConfig) -> dict[str, Any]:
-    """Name, namespace and the annotations that make `up` wait for KubeRay's `ready`."""
+    """Name, namespace and the annotation that makes `up` wait for KubeRay's `ready` (how long: READY_TIMEOUTS)."""
     return {
-        "annotations": {
-            "pulumi.com/timeoutSeconds": str(config.job.ready_timeout_seconds),
-            "pulumi.com/waitFor": KUBERAY_READY_WAIT,
-        },
+        "annotations": {"pulumi.com/waitFor": KUBERAY_READY_WAIT},
         "labels": dict(LABELS),
         "name": names.RAY_CLUSTER,
         "namespace": names.NAMESPACE,
@@ -236,6 +258,16 @@ def render_metadata(config: StackConfig) -> dict[str, Any]:
 def render_manifest(config: StackConfig) -> dict[str, Any]:
     """The whole RayCluster object, as `kubectl apply` would take it."""
     return {"apiVersion": API_VERSION, "kind": KIND, "metadata": render_metadata(config), "spec": render_spec(config)}
+
+
+def ready_timeouts(config: StackConfig) -> pulumi.CustomTimeouts:
+    """How long `up` waits for `ready` when it creates the RayCluster (a replacement too): job.readyTimeoutSeconds,
+    as the customTimeouts option rather than the `pulumi.com/timeoutSeconds` annotation. The provider takes the
+    engine's timeout first (pulumi-kubernetes provider/pkg/metadata/overrides.go TimeoutDuration L53-56, given
+    as req.Timeout in Create, provider.go L1794; the engine sends new.CustomTimeouts.Create, pulumi
+    pkg/resource/deploy/step.go L371), and an option is no input, so a changed timeout is no diff (REPLACE_ON_CHANGES)."""
+    duration = f"{config.job.ready_timeout_seconds}s"
+    return pulumi.CustomTimeouts(create=duration, update=duration)
 
 
 @dataclass(frozen=True)
@@ -276,6 +308,7 @@ class RayCluster(pulumi.ComponentResource):
                 depends_on=list(args.depends_on),
                 replace_on_changes=list(REPLACE_ON_CHANGES),
                 ignore_changes=list(IGNORE_CHANGES),
+                custom_timeouts=ready_timeouts(args.config),
             ),
         )
         self.register_outputs({"name": names.RAY_CLUSTER, "rayVersion": manifest["spec"]["rayVersion"]})

@@ -44,10 +44,9 @@ def apply_json_patch(document: dict[str, Any], patch: list[dict[str, Any]]) -> d
     return result
 
 
-def test_the_patch_sets_both_counts_of_the_stacks_group_after_testing_its_name():
+def test_the_patch_sets_the_replicas_of_the_stacks_group_after_testing_its_name():
     assert scaling.worker_patch(0) == [
         {"op": "test", "path": "/spec/workerGroupSpecs/0/groupName", "value": "gpu"},
-        {"op": "replace", "path": "/spec/workerGroupSpecs/0/minReplicas", "value": 0},
         {"op": "replace", "path": "/spec/workerGroupSpecs/0/replicas", "value": 0},
     ]
     request = scaling.scale_request(0)
@@ -61,12 +60,14 @@ def test_the_patch_sets_both_counts_of_the_stacks_group_after_testing_its_name()
 
 @pytest.mark.parametrize("nodes", [1, 4])
 def test_kuberay_keeps_no_worker_after_the_patch_and_the_rendered_count_after_scaling_back(nodes):
+    """The guardian writes 0 or names.WORKER_REPLICAS, never a node count: scaled back, the RayCluster is the
+    rendered one again, whose replicas a later `up` may keep on a replacement of any size."""
     manifest = render_manifest(combination_config(gpu={"nodes": nodes}, grpo={"promptsPerStep": 128}))
     assert scaling.desired_workers(manifest) == nodes
     down = apply_json_patch(manifest, scaling.worker_patch(0))
     assert scaling.desired_workers(down) == 0
     assert down["spec"]["workerGroupSpecs"][0]["maxReplicas"] == nodes
-    assert apply_json_patch(down, scaling.worker_patch(nodes)) == manifest
+    assert apply_json_patch(down, scaling.worker_patch(names.WORKER_REPLICAS)) == manifest
 
 
 def test_the_patch_refuses_another_worker_group():
@@ -97,7 +98,7 @@ def test_a_later_plan_after_the_guardian_scaled_to_zero_leaves_the_ray_cluster_a
     provider's Diff does) finds no change; without them the same drift would replace the RayCluster."""
     recording = mocked_run(mode, "h200", storage)
     ray = recording.one(RAY)
-    assert ray.ignore_changes == ("spec.workerGroupSpecs[*].minReplicas", "spec.workerGroupSpecs[*].replicas")
+    assert ray.ignore_changes == ("spec.workerGroupSpecs[*].replicas",)
     plan = json.loads(render_plan_json(recording))
     blast = blast_radius(_with_live_ray_cluster(plan, scaling.worker_patch(0)), plan)
     assert [change for change in blast.changes if change.type == RAY] == []
@@ -164,7 +165,7 @@ def test_bring_back_patches_a_scaled_down_cluster_and_leaves_a_full_one(api_serv
         (
             "/apis/ray.io/v1/namespaces/grpo/rayclusters/grpo?fieldManager=grpo-gke-guardian",
             "application/json-patch+json",
-            scaling.worker_patch(1),
+            scaling.worker_patch(names.WORKER_REPLICAS),
         ),
     ]
     assert lines == ["the GPU workers were scaled to zero: scaling them back to 1"]

@@ -15,6 +15,7 @@ import pytest
 
 from core.config.model import PROJECT_NAMESPACE
 from core.facts.changes import FORCE_NEW_INPUTS
+from plan.blast import RAY_CLUSTER_TYPE as RAY_TYPE
 from plan.blast import SPECIAL_TYPES, blast_radius, changed_paths, effect, render
 from plan.writer import render_plan_json
 from tests.conftest import (
@@ -276,6 +277,21 @@ def test_a_ray_cluster_spec_change_replaces_it_delete_first():
     blast = blast_radius(small_plan(), small_plan(image="verl:2"))
     assert actions(blast) == {"grpo": ("replace", True), "job": ("update", False)}
     assert blast.job_restarts
+
+
+def test_a_ray_cluster_metadata_change_replaces_it_too_and_its_ready_timeout_changes_nothing():
+    """The stack's RayCluster replaces on any input ("*"): no in-place Server-Side Apply over the guardian's atomic
+    worker list (issue 19 item 4); the ready timeout is customTimeouts, no input, so the blast radius has nothing."""
+    plan = cached_plan(values_of("dev"))
+    changed = json.loads(json.dumps(plan))
+    ray = next(resource for resource in changed["resources"] if resource["type"] == RAY_TYPE)
+    assert ray["replaceOnChanges"] == ["*"]
+    ray["inputs"]["metadata"]["labels"]["example.com/release"] = "2"
+    blast = blast_radius(plan, changed)
+    assert [(c.type, c.action, c.delete_first) for c in blast.changes if c.type == RAY_TYPE] == [(RAY_TYPE, "replace", True)]
+    assert blast.job_restarts
+    later = cached_plan(_merged(values_of("dev"), {"job": {"readyTimeoutSeconds": 3600}}))
+    assert [c.type for c in blast_radius(plan, later).changes if c.type == RAY_TYPE] == []
 
 
 def test_a_subnet_that_only_grows_updates_in_place_and_one_that_shrinks_or_moves_is_replaced():

@@ -117,13 +117,15 @@ def test_the_recording_keeps_the_resource_options_the_engine_acts_on(plan_of):
     reach plan.json as the program set them (the RayCluster and the post-deploy step set some of them)."""
     recording = plan_of("dev")
     ray = recording.one("kubernetes:ray.io/v1:RayCluster")
-    assert (ray.delete_before_replace, ray.replace_on_changes) == (True, ("spec",))
+    assert (ray.delete_before_replace, ray.replace_on_changes) == (True, ("*",))
+    assert ray.custom_timeouts == {"create": "1800s", "update": "1800s"}
     job = recording.one("pulumi-python:dynamic:Resource")
     assert job.additional_secret_outputs == ("kubeconfig",)
     assert job.replace_on_changes == () and job.ignore_changes == () and job.custom_timeouts == {}
     document = {entry["urn"]: entry for entry in json.loads(render_plan_json(recording))["resources"]}
     assert document[ray.urn]["deleteBeforeReplace"] is True
-    assert document[ray.urn]["replaceOnChanges"] == ["spec"]
+    assert document[ray.urn]["replaceOnChanges"] == ["*"]
+    assert document[ray.urn]["customTimeouts"] == {"create": "1800s", "update": "1800s"}
     assert document[job.urn]["additionalSecretOutputs"] == ["kubeconfig"]
 
 

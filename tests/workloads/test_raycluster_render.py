@@ -12,6 +12,7 @@ import pytest
 from core import names
 from core.facts.platform import DEFAULT_IMAGES, GPU_MACHINES
 from core.facts.pods import GIB_NCCL_ENV, KUBERAY_READY_WAIT, SHM_GIB
+from jobs.scaling import desired_workers
 from tests.conftest import COMBINATIONS, FRAMEWORKS, combination_config
 from tests.workloads.conftest import TEST_TOKEN, schema_errors
 from workloads import raycluster
@@ -62,7 +63,8 @@ def test_ray_version_of_a_users_image_is_the_configured_one():
 def test_workers_are_fixed_at_gpu_nodes_with_eight_gpus_each(nodes):
     config = combination_config(gpu={"nodes": nodes}, grpo={"promptsPerStep": 96, "miniBatchSize": 48})
     worker = _worker(raycluster.render_manifest(config))
-    assert worker["replicas"] == worker["minReplicas"] == worker["maxReplicas"] == nodes
+    assert (worker["minReplicas"], worker["maxReplicas"], worker["replicas"]) == (0, nodes, names.WORKER_REPLICAS)
+    assert desired_workers(raycluster.render_manifest(config)) == nodes
     container = worker["template"]["spec"]["containers"][0]
     assert container["resources"]["requests"]["nvidia.com/gpu"] == "8"
     assert container["resources"]["limits"]["nvidia.com/gpu"] == "8"
@@ -229,10 +231,12 @@ def test_head_is_cpu_only_on_the_head_pool_and_dashboard_stays_in_the_cluster():
     assert "nodeSelector" not in autopilot
 
 
-def test_up_waits_for_kuberay_ready():
-    metadata = raycluster.render_manifest(combination_config(job={"readyTimeoutSeconds": 2400}))["metadata"]
-    assert metadata["annotations"]["pulumi.com/waitFor"] == "jsonpath={.status.state}=ready"
-    assert metadata["annotations"]["pulumi.com/timeoutSeconds"] == "2400"
+def test_up_waits_for_kuberay_ready_as_long_as_the_custom_timeouts_say():
+    config = combination_config(job={"readyTimeoutSeconds": 2400})
+    metadata = raycluster.render_manifest(config)["metadata"]
+    assert metadata["annotations"] == {"pulumi.com/waitFor": "jsonpath={.status.state}=ready"}
+    timeouts = raycluster.ready_timeouts(config)
+    assert (timeouts.create, timeouts.update, timeouts.delete) == ("2400s", "2400s", None)
     assert "pulumi.com/skipAwait" not in metadata["annotations"]
     assert (metadata["name"], metadata["namespace"]) == (names.RAY_CLUSTER, names.NAMESPACE)
 

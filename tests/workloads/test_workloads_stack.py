@@ -66,7 +66,8 @@ def test_in_cluster_objects_per_combination(mode, gpu, storage):
     ray = recording.one(RAY)
     manifest = {"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": ray.inputs["metadata"], "spec": ray.inputs["spec"]}
     assert schema_errors(manifest) == []
-    assert ray.inputs["spec"]["workerGroupSpecs"][0]["replicas"] == 1
+    assert ray.inputs["spec"]["workerGroupSpecs"][0]["maxReplicas"] == 1
+    assert ray.custom_timeouts == {"create": "1800s", "update": "1800s"}
 
 
 @pytest.mark.parametrize(("mode", "gpu", "storage"), [("standard", "h200", "gcs"), ("autopilot", "b200", "lustre")])
@@ -86,7 +87,7 @@ def test_ray_cluster_waits_for_what_its_pods_need(mode, gpu, storage):
     assert pools <= set(ray.depends_on)
 
 
-def test_a_changed_ray_cluster_spec_replaces_the_cluster(monkeypatch):
+def test_any_changed_ray_cluster_input_replaces_the_cluster(monkeypatch):
     registered = {}
     original = RecordingMonitor.RegisterResource
 
@@ -97,7 +98,7 @@ def test_a_changed_ray_cluster_spec_replaces_the_cluster(monkeypatch):
     monkeypatch.setattr(RecordingMonitor, "RegisterResource", register)
     values, secret_keys = combination_values("standard", "h200", "gcs")
     run_values(values, secret_keys, stack="test")
-    assert registered[RAY] == (["spec"], True)
+    assert registered[RAY] == (["*"], True)
     # The volume is named too (delete before replace) but no spec change of it forces a replacement.
     assert registered["kubernetes:core/v1:PersistentVolume"] == ([], True)
 
