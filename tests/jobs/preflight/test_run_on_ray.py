@@ -30,6 +30,9 @@ def results_of(name, directory, data_root) -> Path:
 
 
 def preflight(capsys, ray_head, name, directory, data_root, *extra):
+    """`python -m jobs preflight` on the local head, the shared storage standing at `data_root` (an existing
+    directory, as every subcommand's --data-root must name)."""
+    Path(data_root).mkdir(parents=True, exist_ok=True)
     code = main(
         [
             "preflight",
