@@ -31,6 +31,7 @@ import sys
 import tempfile
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -158,6 +159,39 @@ def wait_for(what: str, done: Callable[[], bool], timeout: float, report: Say, p
         time.sleep(poll)
 
 
+DEMO_ID_ENV = "GRPO_GKE_DEMO_ID"
+"""Set, to an id of this demo, in the environment of the Ray nodes it starts: every process of theirs inherits it,
+Ray's workers included (they leave their nodes' process groups and outlive a killed raylet for a while), so the
+demo ends each of them by its process id."""
+
+
+def processes_of(demo_id: str) -> list[int]:
+    """Ids of the processes whose environment holds DEMO_ID_ENV=`demo_id` (Linux /proc)."""
+    found = []
+    needle = f"{DEMO_ID_ENV}={demo_id}".encode()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if needle in (entry / "environ").read_bytes().split(b"\0"):
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def end_processes_of(demo_id: str, timeout: float = 30.0) -> None:
+    """SIGKILL every process of the demo's nodes, by id, until none is left (at most `timeout` seconds)."""
+    deadline = time.monotonic() + timeout
+    while (pids := processes_of(demo_id)) and time.monotonic() < deadline:
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.2)
+
+
 @dataclass
 class GpuNode:
     """One GPU node process (`python -m jobs.demo.gpu_node`) in a process group of its own."""
@@ -165,37 +199,17 @@ class GpuNode:
     process: subprocess.Popen
     """The node's process: the leader of its process group."""
     temp_dir: Path
-    """Its Ray temporary directory (every Ray process of the node names it on its command line)."""
+    """Its Ray temporary directory."""
     node_id: str = ""
     """Ray's id of the node, once it joined."""
 
     def kill(self) -> None:
-        """SIGKILL the node's process group, then any process of the node that left it (named by pid)."""
+        """SIGKILL the node's process group, as a lost VM takes every process of the node at once."""
         try:
             os.killpg(self.process.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
         self.process.wait(timeout=30)
-        for pid in processes_naming(self.temp_dir):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-
-
-def processes_naming(directory: Path) -> list[int]:
-    """Ids of the processes whose command line names `directory` (Linux /proc)."""
-    found = []
-    needle = str(directory).encode()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            if needle in (entry / "cmdline").read_bytes():
-                found.append(int(entry.name))
-        except OSError:
-            continue
-    return found
 
 
 @dataclass
@@ -204,6 +218,8 @@ class Cluster:
 
     head: local_head.LocalHead
     """The local head."""
+    demo_id: str
+    """This demo's DEMO_ID_ENV value, in the environment of every node it starts."""
     nodes: list[GpuNode] = field(default_factory=list)
     """Every GPU node started, live or killed."""
 
@@ -220,7 +236,8 @@ class Cluster:
         """Start a GPU node (it joins in the background; `joined` says when)."""
         temp_dir = Path(tempfile.mkdtemp(prefix="rg", dir="/tmp"))
         env = {key: value for key, value in os.environ.items() if key not in ("RAY_ADDRESS", "RAY_API_SERVER_ADDRESS")}
-        env.update({"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_USAGE_STATS_ENABLED": "0", "PYTHONPATH": str(REPO_ROOT)})
+        env.update({"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_USAGE_STATS_ENABLED": "0", "PYTHONPATH": str(REPO_ROOT),
+                    DEMO_ID_ENV: self.demo_id})  # fmt: skip
         command = [sys.executable, "-m", "jobs.demo.gpu_node", self.gcs_address(), str(temp_dir)]
         with open(temp_dir / "gpu-node.log", "wb") as log:
             process = subprocess.Popen(command, env=env, cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT,
@@ -246,16 +263,14 @@ class Cluster:
         return next((entry.get("state", "") for entry in control.ray_nodes(self.endpoint) if entry["node_id"] == node_id), "")
 
     def stop(self) -> None:
-        """End every GPU node, then the head; remove their temporary directories."""
+        """End every GPU node and the head by process group, then whatever of theirs is left by process id; remove
+        their temporary directories."""
         for node in self.nodes:
             node.kill()
-            shutil.rmtree(node.temp_dir, ignore_errors=True)
         self.head.stop()
-        for pid in processes_naming(self.head.temp_dir):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        end_processes_of(self.demo_id)
+        for node in self.nodes:
+            shutil.rmtree(node.temp_dir, ignore_errors=True)
 
 
 class Printing:
@@ -324,8 +339,14 @@ def lifecycle(out: Path, report: Say) -> int:
 
     report("starting a local Ray head on 127.0.0.1 (short health checks: a lost node is DEAD in seconds) ...")
     started = time.monotonic()
-    head = local_head.start(num_cpus=HEAD_CPUS, num_gpus=0, timeout=START_SECONDS, env=HEALTH_CHECKS)
-    cluster = Cluster(head)
+    demo_id = uuid.uuid4().hex
+    try:
+        head = local_head.start(num_cpus=HEAD_CPUS, num_gpus=0, timeout=START_SECONDS,
+                                env={**HEALTH_CHECKS, DEMO_ID_ENV: demo_id})  # fmt: skip
+    except BaseException:
+        end_processes_of(demo_id)  # a head interrupted while it started (Ctrl-C) is ended too
+        raise
+    cluster = Cluster(head, demo_id)
     try:
         report(f"Ray head up at {head.dashboard_url} ({time.monotonic() - started:.0f} s)")
         first = cluster.add_gpu_node()
