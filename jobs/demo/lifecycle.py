@@ -161,8 +161,9 @@ def wait_for(what: str, done: Callable[[], bool], timeout: float, report: Say, p
 
 DEMO_ID_ENV = "GRPO_GKE_DEMO_ID"
 """Set, to an id of this demo, in the environment of the Ray nodes it starts: every process of theirs inherits it,
-Ray's workers included (they leave their nodes' process groups and outlive a killed raylet for a while), so the
-demo ends each of them by its process id."""
+Ray's workers included, which Ray puts in process groups of their own (`process_group_cleanup_enabled`, default
+true: ray-project/ray src/ray/common/ray_config_def.h, stored commit 0006bd6c) and which outlive a killed raylet for
+a while; the demo ends each of them by its process id."""
 
 
 def processes_of(demo_id: str) -> list[int]:
