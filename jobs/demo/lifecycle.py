@@ -42,7 +42,7 @@ from core.stackfile import read_stack_file, stack_file
 from jobs import control, local_head, record
 from jobs.access import Endpoint
 from jobs.demo.stand_in_trainer import STEPS_ENV
-from jobs.guardian import Backoff, ExportRequest, Guardian, Hooks, Settings, settings_from
+from jobs.guardian import Backoff, ExportRequest, GuardError, Guardian, Hooks, Settings, settings_from
 from jobs.guardian_settings import guardian_settings
 from jobs.load import load_config
 from jobs.spec import on_data_root, submission_of, training_spec
@@ -430,6 +430,6 @@ def main() -> int:
     except KeyboardInterrupt:
         say("interrupted: the demo's Ray nodes are ended")
         return 130
-    except (DemoError, control.JobError, RuntimeError) as error:
+    except (DemoError, GuardError, control.JobError, RuntimeError) as error:
         say(f"demo failed: {error}")
         return 1

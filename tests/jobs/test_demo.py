@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
+import signal
 import subprocess
 import sys
 import uuid
@@ -112,8 +113,7 @@ def match_in_order(lines: list[str], patterns: list[str]) -> dict[str, str]:
 
 def test_make_demo_runs_the_whole_lifecycle_and_leaves_no_ray_process_behind():
     marker = uuid.uuid4().hex
-    env = {key: value for key, value in os.environ.items() if not key.startswith("RAY_")}
-    result = subprocess.run(demo_command(), cwd=REPO_ROOT, env={**env, MARKER: marker}, capture_output=True,
+    result = subprocess.run(demo_command(), cwd=REPO_ROOT, env=demo_env(marker), capture_output=True,
                             text=True, timeout=DEMO_SECONDS, check=False)  # fmt: skip
     output = result.stdout + result.stderr
     assert result.returncode == 0, output
@@ -130,6 +130,36 @@ def test_make_demo_runs_the_whole_lifecycle_and_leaves_no_ray_process_behind():
     ]  # fmt: skip
     saved = ["global_step_2", "global_step_4", "global_step_6", "global_step_8"]
     assert sorted(path.name for path in run_dir.glob("global_step_*")) == saved
+
+
+def demo_env(marker: str) -> dict[str, str]:
+    """The environment the demo runs in: this one without Ray's variables, with the test's marker."""
+    return {**{key: value for key, value in os.environ.items() if not key.startswith("RAY_")}, MARKER: marker}
+
+
+def test_ctrl_c_ends_the_demo_and_its_ray_nodes_with_one_line_and_exit_130():
+    marker = uuid.uuid4().hex
+    demo = subprocess.Popen(demo_command(), cwd=REPO_ROOT, env=demo_env(marker), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    lines: list[str] = []
+    try:
+        assert demo.stdout is not None
+        for line in demo.stdout:
+            lines.append(line.rstrip("\n"))
+            if line.startswith("submitted "):
+                demo.send_signal(signal.SIGINT)
+                break
+        lines += demo.stdout.read().splitlines()
+        assert demo.wait(timeout=120) == 130, "\n".join(lines)
+    finally:
+        if demo.poll() is None:
+            demo.kill()
+        for entry in marked_processes(marker):
+            os.kill(int(entry.split()[0]), signal.SIGKILL)
+    assert any(line.startswith("submitted ") for line in lines), "\n".join(lines)
+    assert lines[-2:] == ["ending the demo's Ray nodes (by process group)", "interrupted: the demo's Ray nodes are ended"]
+    assert "Traceback" not in "\n".join(lines)
+    assert marked_processes(marker) == []
 
 
 def test_the_demo_runs_a_copy_of_the_shipped_dev_stack():
