@@ -36,6 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
+from typing import Any, TypeVar
 
 from core.config.model import PROJECT_NAMESPACE, StackConfig
 from core.stackfile import read_stack_file, stack_file
@@ -118,6 +119,7 @@ PROGRESS_SECONDS = 10.0
 """A long wait prints a progress line at least this often."""
 
 Say = Callable[[str], None]
+T = TypeVar("T")
 
 
 def say(line: str) -> None:
@@ -342,8 +344,12 @@ def lifecycle(out: Path, report: Say) -> int:
     started = time.monotonic()
     demo_id = uuid.uuid4().hex
     try:
-        head = local_head.start(num_cpus=HEAD_CPUS, num_gpus=0, timeout=START_SECONDS,
-                                env={**HEALTH_CHECKS, DEMO_ID_ENV: demo_id})  # fmt: skip
+        head = with_progress(
+            "the Ray head starting",
+            lambda: local_head.start(HEAD_CPUS, 0, START_SECONDS, {**HEALTH_CHECKS, DEMO_ID_ENV: demo_id}),
+            START_SECONDS + PROGRESS_SECONDS,
+            report,
+        )
     except BaseException:
         end_processes_of(demo_id)  # a head interrupted while it started (Ctrl-C) is ended too
         raise
@@ -373,7 +379,7 @@ def lifecycle(out: Path, report: Say) -> int:
         guardian = Guardian(settings, cluster.endpoint, Printing().hooks(), lambda line: report(f"  guardian | {line}"),
                             backoff=BACKOFF, settle=SETTLE_SECONDS)  # fmt: skip
         report("the run guardian follows the run (jobs/guardian.py, the loop that runs in the cluster):")
-        guard_in_time(guardian, report)
+        with_progress("the guardian", lambda: guardian.run(poll=0.5), GUARD_SECONDS, report)
 
         resumed = [item for item in record.read(run_dir) if item["event"] == "submitted"]
         if not resumed:
@@ -399,21 +405,23 @@ def lifecycle(out: Path, report: Say) -> int:
     return 0
 
 
-def guard_in_time(guardian: Guardian, report: Say) -> None:
-    """Run the guardian until the run is over and nothing is left to do, at most GUARD_SECONDS."""
-    outcome: dict[str, BaseException] = {}
+def with_progress(what: str, function: Callable[[], T], timeout: float, report: Say) -> T:
+    """`function()` run in a thread while this one prints a progress line every PROGRESS_SECONDS; its result, or its
+    exception raised here; DemoError after `timeout` seconds."""
+    outcome: dict[str, Any] = {}
 
     def body() -> None:
         try:
-            guardian.run(poll=0.5)
+            outcome["result"] = function()
         except BaseException as error:  # noqa: BLE001 - re-raised below, in the demo's thread
             outcome["error"] = error
 
-    thread = threading.Thread(target=body, name="demo-guardian", daemon=True)
+    thread = threading.Thread(target=body, name=f"demo: {what}", daemon=True)
     thread.start()
-    wait_for("the guardian", lambda: not thread.is_alive(), GUARD_SECONDS, report)
+    wait_for(what, lambda: not thread.is_alive(), timeout, report)
     if "error" in outcome:
         raise outcome["error"]
+    return outcome["result"]
 
 
 def _terminated(signum: int, _: FrameType | None) -> None:
