@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 INSTALLED := $(VENV)/.installed
 INSTALLED_TEST := $(VENV)/.installed-test
 
-.PHONY: plan test bench clean
+.PHONY: plan demo test bench clean
 
 UV_VERSION := 0.13.8
 PIP := $(PY) -m pip install --quiet --disable-pip-version-check
@@ -29,6 +29,9 @@ $(INSTALLED_TEST): $(INSTALLED) requirements-test.txt
 
 plan: $(INSTALLED)  ## Render the $(STACK) stack offline into build/$(STACK)/; AGAINST=DIR: what `pulumi up` would change since the plan in DIR
 	$(PY) -m plan --stack $(STACK) $(if $(AGAINST),--against $(AGAINST))
+
+demo: $(INSTALLED)  ## The whole run lifecycle offline on a local Ray cluster: submit, lose a GPU node, resume, status, plot
+	$(PY) -m jobs.demo
 
 test: $(INSTALLED_TEST)  ## The layering contract (pyproject.toml), ruff, then the whole test suite
 	$(VENV)/bin/lint-imports

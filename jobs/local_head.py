@@ -107,14 +107,15 @@ PORT_TAKEN = ("Failed to bind", "already occupied", "Address already in use")
 """What Ray's processes log when a port they were given is taken (grpc, the dashboard, the kernel)."""
 
 
-def start(num_cpus: int = 4, num_gpus: int = 0, timeout: float = 60.0) -> LocalHead:
-    """Start a head declaring `num_cpus` CPUs and `num_gpus` GPUs; return once its dashboard answers."""
+def start(num_cpus: int = 4, num_gpus: int = 0, timeout: float = 60.0, env: dict[str, str] | None = None) -> LocalHead:
+    """Start a head declaring `num_cpus` CPUs and `num_gpus` GPUs, with `env` added to its environment (Ray's
+    `RAY_<setting>` overrides); return once its dashboard answers."""
     for _ in range(START_ATTEMPTS - 1):
         try:
-            return _start_once(num_cpus, num_gpus, timeout)
+            return _start_once(num_cpus, num_gpus, timeout, env or {})
         except PortTaken:
             continue
-    return _start_once(num_cpus, num_gpus, timeout)
+    return _start_once(num_cpus, num_gpus, timeout, env or {})
 
 
 class PortTaken(RuntimeError):
@@ -137,7 +138,7 @@ def client_server_port() -> int:
         return port
 
 
-def _start_once(num_cpus: int, num_gpus: int, timeout: float) -> LocalHead:
+def _start_once(num_cpus: int, num_gpus: int, timeout: float, extra_env: dict[str, str]) -> LocalHead:
     temp_dir = Path(tempfile.mkdtemp(prefix="rh", dir="/tmp"))
     client_port = client_server_port()
     command = [
@@ -155,7 +156,7 @@ def _start_once(num_cpus: int, num_gpus: int, timeout: float) -> LocalHead:
         *(f"{flag}=0" for flag in ZERO_PORT_FLAGS),
         f"--ray-client-server-port={client_port}",
     ]
-    env = {**os.environ, "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_USAGE_STATS_ENABLED": "0"}
+    env = {**os.environ, **extra_env, "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_USAGE_STATS_ENABLED": "0"}
     for name in ("RAY_ADDRESS", "RAY_API_SERVER_ADDRESS"):
         env.pop(name, None)
     with open(temp_dir / "head.log", "wb") as log:

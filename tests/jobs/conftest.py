@@ -13,13 +13,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import shipped_stack_file, stop_after_last_use
+from tests.conftest import REPO_ROOT, shipped_stack_file, stop_after_last_use
 
 STAND_IN = Path(__file__).with_name("stand_in.py")
 """Prints verl-style metric lines in place of the trainer, then exits with the code it is given."""
 
-STAND_IN_TRAINER = Path(__file__).with_name("stand_in_trainer.py")
-"""A driver plus a GPU actor per node writing verl-layout checkpoints to $GRPO_RUN_DIR (see its docstring)."""
+STAND_IN_TRAINER = REPO_ROOT / "jobs" / "demo" / "stand_in_trainer.py"
+"""A driver plus a GPU actor per node writing verl-layout checkpoints to $GRPO_RUN_DIR (see its docstring); the demo
+(jobs/demo) runs the same file."""
 
 
 @pytest.fixture(scope="session")

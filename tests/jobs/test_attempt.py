@@ -15,7 +15,7 @@ import pytest
 
 from jobs import control
 from jobs.attempt import REFUSED_EXIT, REFUSED_LINE, RESUMED_LINE, UNSAVED_STOP_EXIT, deadline_stop_in, log_path
-from tests.jobs.stand_in_trainer import SHARD_KINDS, shard_name
+from jobs.demo.stand_in_trainer import SHARD_KINDS, shard_name
 
 WORLD = 2
 """A small world size: two ranks' shards make a complete verl checkpoint here."""

@@ -1,6 +1,6 @@
 """`grpo.keepCheckpoints` across attempts, on a real local Ray head: the attempt wrapper around the stand-in trainer,
 which rotates as verl 0.9.1's `trainer.max_actor_ckpt_to_keep` does (only the actor directories this attempt saved;
-tests/jobs/stand_in_trainer.py), three attempts in a row."""
+jobs/demo/stand_in_trainer.py), three attempts in a row."""
 
 from __future__ import annotations
 

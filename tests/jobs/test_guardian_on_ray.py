@@ -15,13 +15,13 @@ from pathlib import Path
 import pytest
 
 from jobs import control, record
+from jobs.demo.stand_in_trainer import STEPS_ENV, TRACKER
 from jobs.guardian import Action, Backoff, ExportRequest, Guardian, Hooks, Settings, settings_from
 from jobs.guardian_settings import guardian_settings
 from jobs.runs import for_attempt
 from jobs.spec import on_data_root, submission_of, training_spec
 from tests.conftest import config_of
 from tests.jobs.conftest import stand_in_trainer
-from tests.jobs.stand_in_trainer import STEPS_ENV, TRACKER
 from tests.jobs.test_two_node_ray import WORLD_SIZE, steps_in, wait_until
 
 pytest.importorskip("ray", reason="ray is not installed: pip install 'ray[default]' (requirements.txt)")

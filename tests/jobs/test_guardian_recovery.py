@@ -15,6 +15,7 @@ import pytest
 from jobs import control, guardian, guardian_objects, record, scaling
 from jobs.access import Endpoint
 from jobs.attempt import log_path
+from jobs.demo.stand_in_trainer import metric_line
 from jobs.guardian import AttemptView, Backoff, NodeView, State, decide
 from jobs.guardian_settings import guardian_settings
 from jobs.lease import Lease
@@ -28,7 +29,6 @@ from tests.jobs.kube_stand_in import (
     stand_in_api_server,
     worker_pod,
 )
-from tests.jobs.stand_in_trainer import metric_line
 
 T0 = 1796126400.0
 """When the attempts of these cases started."""
@@ -45,7 +45,7 @@ VERL_CRASH = (
     "ValueError: batch size 6 is not divisible by 4",
 )
 """A deterministic crash of verl 0.9.1's V1 trainer after a step that evicted stale samples (the stand-in trainer's
-metric line, tests/jobs/stand_in_trainer.py metric_line: verl/trainer/ppo/v1/replay_buffer.py L367)."""
+metric line, jobs/demo/stand_in_trainer.py metric_line: verl/trainer/ppo/v1/replay_buffer.py L367)."""
 
 
 @pytest.fixture(scope="module")

@@ -20,8 +20,8 @@ from tests.jobs.conftest import stand_in_trainer
 
 pytest.importorskip("ray", reason="ray is not installed: pip install 'ray[default]' (requirements.txt)")
 
+from jobs.demo.stand_in_trainer import SHARD_KINDS, TRACKER, shard_name
 from tests.conftest import config_of
-from tests.jobs.stand_in_trainer import SHARD_KINDS, TRACKER, shard_name
 from tests.jobs.two_node_ray import TwoNodeRay
 
 WORLD_SIZE = GPUS_PER_NODE

@@ -18,7 +18,7 @@ its list of saved paths empty in every attempt, L166-179 trims it to K-1 before 
 after it, and L156-164 rmtree only those actor directories): what it removes is a step's `actor/`, its `data.pt`
 stays, and the steps of earlier attempts are never removed.
 
-Faults, for the recovery tests: `--hold-after N` (after step N the GPU actors wait for a node loss) and
+Faults, for the recovery tests and the demo (jobs/demo/lifecycle.py): `--hold-after N` (after step N the GPU actors wait for a node loss) and
 `--half-save-at N` (step N's save writes half of the ranks' shards and no data.pt, then waits) happen
 once per run, like a preemption; a wait ends after `--hold-seconds` with the GPU worker dying on its own.
 `--fail-at N` fails every attempt at step N with `--exit-code`, like a bug; `--evicted-samples K` logs verl's

@@ -1,0 +1,167 @@
+"""`make demo` as a user runs it: its command, its exit status, its whole output in order, the files it says it
+wrote, and no Ray process left behind (every process the demo started carries a marker in its environment)."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import signal
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from jobs import record
+from jobs.demo.lifecycle import DEMO_DIR, HOLD_AFTER, SAVE_EVERY, STEPS
+from tests.conftest import REPO_ROOT, shipped_stack_file
+
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("ray") is None, reason="ray is not installed: pip install 'ray[default]' (requirements.txt)"
+)
+
+DEMO_SECONDS = 600
+"""The longest the test lets the demo run (it takes under two minutes on an idle machine; this one is shared)."""
+
+MARKER = "GRPO_GKE_DEMO_TEST"
+"""Environment variable set for the demo: every process it starts (Ray's included) inherits it."""
+
+
+def demo_command() -> list[str]:
+    """`make demo`'s recipe, with the venv's Python that runs this test."""
+    recipe = re.search(r"^demo: .*\n\t(.+)$", (REPO_ROOT / "Makefile").read_text(), re.MULTILINE)
+    assert recipe is not None, "the Makefile has no demo target"
+    assert recipe.group(1) == "$(PY) -m jobs.demo"
+    return [sys.executable, "-m", "jobs.demo"]
+
+
+def marked_processes(marker: str) -> list[str]:
+    """`pid cmdline` of every process whose environment holds `marker`."""
+    found = []
+    needle = f"{MARKER}={marker}".encode()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if needle in (entry / "environ").read_bytes().split(b"\0"):
+                command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                found.append(f"{entry.name} {command[:200]}")
+        except OSError:
+            continue
+    return found
+
+
+SHAPE = [
+    r"grpo-gke demo: the whole run lifecycle on this machine, offline; its files go to (?P<out>/\S+)",
+    r"starting a local Ray head on 127\.0\.0\.1 .*",
+    r"Ray head up at http://127\.0\.0\.1:\d+ \(\d+ s\)",
+    r"GPU node (?P<first>[0-9a-f]{12}) joined with 8 GPUs \(process group \d+\)",
+    rf"submitted (?P<run>dev-[0-9a-f]+)-1: the dev stack's job spec, the stand-in trainer as the entrypoint, {STEPS}"
+    rf" steps, a checkpoint every {SAVE_EVERY}",
+    r"  (?P=run)-1 \| Training from scratch",
+    *(rf"  (?P=run)-1 \| step:{step}" for step in range(1, HOLD_AFTER + 1)),
+    r"preempted: killed the GPU node's process group \d+ \(node (?P=first)\), as a spot VM is lost",
+    r"Ray marked node (?P=first) DEAD; a new GPU node is starting, as a new spot VM would",
+    r"the run guardian follows the run .*",
+    r"  guardian \| (?P=run): attempt 1 failed: .*(?P=first).*",
+    r"  guardian \| (?P=run): attempt 1 recovering: recovery 1 of \d+ in 1 s: .*",
+    r"  guardian \| (?P=run): attempt 2 submitted: attempt 2 after lost GPU capacity",
+    r"  guardian \| (?P=run): attempt 2 succeeded",
+    r"  guardian \| (?P=run): attempt 2 export-submitted: on a cluster this submits the export of global_step_8 .*",
+    r"  guardian \| (?P=run): attempt 2 scaled-to-zero: .* worker group \S+ to 0 replicas .*",
+    r"  guardian \| (?P=run): attempt 2 SUCCEEDED; nothing left to do",
+    r"recovered: attempt 2 resumed from step 4",
+    r"\$ python -m jobs status --stack dev --dir \S+ --address http://127\.0\.0\.1:\d+ --data-root (?P=out)/data",
+    r"(?P=run)-2  SUCCEEDED  run=(?P=run)  attempt=2  .*",
+    r"run (?P=run) across 2 attempts:",
+    rf"  steps: {STEPS} done, .*",
+    rf"  preemption of attempt 1 at step {HOLD_AFTER}: lost .*",
+    r"  goodput: \d+(\.\d+)?% of \d+s GPU time made progress",
+    r"  cost: \$\d+\.\d\d so far, \$\d+\.\d\d lost, \$\d+\.\d\d per step",
+    r"\$ python -m jobs plot .* --out (?P<plot>(?P=out)/(?P=run)\.png)",
+    rf"wrote (?P=plot): {STEPS + 1} steps of 2 attempts, 2 marks",
+    r"ending the demo's Ray nodes \(by process group\)",
+    r"done in \d+ s\. Where everything is:",
+    r"  run directory: (?P<run_dir>(?P=out)/data/\S+/(?P=run))",
+    r"  attempt logs:  (?P=run_dir)/logs",
+    r"  record:        (?P=run_dir)/attempts\.jsonl",
+    r"  plot:          (?P=plot)",
+]
+"""The lines that matter, in order (other lines, such as a progress line or the record's lines, may come between)."""
+
+
+def match_in_order(lines: list[str], patterns: list[str]) -> dict[str, str]:
+    """Match each pattern to a later line than the previous one's; the named groups of them all."""
+    groups: dict[str, str] = {}
+    position = 0
+    for pattern in patterns:
+        for name, value in groups.items():
+            pattern = pattern.replace(f"(?P={name})", re.escape(value))
+        compiled = re.compile(pattern)
+        for index in range(position, len(lines)):
+            found = compiled.fullmatch(lines[index])
+            if found:
+                groups.update({key: value for key, value in found.groupdict().items() if value is not None})
+                position = index + 1
+                break
+        else:
+            raise AssertionError(f"no line after line {position} matches {pattern!r}:\n" + "\n".join(lines))
+    return groups
+
+
+def test_make_demo_runs_the_whole_lifecycle_and_leaves_no_ray_process_behind():
+    marker = uuid.uuid4().hex
+    result = subprocess.run(demo_command(), cwd=REPO_ROOT, env=demo_env(marker), capture_output=True,
+                            text=True, timeout=DEMO_SECONDS, check=False)  # fmt: skip
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output
+    assert "Traceback" not in output
+    found = match_in_order(result.stdout.splitlines(), SHAPE)
+
+    assert marked_processes(marker) == []
+    run_dir, plot = Path(found["run_dir"]), Path(found["plot"])
+    assert plot.read_bytes().startswith(b"\x89PNG")
+    assert sorted(path.name for path in (run_dir / "logs").iterdir()) == ["attempt-1.log", "attempt-2.log"]
+    assert [(item["attempt"], item["event"]) for item in record.read(run_dir)] == [
+        (1, "failed"), (1, "recovering"), (2, "submitted"), (2, "succeeded"), (2, "export-submitted"),
+        (2, "scaled-to-zero"),
+    ]  # fmt: skip
+    saved = ["global_step_2", "global_step_4", "global_step_6", "global_step_8"]
+    assert sorted(path.name for path in run_dir.glob("global_step_*")) == saved
+
+
+def demo_env(marker: str) -> dict[str, str]:
+    """The environment the demo runs in: this one without Ray's variables, with the test's marker."""
+    return {**{key: value for key, value in os.environ.items() if not key.startswith("RAY_")}, MARKER: marker}
+
+
+def test_ctrl_c_ends_the_demo_and_its_ray_nodes_with_one_line_and_exit_130():
+    marker = uuid.uuid4().hex
+    demo = subprocess.Popen(demo_command(), cwd=REPO_ROOT, env=demo_env(marker), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    lines: list[str] = []
+    try:
+        assert demo.stdout is not None
+        for line in demo.stdout:
+            lines.append(line.rstrip("\n"))
+            if line.startswith("submitted "):
+                demo.send_signal(signal.SIGINT)
+                break
+        lines += demo.stdout.read().splitlines()
+        assert demo.wait(timeout=120) == 130, "\n".join(lines)
+    finally:
+        if demo.poll() is None:
+            demo.kill()
+        for entry in marked_processes(marker):
+            os.kill(int(entry.split()[0]), signal.SIGKILL)
+    assert any(line.startswith("submitted ") for line in lines), "\n".join(lines)
+    assert lines[-2:] == ["ending the demo's Ray nodes (by process group)", "interrupted: the demo's Ray nodes are ended"]
+    assert "Traceback" not in "\n".join(lines)
+    assert marked_processes(marker) == []
+
+
+def test_the_demo_runs_a_copy_of_the_shipped_dev_stack():
+    """The demo's own copy, so a user's edits to the root Pulumi.dev.yaml cannot break it; still the shipped one."""
+    assert (DEMO_DIR / "Pulumi.dev.yaml").read_text() == shipped_stack_file("dev").read_text()
