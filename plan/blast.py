@@ -61,6 +61,7 @@ LABELS = {
     "gcp:monitoring/dashboard:Dashboard": "the monitoring dashboard",
     KUBERNETES_PROVIDER_TYPE: "every Kubernetes object",
     RAY_CLUSTER_TYPE: "the RayCluster",
+    "kubernetes:cloud.google.com/v1:ComputeClass": "the GPU ComputeClass",
     "kubernetes:batch/v1:Job": "the staging Job",
     "kubernetes:core/v1:ConfigMap": "the staging script",
     "kubernetes:core/v1:Secret": "a Secret",
