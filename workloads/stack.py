@@ -90,7 +90,7 @@ def build_workloads(config: StackConfig, infra: InfraOutputs) -> WorkloadOutputs
             "gpu-compute-class",
             GpuComputeClassArgs(config=config, provider=provider, depends_on=[*cluster, *infra.gpu_ready]),
         )
-        gpu_needs.append(gpu_class)
+        gpu_needs.append(gpu_class.compute_class)
     ray = RayCluster(
         "ray",
         RayClusterArgs(
