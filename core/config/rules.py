@@ -83,10 +83,14 @@ def _capacity_problems(cfg: StackConfig) -> list[Problem]:
     gpu = cfg.gpu
     if gpu.provisioning == "reservation" and not gpu.reservation:
         add("gpu.reservation", "is required when gpu.provisioning is 'reservation'")
+    on_ladder = " or gpu.capacity has the rung 'reservation'" if gpu.capacity is not None else ""
     if "reservation" not in gpu.ladder and gpu.reservation:
-        add("gpu.reservation", f"is only allowed when gpu.provisioning is 'reservation', not {gpu.provisioning!r}")
+        add(
+            "gpu.reservation",
+            f"is only allowed when gpu.provisioning is 'reservation'{on_ladder}, not {gpu.provisioning!r}",
+        )
     if "reservation" not in gpu.ladder and cfg.pricing.reservation_hourly is not None:
-        add("pricing.reservationHourly", f"is only for gpu.provisioning 'reservation', not {gpu.provisioning!r}")
+        add("pricing.reservationHourly", f"is only for gpu.provisioning 'reservation'{on_ladder}, not {gpu.provisioning!r}")
     if cfg.cluster.mode == "autopilot" and "head_machine_type" in cfg.cluster.model_fields_set:
         add("cluster.headMachineType", "is only for cluster.mode 'standard' (Autopilot chooses the head's machine)")
     if cfg.cluster.mode == "autopilot" and gpu.provisioning in ("reservation", "flex-start"):

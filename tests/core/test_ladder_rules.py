@@ -51,6 +51,9 @@ def refused(result: subprocess.CompletedProcess, tmp_path: Path) -> str:
          "  grpo-gke:gpu.capacity.0: must be one of 'reservation', 'flex-start', 'spot' or 'on-demand', got 'preemptible'\n"),
         ("    capacity: [reservation, spot]\n", "",
          "  grpo-gke:gpu.reservation: is required when gpu.capacity has the rung 'reservation'\n"),
+        ("    capacity: [spot, on-demand]\n    reservation: res-h200\n", "",
+         "  grpo-gke:gpu.reservation: is only allowed when gpu.provisioning is 'reservation' or gpu.capacity has the"
+         " rung 'reservation', not 'spot'\n"),
         ("    capacity: [on-demand, flex-start]\n", "",
          "  grpo-gke:gpu.provisioning: must be one of gpu.capacity's rungs ['on-demand', 'flex-start'] (its pool keeps"
          " the name it has today), got 'spot'\n"),
@@ -58,7 +61,8 @@ def refused(result: subprocess.CompletedProcess, tmp_path: Path) -> str:
          "  grpo-gke:cluster.minVersion: must be at least 1.32.2-gke.1652000 for flex-start node pools, got"
          " 1.32.2-gke.1475000\n"),
     ],
-    ids=["rung-twice", "no-rung", "unknown-rung", "reservation-without-name", "provisioning-off-the-ladder",
+    ids=["rung-twice", "no-rung", "unknown-rung", "reservation-without-name", "reservation-without-its-rung",
+         "provisioning-off-the-ladder",
          "flex-start-below-its-version"],
 )  # fmt: skip
 def test_a_ladder_that_cannot_work_is_refused_naming_the_key(tmp_path, gpu_lines, cluster_lines, expected):
