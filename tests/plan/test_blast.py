@@ -390,9 +390,9 @@ def test_plan_against_an_earlier_plan_prints_the_blast_radius_and_the_job_verdic
         "Against before/plan.json, pulumi up on stack 'dev' would:"
         " 0 to create, 0 to update, 1 to replace, 0 to delete\n"
         "replace:\n"
-        "  grpo-test-gpu (gcp:container/nodePool:NodePool) (delete first): nodeConfig.spot\n"
+        "  grpo-dev-gpu (gcp:container/nodePool:NodePool) (delete first): nodeConfig.spot\n"
         "the running GRPO job restarts: no, because neither the run (dev-b8ddd27a63) nor the RayCluster changes;"
-        " but the replaced node pool grpo-test-gpu takes away the nodes the Ray pods run on\n"
+        " but the replaced node pool grpo-dev-gpu takes away the nodes the Ray pods run on\n"
     )
 
 
