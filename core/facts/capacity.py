@@ -57,14 +57,16 @@ NO_AUTO_CREATION = False
 """`nodePoolAutoCreation.enabled`: false, so the class uses only our pools (CC-CRD default false)."""
 
 RUNG_QUOTA = {
-    "reservation": "the reservation itself (its VMs were counted against the GPU family quota when it was made); "
-    "nothing more at scale-up",
-    "flex-start": "the GPU family quota (GPUS-PER-GPU-FAMILY-per-project-region); flex-start has no preemptible quota",
-    "spot": "the family's preemptible GPU quota (PREEMPTIBLE-...-GPUS in the same Cloud Quotas filter)",
+    "reservation": "the GPU family quota (GPUS-PER-GPU-FAMILY-per-project-region), as on-demand; the reservation"
+    " only holds the capacity",
+    "flex-start": "the GPU family quota (GPUS-PER-GPU-FAMILY-per-project-region)",
+    "spot": "the family's preemptible GPU quota (the same Cloud Quotas filter lists it)",
     "on-demand": "the GPU family quota (GPUS-PER-GPU-FAMILY-per-project-region)",
 }
-"""Which quota a rung's nodes draw on (CONSUME: "you must request the quota for each consumption option";
-RES: reserved VMs are counted when the reservation is made; README "Quotas to request")."""
+"""Which quota a rung's nodes draw on (README "Quotas to request" and its sources: Spot on the family's
+preemptible GPU quota, on-demand, reservation and flex-start on the family quota; CONSUME: "you must request the
+quota for each consumption option"; Compute Engine "Consume reservations": consuming VMs use the reserved
+resources instead of the zone's available ones)."""
 
 AUTOPILOT_LADDER_REFUSAL = (
     "is only for cluster.mode 'standard': no GKE document read on 2026-12-01 (the ComputeClass CRD reference,"

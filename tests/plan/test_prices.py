@@ -254,13 +254,12 @@ def test_a_ladder_prices_each_rung_and_its_best_and_worst_case():
     assert lines[lines.index("  gpu nodes per rung of gpu.capacity, in the order GKE tries them:"):] == [
         "  gpu nodes per rung of gpu.capacity, in the order GKE tries them:",
         "    reservation: $100.00/h for 2 x a4-highgpu-8g reservation at pricing.reservationHourly at $50.00/h a node;"
-        " draws on the reservation itself (its VMs were counted against the GPU family quota when it was made);"
-        " nothing more at scale-up",
+        " draws on the GPU family quota (GPUS-PER-GPU-FAMILY-per-project-region), as on-demand; the reservation"
+        " only holds the capacity",
         "    flex-start: $84.80 to $180.43/h for 2 x a4-highgpu-8g flex-start: $42.40 to $90.22/h a node (up to 53%"
-        " below on-demand); draws on the GPU family quota (GPUS-PER-GPU-FAMILY-per-project-region); flex-start has"
-        " no preemptible quota",
+        " below on-demand); draws on the GPU family quota (GPUS-PER-GPU-FAMILY-per-project-region)",
         "    spot: $65.21/h for 2 x a4-highgpu-8g spot at $32.61/h a node; draws on the family's preemptible GPU quota"
-        " (PREEMPTIBLE-...-GPUS in the same Cloud Quotas filter)",
+        " (the same Cloud Quotas filter lists it)",
         "    on-demand: $180.43/h for 2 x a4-highgpu-8g on-demand at $90.22/h a node; draws on the GPU family quota"
         " (GPUS-PER-GPU-FAMILY-per-project-region)",
         "    best case $65.21/h, worst case $180.43/h for the GPU nodes (any mix of rungs lies between)",
