@@ -113,6 +113,14 @@ NODE_SERVICE_ACCOUNT_SUFFIX = "-node-sa"
 GPU_NODE_POOL = "gpu"
 """Name of the GPU node pool."""
 
+GPU_COMPUTE_CLASS = "grpo-gpu-ladder"
+"""Name of the ComputeClass whose priorities name the GPU pools of `gpu.capacity`, one per rung."""
+
+
+def gpu_pool_name(provisioning: str, rung: str) -> str:
+    """The GPU pool of one rung: today's name (`gpu`) for the rung of `gpu.provisioning`, `gpu-<rung>` for the others."""
+    return GPU_NODE_POOL if rung == provisioning else f"{GPU_NODE_POOL}-{rung}"
+
 
 @dataclass(frozen=True)
 class NetworkNames:

@@ -65,10 +65,11 @@ def gpu_node_hourly(prices: PriceCatalog, machine_type: str, zone: str, provisio
     return prices.gpu_nodes.get(machine_type, {}).get(zone, {}).get(provisioning)
 
 
-def gpu_node_rate(config: StackConfig, prices: PriceCatalog) -> float | None:
-    """$/h of one of the stack's GPU nodes: a reservation at `pricing.reservationHourly`, else at the
-    on-demand rate; spot and on-demand at their list price; None for flex-start or a price the catalog lacks."""
-    machine, zone, provisioning = config.gpu_machine.machine_type, config.zone, config.gpu.provisioning
+def gpu_node_rate(config: StackConfig, prices: PriceCatalog, rung: str | None = None) -> float | None:
+    """$/h of one of the stack's GPU nodes on `rung` (default gpu.provisioning): a reservation at
+    `pricing.reservationHourly`, else at the on-demand rate; spot and on-demand at their list price; None for
+    flex-start or a price the catalog lacks."""
+    machine, zone, provisioning = config.gpu_machine.machine_type, config.zone, rung or config.gpu.provisioning
     if provisioning == "flex-start":
         return None
     if provisioning == "reservation":
@@ -82,3 +83,12 @@ def gpu_hourly(config: StackConfig, prices: PriceCatalog) -> float | None:
     """$/h of all the stack's GPU nodes, or None when the catalog cannot price them."""
     rate = gpu_node_rate(config, prices)
     return None if rate is None else config.gpu.nodes * rate
+
+
+def flex_start_bounds(config: StackConfig, prices: PriceCatalog) -> tuple[float, float] | None:
+    """($/h low, $/h high) of one flex-start node: at most the on-demand rate, at least the catalog's discount
+    ceiling below it (`flex_start_discount_ceiling`); None where on-demand has no price."""
+    on_demand = gpu_node_hourly(prices, config.gpu_machine.machine_type, config.zone, "on-demand")
+    if on_demand is None:
+        return None
+    return on_demand * (1 - prices.flex_start_discount_ceiling), on_demand

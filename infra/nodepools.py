@@ -9,6 +9,7 @@ import pulumi_gcp as gcp
 
 from core import names
 from core.config.model import StackConfig
+from core.facts.capacity import COMPUTE_CLASS_NODE_KEY, Rung
 from core.facts.gcp import (
     CLOUD_PLATFORM_SCOPE,
     COMPACT_PLACEMENT,
@@ -35,13 +36,16 @@ def gpu_driver_version(config: StackConfig) -> str:
     return config.gpu_driver
 
 
-def reservation_affinity(config: StackConfig) -> gcp.container.NodePoolNodeConfigReservationAffinityArgs:
-    """SPECIFIC_RESERVATION naming the reservation; otherwise NO_RESERVATION.
+def reservation_affinity(
+    config: StackConfig, rung: Rung | None = None
+) -> gcp.container.NodePoolNodeConfigReservationAffinityArgs:
+    """SPECIFIC_RESERVATION naming the reservation for the reservation rung (default: gpu.provisioning's);
+    otherwise NO_RESERVATION.
 
     On-demand uses NO_RESERVATION too (CT's "On-Demand without Reservation" default): a reservation
     is consumed only when named, so on-demand nodes never silently take capacity held for other work.
     """
-    if config.gpu.provisioning == "reservation":
+    if (rung or config.gpu.provisioning) == "reservation":
         return gcp.container.NodePoolNodeConfigReservationAffinityArgs(
             consume_reservation_type="SPECIFIC_RESERVATION",
             key=RESERVATION_AFFINITY_KEY,
@@ -50,9 +54,9 @@ def reservation_affinity(config: StackConfig) -> gcp.container.NodePoolNodeConfi
     return gcp.container.NodePoolNodeConfigReservationAffinityArgs(consume_reservation_type="NO_RESERVATION")
 
 
-def placement_policy(config: StackConfig) -> gcp.container.NodePoolPlacementPolicyArgs | None:
+def placement_policy(config: StackConfig, rung: Rung | None = None) -> gcp.container.NodePoolPlacementPolicyArgs | None:
     """COMPACT for 2 or more on-demand or Spot GPU nodes (COMPACT_PLACEMENT); otherwise none."""
-    if config.gpu.nodes >= 2 and config.gpu.provisioning in ("on-demand", "spot"):
+    if config.gpu.nodes >= 2 and (rung or config.gpu.provisioning) in ("on-demand", "spot"):
         return gcp.container.NodePoolPlacementPolicyArgs(type=COMPACT_PLACEMENT)
     return None
 
@@ -85,14 +89,14 @@ nodes boot while the pool is made); from then on the cluster autoscaler owns the
 `initialNodeCount` would replace the pool (ForceNew in terraform-provider-google's node pool schema)."""
 
 
-def gpu_autoscaling(config: StackConfig) -> gcp.container.NodePoolAutoscalingArgs:
+def gpu_autoscaling(config: StackConfig, rung: Rung | None = None) -> gcp.container.NodePoolAutoscalingArgs:
     """The GPU pool autoscales between 0 and `gpu.nodes`: nodes come for the RayCluster's worker pods and go
     once the run guardian scales the workers to zero (job.idleMinutes) and the autoscaler finds them empty.
     Flex-start also takes its location policy (FLEX_START_LOCATION_POLICY)."""
     return gcp.container.NodePoolAutoscalingArgs(
         total_min_node_count=0,
         total_max_node_count=config.gpu.nodes,
-        location_policy=FLEX_START_LOCATION_POLICY if config.gpu.provisioning == "flex-start" else None,
+        location_policy=FLEX_START_LOCATION_POLICY if (rung or config.gpu.provisioning) == "flex-start" else None,
     )
 
 
@@ -101,11 +105,22 @@ def gpu_pool_args(
     cluster: pulumi.Input[str],
     nics: list[gcp.container.NodePoolNetworkConfigAdditionalNodeNetworkConfigArgs],
     service_account: pulumi.Input[str],
+    rung: Rung | None = None,
 ) -> gcp.container.NodePoolArgs:
-    """The GPU pool: machine and accelerators from GPU_MACHINES, capacity from gpu.provisioning."""
+    """The GPU pool of one rung (default gpu.provisioning's): machine and accelerators from GPU_MACHINES; every
+    rung's pool is built here, so that pools differ only in the rung's own fields. With `gpu.capacity` each pool
+    starts empty and carries the ComputeClass's node label and taint (COMPUTE_CLASS_NODE_KEY)."""
     machine = config.gpu_machine
-    provisioning = config.gpu.provisioning
+    provisioning = rung or config.gpu.provisioning
     flex_start = provisioning == "flex-start"
+    ladder = config.gpu.capacity is not None
+    taints = [gcp.container.NodePoolNodeConfigTaintArgs(key=GPU_TAINT_KEY, value="present", effect="NO_SCHEDULE")]
+    if ladder:
+        taints.append(
+            gcp.container.NodePoolNodeConfigTaintArgs(
+                key=COMPUTE_CLASS_NODE_KEY, value=names.GPU_COMPUTE_CLASS, effect="NO_SCHEDULE"
+            )
+        )
     node_config = gcp.container.NodePoolNodeConfigArgs(
         machine_type=machine.machine_type,
         image_type=NODE_IMAGE_TYPE,
@@ -130,24 +145,24 @@ def gpu_pool_args(
             else None
         ),
         workload_metadata_config=gcp.container.NodePoolNodeConfigWorkloadMetadataConfigArgs(mode="GKE_METADATA"),
-        taints=[
-            gcp.container.NodePoolNodeConfigTaintArgs(key=GPU_TAINT_KEY, value="present", effect="NO_SCHEDULE")
-        ],
+        labels={COMPUTE_CLASS_NODE_KEY: names.GPU_COMPUTE_CLASS} if ladder else None,
+        taints=taints,
         service_account=service_account,
         oauth_scopes=[CLOUD_PLATFORM_SCOPE],
         shielded_instance_config=shielded_instance_config(),
         spot=provisioning == "spot" or None,
         flex_start=flex_start or None,
-        reservation_affinity=reservation_affinity(config),
+        reservation_affinity=reservation_affinity(config, provisioning),
     )
     return gcp.container.NodePoolArgs(
-        name=names.GPU_NODE_POOL,
+        name=names.gpu_pool_name(config.gpu.provisioning, provisioning),
         project=config.project,
         cluster=cluster,
         location=config.region,
         node_locations=[config.zone],
-        initial_node_count=0 if flex_start else config.gpu.nodes,
-        autoscaling=gpu_autoscaling(config),
+        # A ladder's pools all start empty: the autoscaler fills one rung at a time, up to gpu.nodes in all.
+        initial_node_count=0 if flex_start or ladder else config.gpu.nodes,
+        autoscaling=gpu_autoscaling(config, provisioning),
         management=gcp.container.NodePoolManagementArgs(auto_repair=not flex_start, auto_upgrade=True),
         # Flex-start nodes are upgraded by replacement at the end of their run, not by surge.
         upgrade_settings=(
@@ -160,7 +175,7 @@ def gpu_pool_args(
             )
         ),
         network_config=gcp.container.NodePoolNetworkConfigArgs(additional_node_network_configs=nics),
-        placement_policy=placement_policy(config),
+        placement_policy=placement_policy(config, provisioning),
         node_config=node_config,
     )
 
@@ -207,6 +222,7 @@ class NodePools(pulumi.ComponentResource):
 
     head: gcp.container.NodePool
     gpu: gcp.container.NodePool
+    gpu_pools: dict[str, gcp.container.NodePool]
 
     def __init__(self, name: str, args: NodePoolsArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("grpo-gke:infra:NodePools", name, None, opts)
@@ -216,14 +232,18 @@ class NodePools(pulumi.ComponentResource):
             f"{config.cluster_name}-{names.HEAD_NODE_POOL}", head_pool_args(config, args.cluster, args.service_account), opts=child
         )
         nics = additional_networks(args.networks)
-        self.gpu = gcp.container.NodePool(
-            f"{config.cluster_name}-{names.GPU_NODE_POOL}",
-            gpu_pool_args(config, args.cluster, nics, args.service_account),
-            opts=names.fixed_name_options(parent=self, ignore_changes=list(GPU_POOL_IGNORED)),
-        )
+        self.gpu_pools = {}
+        for rung in config.gpu.ladder:
+            pool = names.gpu_pool_name(config.gpu.provisioning, rung)
+            self.gpu_pools[rung] = gcp.container.NodePool(
+                f"{config.cluster_name}-{pool}",
+                gpu_pool_args(config, args.cluster, nics, args.service_account, rung),
+                opts=names.fixed_name_options(parent=self, ignore_changes=list(GPU_POOL_IGNORED)),
+            )
+        self.gpu = self.gpu_pools[config.gpu.provisioning]
         self.register_outputs({})
 
     @property
     def pools(self) -> list[gcp.container.NodePool]:
-        """Both pools, head first."""
-        return [self.head, self.gpu]
+        """Every pool: the head's first, then the GPU pools in the ladder's order."""
+        return [self.head, *self.gpu_pools.values()]

@@ -63,7 +63,7 @@ def build_infra(config: StackConfig) -> InfraOutputs:
             ),
         )
         cluster_ready.append(pools.head)
-        gpu_ready.append(pools.gpu)
+        gpu_ready.extend(pools.gpu_pools.values())
     storage = Storage(
         "storage",
         StorageArgs(

@@ -65,6 +65,7 @@ LABELS = {
     "gcp:monitoring/dashboard:Dashboard": "the monitoring dashboard",
     KUBERNETES_PROVIDER_TYPE: "every Kubernetes object",
     RAY_CLUSTER_TYPE: "the RayCluster",
+    "kubernetes:cloud.google.com/v1:ComputeClass": "the GPU ComputeClass",
     "kubernetes:batch/v1:Job": "the staging Job",
     "kubernetes:core/v1:ConfigMap": "the staging script",
     "kubernetes:core/v1:Secret": "a Secret",
@@ -374,7 +375,17 @@ def _job_verdict(
     caveat = ""
     if pools:
         caveat = f"; but the replaced node pool {new[pools[0]]['name']} takes away the nodes the Ray pods run on"
-    stays = loses if pools else goes_on
+    dropped = sorted(u for u, (a, _) in decided.items() if a == "delete" and old[u]["type"] == NODE_POOL_TYPE)
+    if dropped and not pools:
+        # A rung leaves gpu.capacity: the engine deletes what left the program last, after the ComputeClass
+        # stops naming the pool (pulumi/pulumi#9979: "creates all new resources and schedules the deletion
+        # of resources at the very end"); GKE drains the pool's nodes as it deletes it.
+        caveat = (
+            f"; the deleted node pool {old[dropped[0]]['name']} goes last, once the ComputeClass no longer names it:"
+            " GPU workers running there lose their nodes, and the guardian resubmits the run from its last"
+            " checkpoint on the rungs that remain"
+        )
+    stays = loses if pools or dropped else goes_on
     if before != after:
         return restarts, f"the run changes ({before} -> {after}): pulumi up stops {before} and submits {after}"
     ray_clusters = [u for u in _property_dependencies(new[urn]).get("cluster_uid", ()) if u in renewed]

@@ -10,10 +10,11 @@ import math
 from dataclasses import dataclass
 
 from core.config.model import StackConfig
+from core.facts.capacity import RUNG_QUOTA
 from core.facts.platform import BF16_BYTES_PER_PARAMETER
 from core.facts.pods import HEAD_REQUESTS
 from core.facts.zones import region_of, zones_with
-from core.prices import CATALOG_NAME, PriceCatalog, gpu_node_hourly, gpu_node_rate
+from core.prices import CATALOG_NAME, PriceCatalog, flex_start_bounds, gpu_node_hourly, gpu_node_rate
 from jobs.spec import model_size_b
 
 COST_FILE = "cost.json"
@@ -36,6 +37,20 @@ class CostLine:
 
 
 @dataclass(frozen=True)
+class RungCost:
+    """What the GPU nodes cost per hour on one rung of `gpu.capacity`, as a range (equal ends for a list price)."""
+
+    rung: str
+    """`reservation`, `flex-start`, `spot` or `on-demand`."""
+    what: str
+    """At which price, and which quota the rung draws on."""
+    low: float | None
+    """$/h of all `gpu.nodes` at the rung's lowest price, or None without a price."""
+    high: float | None
+    """$/h of all `gpu.nodes` at the rung's highest price, or None without a price."""
+
+
+@dataclass(frozen=True)
 class CostEstimate:
     """The stack's cost per hour by part and in total."""
 
@@ -45,6 +60,19 @@ class CostEstimate:
     """One line per part: GPU nodes, head, storage."""
     elsewhere: str | None = None
     """Where the catalog prices the same GPU node lower and the stack could move, or None."""
+    rungs: tuple[RungCost, ...] = ()
+    """With `gpu.capacity`: the GPU nodes' $/h on each rung, in the ladder's order; empty without a ladder."""
+
+    @property
+    def best_hourly(self) -> float | None:
+        """$/h of the GPU nodes all on the cheapest rung (the autoscaler may mix rungs node by node: every mix
+        lies between best and worst); None without a ladder or when a rung has no price."""
+        return _bound(self.rungs, "low", min)
+
+    @property
+    def worst_hourly(self) -> float | None:
+        """$/h of the GPU nodes all on the dearest rung; None without a ladder or when a rung has no price."""
+        return _bound(self.rungs, "high", max)
 
     @property
     def total(self) -> float:
@@ -55,6 +83,13 @@ class CostEstimate:
     def unpriced(self) -> tuple[str, ...]:
         """The parts without a price."""
         return tuple(line.part for line in self.lines if line.hourly is None)
+
+
+def _bound(rungs: tuple[RungCost, ...], end: str, pick: object) -> float | None:
+    values = [getattr(rung, end) for rung in rungs]
+    if not values or None in values:
+        return None
+    return pick(values)  # type: ignore[operator]
 
 
 def no_price(what: str, prices: PriceCatalog) -> str:
@@ -163,11 +198,60 @@ def cheaper_elsewhere(config: StackConfig, prices: PriceCatalog) -> str | None:
     )
 
 
+def _rung_cost(config: StackConfig, prices: PriceCatalog, rung: str) -> RungCost:
+    nodes, machine, zone = config.gpu.nodes, config.gpu_machine.machine_type, config.zone
+    quota = f"draws on {RUNG_QUOTA[rung]}"
+    if rung == "flex-start":
+        bounds = flex_start_bounds(config, prices)
+        if bounds is None:
+            return RungCost(rung, f"{no_price(f'{machine} on-demand in {zone}', prices)}; {quota}", None, None)
+        low, high = bounds
+        what = (
+            f"{nodes} x {machine} flex-start: {_dollars(low)} to {_dollars(high)}/h a node (up to"
+            f" {prices.flex_start_discount_ceiling:.0%} below on-demand); {quota}"
+        )
+        return RungCost(rung, what, nodes * low, nodes * high)
+    rate = gpu_node_rate(config, prices, rung)
+    if rate is None:
+        return RungCost(rung, f"{no_price(f'{machine} {rung} in {zone}', prices)}; {quota}", None, None)
+    how = rung
+    if rung == "reservation":
+        how = "reservation at " + (
+            "pricing.reservationHourly" if config.pricing.reservation_hourly is not None else "the on-demand rate"
+        )
+    return RungCost(rung, f"{nodes} x {machine} {how} at {_dollars(rate)}/h a node; {quota}", nodes * rate, nodes * rate)
+
+
 def estimate(config: StackConfig, prices: PriceCatalog) -> CostEstimate:
-    """The stack's cost per hour by part (GPU nodes, head, storage) at the catalog's list prices, and where
-    the same GPU node is cheaper."""
+    """The stack's cost per hour by part (GPU nodes, head, storage) at the catalog's list prices, where the same GPU
+    node is cheaper, and with `gpu.capacity` the GPU nodes' cost on each rung."""
     lines = (_gpu_line(config, prices), _head_line(config, prices), _storage_line(config, prices))
-    return CostEstimate(catalog_date=prices.date, lines=lines, elsewhere=cheaper_elsewhere(config, prices))
+    rungs = tuple(_rung_cost(config, prices, rung) for rung in config.gpu.capacity or ())
+    return CostEstimate(
+        catalog_date=prices.date, lines=lines, elsewhere=cheaper_elsewhere(config, prices), rungs=rungs
+    )
+
+
+def ladder_lines(cost: CostEstimate) -> list[str]:
+    """The summary's ladder block (empty without `gpu.capacity`): $/h of the GPU nodes per rung in the order
+    GKE tries them, and the best and worst case of any mix of rungs."""
+    if not cost.rungs:
+        return []
+    lines = ["  gpu nodes per rung of gpu.capacity, in the order GKE tries them:"]
+    for rung in cost.rungs:
+        shown = ""
+        if rung.low is not None and rung.high is not None:
+            shown = f"{_dollars(rung.low)}/h for " if rung.low == rung.high else f"{_dollars(rung.low)} to {_dollars(rung.high)}/h for "
+        lines.append(f"    {rung.rung}: {shown}{rung.what}")
+    if cost.best_hourly is None or cost.worst_hourly is None:
+        unpriced = ", ".join(rung.rung for rung in cost.rungs if rung.low is None)
+        lines.append(f"    best and worst case: unknown ({unpriced}: no price)")
+    else:
+        lines.append(
+            f"    best case {_dollars(cost.best_hourly)}/h, worst case {_dollars(cost.worst_hourly)}/h for the GPU nodes"
+            " (any mix of rungs lies between)"
+        )
+    return lines
 
 
 def _dollars(value: float) -> str:
@@ -197,7 +281,7 @@ def summary_lines(cost: CostEstimate) -> list[str]:
         lines.append(f"  total: {_dollars(cost.total)}/h")
     if cost.elsewhere:
         lines.append(f"  cheaper elsewhere: {cost.elsewhere}")
-    return lines
+    return lines + ladder_lines(cost)
 
 
 def render_cost_json(cost: CostEstimate) -> str:
@@ -214,4 +298,17 @@ def render_cost_json(cost: CostEstimate) -> str:
         "totalHourly": None if "gpu nodes" in cost.unpriced else round(cost.total, 8),
         "unpriced": list(cost.unpriced),
     }
+    if cost.rungs:
+        document["ladder"] = {
+            "rungs": [
+                {"rung": rung.rung, "what": rung.what, "lowHourly": _rounded(rung.low), "highHourly": _rounded(rung.high)}
+                for rung in cost.rungs
+            ],
+            "bestHourly": _rounded(cost.best_hourly),
+            "worstHourly": _rounded(cost.worst_hourly),
+        }
     return json.dumps(document, indent=2, sort_keys=True) + "\n"
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 8)

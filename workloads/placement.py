@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from core import names
 from core.config.model import StackConfig
+from core.facts.capacity import COMPUTE_CLASS_NODE_KEY
 from core.facts.gcp import GPU_TAINT_KEY
 from core.facts.platform import GPU_DRIVER_NODE_LABEL, GPUS_PER_NODE
 
@@ -23,6 +24,9 @@ def gpu_node_selector(config: StackConfig) -> dict[str, str]:
         "cloud.google.com/gke-accelerator": config.gpu_machine.accelerator,
         "topology.kubernetes.io/zone": config.zone,
     }
+    if config.gpu.capacity is not None:
+        # A ladder: the class picks the capacity (Standard only, core/config/rules.py _ladder_problems).
+        selector[COMPUTE_CLASS_NODE_KEY] = names.GPU_COMPUTE_CLASS
     if config.cluster.mode == "autopilot":
         selector["cloud.google.com/gke-accelerator-count"] = str(GPUS_PER_NODE)
         selector[GPU_DRIVER_NODE_LABEL] = config.gpu_driver.lower()
@@ -31,6 +35,12 @@ def gpu_node_selector(config: StackConfig) -> dict[str, str]:
     return selector
 
 
-def gpu_tolerations() -> list[dict[str, str]]:
-    """Tolerate the GPU nodes' taint (KES ray-cluster-*.yaml; infra's GPU pool taint)."""
-    return [{"effect": "NoSchedule", "key": GPU_TAINT_KEY, "operator": "Exists"}]
+def gpu_tolerations(config: StackConfig) -> list[dict[str, str]]:
+    """Tolerate the GPU nodes' taint (KES ray-cluster-*.yaml; infra's GPU pool taint) and, with a ladder, the
+    class taint of its pools (core/facts/capacity.py COMPUTE_CLASS_NODE_KEY)."""
+    tolerations = [{"effect": "NoSchedule", "key": GPU_TAINT_KEY, "operator": "Exists"}]
+    if config.gpu.capacity is not None:
+        tolerations.append(
+            {"effect": "NoSchedule", "key": COMPUTE_CLASS_NODE_KEY, "operator": "Equal", "value": names.GPU_COMPUTE_CLASS}
+        )
+    return tolerations

@@ -211,7 +211,7 @@ def render_worker_group(config: StackConfig) -> dict[str, Any]:
         "containers": [container],
         "nodeSelector": placement.gpu_node_selector(config),
         "serviceAccountName": names.RAY_SERVICE_ACCOUNT,
-        "tolerations": placement.gpu_tolerations(),
+        "tolerations": placement.gpu_tolerations(config),
         "volumes": [
             pods.data_volume(),
             _shm_volume(SHM_GIB),

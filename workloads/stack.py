@@ -6,6 +6,7 @@ import pulumi
 
 from core.config.model import StackConfig
 from infra.outputs import InfraOutputs
+from workloads.computeclass import GpuComputeClass, GpuComputeClassArgs
 from workloads.gib import GibInstaller, GibInstallerArgs
 from workloads.identity import Identity, IdentityArgs
 from workloads.network import GkeNetworks, GkeNetworksArgs, network_specs
@@ -82,12 +83,20 @@ def build_workloads(config: StackConfig, infra: InfraOutputs) -> WorkloadOutputs
         "staging",
         StagingArgs(config=config, provider=provider, namespace=identity.namespace, depends_on=pod_needs),
     )
+    gpu_needs = [*infra.gpu_ready]
+    if config.gpu.capacity is not None:
+        # The class names the rungs' pools; the workers select it (workloads/placement.py).
+        gpu_class = GpuComputeClass(
+            "gpu-compute-class",
+            GpuComputeClassArgs(config=config, provider=provider, depends_on=[*cluster, *infra.gpu_ready]),
+        )
+        gpu_needs.append(gpu_class.compute_class)
     ray = RayCluster(
         "ray",
         RayClusterArgs(
             config=config,
             provider=provider,
-            depends_on=[*cluster, *infra.gpu_ready, networks, installer, *ray_needs],
+            depends_on=[*cluster, *gpu_needs, networks, installer, *ray_needs],
         ),
     )
     return WorkloadOutputs(

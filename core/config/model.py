@@ -19,6 +19,7 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
+from core.facts.capacity import RUNGS, Rung
 from core.facts.platform import (
     CUDA_MAJOR_DRIVER_BRANCH,
     DEFAULT_IMAGES,
@@ -169,10 +170,30 @@ class GpuConfig(_Section):
         "spot", description="How GPU capacity is obtained."
     )
     reservation: str | None = Field(None, description="Reservation name; required with provisioning=reservation.")
+    capacity: list[Rung] | None = Field(
+        None,
+        description="Ladder of capacity to try in order (reservation, flex-start, spot, on-demand); default the one"
+        " gpu.provisioning.",
+    )
 
     _reservation_form = matching(
         "reservation", r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?", "a reservation name (lowercase letters, digits, hyphens)"
     )
+
+    @field_validator("capacity")
+    @classmethod
+    def _rungs_once(cls, value: list[Rung] | None) -> list[Rung] | None:
+        if value == []:
+            raise ValueError(f"must list at least one of {', '.join(RUNGS)}, or be unset for gpu.provisioning alone")
+        for rung in RUNGS:
+            if value is not None and value.count(rung) > 1:
+                raise ValueError(f"lists {rung!r} {value.count(rung)} times; list each rung once, got {value!r}")
+        return value
+
+    @property
+    def ladder(self) -> tuple[Rung, ...]:
+        """The rungs in the order GKE tries them: `capacity`, or the single `provisioning`."""
+        return tuple(self.capacity) if self.capacity is not None else (self.provisioning,)
 
 
 class StorageConfig(_Section):

@@ -17,6 +17,7 @@ from core.config.model import (
     pinned_below,
 )
 from core.config.problems import Problem
+from core.facts.capacity import AUTOPILOT_LADDER_REFUSAL
 from core.facts.platform import (
     FLEX_START_FLOOR,
     LATEST_DRIVER_FLOORS,
@@ -42,7 +43,7 @@ def _version_floors(cfg: StackConfig) -> list[tuple[str, str]]:
     )
     if cfg.storage.type == "lustre":
         floors.append((LUSTRE_CSI_FLOOR, "the Managed Lustre CSI driver"))
-    if cfg.gpu.provisioning == "flex-start":
+    if "flex-start" in cfg.gpu.ladder:
         floors.append((FLEX_START_FLOOR, "flex-start node pools"))
     return floors
 
@@ -120,14 +121,43 @@ def _capacity_problems(cfg: StackConfig) -> list[Problem]:
     gpu = cfg.gpu
     if gpu.provisioning == "reservation" and not gpu.reservation:
         add("gpu.reservation", "is required when gpu.provisioning is 'reservation'")
-    if gpu.provisioning != "reservation" and gpu.reservation:
-        add("gpu.reservation", f"is only allowed when gpu.provisioning is 'reservation', not {gpu.provisioning!r}")
-    if gpu.provisioning != "reservation" and cfg.pricing.reservation_hourly is not None:
-        add("pricing.reservationHourly", f"is only for gpu.provisioning 'reservation', not {gpu.provisioning!r}")
+    on_ladder = " or gpu.capacity has the rung 'reservation'" if gpu.capacity is not None else ""
+    if "reservation" not in gpu.ladder and gpu.reservation:
+        add(
+            "gpu.reservation",
+            f"is only allowed when gpu.provisioning is 'reservation'{on_ladder}, not {gpu.provisioning!r}",
+        )
+    if "reservation" not in gpu.ladder and cfg.pricing.reservation_hourly is not None:
+        add("pricing.reservationHourly", f"is only for gpu.provisioning 'reservation'{on_ladder}, not {gpu.provisioning!r}")
     if cfg.cluster.mode == "autopilot" and "head_machine_type" in cfg.cluster.model_fields_set:
         add("cluster.headMachineType", "is only for cluster.mode 'standard' (Autopilot chooses the head's machine)")
     if cfg.cluster.mode == "autopilot" and gpu.provisioning in ("reservation", "flex-start"):
+        # Kept (issue 22 item 3): no source read shows A4/A3 Ultra with RDMA on Autopilot under reservation
+        # or flex-start (core/facts/capacity.py AUTOPILOT_LADDER_REFUSAL names the sources).
         add("gpu.provisioning", f"must be 'spot' or 'on-demand' on Autopilot, got {gpu.provisioning!r}")
+    return problems + _ladder_problems(cfg)
+
+
+def _ladder_problems(cfg: StackConfig) -> list[Problem]:
+    """`gpu.capacity`: today's pool keeps its name as the rung of `gpu.provisioning`, so that rung is on the
+    ladder; the reservation rung names its reservation; Standard only (AUTOPILOT_LADDER_REFUSAL)."""
+    gpu = cfg.gpu
+    if gpu.capacity is None:
+        return []
+    ns = PROJECT_NAMESPACE
+    problems = []
+    if cfg.cluster.mode == "autopilot":
+        problems.append(Problem(f"{ns}:gpu.capacity", AUTOPILOT_LADDER_REFUSAL))
+    if gpu.provisioning not in gpu.capacity:
+        problems.append(
+            Problem(
+                f"{ns}:gpu.provisioning",
+                f"must be one of gpu.capacity's rungs {gpu.capacity!r} (its pool keeps the name it has today),"
+                f" got {gpu.provisioning!r}",
+            )
+        )
+    if "reservation" in gpu.capacity and gpu.provisioning != "reservation" and not gpu.reservation:
+        problems.append(Problem(f"{ns}:gpu.reservation", "is required when gpu.capacity has the rung 'reservation'"))
     return problems
 
 

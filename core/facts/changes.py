@@ -147,6 +147,7 @@ FORCE_NEW_INPUTS: dict[str, tuple[str, ...]] = {
     "kubernetes:networking.gke.io/v1:Network": KUBERNETES_IDENTITY_INPUTS,
     "kubernetes:networking.k8s.io/v1:NetworkPolicy": KUBERNETES_IDENTITY_INPUTS,
     "kubernetes:ray.io/v1:RayCluster": KUBERNETES_IDENTITY_INPUTS,
+    "kubernetes:cloud.google.com/v1:ComputeClass": KUBERNETES_IDENTITY_INPUTS,
 }
 """Resource type -> the input paths whose change replaces the resource (sources above)."""
 

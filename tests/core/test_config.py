@@ -63,7 +63,7 @@ OPEN_CONTROL_PLANE = (
 """The warning of a stack whose control plane's public IP endpoint is open to any address."""
 
 KNOWN_TOP = "cluster, gpu, grpo, hfToken, job, network, pricing, secretEnv, storage, tracking, wandbApiKey, workload, zone"
-KNOWN_GPU = "nodes, provisioning, reservation, type"
+KNOWN_GPU = "capacity, nodes, provisioning, reservation, type"
 
 
 def raw_values(changes: dict[str, Any]) -> dict[str, str]:

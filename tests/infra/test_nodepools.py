@@ -219,3 +219,75 @@ def test_the_largest_gpu_pool_fits_one_compact_placement_policy():
 
     most = next(m.le for m in GpuConfig.model_fields["nodes"].metadata if hasattr(m, "le"))
     assert most <= COMPACT_PLACEMENT_MAX_NODES
+
+
+LADDER = {"capacity": ["reservation", "flex-start", "spot", "on-demand"], "reservation": "res-a4", "nodes": 4}
+"""A ladder of all four rungs; gpu.provisioning spot (the dev stack's), so the spot pool keeps today's name."""
+
+RUNG_OWN = ("name", "nodeConfig.spot", "nodeConfig.flexStart", "nodeConfig.reservationAffinity", "placementPolicy",
+            "autoscaling.locationPolicy", "management.autoRepair", "upgradeSettings")  # fmt: skip
+"""Input paths a rung may set for itself; every other input is the same in every rung's pool."""
+
+RUNG_VALUES = {
+    "spot": {"name": "gpu", "nodeConfig.spot": True, "nodeConfig.reservationAffinity.consumeReservationType": "NO_RESERVATION",
+             "placementPolicy.type": "COMPACT", "management.autoRepair": True, "upgradeSettings.strategy": "SURGE"},
+    "on-demand": {"name": "gpu-on-demand", "nodeConfig.reservationAffinity.consumeReservationType": "NO_RESERVATION",
+                  "placementPolicy.type": "COMPACT", "management.autoRepair": True, "upgradeSettings.strategy": "SURGE"},
+    "reservation": {"name": "gpu-reservation", "nodeConfig.reservationAffinity.consumeReservationType": "SPECIFIC_RESERVATION",
+                    "nodeConfig.reservationAffinity.key": "compute.googleapis.com/reservation-name",
+                    "nodeConfig.reservationAffinity.values": ["res-a4"], "management.autoRepair": True,
+                    "upgradeSettings.strategy": "SURGE"},
+    "flex-start": {"name": "gpu-flex-start", "nodeConfig.flexStart": True, "autoscaling.locationPolicy": "ANY",
+                   "nodeConfig.reservationAffinity.consumeReservationType": "NO_RESERVATION", "management.autoRepair": False},
+}  # fmt: skip
+"""Each rung's own fields (a subset of RUNG_OWN's paths): Spot and on-demand place compactly, the reservation
+names its reservation, flex-start autoscales ANY-where without auto-repair or surge settings."""
+
+
+def _flat(value: object, prefix: str = "") -> dict[str, object]:
+    """Nested inputs as `a.b.c` -> leaf value."""
+    if isinstance(value, dict):
+        flat: dict[str, object] = {}
+        for key, inner in value.items():
+            flat |= _flat(inner, f"{prefix}{key}.")
+        return flat
+    return {prefix.rstrip("."): value}
+
+
+def _rung_own(path: str) -> bool:
+    return any(path == own or path.startswith(own + ".") for own in RUNG_OWN)
+
+
+@pytest.mark.parametrize("gpu", GPUS)
+def test_a_ladder_of_four_rungs_makes_four_pools_that_differ_only_in_the_rungs_own_fields(infra_run, gpu):
+    recording = infra_run("standard", gpu, "gcs", gpu=LADDER)
+    pools = {pool.inputs["name"]: _flat(pool.inputs) for pool in recording.by_type(POOL) if pool.name != "grpo-test-ray-head"}
+    by_rung = {rung: pools.pop(names.gpu_pool_name("spot", rung)) for rung in LADDER["capacity"]}
+    assert pools == {}
+    shared = {path for flat in by_rung.values() for path in flat if not _rung_own(path)}
+    for path in sorted(shared):
+        values = [by_rung[rung].get(path, "<absent>") for rung in by_rung]
+        assert all(value == values[0] for value in values), (path, values)
+    for rung, flat in by_rung.items():
+        assert {path: value for path, value in flat.items() if _rung_own(path) and not path.startswith("upgradeSettings.max")} == RUNG_VALUES[rung], rung
+
+
+def test_every_rungs_pool_starts_empty_autoscales_to_gpu_nodes_and_carries_the_class_label_and_taint(infra_run):
+    recording = infra_run("standard", "b200", "gcs", gpu=LADDER)
+    for pool in recording.by_type(POOL):
+        if pool.name == "grpo-test-ray-head":
+            continue
+        inputs = pool.inputs
+        assert inputs["initialNodeCount"] == 0, pool.name
+        assert (inputs["autoscaling"]["totalMinNodeCount"], inputs["autoscaling"]["totalMaxNodeCount"]) == (0, 4)
+        assert inputs["nodeConfig"]["labels"] == {"cloud.google.com/compute-class": "grpo-gpu-ladder"}
+        assert inputs["nodeConfig"]["taints"] == [
+            {"effect": "NO_SCHEDULE", "key": "nvidia.com/gpu", "value": "present"},
+            {"effect": "NO_SCHEDULE", "key": "cloud.google.com/compute-class", "value": "grpo-gpu-ladder"},
+        ]
+        assert pool.ignore_changes == ("initialNodeCount",)
+
+
+def test_without_a_ladder_the_pool_carries_no_class_label(infra_run):
+    inputs = infra_run("standard", "b200", "gcs").one(POOL, "grpo-test-gpu").inputs
+    assert "labels" not in inputs["nodeConfig"]

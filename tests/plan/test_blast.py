@@ -60,6 +60,7 @@ KEY_CHANGES: dict[str, tuple[str, dict, dict]] = {
     "grpo-gke:gpu.nodes": ("dev", {}, {"gpu": {"nodes": 2}}),
     "grpo-gke:gpu.provisioning": ("dev", {}, {"gpu": {"provisioning": "on-demand"}}),
     "grpo-gke:gpu.reservation": ("dev", RESERVATION_BASE, {"gpu": {"reservation": "grpo-b"}}),
+    "grpo-gke:gpu.capacity": ("dev", {}, {"gpu": {"capacity": ["spot", "on-demand"]}}),
     "grpo-gke:storage.type": ("dev", {}, {"storage": dict(LUSTRE)}),
     "grpo-gke:storage.bucket": ("dev", {}, {"storage": {"bucket": "my-grpo-data"}}),
     "grpo-gke:storage.capacityGib": ("dev", LUSTRE_BASE, {"storage": {"capacityGib": 27000}}),
@@ -361,6 +362,8 @@ def test_the_forcenew_table_covers_exactly_the_types_the_stack_registers(infra_r
     key = "projects/my-grpo-project/locations/us-central1/keyRings/grpo/cryptoKeys/secrets"
     with_kms_key = recorded_run(combination_values("standard", "h200", "gcs", cluster={"secretsKmsKey": key}))
     registered |= {r.type for r in with_kms_key.resources if r.custom}
+    with_ladder = recorded_run(combination_values("standard", "h200", "gcs", gpu={"capacity": ["spot", "on-demand"]}))
+    registered |= {r.type for r in with_ladder.resources if r.custom}
     assert registered - set(SPECIAL_TYPES) == set(FORCE_NEW_INPUTS)
 
 
@@ -452,3 +455,46 @@ def test_the_readme_says_what_changing_each_key_does(key):
     values = _merged(values_of(stack), base)
     blast = blast_radius(cached_plan(values), cached_plan(_merged(values, change)))
     assert effect(blast) == readme_effects()[key]
+
+
+# --- the capacity ladder: turning it on, adding and removing a rung -----------------------------
+
+LADDER_ON = {"gpu": {"capacity": ["spot", "on-demand"]}}
+"""The dev stack (spot) with an on-demand rung behind its spot pool."""
+
+
+def _ladder_blast(before: dict, after: dict):
+    values = values_of("dev")
+    return blast_radius(cached_plan(_merged(values, before)), cached_plan(_merged(values, after)))
+
+
+def test_turning_the_ladder_on_replaces_the_raycluster_once_and_restarts_the_run():
+    blast = _ladder_blast({}, LADDER_ON)
+    assert sorted(c.name for c in blast.of("create")) == ["grpo-gpu-ladder", "grpo-test-gpu-on-demand"]
+    assert [c.name for c in blast.of("replace")] == ["grpo"]
+    assert not blast.of("delete")
+    updated = {c.name: c.reason for c in blast.of("update")}
+    assert "grpo-test-gpu" in updated  # the spot pool gains the class label and taint in place
+    assert blast.job_restarts
+
+
+def test_adding_a_rung_creates_only_its_pool_and_updates_the_class_without_touching_the_run():
+    blast = _ladder_blast(LADDER_ON, {"gpu": {"capacity": ["spot", "on-demand", "flex-start"]}})
+    assert [(c.name, c.type) for c in blast.of("create")] == [("grpo-test-gpu-flex-start", "gcp:container/nodePool:NodePool")]
+    assert [(c.name, c.type) for c in blast.of("update")] == [("grpo-gpu-ladder", "kubernetes:cloud.google.com/v1:ComputeClass")]
+    assert not blast.of("replace") and not blast.of("delete")
+    assert (blast.job_restarts, blast.job) == (False, "the run goes on")
+
+
+def test_removing_a_rung_deletes_only_its_pool_last_and_says_what_happens_to_the_run():
+    blast = _ladder_blast({"gpu": {"capacity": ["spot", "on-demand", "flex-start"]}}, LADDER_ON)
+    assert [(c.name, c.type) for c in blast.of("delete")] == [("grpo-test-gpu-flex-start", "gcp:container/nodePool:NodePool")]
+    assert [(c.name, c.type) for c in blast.of("update")] == [("grpo-gpu-ladder", "kubernetes:cloud.google.com/v1:ComputeClass")]
+    assert not blast.of("replace") and not blast.of("create")
+    assert not blast.job_restarts
+    assert blast.job == "the run loses its GPU nodes"
+    assert blast.verdict.endswith(
+        "; the deleted node pool grpo-test-gpu-flex-start goes last, once the ComputeClass no longer names it: GPU"
+        " workers running there lose their nodes, and the guardian resubmits the run from its last checkpoint on"
+        " the rungs that remain"
+    )

@@ -288,3 +288,52 @@ def test_the_readme_shows_what_the_dev_plan_prints_and_the_catalogs_date():
     shown = section.split("```text\n", 1)[1].split("```", 1)[0]
     assert shown == "".join(f"  {line}\n" for line in summary_lines(estimate(config_of("dev"), catalog())))
     assert f"`core/facts/prices.json`, dated {DATE}" in section
+
+
+LADDER_B200 = {"type": "b200", "nodes": 2, "capacity": ["reservation", "flex-start", "spot", "on-demand"],
+               "reservation": "res-b200"}  # fmt: skip
+"""Two B200 nodes in us-central1-b on a ladder of all four rungs."""
+
+
+def test_a_ladder_prices_each_rung_and_its_best_and_worst_case():
+    cost = estimate(config_of("dev", gpu=LADDER_B200, pricing={"reservationHourly": 50.0}), catalog())
+    flex_low = B200_ON_DEMAND_US_CENTRAL1_B * (1 - 0.53)
+    assert [(rung.rung, rung.low, rung.high) for rung in cost.rungs] == [
+        ("reservation", 100.0, 100.0),
+        ("flex-start", pytest.approx(2 * flex_low), pytest.approx(2 * B200_ON_DEMAND_US_CENTRAL1_B)),
+        ("spot", pytest.approx(2 * B200_SPOT_US_CENTRAL1_B), pytest.approx(2 * B200_SPOT_US_CENTRAL1_B)),
+        ("on-demand", pytest.approx(2 * B200_ON_DEMAND_US_CENTRAL1_B), pytest.approx(2 * B200_ON_DEMAND_US_CENTRAL1_B)),
+    ]
+    assert cost.best_hourly == pytest.approx(2 * B200_SPOT_US_CENTRAL1_B)
+    assert cost.worst_hourly == pytest.approx(2 * B200_ON_DEMAND_US_CENTRAL1_B)
+    lines = summary_lines(cost)
+    assert lines[lines.index("  gpu nodes per rung of gpu.capacity, in the order GKE tries them:"):] == [
+        "  gpu nodes per rung of gpu.capacity, in the order GKE tries them:",
+        "    reservation: $100.00/h for 2 x a4-highgpu-8g reservation at pricing.reservationHourly at $50.00/h a node;"
+        " draws on the GPU family quota (GPUS-PER-GPU-FAMILY-per-project-region), as on-demand; the reservation"
+        " only holds the capacity",
+        "    flex-start: $84.80 to $180.43/h for 2 x a4-highgpu-8g flex-start: $42.40 to $90.22/h a node (up to 53%"
+        " below on-demand); draws on the GPU family quota (GPUS-PER-GPU-FAMILY-per-project-region)",
+        "    spot: $65.21/h for 2 x a4-highgpu-8g spot at $32.61/h a node; draws on the family's preemptible GPU quota"
+        " (the same Cloud Quotas filter lists it)",
+        "    on-demand: $180.43/h for 2 x a4-highgpu-8g on-demand at $90.22/h a node; draws on the GPU family quota"
+        " (GPUS-PER-GPU-FAMILY-per-project-region)",
+        "    best case $65.21/h, worst case $180.43/h for the GPU nodes (any mix of rungs lies between)",
+    ]
+    ladder = json.loads(render_cost_json(cost))["ladder"]
+    assert [rung["rung"] for rung in ladder["rungs"]] == LADDER_B200["capacity"]
+    assert (ladder["bestHourly"], ladder["worstHourly"]) == (round(2 * B200_SPOT_US_CENTRAL1_B, 8), 180.432)
+
+
+def test_a_rung_without_a_price_leaves_best_and_worst_unknown():
+    config = config_of("dev", gpu={"type": "b200", "nodes": 2, "capacity": ["spot", "on-demand"]})
+    cost = estimate(config.model_copy(update={"zone": "us-central1-a"}), catalog())
+    assert cost.best_hourly is None and cost.worst_hourly is None
+    assert summary_lines(cost)[-1] == "    best and worst case: unknown (spot, on-demand: no price)"
+
+
+@pytest.mark.parametrize("stack", SHIPPED_STACKS)
+def test_a_stack_without_a_ladder_has_no_ladder_lines_or_cost_json_block(stack):
+    cost = estimate(config_of(stack), catalog())
+    assert cost.rungs == () and "ladder" not in json.loads(render_cost_json(cost))
+    assert not any("rung" in line for line in summary_lines(cost))
