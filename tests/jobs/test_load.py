@@ -9,6 +9,7 @@ from core.config.problems import ConfigError
 from core.config.rules import CONFIG_RULES
 from jobs.defaults import derive_defaults
 from jobs.load import load_config
+from jobs.memory import memory_problems
 from jobs.validate import JOB_RULES, grpo_problems, model_size_problems
 from tests.core.test_config import raw_values
 
@@ -19,8 +20,8 @@ MINI_BATCH_PROBLEM = "grpo-gke:grpo.miniBatchSize: must be at most grpo.promptsP
 
 
 def test_the_batch_arithmetic_is_a_job_rule_that_reads_derived_defaults():
-    assert [rule.check for rule in JOB_RULES] == [grpo_problems, model_size_problems]
-    assert [rule.reads_derived for rule in JOB_RULES] == [True, False]
+    assert [rule.check for rule in JOB_RULES] == [grpo_problems, model_size_problems, memory_problems]
+    assert [rule.reads_derived for rule in JOB_RULES] == [True, False, False]
     assert grpo_problems not in [rule.check for rule in CONFIG_RULES]
     assert not any(rule.reads_derived for rule in CONFIG_RULES)
 
