@@ -4,7 +4,7 @@ import pulumi
 
 from core.config.problems import ConfigError
 from infra.stack import build_infra
-from jobs.load import load_running_stack
+from jobs.spec.load import load_running_stack
 from jobs.stack import build_job
 from workloads.stack import build_workloads
 

@@ -8,7 +8,7 @@ DIR/nccl-log.json (torch's and NCCL's versions, the GPU, whether the sum was rig
 under the GPU machine's own Python without this repository's packages.
 
 Run on 2026-12-01 on a lent one-GPU H200 (no RDMA NIC, NCCL_NET unset): NCCL 2.28.9 logged "Using network Socket";
-the log is tests/jobs/preflight/data/h200-nccl-socket.log, the summary benchmarks/results/fabric-nccl-log/.
+the log is tests/incluster/preflight/data/h200-nccl-socket.log, the summary benchmarks/results/fabric-nccl-log/.
 """
 
 import json

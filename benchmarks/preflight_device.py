@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from core.facts.gpu_health import GPU_HEALTH_REFERENCES, GpuHealthReference
-from jobs.preflight import measure, smi, verdict
+from incluster.preflight import measure, smi, verdict
 
 CONTENDER = """
 import sys, time, torch

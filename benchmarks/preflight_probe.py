@@ -1,7 +1,7 @@
 """Why the preflight matmul figure is what it is: the same 8192^3 bf16 product under variations, on one GPU.
 
 Run on a GPU machine: `PYTHONPATH=. python3 benchmarks/preflight_probe.py OUT_DIR`. Each variant is timed as
-jobs/preflight/measure.py times (CUDA events, median of `repetitions` timings of 10 products) while
+incluster/preflight/measure.py times (CUDA events, median of `repetitions` timings of 10 products) while
 `nvidia-smi` samples SM clock and power every 100 ms; writes OUT_DIR/preflight-probe.json.
 """
 
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-from jobs.preflight import measure
+from incluster.preflight import measure
 
 SIZE = measure.MATMUL_SIZE
 """The preflight's problem size."""

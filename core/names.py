@@ -9,14 +9,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
 
 from core.facts.platform import RDMA_SUBNET_COUNT
 from core.facts.pods import RAY_PORTS
 from core.facts.privilege import LUSTRE_FILESYSTEM_MAX, SERVICE_ACCOUNT_ID_MAX
-
-if TYPE_CHECKING:
-    import pulumi
 
 NAMESPACE = "grpo"
 """Namespace of the RayCluster, its service account, the storage claim and the staging Job."""
@@ -35,7 +31,7 @@ RAY_WORKER_GROUP = "gpu"
 
 GUARDIAN_OWNED_FIELDS = ("replicas",)
 """The field of the GPU worker group the run guardian sets to scale the workers to zero (0) and back
-(WORKER_REPLICAS) (jobs/scaling.py), and the one field a later `pulumi up` ignores (workloads/raycluster.py).
+(WORKER_REPLICAS) (incluster/scaling.py), and the one field a later `pulumi up` ignores (workloads/raycluster.py).
 KubeRay keeps replicas held between minReplicas and maxReplicas (GetWorkerGroupDesiredReplicas,
 ray-operator/controllers/ray/utils/util.go L389-407, v1.7.0); the stack renders minReplicas 0 and maxReplicas
 gpu.nodes, so this one field decides. Here, without Pulumi, for the in-cluster guardian."""
@@ -210,16 +206,3 @@ def dashboard_port_forward_command(cluster: str, location: str, project: str, dn
         f"{get_credentials_command(cluster, location, project, dns_endpoint)}"
         f" && kubectl -n {NAMESPACE} port-forward svc/{RAY_HEAD_SERVICE} {RAY_DASHBOARD_PORT}:{RAY_DASHBOARD_PORT}"
     )
-
-
-def fixed_name_options(**options: Any) -> pulumi.ResourceOptions:
-    """ResourceOptions of a resource the stack names itself: a replacement deletes the old one first.
-
-    Two objects cannot hold one name, so the engine's default order (create the new, then delete the
-    old) fails with 409 "already exists" for a fixed name; the GCP bridge orders it right only for
-    auto-named resources (real-engine-semantics.md, "Replacement order"). Pulumi is imported here, not at
-    the top: the in-cluster guardian reads these names without Pulumi (jobs/guardian_settings.py).
-    """
-    import pulumi
-
-    return pulumi.ResourceOptions(delete_before_replace=True, **options)

@@ -14,7 +14,7 @@ from core.facts.gcp import CLOUD_PLATFORM_SCOPE, WORKLOAD_POOL
 from core.facts.monitoring import MONITORING_COMPONENTS
 from core.facts.platform import LUSTRE_DEFAULT_PORT_FLOOR, LUSTRE_LEGACY_PORT, LUSTRE_PORT, GkeVersion
 from core.facts.privilege import SHIELDED_INTEGRITY_MONITORING, SHIELDED_SECURE_BOOT
-from core.names import fixed_name_options
+from core.resource_options import fixed_name_options
 from infra.network import POD_RANGE_NAME, SERVICE_RANGE_NAME
 
 DEFAULT_POOL_CONFIG = "nodeConfig"

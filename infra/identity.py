@@ -11,6 +11,7 @@ import pulumi_gcp as gcp
 from core import names
 from core.config.model import StackConfig
 from core.facts.privilege import GKE_SERVICE_AGENT, KMS_ENCRYPTER_ROLE, NODE_SERVICE_ACCOUNT_ROLES
+from core.resource_options import fixed_name_options
 from infra.apis import project_number
 
 
@@ -54,7 +55,7 @@ class ClusterIdentity(pulumi.ComponentResource):
                 display_name=f"GKE nodes of {cluster}",
                 description="Node identity of the grpo-gke cluster: logs, metrics, metadata only; workloads use workload identity.",
             ),
-            opts=names.fixed_name_options(parent=self, depends_on=[args.apis["iam.googleapis.com"]]),
+            opts=fixed_name_options(parent=self, depends_on=[args.apis["iam.googleapis.com"]]),
         )
         # Non-authoritative members: the project's other holders of each role are left as they are.
         self.node_grants = [

@@ -12,7 +12,8 @@ import pulumi_gcp as gcp
 from core.config.model import NetworkConfig
 from core.facts.gcp import RDMA_NETWORK_PROFILE
 from core.facts.platform import MAX_MTU
-from core.names import fixed_name_options, network_names
+from core.names import network_names
+from core.resource_options import fixed_name_options
 from infra.outputs import GpuNetworks
 
 POD_RANGE_NAME = "pods"

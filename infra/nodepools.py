@@ -25,6 +25,7 @@ from core.facts.privilege import (
     SHIELDED_INTEGRITY_MONITORING,
     SHIELDED_SECURE_BOOT,
 )
+from core.resource_options import fixed_name_options
 from infra.outputs import GpuNetworks
 
 HEAD_NODE_COUNT = 1
@@ -227,7 +228,7 @@ class NodePools(pulumi.ComponentResource):
     def __init__(self, name: str, args: NodePoolsArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("grpo-gke:infra:NodePools", name, None, opts)
         config = args.config
-        child = names.fixed_name_options(parent=self)
+        child = fixed_name_options(parent=self)
         self.head = gcp.container.NodePool(
             f"{config.cluster_name}-{names.HEAD_NODE_POOL}", head_pool_args(config, args.cluster, args.service_account), opts=child
         )
@@ -238,7 +239,7 @@ class NodePools(pulumi.ComponentResource):
             self.gpu_pools[rung] = gcp.container.NodePool(
                 f"{config.cluster_name}-{pool}",
                 gpu_pool_args(config, args.cluster, nics, args.service_account, rung),
-                opts=names.fixed_name_options(parent=self, ignore_changes=list(GPU_POOL_IGNORED)),
+                opts=fixed_name_options(parent=self, ignore_changes=list(GPU_POOL_IGNORED)),
             )
         self.gpu = self.gpu_pools[config.gpu.provisioning]
         self.register_outputs({})

@@ -12,6 +12,7 @@ from core import names
 from core.config.model import StackConfig
 from core.facts.gcp import BUCKET_OBJECT_ROLE, WORKLOAD_PRINCIPAL
 from core.facts.platform import PSA_DELETION_POLICY
+from core.resource_options import fixed_name_options
 from infra.apis import project_number
 from infra.cluster import lustre_port
 from infra.network import cidr_address, ingress_firewall_args
@@ -89,7 +90,7 @@ class Storage(pulumi.ComponentResource):
                 public_access_prevention="enforced",
                 force_destroy=not keep,
             ),
-            opts=names.fixed_name_options(
+            opts=fixed_name_options(
                 parent=self,
                 depends_on=[args.apis["storage.googleapis.com"]],
                 retain_on_delete=keep,
@@ -127,7 +128,7 @@ class Storage(pulumi.ComponentResource):
                 address=address,
                 prefix_length=prefix_length,
             ),
-            opts=names.fixed_name_options(parent=self, retain_on_delete=keep),
+            opts=fixed_name_options(parent=self, retain_on_delete=keep),
         )
         self.peering = gcp.servicenetworking.Connection(
             f"{config.cluster_name}-lustre-peering",
@@ -154,7 +155,7 @@ class Storage(pulumi.ComponentResource):
                 config.network.lustre_range,
                 [gcp.compute.FirewallAllowArgs(protocol="tcp", ports=[str(port.port)])],
             ),
-            opts=names.fixed_name_options(parent=self),
+            opts=fixed_name_options(parent=self),
         )
         self.lustre = gcp.lustre.Instance(
             lustre.instance_id,
@@ -168,7 +169,7 @@ class Storage(pulumi.ComponentResource):
                 per_unit_storage_throughput=str(config.storage.throughput),
                 gke_support_enabled=port.legacy,
             ),
-            opts=names.fixed_name_options(
+            opts=fixed_name_options(
                 parent=self,
                 depends_on=[self.peering, args.apis["lustre.googleapis.com"]],
                 retain_on_delete=keep,

@@ -1,12 +1,12 @@
-"""Entry point of `python -m jobs`: `guard` is the run guardian (jobs/guardian.py, which the in-cluster
-guardian runs from its own modules only, jobs/guardian_settings.py), every other subcommand the job CLI.
+"""Entry point of `python -m jobs`: `guard` is the run guardian in the foreground (jobs/guardian/foreground.py
+around incluster/guardian.py's loop), every other subcommand the job CLI.
 Ctrl-C while the modules load (a second or so) is one line and exit 130, as it is later."""
 
 import sys
 
 try:
     if sys.argv[1:2] == ["guard"]:
-        from jobs.guardian import main
+        from jobs.guardian.foreground import main
 
         argv = sys.argv[2:]
     else:

@@ -20,36 +20,32 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
-from core import names
 from core.config.model import PROJECT_NAMESPACE, StackConfig
 from core.config.problems import ConfigError
-from core.stackfile import StackFileError, read_stack_file, stack_file
-from jobs import access, control, load, scaling
-from jobs.spec import training_spec
+from core.stackfile import StackFileError, stack_file
+from incluster import control, scaling
+from jobs.spec.training import training_spec
+from jobs.submit import access
+from jobs.submit.target import (
+    PROGRAM,
+    UsageError,
+    endpoint_of,
+    job_command,
+    load_stack,
+    local_submission,
+)
 
 if TYPE_CHECKING:
     from ray.job_submission import JobDetails, JobSubmissionClient
 
-    from jobs.observe import RunView
-    from jobs.spec import TrainingSpec
+    from jobs.runs.observe import RunView
+    from jobs.spec.training import TrainingSpec
 
 LAST_LINES = 20
 """Log lines shown when a followed job ends badly."""
 
 ERROR_SCAN_LINES = 200
 """Lines at the end of a FAILED job's log searched for its error line."""
-
-PROGRAM = ".venv/bin/python -m jobs"
-"""How the CLI is run from a fresh clone (`make` builds .venv): every printed hint uses it."""
-
-
-def job_command(subcommand: str, stack: str, *rest: str) -> str:
-    """The command line of a CLI subcommand for `stack`, as a user types it."""
-    return " ".join([PROGRAM, subcommand, "--stack", stack, *rest])
-
-
-class UsageError(Exception):
-    """Bad input; the message is one line."""
 
 
 class Interrupted(Exception):
@@ -71,49 +67,10 @@ def counted(count: int, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
-def load_stack(stack: str, directory: Path, with_job_checks: bool = False) -> StackConfig:
-    """The validated config of `Pulumi.<stack>.yaml` in `directory` (jobs/load.py); `with_job_checks`: the job's
-    checks too, the whole `load_stack` of jobs/load.py that the program and the plan run."""
-    values = read_stack_file(stack_file(directory, stack), PROJECT_NAMESPACE, stack)
-    loader = load.load_stack if with_job_checks else load.load_config
-    return loader(values.values, values.secret_keys, stack).config
-
-
 def checks_the_job(args: argparse.Namespace) -> bool:
     """Whether the command judges the stack's own job spec: validate, and submit of the trainer (a smoke test's
     `--entrypoint` runs another command, so the trainer's checks do not stop it)."""
     return args.command == "validate" or (args.command == "submit" and args.entrypoint is None)
-
-
-def stack_context(config: StackConfig) -> str:
-    """The kubeconfig context `gcloud container clusters get-credentials` gives the stack's cluster."""
-    return names.gcloud_context_name(config.project, config.region, config.cluster_name)
-
-
-def credentials_command(config: StackConfig) -> str:
-    """The stack's `gcloud container clusters get-credentials` command."""
-    return names.get_credentials_command(config.cluster_name, config.region, config.project)
-
-
-def endpoint_of(args: argparse.Namespace, config: StackConfig) -> access.Endpoint:
-    """`--address`, else the stack's cluster (or `--context`) through the service proxy of the kubeconfig.
-
-    Without `--context` only the stack's own context is used: the current one may be another cluster.
-    """
-    if args.address:
-        return control.endpoint_for_address(args.address)
-    path = Path(args.kubeconfig) if args.kubeconfig else access.default_kubeconfig_path()
-    try:
-        return access.endpoint_from_kubeconfig_file(path, args.context or stack_context(config))
-    except access.KubeconfigUnreadable as error:
-        raise UsageError(f"{error}; write it with: {credentials_command(config)}") from None
-    except access.MissingContext as error:
-        if args.context:
-            raise
-        raise UsageError(
-            f"{error}: the stack's cluster is not in it; add it with: {credentials_command(config)}"
-            " (or pass --context NAME to use another context)"
-        ) from None
 
 
 class _ProgressLine:
@@ -139,7 +96,7 @@ class _ProgressLine:
 
 def _job_line(job: JobDetails) -> str:
     """One job as `list` and `status` show it: an attempt with its run and number, an export with the run and step."""
-    from jobs.export import export_of
+    from jobs.runs.export import export_of
 
     meta = job.metadata or {}
     started = (
@@ -154,8 +111,8 @@ def _job_line(job: JobDetails) -> str:
 
 
 def run_of(job: JobDetails) -> str | None:
-    """The run a job belongs to: an attempt's `run`, an export's run (jobs/export.py export_of); None for others."""
-    from jobs.export import export_of
+    """The run a job belongs to: an attempt's `run`, an export's run (jobs/runs/export.py export_of); None for others."""
+    from jobs.runs.export import export_of
 
     meta = job.metadata or {}
     return meta.get("run") or export_of(meta)
@@ -200,8 +157,8 @@ def cost_so_far(client: JobSubmissionClient, config: StackConfig, submission_id:
     """What the progress line adds while following `submission_id`: the run's GPU dollars so far across its
     attempts at the catalog's list price (nothing when the catalog has no price for the GPU nodes)."""
     from core.prices import catalog, gpu_hourly
-    from jobs.observe import dollars_so_far
-    from jobs.observed import ray_attempts
+    from jobs.runs.observe import dollars_so_far
+    from jobs.runs.observed import ray_attempts
 
     hourly = gpu_hourly(config, catalog())
     run = (client.get_job_info(submission_id).metadata or {}).get("run")
@@ -286,7 +243,7 @@ def cmd_validate(args: argparse.Namespace, config: StackConfig) -> int:
 
 def cmd_submit(args: argparse.Namespace, config: StackConfig) -> int:
     """Submit the stack's run (idempotent); with --wait follow it to the end."""
-    from jobs.spec import submission_of
+    from jobs.spec.training import submission_of
 
     spec = training_spec(config, args.entrypoint)
     endpoint = endpoint_of(args, config)
@@ -311,28 +268,21 @@ def cmd_submit(args: argparse.Namespace, config: StackConfig) -> int:
     return _follow(client, config, outcome.submission_id, spec.framework, stream=False)
 
 
-def local_submission(args: argparse.Namespace, submission: dict) -> dict:
-    """`submission` as it runs: with `--data-root DIR`, every shared-storage path placed under DIR."""
-    from jobs.spec import on_data_root
-
-    return on_data_root(submission, args.data_root) if args.data_root else submission
-
-
 def _record_where(args: argparse.Namespace, run: str) -> str:
     """Where the run's record lies: under `--data-root`, else on the shared storage."""
-    from jobs.record import RECORD_FILE
-    from jobs.spec import run_directory, under_data_root
+    from incluster.record import RECORD_FILE
+    from jobs.spec.training import run_directory, under_data_root
 
     where = f"{run_directory(run)}/{RECORD_FILE}"
     return under_data_root(where, args.data_root) if args.data_root else where
 
 
 def _print_records(args: argparse.Namespace, client: JobSubmissionClient, runs: list[str]) -> None:
-    """Each run's record (attempts.jsonl): under `--data-root`, else read through the Ray head (jobs/run_files.py,
+    """Each run's record (attempts.jsonl): under `--data-root`, else read through the Ray head (jobs/runs/run_files.py,
     one short job per run); nothing for a run without a record."""
-    from jobs import record
-    from jobs.run_files import read_run_files
-    from jobs.spec import run_directory, under_data_root
+    from incluster import record
+    from jobs.runs.run_files import read_run_files
+    from jobs.spec.training import run_directory, under_data_root
 
     for run in dict.fromkeys(runs):
         if args.data_root:
@@ -349,7 +299,7 @@ def _print_records(args: argparse.Namespace, client: JobSubmissionClient, runs: 
 
 def _fresh(args: argparse.Namespace, config: StackConfig) -> tuple[StackConfig, TrainingSpec]:
     """Record the next job.runGeneration in the stack file; the config and spec of the new run."""
-    from jobs.generation import record_generation
+    from jobs.spec.generation import record_generation
 
     path = stack_file(Path(args.dir), args.stack)
     generation = config.job.run_generation + 1
@@ -381,7 +331,7 @@ def _data_root(args: argparse.Namespace) -> Path | None:
 
 def _view(args: argparse.Namespace, config: StackConfig, client: JobSubmissionClient, job: JobDetails) -> RunView:
     """The run of `job` (an attempt's, or the run an export exports) with its files, read with a progress line."""
-    from jobs.observe import run_view
+    from jobs.runs.observe import run_view
 
     meta = job.metadata or {}
     progress = _ProgressLine()
@@ -396,11 +346,11 @@ def cmd_export(args: argparse.Namespace, config: StackConfig) -> int:
     """Export a complete checkpoint of the stack's run (default: the newest) as a Hugging Face model directory."""
     import shlex
 
-    from jobs.export import export_submission, exports_dir
+    from jobs.runs.export import export_submission, exports_dir
 
     if args.step is not None and args.step < 1:
         raise UsageError(f"--step must be a step number of 1 or more, got {args.step}")
-    from jobs.spec import under_data_root
+    from jobs.spec.training import under_data_root
 
     spec = training_spec(config)
     converter = shlex.split(args.converter) if args.converter else None
@@ -413,7 +363,7 @@ def cmd_export(args: argparse.Namespace, config: StackConfig) -> int:
         control.wait_for_gpus(endpoint, 1, config.job.ready_timeout_seconds, progress)
     finally:
         progress.close()
-    # The driver (jobs/export_run.py) reaches the cluster as py_modules, added at submission and never stored.
+    # The driver (incluster/export_run.py) reaches the cluster as py_modules, added at submission and never stored.
     submission_id, already = control.submit_export(client, submission)
     done = "already submitted, following it" if already else "submitted"
     exports = under_data_root(exports_dir(spec.run), args.data_root) if args.data_root else exports_dir(spec.run)
@@ -427,8 +377,8 @@ def cmd_status(args: argparse.Namespace, config: StackConfig) -> int:
     import json
     import time
 
-    from jobs.export import export_of
-    from jobs.record import record_lines
+    from incluster.record import record_lines
+    from jobs.runs.export import export_of
 
     client = control.connect(endpoint_of(args, config))
     job = _pick_job(client, config.stack, args.job)
@@ -481,8 +431,8 @@ def cmd_plot(args: argparse.Namespace, config: StackConfig) -> int:
     """Draw the run's reward and step time against the step across its attempts, preemptions and resumes marked."""
     import time
 
-    from jobs import observed
-    from jobs.plot import draw, markers
+    from jobs.runs import observed
+    from jobs.runs.plot import draw, markers
 
     if args.out and Path(args.out).suffix.lower() != ".png":
         raise UsageError(f"--out {args.out}: the plot is a PNG; name a file ending in .png")
@@ -539,7 +489,7 @@ def cmd_list(args: argparse.Namespace, config: StackConfig) -> int:
 def preflight_mode_of(config: StackConfig, asked: str | None) -> str:
     """The preflight the CLI runs: `--mode`, else the stack's job.preflight, else (when that is off) the default
     for its node count."""
-    from jobs.defaults import preflight_mode
+    from jobs.spec.defaults import preflight_mode
 
     if asked:
         return asked
@@ -551,7 +501,8 @@ def preflight_mode_of(config: StackConfig, asked: str | None) -> str:
 
 def cmd_preflight(args: argparse.Namespace, config: StackConfig) -> int:
     """Check every GPU node (and, in full, the fabric between them); a table per node and a verdict."""
-    from jobs.preflight import run, settings
+    from incluster.preflight import run
+    from jobs.preflight import settings
 
     mode = preflight_mode_of(config, args.mode)
     if mode == "full" and config.gpu.nodes < 2:
@@ -597,8 +548,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _guard_summary() -> str:
-    """The run guardian's one-line description (jobs/guardian.py's first docstring line)."""
-    from jobs import guardian
+    """The run guardian's one-line description (incluster/guardian.py's first docstring line)."""
+    from incluster import guardian
 
     return (guardian.__doc__ or "the run guardian").splitlines()[0]
 
@@ -653,7 +604,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the CLI; return its exit code."""
     given = sys.argv[1:] if argv is None else argv
     if given[:1] == ["guard"]:
-        from jobs.guardian import main as guard
+        from incluster.guardian import main as guard
 
         return guard(given[1:])
     try:

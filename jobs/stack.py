@@ -9,14 +9,15 @@ import pulumi
 import pulumi.dynamic
 
 from core.config.model import StackConfig
+from incluster.shipping import shipped_files
 from infra.outputs import GcsStorage, InfraOutputs
-from jobs.cli import job_command
-from jobs.export import export_uri
-from jobs.guardian_objects import RunGuardian, RunGuardianArgs
-from jobs.guardian_settings import guardian_code_files, guardian_settings
+from jobs.guardian.objects import RunGuardian, RunGuardianArgs
+from jobs.guardian.settings import guardian_settings
 from jobs.preflight.settings import preflight_template
-from jobs.provider import JobProvider
-from jobs.spec import submission_for
+from jobs.runs.export import export_uri
+from jobs.spec.training import submission_for
+from jobs.submit.provider import JobProvider
+from jobs.submit.target import job_command
 from workloads.outputs import WorkloadOutputs
 
 
@@ -94,7 +95,7 @@ def build_guardian(config: StackConfig, infra: InfraOutputs, workloads: Workload
     args = RunGuardianArgs(
         config=config,
         settings=guardian_settings(config),
-        code_files=guardian_code_files(),
+        code_files=shipped_files(),
         cordon_bad_nodes=config.job.cordon_bad_nodes,
         provider=infra.k8s_provider,
         depends_on=[workloads.data_claim],
@@ -107,7 +108,7 @@ def build_job(config: StackConfig, infra: InfraOutputs, workloads: WorkloadOutpu
     """Register the run guardian (job.recover) and the post-deploy submission (unless job.submit is false),
     which waits for the RayCluster and staging.
 
-    The program has already validated the job (jobs.validate.check) with the rest of the config.
+    The program has already validated the job (jobs.spec.validate.check) with the rest of the config.
     """
     if config.job.recover:
         build_guardian(config, infra, workloads)

@@ -18,7 +18,7 @@ from typing import Any
 
 from core import names
 from core.facts.changes import FORCE_NEW_INPUTS, FORCE_NEW_UNLESS_WIDENED, KUBERNETES_PROVIDER_IDENTITY
-from jobs.provider import WATCHED_INPUTS
+from jobs.submit.provider import WATCHED_INPUTS
 from plan.writer import DYNAMIC_TYPE
 
 PLAN_FILE = "plan.json"

@@ -14,7 +14,7 @@ from core.config.model import PROJECT_NAMESPACE, StackConfig
 from core.config.problems import ConfigError
 from core.facts.pods import HEAD_REQUESTS
 from core.stackfile import StackFileError, read_stack_file, stack_file, stack_name_of
-from jobs.load import load_stack
+from jobs.spec.load import load_stack
 
 EXIT_BAD_INPUT = 2
 """Exit status of a refused config or a missing stack file."""
@@ -34,7 +34,7 @@ def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
 def key_facts(loaded: LoadedConfig) -> dict[str, str]:
     """The facts the summary shows: GPUs, storage, framework and model, the run, the head's machine and the
     derived defaults."""
-    from jobs.spec import training_spec
+    from jobs.spec.training import training_spec
 
     config = loaded.config
     machine = config.gpu_machine

@@ -15,7 +15,7 @@ from core.facts.platform import BF16_BYTES_PER_PARAMETER
 from core.facts.pods import HEAD_REQUESTS
 from core.facts.zones import region_of, zones_with
 from core.prices import CATALOG_NAME, PriceCatalog, flex_start_bounds, gpu_node_hourly, gpu_node_rate
-from jobs.spec import model_size_b
+from jobs.spec.training import model_size_b
 
 COST_FILE = "cost.json"
 """The file `python -m plan` writes the cost estimate to, beside plan.json."""

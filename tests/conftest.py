@@ -18,8 +18,11 @@ import pytest
 
 from core.config.model import PROJECT_NAMESPACE, StackConfig
 from core.stackfile import StackValues, read_stack_file, stack_file
-from jobs.load import load_config
+from jobs.spec.load import load_config
 from plan.harness import REPO_ROOT, Recording, run_values
+
+pytest_plugins = ["tests.ray_fixtures"]
+"""The Ray clusters and stand-in stack files the in-cluster and the job-layer tests share."""
 
 # The mocked runs allocate millions of short-lived objects beside the SDKs' millions of long-lived ones;
 # at the default thresholds (700, 10, 10) the collector spent a quarter of a mocked-run file's CPU time
@@ -180,8 +183,8 @@ def infra_run() -> Callable[..., Recording]:
     return run
 
 
-TWO_NODE_CLUSTER_FILES = ("tests/jobs/test_two_node_ray.py", "tests/jobs/test_guardian_on_ray.py")
-"""The test files that use the two-node Ray cluster (tests/jobs/conftest.py `two_node_cluster`): one worker runs
+TWO_NODE_CLUSTER_FILES = ("tests/incluster/test_two_node_ray.py", "tests/incluster/test_guardian_on_ray.py")
+"""The test files that use the two-node Ray cluster (tests/ray_fixtures.py `two_node_cluster`): one worker runs
 them all, so the session starts that cluster once instead of once per worker."""
 
 RAY_SESSION_FIXTURES = ("two_node_cluster", "ray_head")
@@ -301,12 +304,12 @@ def fresh_verl_check_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
     """Every session composes verl overrides for real: the composition cache starts empty in the session's
     temp dir, one for all its test processes (under xdist, each worker's base temp dir sits in the session's),
     so overrides one worker composed are not composed again by another."""
-    import jobs.validate
+    import jobs.spec.validate
 
     base = tmp_path_factory.getbasetemp()
     session = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
-    jobs.validate.VERL_CHECK_CACHE = session / "verl-overrides"
-    jobs.validate.verl_problems.cache_clear()
+    jobs.spec.validate.VERL_CHECK_CACHE = session / "verl-overrides"
+    jobs.spec.validate.verl_problems.cache_clear()
 
 
 @pytest.fixture(scope="session")
@@ -320,7 +323,7 @@ def shared_dir() -> Path:
 __all__ = ["SHIPPED_STACKS", "STACKS_DIR", "recorded_run", "run_values", "shipped_stack_file", "stack_values", "values_of"]
 
 
-GUARDIAN_CODE_MARK = "<the guardian's code: tests/jobs/test_guardian_objects.py checks it>"
+GUARDIAN_CODE_MARK = "<the guardian's code: tests/jobs/guardian/test_objects.py checks it>"
 """What the golden files hold in place of the guardian's code and its checksum, which change with every edit of a
 module the guardian runs (its file list and everything else stay in the goldens)."""
 
@@ -337,7 +340,7 @@ def plan_json_without_guardian_code(text: str) -> str:
 def manifests_without_guardian_code(documents: list[dict]) -> list[dict]:
     """k8s.yaml's objects with the guardian code ConfigMap's files and the Deployment's code checksum marked."""
     from core import names
-    from jobs.guardian_objects import CODE_CHECKSUM
+    from jobs.guardian.objects import CODE_CHECKSUM
 
     masked = copy.deepcopy(documents)
     for document in masked:
@@ -353,7 +356,7 @@ def manifests_without_guardian_code(documents: list[dict]) -> list[dict]:
 def guardian_code_names() -> list[str]:
     """The files the plan writes beside plan.json for the guardian's code ConfigMap, sorted."""
     from core import names
-    from jobs.guardian_objects import code_key
-    from jobs.guardian_settings import guardian_code_files
+    from incluster.shipping import shipped_files
+    from jobs.guardian.objects import code_key
 
-    return sorted(f"{names.GUARDIAN_CODE_CONFIG_MAP}.{code_key(path)}" for path in guardian_code_files())
+    return sorted(f"{names.GUARDIAN_CODE_CONFIG_MAP}.{code_key(path)}" for path in shipped_files())

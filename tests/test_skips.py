@@ -12,7 +12,7 @@ from tests.conftest import REPO_ROOT
 
 SHARED_TESTS = (
     "tests/workloads/test_raycluster_render.py::test_strict_schema_refuses_a_misspelt_field_and_an_int_node_selector",
-    "tests/jobs/test_validate.py::test_overrides_of_another_layout_fail_on_the_recipe_and_in_the_typed_model",
+    "tests/jobs/spec/test_validate.py::test_overrides_of_another_layout_fail_on_the_recipe_and_in_the_typed_model",
 )
 """One test of each kind that reads ../shared (the KubeRay schema, the NeMo-RL recipes)."""
 

@@ -16,7 +16,7 @@ STACK_DEPENDENT_TESTS = (
     "tests/plan/test_plan.py::test_plan_of_dev_matches_its_golden_file",
     "tests/plan/test_plan.py::test_every_shipped_stack_plans_cleanly",
     "tests/workloads/test_workloads_stack.py::test_rendered_k8s_yaml_matches_the_golden_file",
-    "tests/jobs/test_validate.py::test_every_shipped_stack_validates",
+    "tests/jobs/spec/test_validate.py::test_every_shipped_stack_validates",
 )
 """The tests that read the shipped stacks: goldens, shapes and validation."""
 

@@ -20,6 +20,7 @@ from core.facts.capacity import (
     NO_AUTO_CREATION,
     WHEN_UNSATISFIABLE,
 )
+from core.resource_options import fixed_name_options
 
 
 def render_compute_class(config: StackConfig) -> dict[str, Any]:
@@ -65,6 +66,6 @@ class GpuComputeClass(pulumi.ComponentResource):
             kind=manifest["kind"],
             metadata=k8s.meta.v1.ObjectMetaArgs(**manifest["metadata"]),
             spec=manifest["spec"],
-            opts=names.fixed_name_options(parent=self, provider=args.provider, depends_on=list(args.depends_on)),
+            opts=fixed_name_options(parent=self, provider=args.provider, depends_on=list(args.depends_on)),
         )
         self.register_outputs({"name": names.GPU_COMPUTE_CLASS})

@@ -24,7 +24,7 @@ from core.facts.pods import (
     NVIDIA_HOST_DIR,
     PAUSE_IMAGE,
 )
-from core.names import fixed_name_options
+from core.resource_options import fixed_name_options
 
 NAME = "nccl-rdma-installer"
 """DaemonSet name and `k8s-app` label (CEA)."""

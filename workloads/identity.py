@@ -18,6 +18,7 @@ from pulumi_kubernetes.core.v1.Secret import SecretInitArgs
 from pulumi_kubernetes.core.v1.ServiceAccount import ServiceAccountInitArgs
 
 from core import names
+from core.resource_options import fixed_name_options
 
 LABELS = {"app.kubernetes.io/part-of": "grpo-gke"}
 """Labels on every object the workloads create in their namespace."""
@@ -96,9 +97,9 @@ class Identity(pulumi.ComponentResource):
         self.namespace = k8s.core.v1.Namespace(
             names.NAMESPACE,
             render_namespace(),
-            opts=names.fixed_name_options(parent=self, provider=args.provider, depends_on=list(args.depends_on)),
+            opts=fixed_name_options(parent=self, provider=args.provider, depends_on=list(args.depends_on)),
         )
-        in_namespace = names.fixed_name_options(parent=self, provider=args.provider, depends_on=[self.namespace])
+        in_namespace = fixed_name_options(parent=self, provider=args.provider, depends_on=[self.namespace])
         self.service_account = k8s.core.v1.ServiceAccount(
             names.RAY_SERVICE_ACCOUNT, render_service_account(), opts=in_namespace
         )

@@ -14,6 +14,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from core import names
+from core.resource_options import fixed_name_options
 from infra.outputs import GpuNetworks
 
 API_VERSION = "networking.gke.io/v1"
@@ -84,7 +85,7 @@ class GkeNetworks(pulumi.ComponentResource):
                 kind=kind,
                 metadata=k8s.meta.v1.ObjectMetaArgs(name=name),
                 spec=spec,
-                opts=names.fixed_name_options(parent=self, provider=args.provider, depends_on=after),
+                opts=fixed_name_options(parent=self, provider=args.provider, depends_on=after),
             )
 
         self.param_sets, self.networks = [], []

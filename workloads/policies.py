@@ -12,7 +12,7 @@ Autopilot: always on), so three policies close the namespace:
   ports Ray listens on random ones (node manager, object manager, runtime env agent, metrics, worker
   range; RAY_PORTS), and Gloo (eth0) and NCCL's bootstrap sockets run over the pod network too;
 - the head's dashboard port admits the run guardian (names.GUARDIAN_LABELS) and the konnectivity agents
-  through which GKE's control plane reaches pods (the API server's service proxy, jobs/access.py).
+  through which GKE's control plane reaches pods (the API server's service proxy, jobs/submit/access.py).
 
 What they do not cover: egress (pods reach the Hugging Face Hub, PyPI, Cloud Storage and the metadata
 server freely); traffic from the node itself (Kubernetes always admits it, e.g. kubelet probes);
@@ -35,6 +35,7 @@ from core.facts.pods import (
     KUBERAY_CLUSTER_LABEL,
     KUBERAY_NODE_TYPE_LABEL,
 )
+from core.resource_options import fixed_name_options
 from workloads.identity import LABELS
 
 DEFAULT_DENY = "default-deny-ingress"
@@ -141,7 +142,7 @@ class NetworkPolicies(pulumi.ComponentResource):
             k8s.networking.v1.NetworkPolicy(
                 policy.metadata.name,
                 policy,
-                opts=names.fixed_name_options(parent=self, provider=args.provider, depends_on=[args.namespace]),
+                opts=fixed_name_options(parent=self, provider=args.provider, depends_on=[args.namespace]),
             )
             for policy in render_policies()
         ]

@@ -31,6 +31,7 @@ from core.facts.pods import (
     RDMA_INTERFACES_START,
     SHM_GIB,
 )
+from core.resource_options import fixed_name_options
 from workloads import placement, pods, storage
 from workloads.identity import LABELS
 from workloads.sizing import worker_requests
@@ -302,7 +303,7 @@ class RayCluster(pulumi.ComponentResource):
             kind=KIND,
             metadata=k8s.meta.v1.ObjectMetaArgs(**manifest["metadata"]),
             spec=manifest["spec"],
-            opts=names.fixed_name_options(
+            opts=fixed_name_options(
                 parent=self,
                 provider=args.provider,
                 depends_on=list(args.depends_on),

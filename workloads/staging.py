@@ -29,6 +29,7 @@ from core.facts.pods import (
     STAGING_REQUESTS,
     VERL_TRANSFORMERS,
 )
+from core.resource_options import fixed_name_options
 from workloads import paths, placement, pods, storage
 from workloads.identity import LABELS
 
@@ -160,7 +161,7 @@ class Staging(pulumi.ComponentResource):
         self.config_map = k8s.core.v1.ConfigMap(
             f"{NAME}-script",
             render_script_config_map(),
-            opts=names.fixed_name_options(parent=self, provider=args.provider, depends_on=[args.namespace]),
+            opts=fixed_name_options(parent=self, provider=args.provider, depends_on=[args.namespace]),
         )
         pulumi.log.info(
             f"staging: `up` waits for Job {names.NAMESPACE}/{NAME} (model, data; at most"
@@ -170,7 +171,7 @@ class Staging(pulumi.ComponentResource):
         self.job = k8s.batch.v1.Job(
             NAME,
             render_job(args.config),
-            opts=names.fixed_name_options(
+            opts=fixed_name_options(
                 parent=self, provider=args.provider, depends_on=[self.config_map, *args.depends_on]
             ),
         )

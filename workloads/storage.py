@@ -23,6 +23,7 @@ from core.facts.pods import (
     GCSFUSE_SIDECAR_ANNOTATIONS,
     GCSFUSE_VOLUME_ATTRIBUTES,
 )
+from core.resource_options import fixed_name_options
 from infra.outputs import GcsStorage, LustreStorage, StorageHandOff
 from workloads.identity import LABELS
 
@@ -137,12 +138,12 @@ class SharedStorage(pulumi.ComponentResource):
         self.volume = k8s.core.v1.PersistentVolume(
             f"{names.DATA_CLAIM}-volume",
             render_volume(args.config, args.storage),
-            opts=names.fixed_name_options(parent=self, provider=args.provider, depends_on=list(args.depends_on)),
+            opts=fixed_name_options(parent=self, provider=args.provider, depends_on=list(args.depends_on)),
         )
         self.claim = k8s.core.v1.PersistentVolumeClaim(
             names.DATA_CLAIM,
             render_claim(),
-            opts=names.fixed_name_options(
+            opts=fixed_name_options(
                 parent=self, provider=args.provider, depends_on=[self.volume, args.namespace]
             ),
         )

@@ -183,7 +183,7 @@ def _cross_check_what_validated(
 
 
 Derivation = Callable[[StackConfig], tuple[StackConfig, tuple[DerivedValue, ...]]]
-"""Fills the defaults derived from other keys, returning the config and what it derived (jobs.defaults)."""
+"""Fills the defaults derived from other keys, returning the config and what it derived (jobs.spec.defaults)."""
 
 
 def parse_config(
@@ -258,7 +258,7 @@ def parse_config(
         raise ConfigError(problems)
     # Derived once, here, so that every reader (program, plan, job CLI) sees the same values and the
     # cross checks hold them to the rules an explicit value meets. The job layer supplies `derive`
-    # (jobs/load.py): the derivation needs its recipes and capacity formula, and core never imports jobs.
+    # (jobs/spec/load.py): the derivation needs its recipes and capacity formula, and core never imports jobs.
     config, derived = derive(config)
     problems.extend(cross_check(config, rules))
     if problems:

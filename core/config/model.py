@@ -268,7 +268,7 @@ class WorkloadConfig(_Section):
     )
     memory_check: bool = Field(
         True,
-        description="Refuse a run whose training or rollout would not fit in GPU memory (jobs/memory.py);"
+        description="Refuse a run whose training or rollout would not fit in GPU memory (jobs/spec/memory.py);"
         " false: I know, plan it anyway.",
     )
 

@@ -406,7 +406,7 @@ class CrossRule:
     check: Callable[[StackConfig], list[Problem]]
     """The rule: the config in, one problem per refused key out."""
     reads_derived: bool = False
-    """True when the rule reads a derived default (jobs.defaults): it waits while derivation cannot run."""
+    """True when the rule reads a derived default (jobs.spec.defaults): it waits while derivation cannot run."""
 
 
 CONFIG_RULES = tuple(
@@ -425,5 +425,5 @@ CONFIG_RULES = tuple(
         _preflight_problems,
     )
 )
-"""The config's cross-rules; each reads only the keys it checks. The job layer adds its own (jobs/validate.py
-JOB_RULES) when it loads a stack (jobs/load.py)."""
+"""The config's cross-rules; each reads only the keys it checks. The job layer adds its own (jobs/spec/validate.py
+JOB_RULES) when it loads a stack (jobs/spec/load.py)."""

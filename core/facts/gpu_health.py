@@ -18,7 +18,7 @@ class GpuHealthReference:
     datasheet_hbm_tbps: float
     """Vendor datasheet HBM bandwidth in TB/s."""
     bf16_matmul_tflops: float
-    """8192^3 bf16 matmul rate a healthy GPU reaches (jobs/preflight/measure.py's method), TFLOP/s."""
+    """8192^3 bf16 matmul rate a healthy GPU reaches (incluster/preflight/measure.py's method), TFLOP/s."""
     copy_tbps: float
     """Device-to-device copy bandwidth a healthy GPU reaches, read plus write, TB/s (same method)."""
 
@@ -33,7 +33,7 @@ H200_DATASHEET_HBM_TBPS = 4.8
 
 H200_MEASURED_BF16_TFLOPS = 698.0
 """8192^3 bf16 matmul on a real H200 (SXM, 'NVIDIA H200', driver 580.159.04 / CUDA 13.0, torch 2.11.0+cu130),
-measured 2026-12-01 with jobs/preflight/measure.py (random normal data, CUDA events, median of 10 timings of 10
+measured 2026-12-01 with incluster/preflight/measure.py (random normal data, CUDA events, median of 10 timings of 10
 products after 3 warm-ups): the median of six measure_node() runs on two such machines, 667-730 TFLOP/s
 (benchmarks/results/preflight-h200/). The GPU runs at its 700 W cap (`SW Power Cap`, SM clock down to 1,350-1,560
 MHz under load), so the figure depends on the data: uniform [0, 1) data gave 765 (run2-probe.json), as in the

@@ -1,6 +1,6 @@
 """GPU memory of a colocated GRPO run: the bytes per parameter each training backend keeps on a GPU, what the
 rollout and the training phase leave resident for each other, the allowances a step needs beyond the model
-state, and the published runs the memory model (jobs/memory.py) is checked against.
+state, and the published runs the memory model (jobs/spec/memory.py) is checked against.
 
 Read on 2026-12-01 from the pinned sources: verl 0.9.1 as installed (`pip install --no-deps verl==0.9.1`),
 NVIDIA-NeMo/RL tag v0.7.0 (81aa43d), Megatron-LM's distributed-optimizer guide (@50b073c), and
@@ -162,5 +162,5 @@ PUBLISHED_RUNS: tuple[PublishedRun, ...] = (
     PublishedRun("nemo-rl-dtensor", 8, 8, "H100", False, 0.6, 1, "NeMo-RL v0.7.0 examples/configs/grpo_math_8B.yaml: Llama-3.1-8B, cluster.num_nodes 1 x gpus_per_node 8"),
     PublishedRun("nemo-rl-megatron", 70, 64, "H100", False, 0.6, 16, "NeMo-RL v0.7.0 examples/configs/grpo_math_70B_megatron.yaml: Llama-3.3-70B, TP 4 x PP 4, cluster.num_nodes 8 x gpus_per_node 8"),
 )
-"""Published runs the memory model must accept (tests/jobs/test_memory.py; it also refuses verl's 80 GB MIN rows
+"""Published runs the memory model must accept (tests/jobs/spec/test_memory.py; it also refuses verl's 80 GB MIN rows
 on half their GPUs, and NeMo-RL's recipes on one GPU and on one Megatron replica)."""

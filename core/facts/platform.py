@@ -351,3 +351,10 @@ SUPPORTED_PAIRS: dict[str, tuple[str, ...]] = {
     "nemo-rl": ("deepscaler",),
 }
 """The data sets each framework can train on (`workload.dataset`)."""
+
+OLDEST_IMAGE_PYTHON = (3, 12)
+"""The oldest Python among the pinned framework images (DEFAULT_IMAGES), which runs the in-cluster package
+(incluster/): verl's image is built `FROM nvidia/cuda:13.0.2-devel-ubuntu24.04` and installs into
+/usr/local/lib/python3.12/dist-packages (verl-project/verl docker/Dockerfile.stable.vllm, 2cf5706); NeMo-RL
+v0.7.0's runs /opt/nemo_rl_venv on Python 3.13 (NVIDIA-NeMo/RL docker/Dockerfile at v0.7.0). pyproject.toml's
+ruff target for incluster/ is the same version."""

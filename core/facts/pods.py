@@ -93,7 +93,7 @@ pod's source IP (tigera/operator#5212, 2026-08: "On AKS and GKE the API server r
 webhooks through konnectivity agent pods ... GKE uses `k8s-app`"; cilium/cilium#19439: GKE's
 konnectivity agent carries "all control-plane to cluster connections"; the upstream agent DaemonSet
 kubernetes.io examples/admin/konnectivity/konnectivity-agent.yaml runs in kube-system with
-`k8s-app: konnectivity-agent`). jobs/access.py reaches the dashboard by this path."""
+`k8s-app: konnectivity-agent`). jobs/submit/access.py reaches the dashboard by this path."""
 
 RDMA_INTERFACES_START = 2
 """eth0 is the pod network, eth1 gvnic-1, eth2..eth9 rdma-0..rdma-7 (DOC-AIH-CUSTOM, A.7; KES)."""

@@ -5,14 +5,14 @@ in a process group of its own and loses it the way a preempted spot VM is lost: 
 the head's health checks fail and Ray marks the node DEAD, and the actors on it die with it.
 
 Why not `ray start --address=...`: with `RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0` (what keeps Ray on loopback,
-jobs/local_head.py) `ray start` refuses any worker node (ray 2.60.0 python/ray/scripts/scripts.py L1169-1182),
+jobs/submit/local_head.py) `ray start` refuses any worker node (ray 2.60.0 python/ray/scripts/scripts.py L1169-1182),
 and with it at 1 Ray replaces 127.0.0.1 with the machine's routable address, both the GCS address and the node's
 own (python/ray/_private/services.py L786-803 `resolve_ip_for_localhost`, L811-821 `get_node_ip_address`).
 So this starts the node as `ray start` does once past those checks (scripts.py L1239-1245:
 `ray._private.node.Node(ray_params, head=False, shutdown_at_exit=True, spawn_reaper=True)`), which is also how
 Ray's own python/ray/cluster_utils.py `Cluster.add_node` (L208-240) puts several nodes on one machine. On
 127.0.0.1 its dashboard agent listens on loopback only (python/ray/dashboard/agent.py L165). Every port is 0
-(the kernel picks it) as in jobs/local_head.py.
+(the kernel picks it) as in jobs/submit/local_head.py.
 """
 
 from __future__ import annotations

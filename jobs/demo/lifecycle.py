@@ -1,14 +1,14 @@
 """The whole run lifecycle on this machine, offline: submit, follow, a lost GPU node, the guardian's resume from the
 newest complete checkpoint, then `status` and the plot.
 
-1. A local Ray head on 127.0.0.1 (jobs/local_head.py) and a GPU node beside it (jobs/demo/gpu_node.py), each in a
+1. A local Ray head on 127.0.0.1 (jobs/submit/local_head.py) and a GPU node beside it (jobs/demo/gpu_node.py), each in a
    process group of its own.
-2. The dev stack's real job spec (jobs/spec.py, from the copy of the shipped `Pulumi.dev.yaml` in this folder) with
+2. The dev stack's real job spec (jobs/spec/training.py, from the copy of the shipped `Pulumi.dev.yaml` in this folder) with
    the stand-in trainer (jobs/demo/stand_in_trainer.py: verl 0.9.1's checkpoint layout and resume) as the
    entrypoint, its shared storage under a local directory (`--data-root`), submitted as `pulumi up` submits it.
 3. Attempt 1 followed until the stand-in holds after step HOLD_AFTER (checkpoints at 2 and 4); then the GPU node's
    process group is killed, as a preempted spot VM is lost: the head marks the node DEAD and the attempt fails.
-4. The run guardian (jobs/guardian.py, the same loop as in the cluster) judges the lost GPU node, backs off, waits
+4. The run guardian (incluster/guardian.py, the same loop as in the cluster) judges the lost GPU node, backs off, waits
    for GPU nodes (a new node joins, as a new spot VM would) and submits attempt 2, which resumes from step 4. Its
    export and scale-to-zero hooks say what they would do on a real cluster.
 5. `python -m jobs status` (goodput, $ per step at the stack's prices) and `python -m jobs plot`, then where
@@ -40,13 +40,14 @@ from typing import Any, TypeVar
 
 from core.config.model import PROJECT_NAMESPACE, StackConfig
 from core.stackfile import read_stack_file, stack_file
-from jobs import control, local_head, record
-from jobs.access import Endpoint
+from incluster import control, record
+from incluster.endpoint import Endpoint
+from incluster.guardian import Backoff, ExportRequest, GuardError, Guardian, Hooks, Settings, settings_from
 from jobs.demo.stand_in_trainer import STEPS_ENV
-from jobs.guardian import Backoff, ExportRequest, GuardError, Guardian, Hooks, Settings, settings_from
-from jobs.guardian_settings import guardian_settings
-from jobs.load import load_config
-from jobs.spec import on_data_root, submission_of, training_spec
+from jobs.guardian.settings import guardian_settings
+from jobs.spec.load import load_config
+from jobs.spec.training import on_data_root, submission_of, training_spec
+from jobs.submit import local_head
 
 DEMO_DIR = Path(__file__).resolve().parent
 """This folder: the stack file copy, the stand-in trainer, the GPU node."""
@@ -83,10 +84,10 @@ IDLE_MINUTES = 0.01
 """The guardian's job.idleMinutes in the demo: scale to zero a moment after the run is over."""
 
 BACKOFF = Backoff(1, 1)
-"""The guardian's wait before a recovery in the demo (30 s in a cluster, jobs/guardian.py BACKOFF)."""
+"""The guardian's wait before a recovery in the demo (30 s in a cluster, incluster/guardian.py BACKOFF)."""
 
 SETTLE_SECONDS = 10.0
-"""The guardian's settle time in the demo (jobs/guardian.py SETTLE_SECONDS): the dead node is known within it."""
+"""The guardian's settle time in the demo (incluster/guardian.py SETTLE_SECONDS): the dead node is known within it."""
 
 HEALTH_CHECKS = {
     "RAY_health_check_initial_delay_ms": "1000",
@@ -280,18 +281,18 @@ class Printing:
     """The guardian's hooks on this machine: each says what it would do on the stack's cluster."""
 
     def export(self, request: ExportRequest) -> str:
-        """On a cluster: the export job of the newest complete step (jobs/export.py)."""
+        """On a cluster: the export job of the newest complete step (jobs/runs/export.py)."""
         return (
             f"on a cluster this submits the export of global_step_{request.step} as a Hugging Face model"
-            f" (jobs/export.py; here nothing is converted)"
+            f" (jobs/runs/export.py; here nothing is converted)"
         )
 
     def scale_to_zero(self, settings: Settings) -> str:
-        """On a cluster: the GPU worker group at 0 replicas (jobs/scaling.py)."""
+        """On a cluster: the GPU worker group at 0 replicas (incluster/scaling.py)."""
         raw = settings.raw
         return (
             f"on a cluster this sets RayCluster {raw['namespace']}/{raw['rayCluster']} worker group"
-            f" {raw['gpuWorkerGroup']} to 0 replicas (jobs/scaling.py; here the GPU node stays until the demo ends)"
+            f" {raw['gpuWorkerGroup']} to 0 replicas (incluster/scaling.py; here the GPU node stays until the demo ends)"
         )
 
     def hooks(self) -> Hooks:
@@ -378,7 +379,7 @@ def lifecycle(out: Path, report: Say) -> int:
         settings = settings_from(values, "the demo")
         guardian = Guardian(settings, cluster.endpoint, Printing().hooks(), lambda line: report(f"  guardian | {line}"),
                             backoff=BACKOFF, settle=SETTLE_SECONDS)  # fmt: skip
-        report("the run guardian follows the run (jobs/guardian.py, the loop that runs in the cluster):")
+        report("the run guardian follows the run (incluster/guardian.py, the loop that runs in the cluster):")
         with_progress("the guardian", lambda: guardian.run(poll=0.5), GUARD_SECONDS, report)
 
         resumed = [item for item in record.read(run_dir) if item["event"] == "submitted"]

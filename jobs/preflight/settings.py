@@ -1,5 +1,5 @@
 """The preflight's settings from the stack's config: plain, deterministic data that the post-deploy step keeps in its
-inputs and the guardian in its settings (jobs/preflight/run.py runs them; the driver reads them)."""
+inputs and the guardian in its settings (incluster/preflight/run.py runs them; the driver reads them)."""
 
 from __future__ import annotations
 
@@ -18,11 +18,11 @@ from core.facts.fabric import (
 )
 from core.facts.gpu_health import PREFLIGHT_MIN_SHARE
 from core.facts.platform import GPUS_PER_NODE
-from jobs.defaults import preflight_mode
-from jobs.spec import training_spec
+from jobs.spec.defaults import preflight_mode
+from jobs.spec.training import training_spec
 from workloads.raycluster import worker_env
 
-MEASURE = "jobs.preflight.measure:measure_node"
+MEASURE = "incluster.preflight.measure:measure_node"
 """What each node task calls for its GPUs' report."""
 
 PLACEMENT_TIMEOUT_S = 300.0
@@ -37,7 +37,7 @@ FABRIC_TIMEOUT_S = 1200.0
 
 def results_dir(config: StackConfig, data_root: str | None = None) -> str:
     """`<run dir>/preflight`, beside the run's record; under `data_root` for a local run (the shared storage's
-    `/data/x` becomes `<data_root>/x`, as jobs/spec.py on_data_root maps it)."""
+    `/data/x` becomes `<data_root>/x`, as jobs/spec/training.py on_data_root maps it)."""
     directory = f"{training_spec(config).run_dir}/preflight"
     if data_root is None:
         return directory
@@ -91,7 +91,7 @@ def preflight_settings(config: StackConfig, mode: str, directory: str, stamp: st
 
 def preflight_template(config: StackConfig) -> dict[str, Any] | None:
     """The stack's preflight settings without their time (plain, deterministic: fit for Pulumi's state and the
-    guardian's settings), or None when job.preflight is off; jobs/preflight/gate.py adds the time when it runs."""
+    guardian's settings), or None when job.preflight is off; incluster/preflight/gate.py adds the time when it runs."""
     mode, _ = preflight_mode(config)
     if mode == "off":
         return None

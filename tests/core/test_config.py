@@ -24,7 +24,7 @@ from core.facts.platform import (
     FrameworkImage,
     GkeVersion,
 )
-from jobs.load import load_config
+from jobs.spec.load import load_config
 from plan.harness import REPO_ROOT
 
 DELETE = object()
@@ -1196,7 +1196,7 @@ def test_section_defaults() -> None:
         "rdmaRange": "192.168.128.0/18",
         "lustreRange": "10.0.64.0/22",
     }
-    # rolloutTensorParallel and microBatchSizePerGpu are derived (jobs/defaults.py): a 0.5B model fits
+    # rolloutTensorParallel and microBatchSizePerGpu are derived (jobs/spec/defaults.py): a 0.5B model fits
     # one GPU, and 8 samples of 1536 tokens are the most within 16384 tokens that divide 256 x 8 / 8 GPUs.
     assert config.grpo.model_dump(by_alias=True) == {
         "promptsPerStep": 256,

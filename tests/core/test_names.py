@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from core.names import fixed_name_options
+from core.resource_options import fixed_name_options
 from plan.harness import Recording, run_values
 from plan.monitor import Recorded
 from tests.conftest import COMBINATIONS, SHIPPED_STACKS, combination_values

@@ -11,7 +11,7 @@ import yaml
 from core.config.load import LoadedConfig
 from core.config.model import PROJECT_NAMESPACE
 from core.stackfile import read_stack_file
-from jobs.load import load_config
+from jobs.spec.load import load_config
 from tests.conftest import REPO_ROOT, SHIPPED_STACKS, shipped_stack_file
 from tests.core.test_config import OPEN_CONTROL_PLANE
 

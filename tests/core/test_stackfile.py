@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from core.stackfile import OPAQUE_SECRET, StackFileError, read_stack_file, stack_file, stack_name_of
-from jobs.load import load_config
+from jobs.spec.load import load_config
 from tests.core.test_config import OPEN_CONTROL_PLANE
 
 PROJECT = "grpo-gke"

@@ -231,10 +231,10 @@ def cli_run(make_stack, tmp_path, monkeypatch):
     (an id Ray picked, the newest job of the stack) and a job of another stack. Its files lie under DIR/data."""
     from ray.job_submission import JobDetails, JobStatus, JobType
 
-    from jobs import control
+    from incluster import control
     from jobs.cli import load_stack
-    from jobs.spec import training_spec
-    from tests.jobs.test_observed import T0, stamp, verl_log
+    from jobs.spec.training import training_spec
+    from tests.jobs.runs.test_observed import T0, stamp, verl_log
 
     name, directory = make_stack("cli")
     run = training_spec(load_stack(name, directory)).run
@@ -252,7 +252,7 @@ def cli_run(make_stack, tmp_path, monkeypatch):
 
     def job(submission_id: str, status, start: float, end: float | None, metadata: dict, message: str = ""):
         return JobDetails(
-            type=JobType.SUBMISSION, submission_id=submission_id, status=status, entrypoint="python3 -m jobs.attempt",
+            type=JobType.SUBMISSION, submission_id=submission_id, status=status, entrypoint="python3 -m incluster.attempt",
             message=message, start_time=int(start * 1000), end_time=None if end is None else int(end * 1000),
             metadata=metadata,
         )  # fmt: skip

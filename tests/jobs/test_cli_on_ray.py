@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from jobs import control
+from incluster import control
 from jobs.cli import main
-from jobs.local_head import refusing_address
+from jobs.submit.local_head import refusing_address
 from plan.harness import REPO_ROOT
-from tests.jobs.conftest import stand_in
+from tests.ray_fixtures import stand_in
 
 pytestmark = pytest.mark.usefixtures("ray_head")
 
@@ -49,7 +49,7 @@ def remote(args: list[str]) -> list[str]:
 
 
 def ray_jobs(address: str, stack: str) -> list:
-    from jobs.control import connect, endpoint_for_address, stack_jobs
+    from incluster.control import connect, endpoint_for_address, stack_jobs
 
     return stack_jobs(connect(endpoint_for_address(address)), stack)
 
@@ -247,7 +247,7 @@ def test_status_of_a_failed_attempt_shows_its_error_line(ray_head, make_stack, c
 
 
 def test_the_head_dying_during_logs_follow_is_one_line_and_exit_2(make_stack, capsys):
-    from jobs import local_head
+    from jobs.submit import local_head
 
     head = local_head.start(num_cpus=1, num_gpus=8)
     try:
@@ -329,7 +329,7 @@ def test_fresh_starts_a_new_run_that_the_next_submit_keeps(ray_head, make_stack,
 
 
 def test_status_and_list_show_the_runs_record_from_the_data_root(ray_head, make_stack, capsys):
-    from jobs import record
+    from incluster import record
 
     name, directory = make_stack("cli-record")
     args = common(name, directory, ray_head)
@@ -356,7 +356,7 @@ def test_status_shows_the_runs_goodput_and_cost_from_its_files_under_data_root(r
     import json
 
     from core.prices import catalog, gpu_hourly
-    from jobs.spec import run_directory
+    from jobs.spec.training import run_directory
     from tests.conftest import config_of
 
     name, directory = make_stack("cli-goodput")

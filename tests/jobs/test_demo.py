@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from jobs import record
+from incluster import record
 from jobs.demo.lifecycle import DEMO_DIR, HOLD_AFTER, SAVE_EVERY, STEPS
 from tests.conftest import REPO_ROOT, shipped_stack_file
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pulumi
 import pytest
 
-from jobs.spec import submission_for
+from jobs.spec.training import submission_for
 from plan import harness
 from plan.harness import run_values
 from tests.conftest import SHIPPED_STACKS, config_of, stack_values, values_of

@@ -13,11 +13,11 @@ from omegaconf import OmegaConf
 
 from core.config.problems import ConfigError
 from core.facts.platform import NEMO_RL_RELEASES
-from jobs.spec import for_attempt, submission_for, submission_of, training_spec
-from jobs.validate import check, nemo_rl_problems, verl_problems
+from jobs.spec.training import for_attempt, submission_for, submission_of, training_spec
+from jobs.spec.validate import check, nemo_rl_problems, verl_problems
 from tests.conftest import config_of
-from tests.jobs.test_spec import nemo_rl, overrides_of
-from tests.jobs.test_validate import SHARED_RELEASES, apply_overrides, shared_recipe
+from tests.jobs.spec.test_training import nemo_rl, overrides_of
+from tests.jobs.spec.test_validate import SHARED_RELEASES, apply_overrides, shared_recipe
 
 KEY = "wandb-TrackingTestKey-0123456789abcdef"
 """A recognisable fake W&B key."""
@@ -147,7 +147,7 @@ def test_the_key_is_in_no_submission_spec_or_attempt():
 )
 def test_a_second_wandb_api_key_beside_wandbapikey_is_refused(sections, where):
     from core.config.model import PROJECT_NAMESPACE
-    from jobs.load import load_config
+    from jobs.spec.load import load_config
     from tests.conftest import stack_values, values_of, with_secrets
 
     env = sections.pop("secretEnv", None)
@@ -161,7 +161,7 @@ def test_a_second_wandb_api_key_beside_wandbapikey_is_refused(sections, where):
 
 
 def test_secret_env_wandb_api_key_alone_is_still_allowed():
-    from jobs.load import load_config
+    from jobs.spec.load import load_config
     from tests.conftest import stack_values, values_of, with_secrets
 
     values, secret_keys = with_secrets(values_of("dev"), secret_env={"WANDB_API_KEY": "k"})

@@ -13,7 +13,7 @@ import pytest
 
 from core.config.model import PROJECT_NAMESPACE
 from core.stackfile import StackFileError, read_stack_file
-from jobs.load import load_stack
+from jobs.spec.load import load_stack
 from plan.cli import EXIT_BAD_INPUT, main
 from tests.conftest import REPO_ROOT, SHIPPED_STACKS, shipped_stack_file
 

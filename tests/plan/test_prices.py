@@ -271,7 +271,7 @@ def test_lustre_costs_its_capacity_at_the_tiers_price_over_730_hours():
 
 
 def test_a_bucket_whose_model_size_is_unknown_says_so():
-    # The config refuses such a model (jobs/validate.py model_size_problems); the estimate still never guesses.
+    # The config refuses such a model (jobs/spec/validate.py model_size_problems); the estimate still never guesses.
     dev = config_of("dev")
     unsized = dev.model_copy(update={"workload": dev.workload.model_copy(update={"model": "my-org/my-policy"})})
     line = estimate(unsized, catalog()).lines[2]

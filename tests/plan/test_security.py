@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from jobs.load import load_config
+from jobs.spec.load import load_config
 from plan.security import security_summary
 from tests.conftest import combination_values
 from tests.core.test_config import OPEN_CONTROL_PLANE

@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from jobs.scaling import desired_workers
+from incluster.scaling import desired_workers
 
 ATOMIC_LIST = ("spec", "workerGroupSpecs")
 """The RayCluster's atomic list: one field for Server-Side Apply (no x-kubernetes-list-type in KubeRay's CRD)."""
@@ -245,7 +245,7 @@ def kuberay_refusal(raycluster: dict[str, Any]) -> str | None:
 
 
 def workers(raycluster: dict[str, Any]) -> int:
-    """The GPU worker pods KubeRay keeps (GetWorkerGroupDesiredReplicas, util.go v1.7.0, via jobs.scaling)."""
+    """The GPU worker pods KubeRay keeps (GetWorkerGroupDesiredReplicas, util.go v1.7.0, via incluster.scaling)."""
     return desired_workers(raycluster)
 
 

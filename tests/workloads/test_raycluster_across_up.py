@@ -11,9 +11,9 @@ import pytest
 
 from core.config.model import GpuConfig
 from core.names import WORKER_REPLICAS
-from jobs import scaling
+from incluster import scaling
 from tests.conftest import recorded_run
-from tests.jobs.test_scaling import apply_json_patch
+from tests.incluster.test_scaling import apply_json_patch
 from tests.workloads.conftest import combination_values
 from tests.workloads.pulumi_up_model import (
     PATCH_FORCE,

@@ -12,7 +12,7 @@ import pytest
 from core import names
 from core.facts.platform import DEFAULT_IMAGES, GPU_MACHINES
 from core.facts.pods import GIB_NCCL_ENV, KUBERAY_READY_WAIT, SHM_GIB
-from jobs.scaling import desired_workers
+from incluster.scaling import desired_workers
 from tests.conftest import COMBINATIONS, FRAMEWORKS, combination_config
 from tests.workloads.conftest import TEST_TOKEN, schema_errors
 from workloads import raycluster

@@ -2,7 +2,7 @@
 
 from core import names
 from core.facts.platform import VERL_VERSION
-from jobs.load import load_config
+from jobs.spec.load import load_config
 from workloads import paths
 
 

@@ -1,0 +1,219 @@
+"""`python3 -m incluster.attempt --framework verl|nemo-rl --world-size W -- COMMAND...`: one attempt of a run.
+
+The entrypoint of every attempt, whoever submits it (`pulumi up`, the CLI, the guardian): first it
+prepares the resume in `$GRPO_RUN_DIR` (incluster/checkpoints.py: the newest complete checkpoint, verl's
+tracker rewritten to it, incomplete step directories moved aside) and, with `--keep K` (verl's
+`grpo.keepCheckpoints`), removes verl's rotated remains and the complete steps beyond the newest K, which verl's
+own rotation never reaches once the attempt that saved them is over; then it runs COMMAND, passing its
+output (stdout and stderr merged) through unchanged and appending every line to
+`$GRPO_RUN_DIR/logs/attempt-$GRPO_ATTEMPT.log` as `<UTC time, ISO 8601 with milliseconds and Z>\\t<line>`.
+When checkpoints exist but none is complete it refuses the attempt: the reason is its last line and
+it exits with REFUSED_EXIT, so the attempt ends FAILED and the guardian does not retry it.
+
+A deadline stop is not the end of the run. NeMo-RL, told `checkpointing.checkpoint_must_save_by`, saves, prints
+NEMO_RL_DEADLINE_LINE and returns, so its command exits 0 before the schedule is done. When COMMAND exits 0 after
+that line, the wrapper's last line says so: DEADLINE_STOP_LINE with the newest complete step it saved (the guardian
+and incluster/control.py `settled` resume the run from it), or, when this attempt saved no checkpoint (NeMo-RL returns on
+the timeout with checkpointing off too), a failure line and UNSAVED_STOP_EXIT: the attempt ends FAILED.
+
+Pod-side: it runs in the framework image, stdlib only, and reaches the cluster as
+the submission's `py_modules` (incluster/shipping.py).
+Exit codes: COMMAND's (128 + N when a signal N ended it); REFUSED_EXIT; UNSAVED_STOP_EXIT; 2 bad usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import BinaryIO
+
+from incluster.checkpoints import CheckpointError, StepDir, newest_complete, prepare_resume, prune
+from incluster.record import utc_stamp
+
+REFUSED_EXIT = 3
+"""Exit code of an attempt refused because checkpoints exist and none is complete."""
+
+PREFIX = "grpo-gke attempt"
+"""Start of the lines the wrapper itself writes."""
+
+REFUSED_LINE = re.compile(rf"^{PREFIX} \d+: refused: ")
+"""The refusal line (the attempt's last) as the guardian recognises it."""
+
+NEMO_RL_DEADLINE_LINE = "Timeout has been reached, stopping training early"
+"""NeMo-RL v0.7.0 nemo_rl/algorithms/grpo.py L3125 (async_grpo_train L4312; grpo_sync.py L1312, the
+`data_plane.enabled` trainer examples/run_grpo.py L40-45 picks): printed once its TimeoutChecker
+(`checkpointing.checkpoint_must_save_by`) fired, after the save that check asked for (L2880-2884, only with
+`checkpointing.enabled`), then grpo_train returns (L3126) and examples/run_grpo.py ends normally (L231-232): exit 0. It is
+checked before the end of the schedule (L3127-3133), so a timeout at the last step prints only this line."""
+
+DEADLINE_STOP_LINE = re.compile(rf"^{PREFIX} (\d+): stopped at its deadline after saving step (\d+)")
+"""The wrapper's last line after a deadline stop that saved; group 2 is the newest complete step."""
+
+UNSAVED_STOP_EXIT = 4
+"""Exit code of an attempt that stopped at its deadline and saved no checkpoint in the attempt: a failed attempt."""
+
+TAIL_BYTES = 4096
+"""Bytes read from the end of an attempt's log to find its last line."""
+
+RESUMED_LINE = re.compile(rf"^{PREFIX} (\d+): resuming from \S+ \(step (\d+)\) in ")
+"""The wrapper's line (the attempt's first) naming the checkpoint step it resumed from, as `main` writes it:
+attempt number and step."""
+
+FRAMEWORKS = ("verl", "nemo-rl")
+"""Frameworks whose checkpoints the wrapper knows."""
+
+
+def log_path(run_dir: Path, attempt: int) -> Path:
+    """The attempt's timestamped log on the shared storage."""
+    return run_dir / "logs" / f"attempt-{attempt}.log"
+
+
+TAIL_BYTES = 256 * 1024
+"""The most of an attempt's log `logged_lines` reads, from its end: a log is GBs, a judgement needs its last lines."""
+
+
+def logged_lines(run_dir: Path, attempt: int, count: int, most: int = TAIL_BYTES) -> list[str]:
+    """The last `count` lines of the attempt's log without their time stamps, read from the end of the file (at most
+    `most` bytes, whatever its size); empty when there is no log."""
+    try:
+        with log_path(run_dir, attempt).open("rb") as log:
+            size = log.seek(0, os.SEEK_END)
+            start = max(0, size - most)
+            log.seek(start)
+            data = log.read(size - start)
+    except OSError:
+        return []
+    lines = data.decode(errors="replace").splitlines()
+    if start > 0 and lines:
+        lines = lines[1:]  # the first line read may be cut short
+    return [line.split("\t", 1)[-1] for line in lines[-count:]] if count > 0 else []
+
+
+def _emit(data: bytes, log: BinaryIO) -> None:
+    """One line of output: unchanged to stdout, timestamped to the attempt's log."""
+    sys.stdout.buffer.write(data)
+    sys.stdout.buffer.flush()
+    text = data.rstrip(b"\n").rstrip(b"\r")
+    log.write(utc_stamp(time.time()).encode() + b"\t" + text + b"\n")
+    log.flush()
+
+
+def deadline_stop_step(lines: list[str]) -> int | None:
+    """The step an attempt saved before it stopped at its deadline, from its last log lines (the wrapper's
+    DEADLINE_STOP_LINE is the last); None when it did not stop at its deadline."""
+    for line in reversed(lines):
+        text = line.split("\t", 1)[1] if "\t" in line and not line.startswith(PREFIX) else line
+        if text.strip():
+            found = DEADLINE_STOP_LINE.match(text.strip())
+            return int(found.group(2)) if found else None
+    return None
+
+
+def deadline_stop_in(run_dir: Path, attempt: int) -> int | None:
+    """`deadline_stop_step` of attempt `attempt`'s timestamped log in `run_dir`, reading only its last
+    TAIL_BYTES; None when the log is missing."""
+    try:
+        with log_path(run_dir, attempt).open("rb") as log:
+            log.seek(0, os.SEEK_END)
+            log.seek(max(0, log.tell() - TAIL_BYTES))
+            tail = log.read().decode(errors="replace")
+    except OSError:
+        return None
+    return deadline_stop_step(tail.splitlines())
+
+
+def _newest(run_dir: Path, framework: str, world_size: int) -> StepDir | None:
+    try:
+        return newest_complete(run_dir, framework, world_size)
+    except CheckpointError:
+        return None
+
+
+def _after_deadline(attempt: str, before: StepDir | None, after: StepDir | None, log: BinaryIO) -> int:
+    """The attempt's last line and exit code after the framework stopped at its deadline and exited 0."""
+    if after is not None and (before is None or after.step > before.step):
+        _emit(f"{PREFIX} {attempt}: stopped at its deadline after saving step {after.step} ({NEMO_RL_DEADLINE_LINE!r})"
+              "; the run resumes from it\n".encode(), log)  # fmt: skip
+        return 0
+    _emit(f"{PREFIX} {attempt}: failed: the framework stopped at its deadline ({NEMO_RL_DEADLINE_LINE!r}) and this"
+          " attempt saved no checkpoint (NeMo-RL saves at the deadline only with checkpointing.enabled)\n".encode(),
+          log)  # fmt: skip
+    return UNSAVED_STOP_EXIT
+
+
+def _run(command: list[str], log: BinaryIO) -> tuple[int, bool]:
+    """Run `command` with its output merged through `_emit`; SIGTERM and SIGINT are passed on to it. Its exit code,
+    and whether it printed NEMO_RL_DEADLINE_LINE."""
+    try:
+        child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    except OSError as error:
+        _emit(f"{PREFIX}: cannot run {command[0]!r}: {error.strerror or error}\n".encode(), log)
+        return 127, False
+
+    def forward(signum: int, _frame: object) -> None:
+        child.send_signal(signum)
+
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, forward)
+    assert child.stdout is not None
+    deadline, marker = False, NEMO_RL_DEADLINE_LINE.encode()
+    for data in iter(child.stdout.readline, b""):
+        _emit(data, log)
+        deadline = deadline or data.strip() == marker
+    code = child.wait()
+    return (128 - code if code < 0 else code), deadline
+
+
+def _parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="python3 -m incluster.attempt", description=__doc__.splitlines()[0])
+    top.add_argument("--framework", required=True, choices=FRAMEWORKS, help="whose checkpoint layout")
+    top.add_argument("--world-size", required=True, type=int, help="ranks of the run (8 x gpu.nodes)")
+    top.add_argument("--keep", type=int, help="complete checkpoints kept across attempts (verl's grpo.keepCheckpoints)")
+    top.add_argument("command", nargs=argparse.REMAINDER, help="-- and the framework's command")
+    return top
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Prepare the resume, then run the command; return the attempt's exit code."""
+    args = _parser().parse_args(sys.argv[1:] if argv is None else argv)
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    run_dir, attempt = os.environ.get("GRPO_RUN_DIR", ""), os.environ.get("GRPO_ATTEMPT", "")
+    keep_ok = args.keep is None or args.keep >= 1
+    if not command or args.world_size < 1 or not keep_ok or not run_dir or not attempt.isdigit():
+        print(
+            f"{PREFIX}: usage: GRPO_RUN_DIR and GRPO_ATTEMPT set, --world-size and --keep at least 1, and -- COMMAND"
+            f" (got GRPO_RUN_DIR={run_dir!r}, GRPO_ATTEMPT={attempt!r}, --world-size {args.world_size},"
+            f" --keep {args.keep})",
+            file=sys.stderr,
+        )
+        return 2
+    path = log_path(Path(run_dir), int(attempt))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("ab") as log:
+        try:
+            chosen = prepare_resume(Path(run_dir), args.framework, args.world_size)
+        except CheckpointError as error:
+            _emit(f"{PREFIX} {attempt}: {error}\n".encode(), log)
+            return REFUSED_EXIT
+        where = (
+            f"resuming from {chosen.path.name} (step {chosen.step})" if chosen else "no checkpoint; starting at step 0"
+        )
+        _emit(f"{PREFIX} {attempt}: {where} in {run_dir}\n".encode(), log)
+        removed = prune(Path(run_dir), args.framework, args.world_size, args.keep) if args.keep else []
+        if removed:
+            names = ", ".join(path.name for path in removed)
+            _emit(f"{PREFIX} {attempt}: removed {names} (keeping the newest {args.keep} checkpoints)\n".encode(), log)
+        code, deadline = _run(command, log)
+        if code != 0 or not deadline:
+            return code
+        return _after_deadline(attempt, chosen, _newest(Path(run_dir), args.framework, args.world_size), log)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

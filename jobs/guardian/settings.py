@@ -1,0 +1,43 @@
+"""What the in-cluster run guardian needs: its settings (plain, deterministic JSON); its code is the shipped files
+(incluster/shipping.py), under /opt/grpo-gke.
+
+The stack renders both into ConfigMaps (settings at /etc/grpo-gke/guardian/settings.json, code under
+/opt/grpo-gke) and runs `python3 -m incluster.guardian --settings /etc/grpo-gke/guardian/settings.json --address
+http://<head service>:8265` with PYTHONPATH=/opt/grpo-gke, in an image that ships Ray, requests and PyYAML
+(the Ray images do), without Pulumi or the typed config.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from core import names
+from core.config.model import StackConfig
+from core.facts.platform import GPUS_PER_NODE
+from jobs.preflight.settings import preflight_template
+from jobs.runs.export import export_submission
+from jobs.spec.training import submission_for, training_spec
+from workloads.raycluster import WORKER_GROUP
+
+
+def guardian_settings(config: StackConfig) -> dict[str, Any]:
+    """The guardian's settings for `config`'s run: plain data, the same for the same config."""
+    submission = submission_for(config)
+    return {
+        "stack": config.stack,
+        "run": submission["metadata"]["run"],
+        "submission": submission,
+        "gpuNodes": config.gpu.nodes,
+        "maxRecoveries": config.job.max_recoveries,
+        "idleMinutes": config.job.idle_minutes,
+        "readyTimeoutSeconds": config.job.ready_timeout_seconds,
+        "framework": config.workload.framework,
+        "worldSize": GPUS_PER_NODE * config.gpu.nodes,
+        "namespace": names.NAMESPACE,
+        "rayCluster": names.RAY_CLUSTER,
+        "gpuWorkerGroup": WORKER_GROUP,
+        "preflight": preflight_template(config),
+        "export": export_submission(config, training_spec(config)),
+        "flexStart": config.gpu.provisioning == "flex-start",
+        "cordonBadNodes": config.job.cordon_bad_nodes,
+    }

@@ -1,0 +1,153 @@
+"""The attempt wrapper (`python3 -m incluster.attempt`): the checkpoint check before the command, the output passed
+through unchanged, the timestamped log, the refusal; and its modules, sent to the pods, stdlib only for Python 3.10."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from incluster import shipping
+from incluster.attempt import REFUSED_EXIT, REFUSED_LINE, RESUMED_LINE, UNSAVED_STOP_EXIT, deadline_stop_in, log_path
+from jobs.demo.stand_in_trainer import SHARD_KINDS, shard_name
+
+WORLD = 2
+"""A small world size: two ranks' shards make a complete verl checkpoint here."""
+
+STAMP = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z\t")
+"""The start of every line of the attempt's log."""
+
+
+def verl_step(run_dir: Path, step: int, complete: bool = True) -> Path:
+    """A verl `global_step_<step>`, complete or lacking rank 1's model shard and data.pt."""
+    folder = run_dir / f"global_step_{step}"
+    (folder / "actor").mkdir(parents=True)
+    for kind in SHARD_KINDS:
+        for rank in range(WORLD):
+            if complete or (kind, rank) != ("model", 1):
+                (folder / "actor" / shard_name(kind, WORLD, rank)).write_text("x")
+    (folder / "actor" / "fsdp_config.json").write_text("{}")
+    if complete:
+        (folder / "data.pt").write_text("{}")
+    return folder
+
+
+def wrapped(run_dir: Path, attempt: int, *command: str, keep: int | None = None) -> subprocess.CompletedProcess:
+    """`python -m incluster.attempt` around `command` for attempt `attempt` of the run in `run_dir` (`--keep` when given),
+    from the shipped files alone (incluster/shipping.py), as a pod runs it."""
+    with shipping.py_modules() as modules:
+        env = {
+            **os.environ,
+            "GRPO_RUN_DIR": str(run_dir),
+            "GRPO_ATTEMPT": str(attempt),
+            "PYTHONPATH": str(Path(modules[0]).parent),
+        }
+        argv = [sys.executable, "-m", "incluster.attempt", "--framework", "verl", "--world-size", str(WORLD),
+                *(["--keep", str(keep)] if keep is not None else []), "--", *command]  # fmt: skip
+        return subprocess.run(argv, env=env, capture_output=True, timeout=60, cwd="/")
+
+
+def test_without_checkpoints_the_command_runs_its_output_passes_through_and_each_line_is_logged_with_its_time(
+    tmp_path,
+):
+    code = "import sys; print('out one'); print('err one', file=sys.stderr, flush=True); print('out two'); sys.exit(5)"
+    result = wrapped(tmp_path, 4, sys.executable, "-c", code)
+    assert result.returncode == 5
+    lines = result.stdout.decode().splitlines()
+    assert lines[0] == f"grpo-gke attempt 4: no checkpoint; starting at step 0 in {tmp_path}"
+    assert sorted(lines[1:]) == ["err one", "out one", "out two"]
+    assert result.stderr == b""
+    logged = log_path(tmp_path, 4).read_text().splitlines()
+    assert all(STAMP.match(line) for line in logged)
+    assert [STAMP.sub("", line) for line in logged] == lines
+
+
+def test_the_newest_complete_checkpoint_is_resumed_and_a_newer_half_written_one_moved_aside(tmp_path):
+    verl_step(tmp_path, 2)
+    verl_step(tmp_path, 4)
+    verl_step(tmp_path, 6, complete=False)
+    result = wrapped(tmp_path, 2, "sh", "-c", 'cat "$GRPO_RUN_DIR/latest_checkpointed_iteration.txt"')
+    assert result.returncode == 0
+    assert result.stdout.decode().splitlines() == [
+        f"grpo-gke attempt 2: resuming from global_step_4 (step 4) in {tmp_path}",
+        "4",
+    ]
+    # the line status and plot read the resume from (jobs/runs/observed.py logged_resumes)
+    assert RESUMED_LINE.match(result.stdout.decode().splitlines()[0]).groups() == ("2", "4")
+    assert (tmp_path / "latest_checkpointed_iteration.txt").read_text() == "4"
+    assert not (tmp_path / "global_step_6").exists()
+    assert [path.name.split("-")[0] for path in (tmp_path / "incomplete").iterdir()] == ["global_step_6"]
+
+
+def test_with_keep_the_wrapper_removes_verls_rotated_remains_and_the_oldest_complete_steps_of_earlier_attempts(
+    tmp_path,
+):
+    shutil.rmtree(verl_step(tmp_path, 2) / "actor")  # what verl's rotation leaves: data.pt
+    verl_step(tmp_path, 4)
+    verl_step(tmp_path, 6)
+    verl_step(tmp_path, 8, complete=False)
+    result = wrapped(tmp_path, 3, "true", keep=1)
+    assert result.returncode == 0
+    assert result.stdout.decode().splitlines() == [
+        f"grpo-gke attempt 3: resuming from global_step_6 (step 6) in {tmp_path}",
+        "grpo-gke attempt 3: removed global_step_2, global_step_4 (keeping the newest 1 checkpoints)",
+    ]
+    assert sorted(path.name for path in tmp_path.glob("global_step_*")) == ["global_step_6"]
+    assert [path.name.split("-")[0] for path in (tmp_path / "incomplete").iterdir()] == ["global_step_8"]
+
+
+def test_checkpoints_none_complete_refuse_the_attempt_with_one_last_line_and_exit_3(tmp_path):
+    verl_step(tmp_path, 2, complete=False)
+    marker = tmp_path / "ran"
+    result = wrapped(tmp_path, 3, "touch", str(marker))
+    assert result.returncode == REFUSED_EXIT == 3
+    lines = result.stdout.decode().splitlines()
+    assert len(lines) == 1 and REFUSED_LINE.match(lines[0])
+    assert "none is complete" in lines[0] and "global_step_2" in lines[0]
+    assert not marker.exists() and (tmp_path / "global_step_2").is_dir()
+    assert STAMP.sub("", log_path(tmp_path, 3).read_text().splitlines()[-1]) == lines[0]
+
+
+def test_a_command_that_cannot_run_and_bad_usage_are_one_line_each(tmp_path):
+    missing = wrapped(tmp_path, 1, str(tmp_path / "no-such-program"))
+    assert missing.returncode == 127
+    assert missing.stdout.decode().splitlines()[-1].startswith("grpo-gke attempt: cannot run ")
+    with shipping.py_modules() as modules:
+        env = {**os.environ, "PYTHONPATH": str(Path(modules[0]).parent)}
+        env.pop("GRPO_RUN_DIR", None)
+        usage = subprocess.run([sys.executable, "-m", "incluster.attempt", "--framework", "verl", "--world-size", "8", "--", "true"],
+                               env=env, capture_output=True, text=True, timeout=60, cwd="/")  # fmt: skip
+    assert usage.returncode == 2 and len(usage.stderr.splitlines()) == 1 and "GRPO_RUN_DIR" in usage.stderr
+
+
+NEMO_RL_DEADLINE = "Timeout has been reached, stopping training early"
+"""NeMo-RL v0.7.0 nemo_rl/algorithms/grpo.py L3125, printed before grpo_train returns (exit 0) at its deadline."""
+
+
+def test_a_deadline_stop_that_saved_ends_with_the_wrapper_naming_the_step_and_exit_0(tmp_path):
+    verl_step(tmp_path, 2)
+    code = f"import pathlib, sys; sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r});" \
+        f" from tests.incluster.test_attempt import verl_step; verl_step(pathlib.Path({str(tmp_path)!r}), 3);" \
+        f" print({NEMO_RL_DEADLINE!r})"
+    result = wrapped(tmp_path, 2, sys.executable, "-c", code)
+    assert result.returncode == 0
+    last = result.stdout.decode().splitlines()[-2:]
+    assert last == [NEMO_RL_DEADLINE, f"grpo-gke attempt 2: stopped at its deadline after saving step 3"
+                    f" ({NEMO_RL_DEADLINE!r}); the run resumes from it"]  # fmt: skip
+    assert deadline_stop_in(tmp_path, 2) == 3 and deadline_stop_in(tmp_path, 1) is None
+
+
+def test_a_deadline_stop_that_saved_nothing_is_a_failed_attempt(tmp_path):
+    verl_step(tmp_path, 2)
+    result = wrapped(tmp_path, 2, sys.executable, "-c", f"print({NEMO_RL_DEADLINE!r})")
+    assert result.returncode == UNSAVED_STOP_EXIT
+    assert result.stdout.decode().splitlines()[-1].startswith("grpo-gke attempt 2: failed: the framework stopped at")
+    assert deadline_stop_in(tmp_path, 2) is None
+
+
+def test_an_exit_0_without_the_deadline_line_is_left_as_it_is(tmp_path):
+    result = wrapped(tmp_path, 1, sys.executable, "-c", "print('Max number of steps has been reached, stopping training early')")
+    assert result.returncode == 0 and deadline_stop_in(tmp_path, 1) is None

@@ -1,0 +1,357 @@
+"""One guardian at a time: the run guardian's Lease against a stand-in API server that answers Leases as the
+Kubernetes API server does (tests/support/lease_api_server.py): acquisition, renewal, a 409 race, loss to another
+holder after expiry and to an explicit take-over (the loser stops acting within one renew interval), the
+foreground guardian's refusal (its whole output and exit status) and `--take-over`. Time is a fake clock: no test
+waits."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import pytest
+
+from core import names
+from incluster import guardian, lease
+from incluster.endpoint import Endpoint
+from incluster.guardian import Action, AttemptView, Guardian, Hooks, State
+from incluster.lease import Lease, LeaseHeld, acquire_in_foreground, micro_time
+from jobs.guardian import foreground
+from jobs.guardian.settings import guardian_settings
+from tests.conftest import config_of
+from tests.support.lease_api_server import lease_api_server
+
+NAMESPACE, NAME = names.NAMESPACE, lease.LEASE_NAME
+IN_CLUSTER = "in-cluster guardian grpo-guardian-7d9c5-x2x9k"
+FOREGROUND = "python -m jobs guard of me@laptop pid 4242"
+
+
+@dataclass
+class FakeTime:
+    """The wall clock and the monotonic clock of one process, moved by the test (and by a fake sleep)."""
+
+    wall: float = 1796126400.0
+    mono: float = 1000.0
+
+    def advance(self, seconds: float) -> None:
+        self.wall += seconds
+        self.mono += seconds
+
+
+@pytest.fixture
+def api():
+    with lease_api_server() as (url, store):
+        yield Endpoint(url), store
+
+
+def holder(api_store, identity: str, time: FakeTime) -> Lease:
+    endpoint, _ = api_store
+    return Lease(endpoint, identity, clock=lambda: time.wall, monotonic=lambda: time.mono)
+
+
+def test_the_first_guardian_creates_the_lease_and_renews_it_every_interval(api):
+    _, store = api
+    time = FakeTime()
+    first = holder(api, IN_CLUSTER, time)
+    assert first.try_acquire_or_renew() and first.held()
+    assert store.spec(NAMESPACE, NAME) == {
+        "holderIdentity": IN_CLUSTER,
+        "leaseDurationSeconds": 15,
+        "acquireTime": micro_time(time.wall),
+        "renewTime": micro_time(time.wall),
+        "leaseTransitions": 0,
+    }
+    assert [(method, path) for method, path, _ in store.requests] == [
+        ("GET", f"/apis/coordination.k8s.io/v1/namespaces/{NAMESPACE}/leases/{NAME}"),
+        ("POST", f"/apis/coordination.k8s.io/v1/namespaces/{NAMESPACE}/leases"),
+    ]
+    created = store.leases[(NAMESPACE, NAME)]["metadata"]["resourceVersion"]
+    acquired = micro_time(time.wall)
+    time.advance(lease.RENEW_INTERVAL_SECONDS)
+    assert first.try_acquire_or_renew() and first.held()
+    renewed = store.spec(NAMESPACE, NAME)
+    assert (renewed["acquireTime"], renewed["renewTime"], renewed["leaseTransitions"]) == (
+        acquired,
+        micro_time(time.wall),
+        0,
+    )
+    method, _, body = store.requests[-1]
+    assert method == "PUT" and body["metadata"]["resourceVersion"] == created
+
+
+def test_a_candidate_does_not_take_a_lease_its_holder_renews(api):
+    time, other_time = FakeTime(), FakeTime(wall=1796126400.0, mono=50.0)
+    first, second = holder(api, IN_CLUSTER, time), holder(api, FOREGROUND, other_time)
+    assert first.try_acquire_or_renew()
+    for _ in range(20):
+        time.advance(lease.RENEW_INTERVAL_SECONDS)
+        other_time.advance(lease.RENEW_INTERVAL_SECONDS)
+        assert first.try_acquire_or_renew() and first.held()
+        assert not second.try_acquire_or_renew() and not second.held()
+    assert second.observed.holder == IN_CLUSTER
+
+
+def test_of_two_writers_of_one_read_the_api_server_lets_one_win_with_409_for_the_other(api):
+    _, store = api
+    time = FakeTime()
+    second = holder(api, FOREGROUND, time)
+
+    def another_creates_it_first() -> None:
+        store.put_directly(NAMESPACE, NAME, {"holderIdentity": IN_CLUSTER, "leaseDurationSeconds": 15})
+
+    store.before_write = another_creates_it_first
+    assert not second.try_acquire_or_renew() and not second.held()
+    assert second.observed.holder == IN_CLUSTER and store.spec(NAMESPACE, NAME)["holderIdentity"] == IN_CLUSTER
+
+    time.advance(lease.LEASE_DURATION_SECONDS + 1)  # lapsed as this process sees it: the candidate updates it
+    store.before_write = lambda: store.put_directly(NAMESPACE, NAME, {"holderIdentity": IN_CLUSTER})
+    assert not second.try_acquire_or_renew() and not second.held()
+    assert store.requests[-2][0] == "PUT" and store.requests[-1][0] == "GET"  # the 409, then a look at the winner
+    assert second.observed.holder == IN_CLUSTER and store.spec(NAMESPACE, NAME)["holderIdentity"] == IN_CLUSTER
+
+
+def test_a_holder_that_stops_renewing_stops_acting_before_another_takes_the_lease_after_expiry(api):
+    _, store = api
+    time, other_time = FakeTime(), FakeTime(mono=7.0)
+    first, second = holder(api, IN_CLUSTER, time), holder(api, FOREGROUND, other_time)
+    assert first.try_acquire_or_renew()
+    assert not second.try_acquire_or_renew()
+    # The holder's renewals stop (its API calls hang): it may act until RENEW_DEADLINE_SECONDS, not after.
+    time.advance(lease.RENEW_DEADLINE_SECONDS - 0.5)
+    assert first.held()
+    time.advance(0.5)
+    assert not first.held()
+    # The candidate takes it once it has seen the Lease unchanged for leaseDurationSeconds (15 s > 10 s).
+    other_time.advance(lease.LEASE_DURATION_SECONDS - 0.5)
+    assert not second.try_acquire_or_renew()
+    other_time.advance(0.5)
+    assert second.try_acquire_or_renew() and second.held()
+    assert store.spec(NAMESPACE, NAME)["leaseTransitions"] == 1
+    assert store.spec(NAMESPACE, NAME)["holderIdentity"] == FOREGROUND
+    # The old holder's renewals come back: they see the new holder and it never acts again.
+    time.advance(lease.RENEW_INTERVAL_SECONDS)
+    assert not first.try_acquire_or_renew() and not first.held()
+    assert first.holder_line().startswith(f"{FOREGROUND} holds the Lease {NAMESPACE}/{NAME}")
+
+
+class Stop(Exception):
+    """Ends a guardian loop in a test (raised by the fake sleep or the recording apply)."""
+
+
+class OneDecision(Guardian):
+    """A Guardian whose cluster is one fixed State (a FAILED attempt to judge): its actions are recorded."""
+
+    def __init__(self, settings, the_lease: Lease, wait_for_lease: bool, lines: list[str], monkeypatch) -> None:
+        monkeypatch.setattr(guardian.control, "connect", lambda endpoint: None)
+        super().__init__(settings, Endpoint("http://127.0.0.1:9"), Hooks(), lines.append, lease=the_lease,
+                         wait_for_lease=wait_for_lease)  # fmt: skip
+        self.applied: list[Action] = []
+
+    def observe(self) -> State:
+        failed = AttemptView(1, "FAILED", start=1.0, end=2.0, message="ValueError: bad batch size")
+        return State(now=10_000.0, settings=self.settings, newest=failed, settle=60)
+
+    def apply(self, action: Action) -> None:
+        self.applied.append(action)
+        raise Stop
+
+
+def _stop(_: float) -> None:
+    raise Stop
+
+
+@pytest.fixture
+def settings() -> guardian.Settings:
+    return guardian.settings_from(guardian_settings(config_of("dev")), "test")
+
+
+def test_a_holder_whose_lease_is_taken_stops_acting_at_its_next_renewal_one_interval_later(api, settings, monkeypatch):
+    time, other_time = FakeTime(), FakeTime(mono=3.0)
+    first, second = holder(api, IN_CLUSTER, time), holder(api, FOREGROUND, other_time)
+    assert first.try_acquire_or_renew()
+    lines: list[str] = []
+    acting = OneDecision(settings, first, True, lines, monkeypatch)
+    with pytest.raises(Stop):
+        acting.run(sleep=_stop)
+    assert [action.event for action in acting.applied] == ["failed"]
+
+    second.take()  # `--take-over`: an explicit update with leaseTransitions + 1
+    assert first.held()  # it has not looked yet: at most one renew interval of this
+    time.advance(lease.RENEW_INTERVAL_SECONDS)
+    assert not first.try_acquire_or_renew() and not first.held()
+    with pytest.raises(Stop):
+        acting.run(sleep=_stop)
+    assert [action.event for action in acting.applied] == ["failed"]
+    assert lines[-1] == f"{settings.run}: {FOREGROUND} holds the Lease {NAMESPACE}/{NAME}: this guardian waits to act"
+
+
+def test_a_foreground_guardian_that_loses_the_lease_stops_with_one_line(api, settings, monkeypatch):
+    time = FakeTime()
+    mine, theirs = holder(api, FOREGROUND, time), holder(api, IN_CLUSTER, FakeTime())
+    assert mine.try_acquire_or_renew()
+    theirs.take()
+    time.advance(lease.RENEW_INTERVAL_SECONDS)
+    assert not mine.try_acquire_or_renew()
+    lines: list[str] = []
+    with pytest.raises(guardian.GuardError) as stopped:
+        OneDecision(settings, mine, False, lines, monkeypatch).run(sleep=_stop)
+    assert str(stopped.value).startswith(f"this guardian lost the Lease: {IN_CLUSTER} holds the Lease {NAMESPACE}/{NAME}")
+
+
+def test_a_released_lease_is_taken_at_once_and_a_stale_one_after_its_duration_unchanged(api):
+    _, store = api
+    time = FakeTime()
+    first = holder(api, IN_CLUSTER, time)
+    assert first.try_acquire_or_renew()
+    first.stop()
+    assert store.spec(NAMESPACE, NAME)["holderIdentity"] == "" and store.spec(NAMESPACE, NAME)["leaseDurationSeconds"] == 1
+    follower = holder(api, FOREGROUND, FakeTime())
+    acquire_in_foreground(follower, "run", take_over=False, report=print, sleep=lambda _: None)
+    assert follower.held() and store.spec(NAMESPACE, NAME)["leaseTransitions"] == 1
+
+    stale = FakeTime(wall=time.wall + 3600)  # its holder died an hour ago without releasing it
+    store.put_directly(NAMESPACE, NAME, {"holderIdentity": IN_CLUSTER, "leaseDurationSeconds": 15,
+                                         "renewTime": micro_time(time.wall), "leaseTransitions": 4})  # fmt: skip
+    late = holder(api, FOREGROUND + "-2", stale)
+    reported: list[str] = []
+    acquire_in_foreground(late, "run", take_over=False, report=reported.append, sleep=stale.advance)
+    assert late.held() and store.spec(NAMESPACE, NAME)["leaseTransitions"] == 5
+    assert reported == [
+        f"run: {IN_CLUSTER} holds the Lease {NAMESPACE}/{NAME} (renewed 3600 s ago); it looks gone, so this guardian"
+        " takes it once unchanged for 15 s"
+    ]
+
+
+def _foreground_argv(make_stack, tmp_path, url: str) -> tuple[list[str], str]:
+    from jobs.cli import load_stack
+
+    name, directory = make_stack("guard-lease")
+    run = guardian_settings(load_stack(name, directory))["run"]
+    proxy = f"{url}/api/v1/namespaces/{NAMESPACE}/services/{names.RAY_HEAD_SERVICE}:dashboard/proxy"
+    return ["--stack", name, "--dir", str(directory), "--address", proxy, "--data-root", str(tmp_path)], run
+
+
+def _in_cluster_holds(store, wall: float) -> None:
+    store.put_directly(NAMESPACE, NAME, {"holderIdentity": IN_CLUSTER, "leaseDurationSeconds": 15,
+                                         "acquireTime": micro_time(wall - 600), "renewTime": micro_time(wall - 3),
+                                         "leaseTransitions": 2})  # fmt: skip
+
+
+def test_the_foreground_guardian_refuses_in_one_line_with_exit_2_while_the_in_cluster_one_holds_it(
+    api, make_stack, tmp_path, capsys
+):
+    import time as real_time
+
+    endpoint, store = api
+    argv, run = _foreground_argv(make_stack, tmp_path, endpoint.address)
+    _in_cluster_holds(store, real_time.time())
+    assert foreground.main(argv) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    pattern = (
+        re.escape(f"error: {IN_CLUSTER} holds the Lease {NAMESPACE}/{NAME} (renewed ")
+        + r"\d+"
+        + re.escape(
+            f" s ago) and guards run {run}: this guardian does not act beside it; follow that one"
+            f" (kubectl -n {NAMESPACE} logs deploy/{names.GUARDIAN} -f), or pass --take-over to guard from here"
+            " (the other one then waits until this one exits)\n"
+        )
+    )
+    assert re.fullmatch(pattern, captured.err), captured.err
+    assert store.spec(NAMESPACE, NAME)["holderIdentity"] == IN_CLUSTER
+    assert all(method == "GET" for method, _, _ in store.requests)
+
+
+def test_take_over_takes_the_lease_explicitly_then_releases_it_on_exit(api, make_stack, tmp_path, capsys, monkeypatch):
+    import time as real_time
+
+    endpoint, store = api
+    argv, run = _foreground_argv(make_stack, tmp_path, endpoint.address)
+    _in_cluster_holds(store, real_time.time())
+    monkeypatch.setattr(lease, "TAKE_OVER_WAIT_SECONDS", 0.01)
+    # The stand-in has no Ray dashboard behind its proxy: after the take-over the guardian stops at its first
+    # look at Ray, with the dashboard's one line, and gives the Lease back.
+    assert foreground.main([*argv, "--take-over"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 2, err
+    assert re.fullmatch(
+        re.escape(f"{run}: --take-over: {IN_CLUSTER} holds the Lease {NAMESPACE}/{NAME} (renewed ")
+        + r"\d+"
+        + re.escape(" s ago); took it, and acts in 0.01 s, once that guardian has seen at its next renewal (every 2 s) that it lost it"),
+        err[0],
+    ), err[0]
+    assert err[1].startswith(f"error: no Ray dashboard at {endpoint.address}/api/v1/"), err[1]
+    taken = [body["spec"] for method, _, body in store.requests if method == "PUT"]
+    assert taken[0]["holderIdentity"].startswith("python -m jobs guard of ") and taken[0]["leaseTransitions"] == 3
+    assert store.spec(NAMESPACE, NAME)["holderIdentity"] == "" and store.spec(NAMESPACE, NAME)["leaseTransitions"] == 3
+
+
+def test_take_over_is_refused_for_the_in_cluster_form(tmp_path, capsys):
+    assert guardian.main(["--settings", str(tmp_path / "s.json"), "--address", "http://x:8265", "--take-over"]) == 2
+    assert capsys.readouterr().err == (
+        "error: --take-over is for the foreground guardian (--stack); the in-cluster one waits for the Lease\n"
+    )
+
+
+def test_without_an_api_server_at_hand_there_is_no_lease(settings):
+    assert guardian.hold_the_lease(settings, Endpoint("http://127.0.0.1:8265"), in_cluster=False, take_over=False) is None
+
+
+def test_a_lease_held_by_another_raises_the_refusal_from_acquire(api):
+    _, store = api
+    time = FakeTime()
+    _in_cluster_holds(store, time.wall)
+    with pytest.raises(LeaseHeld, match=f"^{re.escape(IN_CLUSTER)} holds the Lease"):
+        acquire_in_foreground(holder(api, FOREGROUND, time), "run", take_over=False, report=print, sleep=time.advance)
+
+
+def _allowed(rules: list[dict], verb: str, name: str) -> bool:
+    """Whether RBAC rules allow `verb` on the Lease `name` (a create has no name at authorization time, so only a
+    rule without resourceNames allows it: kubernetes.io/docs/reference/access-authn-authz/rbac/#referring-to-resources)."""
+    for rule in rules:
+        if "coordination.k8s.io" not in rule["apiGroups"] or "leases" not in rule["resources"] or verb not in rule["verbs"]:
+            continue
+        if "resourceNames" not in rule or (verb != "create" and name in rule["resourceNames"]):
+            return True
+    return False
+
+
+def test_the_role_allows_every_lease_call_the_guardian_makes_and_no_other_leases_reads_or_writes(api):
+    from pulumi_kubernetes.rbac.v1 import PolicyRuleArgs
+
+    from jobs.guardian.objects import render_role
+
+    def plain(rule: PolicyRuleArgs) -> dict:
+        values = {"apiGroups": rule.api_groups, "resources": rule.resources, "verbs": rule.verbs}
+        return {**values, **({"resourceNames": rule.resource_names} if rule.resource_names else {})}
+
+    rules = [plain(rule) for rule in render_role(cordon_bad_nodes=False).rules]
+    _, store = api
+    time, other_time = FakeTime(), FakeTime(mono=1.0)
+    first, second = holder(api, IN_CLUSTER, time), holder(api, FOREGROUND, other_time)
+    assert first.try_acquire_or_renew()
+    time.advance(2)
+    assert first.try_acquire_or_renew()
+    second.take()
+    first.try_acquire_or_renew()
+    second.stop()
+    verbs = {"GET": "get", "POST": "create", "PUT": "update"}
+    calls = sorted({(verbs[method], path.rsplit("/", 1)[1]) for method, path, _ in store.requests})
+    assert calls == [("create", "leases"), ("get", NAME), ("update", NAME)]
+    assert all(_allowed(rules, verb, NAME) for verb, _ in calls)
+    assert not any(_allowed(rules, verb, "another-lease") for verb in ("get", "update", "delete", "patch"))
+
+
+def test_a_guardian_that_cannot_reach_the_lease_says_why_it_waits(api, settings, monkeypatch):
+    time = FakeTime()
+    closed = Lease(Endpoint("http://127.0.0.1:9"), IN_CLUSTER, clock=lambda: time.wall, monotonic=lambda: time.mono)
+    assert not closed.renew_once() and not closed.held()
+    reason = "the API server at http://127.0.0.1:9 did not answer about the Lease grpo/grpo-guardian"
+    assert closed.last_error == reason
+    lines: list[str] = []
+    waiting = OneDecision(settings, closed, True, lines, monkeypatch)
+    with pytest.raises(Stop):
+        waiting.run(sleep=_stop)
+    assert waiting.applied == [] and lines[-1] == f"{settings.run}: {reason}: this guardian waits to act"
+    reachable = holder(api, IN_CLUSTER, time)
+    assert reachable.renew_once() and reachable.last_error == ""

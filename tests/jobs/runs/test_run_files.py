@@ -1,0 +1,96 @@
+"""Reading a run directory's small files: the head-side reader script run as the job would run it, the local
+variant, the path mapping of --data-root, the timestamped log lines, and one read through a real local Ray head
+(the reading job is deleted after it is read)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from incluster.control import JobError
+from jobs.runs.run_files import (
+    MARKER,
+    READER_METADATA,
+    attempt_log,
+    parse_reader_log,
+    read_local_run_files,
+    read_run_files,
+    reader_entrypoint,
+    timed_lines,
+)
+
+RECORD = '{"attempt": 1, "event": "submitted", "reason": "", "resumed_from_step": null, "time": "2026-12-01T10:00:00.000Z"}\n'
+LOG = (
+    "2026-12-01T10:05:00.250Z\t(TaskRunner pid=1) step:1 - critic/score/mean:0.25 - timing_s/step:80.0\n"
+    "2026-12-01T10:05:01.000Z\tsome console line\n"
+    "a line the wrapper did not write\n"
+)
+
+
+@pytest.fixture
+def run_dir(tmp_path: Path) -> Path:
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "attempts.jsonl").write_text(RECORD)
+    (tmp_path / attempt_log(1)).write_text(LOG)
+    return tmp_path
+
+
+def test_the_reader_script_prints_each_file_and_none_for_a_missing_one(run_dir):
+    entrypoint = reader_entrypoint(str(run_dir), ["attempts.jsonl", attempt_log(1), attempt_log(2)])
+    result = subprocess.run(entrypoint, shell=True, capture_output=True, text=True, timeout=60, check=True)
+    assert parse_reader_log("other driver output\n" + result.stdout) == {
+        "attempts.jsonl": RECORD,
+        "logs/attempt-1.log": LOG,
+        "logs/attempt-2.log": None,
+    }
+
+
+def test_the_reader_script_keeps_only_the_matching_lines(run_dir):
+    entrypoint = reader_entrypoint(str(run_dir), [attempt_log(1)], r"step:\d+ - ")
+    result = subprocess.run(entrypoint, shell=True, capture_output=True, text=True, timeout=60, check=True)
+    assert parse_reader_log(result.stdout) == {"logs/attempt-1.log": LOG.splitlines(True)[0]}
+
+
+def test_the_local_reader_reads_the_same(run_dir):
+    assert read_local_run_files(run_dir, ["attempts.jsonl", attempt_log(3)]) == {
+        "attempts.jsonl": RECORD,
+        attempt_log(3): None,
+    }
+    assert read_local_run_files(run_dir, [attempt_log(1)], "console") == {attempt_log(1): LOG.splitlines(True)[1]}
+
+
+@pytest.mark.parametrize("name", ["/etc/passwd", "../other-run/attempts.jsonl", ""])
+def test_a_name_outside_the_run_directory_is_refused(run_dir, name):
+    with pytest.raises(ValueError, match="relative to the run directory"):
+        reader_entrypoint(str(run_dir), [name])
+    with pytest.raises(ValueError, match="relative to the run directory"):
+        read_local_run_files(run_dir, [name])
+
+
+def test_a_log_without_the_marker_is_a_job_error():
+    with pytest.raises(JobError, match="printed none: Traceback"):
+        parse_reader_log("Traceback (most recent call last)\n")
+    assert parse_reader_log(f"{MARKER}{{}}\n") == {}
+
+
+def test_timed_lines_reads_the_wrappers_utc_times_and_skips_other_lines():
+    assert timed_lines(LOG) == [
+        (1796119500.25, "(TaskRunner pid=1) step:1 - critic/score/mean:0.25 - timing_s/step:80.0"),
+        (1796119501.0, "some console line"),
+    ]
+
+
+def test_a_read_through_a_real_ray_head_returns_the_files_and_deletes_its_job(ray_head, run_dir):
+    from incluster.control import connect, endpoint_for_address
+
+    client = connect(endpoint_for_address(ray_head))
+    before = {job.submission_id for job in client.list_jobs()}
+    lines: list[str] = []
+    found = read_run_files(client, str(run_dir), ["attempts.jsonl", attempt_log(2)], report=lines.append)
+    assert found == {"attempts.jsonl": RECORD, attempt_log(2): None}
+    assert len(lines) == 1 and lines[0].startswith(f"reading 2 files of {run_dir} through the Ray head")
+    after = client.list_jobs()
+    assert {job.submission_id for job in after} == before
+    assert not [job for job in after if job.metadata == READER_METADATA]

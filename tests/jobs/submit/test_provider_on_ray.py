@@ -1,0 +1,168 @@
+"""The post-deploy dynamic provider's methods, called as the engine would, against a real local Ray head."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from incluster import control
+from incluster.control import attempts, connect, endpoint_for_address, status_of
+from jobs.spec.training import on_data_root, submission_of, training_spec
+from jobs.submit.local_head import refusing_address
+from jobs.submit.provider import JobProvider
+from tests.conftest import config_of
+
+
+def props_for(data_root: Path, address: str, stack: str, entrypoint: str, **changes) -> dict:
+    """Inputs of the dynamic resource as build_job gives them, with the address override and the shared
+    storage's paths under `data_root`."""
+    config = config_of("dev", stack=stack)
+    props = {
+        "submission": on_data_root(submission_of(config, training_spec(config, entrypoint), 1), str(data_root)),
+        "kubeconfig": "",
+        "address": address,
+        "gpu_nodes": 1,
+        "ready_timeout_seconds": 1,
+        "cluster_uid": "uid-1",
+        "run": None,
+        "submission_id": None,
+    }
+    return {**props, **changes}
+
+
+def client_of(address: str):
+    return connect(endpoint_for_address(address))
+
+
+def test_create_submits_once_and_is_idempotent(ray_head, tmp_path):
+    provider = JobProvider()
+    props = props_for(tmp_path, ray_head, "prov-create", "sleep 60")
+    created = provider.create(props)
+    run = props["submission"]["metadata"]["run"]
+    assert created.id == "prov-create"
+    assert created.outs["run"] == run and created.outs["submission_id"] == f"{run}-1"
+    assert created.outs["submission"] == props["submission"]
+    again = provider.create(props)
+    assert again.outs["submission_id"] == f"{run}-1"
+    client = client_of(ray_head)
+    assert [job.submission_id for job in attempts(client, run)] == [f"{run}-1"]
+
+    provider.delete(created.id, created.outs)
+    assert status_of(client, f"{run}-1") == "STOPPED"
+
+
+def test_diff_watches_the_spec_the_cluster_and_the_nodes_but_not_the_token(ray_head, tmp_path):
+    provider = JobProvider()
+    olds = props_for(tmp_path, ray_head, "prov-diff", "sleep 60")
+    assert not provider.diff("prov-diff", olds, dict(olds)).changes
+    assert not provider.diff("prov-diff", olds, {**olds, "kubeconfig": "other", "ready_timeout_seconds": 9}).changes
+    changed_spec = props_for(tmp_path, ray_head, "prov-diff", "sleep 61")
+    for news in (changed_spec, {**olds, "cluster_uid": "uid-2"}, {**olds, "gpu_nodes": 2}):
+        result = provider.diff("prov-diff", olds, news)
+        assert result.changes and not result.replaces
+
+
+def test_update_with_a_changed_spec_stops_the_old_run_and_submits_the_new(ray_head, tmp_path):
+    provider = JobProvider()
+    olds = provider.create(props_for(tmp_path, ray_head, "prov-update", "sleep 60")).outs
+    news = props_for(tmp_path, ray_head, "prov-update", "sleep 61")
+    assert news["submission"]["metadata"]["run"] != olds["run"]
+    updated = provider.update("prov-update", olds, news)
+    client = client_of(ray_head)
+    assert status_of(client, olds["submission_id"]) == "STOPPED"
+    assert updated.outs["submission_id"] == f"{news['submission']['metadata']['run']}-1"
+    assert status_of(client, updated.outs["submission_id"]) in ("PENDING", "RUNNING")
+    provider.delete("prov-update", updated.outs)
+    assert status_of(client, updated.outs["submission_id"]) == "STOPPED"
+
+
+def test_update_after_the_cluster_was_replaced_resubmits_the_same_run(ray_head, tmp_path):
+    provider = JobProvider()
+    olds = provider.create(props_for(tmp_path, ray_head, "prov-recreate", "sleep 60")).outs
+    run = olds["run"]
+    provider.delete("prov-recreate", olds)
+    news = {**props_for(tmp_path, ray_head, "prov-recreate", "sleep 60"), "cluster_uid": "uid-2"}
+    updated = provider.update("prov-recreate", olds, news)
+    assert updated.outs["run"] == run
+    assert updated.outs["submission_id"] == f"{run}-2"
+    provider.delete("prov-recreate", updated.outs)
+
+
+def test_a_job_that_can_never_be_placed_fails_create_with_a_clear_message(ray_head, tmp_path):
+    props = props_for(tmp_path, ray_head, "prov-unplaceable", "sleep 60", gpu_nodes=2)
+    with pytest.raises(Exception, match=r"can never be placed: 1 of 2 Ray nodes with 8 GPUs are up.*missing 1"):
+        JobProvider().create(props)
+    assert attempts(client_of(ray_head), props["submission"]["metadata"]["run"]) == []
+
+
+def test_an_unreachable_cluster_fails_create_but_not_delete(tmp_path):
+    with refusing_address() as address:
+        props = props_for(tmp_path, address, "prov-gone", "sleep 60")
+        with pytest.raises(Exception, match="cannot reach the Ray dashboard"):
+            JobProvider().create(props)
+        JobProvider().delete("prov-gone", props)
+
+
+@pytest.fixture
+def short_stop(monkeypatch) -> None:
+    """Stopping waits 1 s for an attempt to end instead of control.DEADLINES.stop."""
+    monkeypatch.setattr(control, "DEADLINES", control.Deadlines(stop=1.0))
+
+
+def submit_pending(address: str, props: dict) -> str:
+    """Submit attempt 1 of the props' run so that it stays PENDING (it asks for a resource no node has,
+    and a PENDING job ignores stop_job until Ray's job start timeout); return its id."""
+    return client_of(address).submit_job(**props["submission"], entrypoint_resources={"grpo-gke-absent": 1})
+
+
+def test_update_stops_the_old_run_through_the_new_inputs_not_the_stale_state(ray_head, tmp_path):
+    provider = JobProvider()
+    created = provider.create(props_for(tmp_path, ray_head, "prov-stale", "sleep 60")).outs
+    with refusing_address() as dead:
+        stale = {**created, "address": dead}
+        updated = provider.update("prov-stale", stale, props_for(tmp_path, ray_head, "prov-stale", "sleep 61"))
+    assert status_of(client_of(ray_head), created["submission_id"]) == "STOPPED"
+    provider.delete("prov-stale", updated.outs)
+
+
+def test_update_fails_naming_an_old_attempt_that_does_not_stop_in_time(ray_head, short_stop, tmp_path):
+    olds = props_for(tmp_path, ray_head, "prov-pending-update", "sleep 60")
+    pending = submit_pending(ray_head, olds)
+    news = props_for(tmp_path, ray_head, "prov-pending-update", "sleep 61")
+    with pytest.raises(Exception) as raised:
+        JobProvider().update("prov-pending-update", olds, news)
+    assert str(raised.value) == (
+        f"grpo-gke job {news['submission']['metadata']['run']}: cannot stop the old run"
+        f" {olds['submission']['metadata']['run']}: {pending} did not stop within 1 s; Ray still shows it live"
+    )
+    assert status_of(client_of(ray_head), pending) == "PENDING"
+    assert attempts(client_of(ray_head), news["submission"]["metadata"]["run"]) == []
+
+
+def test_update_fails_when_ray_refuses_to_stop_the_old_run(ray_head, monkeypatch, tmp_path):
+    from ray.job_submission import JobSubmissionClient
+
+    provider = JobProvider()
+    olds = provider.create(props_for(tmp_path, ray_head, "prov-refused", "sleep 60")).outs
+    news = props_for(tmp_path, ray_head, "prov-refused", "sleep 61")
+
+    def refuse(_client, _submission_id: str) -> bool:
+        raise RuntimeError("Request failed with status code 500: stop refused.")
+
+    monkeypatch.setattr(JobSubmissionClient, "stop_job", refuse)
+    with pytest.raises(Exception, match=r"cannot stop the old run .*: Ray refused to stop .*-1: Request failed"):
+        provider.update("prov-refused", olds, news)
+    monkeypatch.undo()
+    assert status_of(client_of(ray_head), olds["submission_id"]) in control.LIVE
+    provider.delete("prov-refused", olds)
+
+
+def test_delete_warns_and_returns_when_an_attempt_does_not_stop_in_time(ray_head, short_stop, capsys, tmp_path):
+    props = props_for(tmp_path, ray_head, "prov-pending-delete", "sleep 60")
+    pending = submit_pending(ray_head, props)
+    JobProvider().delete("prov-pending-delete", props)
+    assert capsys.readouterr().err == (
+        f"grpo-gke job: warning: {props['submission']['metadata']['run']} not stopped ({pending} did not stop"
+        " within 1 s; Ray still shows it live); deleting the RayCluster ends it\n"
+    )
