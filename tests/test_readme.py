@@ -1,4 +1,4 @@
-"""The README's commands and config reference match the code."""
+"""The README's commands and the reference pages under docs/ match the code."""
 
 from __future__ import annotations
 
@@ -17,6 +17,13 @@ from plan.harness import run_values
 from tests.conftest import REPO_ROOT, SHIPPED_STACKS, shipped_stack_file, values_of
 
 README = (REPO_ROOT / "README.md").read_text()
+
+
+def doc(page: str) -> str:
+    """The text of a reference page under docs/."""
+    return (REPO_ROOT / "docs" / page).read_text()
+
+
 INTERNAL = {"stack", "project", "region"}
 
 
@@ -58,7 +65,7 @@ def test_the_quick_start_shows_what_a_refused_config_really_prints(tmp_path):
 
 
 def test_every_config_key_is_documented_and_every_documented_key_exists():
-    table = README.split("<!-- config-reference", 1)[1].split("\n## ", 1)[0]
+    table = doc("configuration.md").split("<!-- config-reference", 1)[1].split("\n## ", 1)[0]
     documented = set(re.findall(r"^\| `(grpo-gke:[A-Za-z.]+)` \|", table, flags=re.M))
     assert documented == config_keys()
 
@@ -78,7 +85,7 @@ def test_the_versions_table_matches_the_pinned_facts():
     from core.facts.platform import DEFAULT_IMAGES, VERL_VERSION
     from core.facts.pods import GIB_INSTALLER_IMAGE
 
-    versions = README.split("## Versions", 1)[1].split("\n## ", 1)[0]
+    versions = doc("configuration.md").split("## Versions", 1)[1].split("\n## ", 1)[0]
     for image in DEFAULT_IMAGES.values():
         assert f"`{image.image}`, Ray {image.ray_version}" in versions
     assert GIB_INSTALLER_IMAGE.rsplit("/", 1)[1] in versions
@@ -91,7 +98,7 @@ def test_the_versions_table_matches_the_pinned_facts():
 
 
 def test_the_documented_stack_outputs_are_the_programs(plan_of):
-    sentence = README.split("<!-- stack-outputs", 1)[1].split("\n\n", 1)[0].split("-->", 1)[1]
+    sentence = doc("cluster.md").split("<!-- stack-outputs", 1)[1].split("\n\n", 1)[0].split("-->", 1)[1]
     documented = set(re.findall(r"`([a-z][A-Za-z]+)`", sentence))
     gcs, lustre = plan_of("dev").outputs, plan_of("nemo-rl-standard-b200").outputs
     assert "bucket" in gcs and "lustreMountPoint" in lustre
@@ -115,13 +122,12 @@ def test_the_quick_start_lists_every_file_make_plan_writes(plan_of):
     assert expanded == written
 
 
-BEFORE_UP = "## Before the first `pulumi up`"
 TYPE_TOKEN = r"`((?:gcp|kubernetes|pulumi-python):[A-Za-z0-9/.:]*)`"
 
 
 def before_up_section() -> str:
-    """The README's section on what a user must know before the first `pulumi up`."""
-    return README.split(BEFORE_UP, 1)[1].split("\n## ", 1)[0]
+    """The page on what a user must know before the first `pulumi up`."""
+    return doc("before-first-up.md")
 
 
 def deployer_role_row(type_: str) -> tuple[tuple[str, ...], str] | None:
@@ -137,10 +143,10 @@ def registered_types(recording) -> set[str]:
 def test_the_before_up_section_covers_quotas_roles_timeline_and_recovery():
     section = before_up_section()
     for heading in (
-        "### Quotas to request",
-        "### IAM roles of the deploying identity",
-        "### The first `pulumi up`, and where to watch it",
-        "### After a half-failed `up`",
+        "## Quotas to request",
+        "## IAM roles of the deploying identity",
+        "## The first `pulumi up`, and where to watch it",
+        "## After a half-failed `up`",
     ):
         assert heading in section, heading
     for command in ("gcloud beta quotas info list", "gcloud compute regions describe", "pulumi refresh", "pulumi cancel"):
@@ -162,7 +168,7 @@ def test_every_resource_type_the_stacks_register_has_a_deployer_role(plan_of):
 
 
 def test_the_roles_table_is_the_deployer_roles_of_the_facts():
-    table = before_up_section().split("<!-- deployer-roles", 1)[1].split("\n### ", 1)[0]
+    table = before_up_section().split("<!-- deployer-roles", 1)[1].split("\n## ", 1)[0]
     documented: dict[str, set[str]] = {}
     for row in re.findall(r"^\| (`.+?) \| (`roles/.+?) \|", table, flags=re.M):
         types, roles = row
@@ -175,7 +181,7 @@ def test_the_roles_table_is_the_deployer_roles_of_the_facts():
 
 
 def test_the_first_up_timeline_states_the_benchmarks_estimates(plan_of):
-    timeline = before_up_section().split("### The first `pulumi up`", 1)[1].split("\n### ", 1)[0]
+    timeline = before_up_section().split("## The first `pulumi up`", 1)[1].split("\n## ", 1)[0]
     for stack in SHIPPED_STACKS:
         resources = plan_of(stack).resources
         seconds = {r.urn: TYPICAL_SECONDS[kind_of(r)][0] for r in resources if r.custom}
@@ -202,7 +208,7 @@ IMPORT_IDS = {
 
 
 def test_the_import_commands_name_resources_the_program_registers(plan_of):
-    section = before_up_section().split("### After a half-failed `up`", 1)[1]
+    section = before_up_section().split("## After a half-failed `up`", 1)[1]
     text = re.sub(r"\s*\\\n\s*", " ", section)
     shell_variables = dict(re.findall(r"^\s*(\w+)='([^']+)'$", text, flags=re.M))
     commands = re.findall(r"pulumi import (\S+) (\S+) (\S+) --parent (\S+)", text)
@@ -243,6 +249,7 @@ def test_the_plan_command_has_one_spelling_in_the_readme_the_makefile_and_the_cl
     )
     for name, text in [
         ("README.md", README),
+        *((f"docs/{page.name}", page.read_text()) for page in sorted((REPO_ROOT / "docs").glob("*.md"))),
         ("Makefile", (REPO_ROOT / "Makefile").read_text()),
         ("--help", help_text),
         ("--against refusal", refusal),
@@ -261,8 +268,17 @@ def test_the_one_spelling_check_finds_the_other_spellings():
 
 def test_the_readme_names_the_skipped_tests_and_says_ci_has_shared():
     """Issue 21 item 7: the tests skipped without ../shared are named (tests/test_skips.py runs them) and CI has it."""
-    development = README.split("## Development", 1)[1]
+    development = doc("development.md")
     for test_id in __import__("tests.test_skips", fromlist=["SHARED_TESTS"]).SHARED_TESTS:
         assert f"`{test_id.split('::')[0]}`" in development, test_id
     assert "CI has `../shared`" in development
     assert "test -d ../shared ||" in (REPO_ROOT / ".ci" / "run").read_text()
+
+
+def test_the_readme_is_a_front_door_under_250_lines_linking_every_page_under_docs():
+    """Issue 20 item 4: what a newcomer needs first stays in the README; every reference page is one link away."""
+    assert len(README.splitlines()) < 250
+    pages = sorted(page.name for page in (REPO_ROOT / "docs").glob("*.md"))
+    assert pages and all(f"](docs/{page})" in README for page in pages)
+    for section in ("## Quick start", "## Real use", "## Shipped stacks", "## Where to read on"):
+        assert section in README

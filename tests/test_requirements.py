@@ -28,7 +28,7 @@ def test_torch_is_pinned_for_the_tests_only():
     torch = _pins("requirements-test.txt")
     assert list(torch) == ["torch"]
     assert "torch" not in _pins("requirements.txt") and "torch" not in _pins("requirements-verl.txt")
-    readme = (REPO_ROOT / "README.md").read_text()
+    readme = (REPO_ROOT / "docs" / "configuration.md").read_text()
     assert f"| {torch['torch']} | `requirements-test.txt` |" in readme
 
 

@@ -153,7 +153,7 @@ def cached_plan(values: dict[str, str]) -> dict:
 
 def readme_effects() -> dict[str, str]:
     """Config key -> the README config table's last column."""
-    table = (REPO_ROOT / "README.md").read_text().split("<!-- config-reference", 1)[1].split("\n## ", 1)[0]
+    table = (REPO_ROOT / "docs" / "configuration.md").read_text().split("<!-- config-reference", 1)[1].split("\n## ", 1)[0]
     rows = re.findall(r"^\| `(grpo-gke:[A-Za-z.]+)` \|.*\| ([^|]+) \|$", table, flags=re.M)
     return dict(rows)
 

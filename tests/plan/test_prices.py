@@ -284,7 +284,7 @@ def test_a_bucket_whose_model_size_is_unknown_says_so():
 
 
 def test_the_readme_shows_what_the_dev_plan_prints_and_the_catalogs_date():
-    section = (REPO_ROOT / "README.md").read_text().split("\n## Cost\n", 1)[1].split("\n## ", 1)[0]
+    section = (REPO_ROOT / "docs" / "cost.md").read_text()
     shown = section.split("```text\n", 1)[1].split("```", 1)[0]
     assert shown == "".join(f"  {line}\n" for line in summary_lines(estimate(config_of("dev"), catalog())))
     assert f"`core/facts/prices.json`, dated {DATE}" in section
