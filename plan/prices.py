@@ -14,7 +14,15 @@ from core.facts.capacity import RUNG_QUOTA
 from core.facts.platform import BF16_BYTES_PER_PARAMETER
 from core.facts.pods import HEAD_REQUESTS
 from core.facts.zones import region_of, zones_with
-from core.prices import CATALOG_NAME, PriceCatalog, flex_start_bounds, gpu_node_hourly, gpu_node_rate
+from core.prices import (
+    CATALOG_NAME,
+    PriceCatalog,
+    flex_start_bounds,
+    gcs_gib_month,
+    gpu_node_hourly,
+    gpu_node_rate,
+    lustre_gib_month,
+)
 from jobs.spec.training import model_size_b
 
 COST_FILE = "cost.json"
@@ -141,12 +149,12 @@ def _storage_line(config: StackConfig, prices: PriceCatalog) -> CostLine:
     storage = config.storage
     if storage.type == "lustre":
         tier = f"Managed Lustre at {storage.throughput} MB/s/TiB in {region}"
-        rate = prices.lustre_gib_month.get(str(storage.throughput), {}).get(region)
+        rate = lustre_gib_month(prices, storage.throughput, region)
         if rate is None:
             return CostLine("storage", no_price(tier, prices), None)
         what = f"{storage.capacity_gib} GiB of {tier} at ${rate}/GiB-month over {hours} h"
         return CostLine("storage", what, storage.capacity_gib * rate / hours)
-    rate = prices.gcs_standard_gib_month.get(region)
+    rate = gcs_gib_month(prices, region)
     if rate is None:
         return CostLine("storage", no_price(f"Cloud Storage Standard in {region}", prices), None)
     size_b = model_size_b(config.workload)
