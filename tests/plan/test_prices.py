@@ -21,7 +21,7 @@ from core.prices import (
     lustre_gib_month,
     read_catalog,
 )
-from plan.prices import estimate, render_cost_json, summary_lines
+from plan.prices import estimate, idle_line, render_cost_json, summary_lines
 from tests.conftest import REPO_ROOT, SHIPPED_STACKS, config_of
 from tests.core.test_config import OPEN_CONTROL_PLANE
 
@@ -197,7 +197,7 @@ def test_a_total_without_the_gpus_is_said_to_be_unknown_not_shown_as_the_total()
     cost = estimate(config_of("dev", gpu={"provisioning": "flex-start"}), catalog())
     lines = summary_lines(cost)
     assert (
-        lines[-1]
+        lines[-2]
         == "  total: UNKNOWN: the catalog has no price for the gpu nodes (the head, storage alone: $0.84/h, not the total)"
     )
     assert not any(line.startswith("  total: $") for line in lines)
@@ -207,8 +207,9 @@ def test_a_total_without_the_gpus_is_said_to_be_unknown_not_shown_as_the_total()
 
 def test_the_same_gpu_cheaper_in_another_zone_is_one_line_naming_the_keys_to_set():
     lines = summary_lines(estimate(config_of("dev"), catalog()))
-    assert lines[-2:] == [
+    assert lines[-3:] == [
         "  total: $41.65/h",
+        "  idle, GPUs at zero: $0.84/h for the head and storage",
         "  cheaper elsewhere: H200 spot $31.92/h a node in us-east4-b against $40.82/h in us-central1-b:"
         " set gcp:region us-east4 and grpo-gke:zone us-east4-b",
     ]
@@ -308,6 +309,23 @@ TOTAL_LINES = {
 }
 """The total line each shipped stack's plan prints (EXPECTED_TOTALS rounded to the cent)."""
 
+EXPECTED_IDLE = {
+    "dev": C2_STANDARD_16_US_CENTRAL1 + 0.5e9 * 2 / 2**30 * GCS_US_CENTRAL1_HOURLY_PER_GIB,
+    "verl-standard-h200": C2_STANDARD_16_US_CENTRAL1 + 32e9 * 2 / 2**30 * GCS_US_CENTRAL1_HOURLY_PER_GIB,
+    "verl-autopilot-b200": 32e9 * 2 / 2**30 * GCS_US_CENTRAL1_HOURLY_PER_GIB,
+    "nemo-rl-standard-b200": C2_STANDARD_16_US_CENTRAL1 + 9000 * LUSTRE_1000_US_CENTRAL1 / 730,
+}
+"""Each shipped stack's $/h once the GPUs are at zero: the head's pool and the storage (Autopilot's head Pod has no
+price)."""
+
+IDLE_LINES = {
+    "dev": "  idle, GPUs at zero: $0.84/h for the head and storage",
+    "verl-standard-h200": "  idle, GPUs at zero: $0.84/h for the head and storage",
+    "verl-autopilot-b200": "  idle, GPUs at zero: at least $0.0016/h for the head and storage (without the head: no price)",
+    "nemo-rl-standard-b200": "  idle, GPUs at zero: $8.23/h for the head and storage",
+}
+"""The idle line each shipped stack's plan prints under its total (EXPECTED_IDLE rounded)."""
+
 
 @pytest.mark.parametrize("stack", SHIPPED_STACKS)
 def test_the_plan_command_prints_the_cost_of_each_shipped_stack_and_writes_cost_json(stack, shipped_plan_command):
@@ -321,13 +339,15 @@ def test_the_plan_command_prints_the_cost_of_each_shipped_stack_and_writes_cost_
     start = printed.index(f"  {expected[0]}")
     assert printed[start : start + len(expected)] == [f"  {line}" for line in expected]
     total = printed.index(f"  {TOTAL_LINES[stack]}")
-    assert printed[total + 1 : start + len(expected)] == [
+    assert printed[total + 1] == f"  {IDLE_LINES[stack]}"
+    assert printed[total + 2 : start + len(expected)] == [
         f"  {line}" for line in expected if "cheaper elsewhere" in line
     ]
     assert printed[start + len(expected)] == "Security:"
     assert printed[-1].startswith("Wrote ") and " and cost.json to " in printed[-1]
     cost = json.loads((out / "cost.json").read_text())
     assert cost["totalHourly"] == pytest.approx(EXPECTED_TOTALS[stack], abs=1e-8)
+    assert cost["idleHourly"] == pytest.approx(EXPECTED_IDLE[stack], abs=1e-8)
 
 
 def test_lustre_costs_its_capacity_at_the_tiers_price_over_730_hours():
@@ -405,3 +425,43 @@ def test_a_stack_without_a_ladder_has_no_ladder_lines_or_cost_json_block(stack):
     cost = estimate(config_of(stack), catalog())
     assert cost.rungs == () and "ladder" not in json.loads(render_cost_json(cost))
     assert not any("rung" in line for line in summary_lines(cost))
+
+
+def test_the_idle_bill_of_a_bucket_is_the_head_and_what_the_bucket_holds():
+    """Issue 23 item 4, Cloud Storage: with the GPUs at zero, c2-standard-16 on demand plus 32B parameters in bf16
+    on Standard in us-central1 bill on: $0.83523 + 59.6 GiB x $0.02 / 730 h."""
+    cost = estimate(config_of("verl-standard-h200"), catalog())
+    model_gib = 32e9 * 2 / 2**30
+    assert model_gib == pytest.approx(59.6046, abs=1e-4)
+    assert cost.idle_hourly == pytest.approx(0.83523 + model_gib * 0.02 / 730, rel=1e-12)
+    assert cost.idle_hourly == pytest.approx(0.836863, abs=1e-6)
+    assert cost.idle_unpriced == ()
+    document = json.loads(render_cost_json(cost))
+    assert (document["idleHourly"], document["idleParts"], document["idleUnpriced"]) == (
+        round(cost.idle_hourly, 8), ["head", "storage"], [])  # fmt: skip
+    assert document["totalHourly"] - document["idleHourly"] == pytest.approx(2 * H200_SPOT_US_CENTRAL1_B, abs=1e-7)
+
+
+@pytest.mark.parametrize(
+    ("tier", "gib", "hourly"),
+    # GiB x the tier's $/GiB-month (us-central1) / 730 h, plus the head's $0.83523.
+    [(1000, 9000, 0.83523 + 9000 * 0.60 / 730), (500, 18000, 0.83523 + 18000 * 0.34 / 730),
+     (250, 36000, 0.83523 + 36000 * 0.21 / 730), (125, 72000, 0.83523 + 72000 * 0.145 / 730)],
+)  # fmt: skip
+def test_the_idle_bill_of_lustre_is_the_head_and_the_whole_instance(tier, gib, hourly):
+    """Issue 23 item 4, Managed Lustre: the instance bills its capacity whether used or not; at the smallest size of
+    each tier the idle bill runs from $8.23/h (1000) to $15.14/h (125)."""
+    config = config_of("nemo-rl-standard-b200", storage={"throughput": tier, "capacityGib": gib})
+    cost = estimate(config, catalog())
+    assert cost.idle_hourly == pytest.approx(hourly, rel=1e-12)
+    assert summary_lines(cost)[5] == f"  idle, GPUs at zero: ${hourly:.2f}/h for the head and storage"
+
+
+def test_the_idle_bill_names_lustre_outside_the_priced_region_instead_of_guessing():
+    config = config_of("nemo-rl-standard-b200").model_copy(update={"region": "us-east4", "zone": "us-east4-b"})
+    cost = estimate(config, catalog())
+    assert cost.idle_unpriced == ("storage",)
+    assert cost.idle_hourly == 0.94058  # the head in us-east4 alone
+    assert idle_line(cost) == (
+        "  idle, GPUs at zero: at least $0.94/h for the head and storage (without the storage: no price)"
+    )
