@@ -37,8 +37,14 @@ class PriceCatalog:
     """On-demand $/h of a CPU machine: machine type -> region."""
     lustre_gib_month: dict[str, dict[str, float]]
     """$ per GiB-month of Managed Lustre: throughput tier (MB/s per TiB, as text) -> region."""
-    gcs_standard_gib_month: dict[str, float]
-    """$ per GiB-month of Cloud Storage Standard in a region."""
+    lustre_dynamic_gib_month: dict[str, float]
+    """$ per GiB-month of Managed Lustre's Dynamic tier by region (listed, not offered: LUSTRE_DYNAMIC_TIER)."""
+    gcs_gib_month: dict[str, dict[str, float]]
+    """$ per GiB-month of Cloud Storage: storage class (`STANDARD`, `NEARLINE`, `COLDLINE`, `ARCHIVE`) -> region."""
+    artifact_registry_gb_month: float
+    """$ per GB-month of Artifact Registry storage above the free amount, in any location."""
+    artifact_registry_free_gb: float
+    """GB of Artifact Registry storage free per billing account."""
 
 
 def read_catalog(document: dict[str, Any]) -> PriceCatalog:
@@ -50,7 +56,10 @@ def read_catalog(document: dict[str, Any]) -> PriceCatalog:
         gpu_nodes=document["gpu_nodes"]["prices"],
         cpu_machines=document["cpu_machines"]["prices"],
         lustre_gib_month=document["lustre_gib_month"]["prices"],
-        gcs_standard_gib_month=document["gcs_standard_gib_month"]["prices"],
+        lustre_dynamic_gib_month=document["lustre_dynamic_gib_month"]["prices"],
+        gcs_gib_month=document["gcs_gib_month"]["prices"],
+        artifact_registry_gb_month=document["artifact_registry_gb_month"]["value"],
+        artifact_registry_free_gb=document["artifact_registry_gb_month"]["free_gb"],
     )
 
 
@@ -92,3 +101,18 @@ def flex_start_bounds(config: StackConfig, prices: PriceCatalog) -> tuple[float,
     if on_demand is None:
         return None
     return on_demand * (1 - prices.flex_start_discount_ceiling), on_demand
+
+
+def lustre_gib_month(prices: PriceCatalog, throughput: int, region: str) -> float | None:
+    """$ per GiB-month of Managed Lustre at `throughput` MB/s per TiB in `region`, or None."""
+    return prices.lustre_gib_month.get(str(throughput), {}).get(region)
+
+
+def gcs_gib_month(prices: PriceCatalog, region: str, storage_class: str = "STANDARD") -> float | None:
+    """$ per GiB-month of Cloud Storage of `storage_class` in `region`, or None."""
+    return prices.gcs_gib_month.get(storage_class, {}).get(region)
+
+
+def artifact_registry_monthly(prices: PriceCatalog, stored_gb: float) -> float:
+    """$ a month for `stored_gb` GB in Artifact Registry, the billing account's free amount taken off."""
+    return max(0.0, stored_gb - prices.artifact_registry_free_gb) * prices.artifact_registry_gb_month

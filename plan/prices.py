@@ -14,7 +14,15 @@ from core.facts.capacity import RUNG_QUOTA
 from core.facts.platform import BF16_BYTES_PER_PARAMETER
 from core.facts.pods import HEAD_REQUESTS
 from core.facts.zones import region_of, zones_with
-from core.prices import CATALOG_NAME, PriceCatalog, flex_start_bounds, gpu_node_hourly, gpu_node_rate
+from core.prices import (
+    CATALOG_NAME,
+    PriceCatalog,
+    flex_start_bounds,
+    gcs_gib_month,
+    gpu_node_hourly,
+    gpu_node_rate,
+    lustre_gib_month,
+)
 from jobs.spec.training import model_size_b
 
 COST_FILE = "cost.json"
@@ -22,6 +30,12 @@ COST_FILE = "cost.json"
 
 GIB = 2**30
 """Bytes in a GiB."""
+
+IDLE_PARTS = ("head", "storage")
+"""The parts that bill on once the run guardian has scaled the GPU workers to zero: the GPU pools autoscale to
+no nodes (infra/nodepools.py L98 total_min_node_count=0), while the head's CPU pool keeps its node
+(infra/nodepools.py L194 node_count=HEAD_NODE_COUNT; the guardian runs there too, jobs/guardian/objects.py L236)
+and the bucket or the Lustre instance keeps its capacity."""
 
 
 @dataclass(frozen=True)
@@ -84,6 +98,16 @@ class CostEstimate:
         """The parts without a price."""
         return tuple(line.part for line in self.lines if line.hourly is None)
 
+    @property
+    def idle_hourly(self) -> float:
+        """$/h of the priced parts that bill on with the GPUs at zero (IDLE_PARTS)."""
+        return sum(line.hourly for line in self.lines if line.part in IDLE_PARTS and line.hourly is not None)
+
+    @property
+    def idle_unpriced(self) -> tuple[str, ...]:
+        """The parts that bill on with the GPUs at zero but have no price."""
+        return tuple(part for part in self.unpriced if part in IDLE_PARTS)
+
 
 def _bound(rungs: tuple[RungCost, ...], end: str, pick: object) -> float | None:
     values = [getattr(rung, end) for rung in rungs]
@@ -141,12 +165,12 @@ def _storage_line(config: StackConfig, prices: PriceCatalog) -> CostLine:
     storage = config.storage
     if storage.type == "lustre":
         tier = f"Managed Lustre at {storage.throughput} MB/s/TiB in {region}"
-        rate = prices.lustre_gib_month.get(str(storage.throughput), {}).get(region)
+        rate = lustre_gib_month(prices, storage.throughput, region)
         if rate is None:
             return CostLine("storage", no_price(tier, prices), None)
         what = f"{storage.capacity_gib} GiB of {tier} at ${rate}/GiB-month over {hours} h"
         return CostLine("storage", what, storage.capacity_gib * rate / hours)
-    rate = prices.gcs_standard_gib_month.get(region)
+    rate = gcs_gib_month(prices, region)
     if rate is None:
         return CostLine("storage", no_price(f"Cloud Storage Standard in {region}", prices), None)
     size_b = model_size_b(config.workload)
@@ -279,14 +303,24 @@ def summary_lines(cost: CostEstimate) -> list[str]:
         )
     else:
         lines.append(f"  total: {_dollars(cost.total)}/h")
+    lines.append(idle_line(cost))
     if cost.elsewhere:
         lines.append(f"  cheaper elsewhere: {cost.elsewhere}")
     return lines + ladder_lines(cost)
 
 
+def idle_line(cost: CostEstimate) -> str:
+    """The summary's idle line: $/h once the GPUs are at zero, of the parts that stay (IDLE_PARTS)."""
+    stays = " and ".join(IDLE_PARTS)
+    if cost.idle_unpriced:
+        missing = " and ".join(cost.idle_unpriced)
+        return f"  idle, GPUs at zero: at least {_dollars(cost.idle_hourly)}/h for the {stays} (without the {missing}: no price)"
+    return f"  idle, GPUs at zero: {_dollars(cost.idle_hourly)}/h for the {stays}"
+
+
 def render_cost_json(cost: CostEstimate) -> str:
-    """cost.json: the cost per hour by part and in total (null when the GPU nodes have no price), with the
-    catalog's date; sorted, deterministic."""
+    """cost.json: the cost per hour by part and in total (null when the GPU nodes have no price), the idle cost
+    per hour once the GPUs are at zero, with the catalog's date; sorted, deterministic."""
     document = {
         "catalogDate": cost.catalog_date,
         "currency": "USD",
@@ -297,6 +331,10 @@ def render_cost_json(cost: CostEstimate) -> str:
         # No total without the GPUs (the summary says UNKNOWN); the priced parts stay in `parts`.
         "totalHourly": None if "gpu nodes" in cost.unpriced else round(cost.total, 8),
         "unpriced": list(cost.unpriced),
+        # Once the guardian has scaled the GPUs to zero: the parts that stay, their priced sum, those without a price.
+        "idleHourly": round(cost.idle_hourly, 8),
+        "idleParts": list(IDLE_PARTS),
+        "idleUnpriced": list(cost.idle_unpriced),
     }
     if cost.rungs:
         document["ladder"] = {

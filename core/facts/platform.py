@@ -215,13 +215,22 @@ class LustreTier:
 
 LUSTRE_TIERS: dict[int, LustreTier] = {
     # DOC-LUS create-instance / increase-capacity (gcp-infrastructure.md §4): in the lower band the
-    # step equals the tier minimum. The tier is immutable after creation.
+    # step equals the tier minimum. The tier is immutable after creation. The minimums checked again on
+    # 2026-12-01 against Managed Lustre's "Performance tiers" page (docs.cloud.google.com/managed-lustre/
+    # docs/performance-tiers, stored copy) and "Increase capacity" (same table): unchanged.
     1000: LustreTier(min_gib=9000, step_gib=9000),
     500: LustreTier(min_gib=18000, step_gib=18000),
     250: LustreTier(min_gib=36000, step_gib=36000),
     125: LustreTier(min_gib=72000, step_gib=72000),
 }
 """Capacity rules of each Managed Lustre throughput tier (`storage.throughput`)."""
+
+LUSTRE_DYNAMIC_TIER = LustreTier(min_gib=472000, step_gib=472000)
+"""Managed Lustre's Dynamic tier (25 MBps per TiB aggregate; "Performance tiers", read 2026-12-01): not
+offered. `storage.throughput` cannot ask for it (only LUSTRE_TIERS' keys), although pulumi-gcp 10.2.0 has
+`lustre.Instance`'s `dynamic_tier_options` (pulumi_gcp/lustre/instance.py L32): its smallest instance idles
+at about five times the smallest 1000 MB/s/TiB one (core/facts/prices.json lustre_dynamic_gib_month) for a
+run's few hundred GiB."""
 
 LUSTRE_PEERING_PREFIX_MAX = 22
 """Private service access range for Lustre: /22 (CT #5306 changed 24 to 22)."""

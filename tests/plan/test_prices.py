@@ -8,9 +8,20 @@ import json
 
 import pytest
 
-from core.facts.platform import GPU_MACHINES
-from core.prices import CATALOG_PATH, catalog, gpu_hourly, gpu_node_hourly, gpu_node_rate, read_catalog
-from plan.prices import estimate, render_cost_json, summary_lines
+from core.config.load import ConfigError
+from core.facts.platform import GPU_MACHINES, LUSTRE_DYNAMIC_TIER, LUSTRE_TIERS
+from core.prices import (
+    CATALOG_PATH,
+    artifact_registry_monthly,
+    catalog,
+    gcs_gib_month,
+    gpu_hourly,
+    gpu_node_hourly,
+    gpu_node_rate,
+    lustre_gib_month,
+    read_catalog,
+)
+from plan.prices import estimate, idle_line, render_cost_json, summary_lines
 from tests.conftest import REPO_ROOT, SHIPPED_STACKS, config_of
 from tests.core.test_config import OPEN_CONTROL_PLANE
 
@@ -27,18 +38,72 @@ C2_STANDARD_16_US_CENTRAL1 = 0.83523
 """vms.csv: c2-standard-16's Price in us-central1."""
 GCS_US_CENTRAL1_HOURLY_PER_GIB = 0.020 / 730
 """Cloud Storage Standard in us-central1, $0.020 per GiB-month, over 730 hours."""
+LUSTRE_1000_US_CENTRAL1 = 0.60
+"""Managed Lustre Capacity 1000-Perf Iowa, $ per GiB-month (the benchmark note's billing-export rates)."""
 
 
 def test_the_catalog_is_dated_and_every_section_names_its_source():
     document = json.loads(CATALOG_PATH.read_text())
     assert document["catalog_date"] == DATE
     sections = [value for value in document.values() if isinstance(value, dict)]
-    assert len(sections) == 6
+    assert len(sections) == 8
     assert all(section["source"].strip() for section in sections)
 
 
 def test_the_catalog_prices_both_gpu_machines():
     assert {machine.machine_type for machine in GPU_MACHINES.values()} == set(catalog().gpu_nodes)
+
+
+LUSTRE_IOWA = {125: 0.145, 250: 0.21, 500: 0.34, 1000: 0.60}
+"""$ per GiB-month of each tier in us-central1: the benchmark note's 'Managed Lustre Capacity N-Perf Iowa' rates
+(verified 2026-06-05 against a billing export); 125 also terradart PR #395, SKU 517C-E77D-C11A."""
+
+
+def test_the_catalog_prices_every_lustre_tier_the_config_offers_in_us_central1_only():
+    assert set(catalog().lustre_gib_month) == {str(tier) for tier in LUSTRE_TIERS}
+    for tier, rate in LUSTRE_IOWA.items():
+        assert lustre_gib_month(catalog(), tier, "us-central1") == rate
+        # No source read gives another region: none is guessed.
+        assert lustre_gib_month(catalog(), tier, "us-east4") is None
+
+
+def test_the_smallest_1000_tier_instance_costs_what_the_issue_says():
+    """Issue 23: 9,000 GiB at $0.60 a GiB-month is about $7.40 an hour, $5,400 a month."""
+    smallest = LUSTRE_TIERS[1000].min_gib
+    assert smallest * lustre_gib_month(catalog(), 1000, "us-central1") == pytest.approx(5400)
+    assert smallest * 0.60 / catalog().hours_per_month == pytest.approx(7.397, abs=1e-3)
+
+
+def test_the_dynamic_tier_is_listed_refused_by_the_config_and_dearer_at_its_minimum():
+    assert catalog().lustre_dynamic_gib_month == {"us-central1": 0.06}
+    assert LUSTRE_DYNAMIC_TIER.min_gib == 472000
+    # The reason in core/facts: its smallest instance bills about five times the smallest 1000 MB/s/TiB one.
+    dynamic = LUSTRE_DYNAMIC_TIER.min_gib * catalog().lustre_dynamic_gib_month["us-central1"]
+    thousand = LUSTRE_TIERS[1000].min_gib * LUSTRE_IOWA[1000]
+    assert (dynamic, thousand) == (pytest.approx(28320), pytest.approx(5400))
+    assert 5 < dynamic / thousand < 6
+    # storage.throughput cannot ask for it: 25 (its aggregate MB/s per TiB) is refused with the tiers offered.
+    with pytest.raises(ConfigError, match="must be one of 125, 250, 500 or 1000, got 25"):
+        config_of("nemo-rl-standard-b200", storage={"throughput": 25})
+
+
+@pytest.mark.parametrize(
+    ("storage_class", "region", "rate"),
+    [("STANDARD", "us-central1", 0.02), ("NEARLINE", "us-central1", 0.01), ("COLDLINE", "us-east4", 0.006),
+     ("ARCHIVE", "us-west2", 0.0025), ("STANDARD", "us-east4", 0.023)],
+)  # fmt: skip
+def test_cloud_storage_is_priced_per_class_and_region(storage_class, region, rate):
+    assert gcs_gib_month(catalog(), region, storage_class) == rate
+
+
+def test_cloud_storage_in_a_region_the_rows_read_lack_has_no_price():
+    assert gcs_gib_month(catalog(), "europe-west4") is None
+    assert gcs_gib_month(catalog(), "us-central1", "MULTI_REGIONAL") is None
+
+
+def test_artifact_registry_bills_above_the_free_half_gb():
+    assert artifact_registry_monthly(catalog(), 0.4) == 0.0
+    assert artifact_registry_monthly(catalog(), 30.5) == pytest.approx(30 * 0.10)
 
 
 def test_the_lookup_finds_a_listed_price():
@@ -89,7 +154,9 @@ EXPECTED_TOTALS = {
     + C2_STANDARD_16_US_CENTRAL1
     + 32e9 * 2 / 2**30 * GCS_US_CENTRAL1_HOURLY_PER_GIB,
     "verl-autopilot-b200": 2 * B200_SPOT_US_CENTRAL1_B + 32e9 * 2 / 2**30 * GCS_US_CENTRAL1_HOURLY_PER_GIB,
-    "nemo-rl-standard-b200": 8 * B200_SPOT_US_CENTRAL1_B + C2_STANDARD_16_US_CENTRAL1,
+    "nemo-rl-standard-b200": 8 * B200_SPOT_US_CENTRAL1_B
+    + C2_STANDARD_16_US_CENTRAL1
+    + 9000 * LUSTRE_1000_US_CENTRAL1 / 730,
 }
 """Each shipped stack's $/h: GPU nodes, head and storage (the model in bf16 on the bucket)."""
 
@@ -114,13 +181,14 @@ def test_the_parts_of_the_dev_stack():
     assert cost.unpriced == ()
 
 
-def test_the_summary_lines_of_the_nemo_rl_stack_name_the_missing_lustre_price():
-    assert summary_lines(estimate(config_of("nemo-rl-standard-b200"), catalog())) == [
+def test_the_summary_lines_of_the_nemo_rl_stack_price_its_lustre_instance():
+    """Issue 23 item 5: the 1000 MB/s/TiB tier's 9,000 GiB at $0.60 a GiB-month, about $7.40 an hour."""
+    assert summary_lines(estimate(config_of("nemo-rl-standard-b200"), catalog()))[:5] == [
         f"cost per hour (list prices of {DATE}, core/facts/prices.json):",
         "  gpu nodes: $260.85/h for 8 x a4-highgpu-8g spot in us-central1-b at $32.61/h a node",
         "  head: $0.84/h for 1 x c2-standard-16 on-demand in us-central1",
-        f"  storage: no price for Managed Lustre at 1000 MB/s/TiB in us-central1 in the catalog (dated {DATE})",
-        "  total: at least $261.69/h (without the storage: no price)",
+        "  storage: $7.40/h for 9000 GiB of Managed Lustre at 1000 MB/s/TiB in us-central1 at $0.6/GiB-month over 730 h",
+        "  total: $269.08/h",
     ]
 
 
@@ -129,7 +197,7 @@ def test_a_total_without_the_gpus_is_said_to_be_unknown_not_shown_as_the_total()
     cost = estimate(config_of("dev", gpu={"provisioning": "flex-start"}), catalog())
     lines = summary_lines(cost)
     assert (
-        lines[-1]
+        lines[-2]
         == "  total: UNKNOWN: the catalog has no price for the gpu nodes (the head, storage alone: $0.84/h, not the total)"
     )
     assert not any(line.startswith("  total: $") for line in lines)
@@ -139,8 +207,9 @@ def test_a_total_without_the_gpus_is_said_to_be_unknown_not_shown_as_the_total()
 
 def test_the_same_gpu_cheaper_in_another_zone_is_one_line_naming_the_keys_to_set():
     lines = summary_lines(estimate(config_of("dev"), catalog()))
-    assert lines[-2:] == [
+    assert lines[-3:] == [
         "  total: $41.65/h",
+        "  idle, GPUs at zero: $0.84/h for the head and storage",
         "  cheaper elsewhere: H200 spot $31.92/h a node in us-east4-b against $40.82/h in us-central1-b:"
         " set gcp:region us-east4 and grpo-gke:zone us-east4-b",
     ]
@@ -236,9 +305,26 @@ TOTAL_LINES = {
     "dev": "  total: $41.65/h",
     "verl-standard-h200": "  total: $82.47/h",
     "verl-autopilot-b200": "  total: at least $65.21/h (without the head: no price)",
-    "nemo-rl-standard-b200": "  total: at least $261.69/h (without the storage: no price)",
+    "nemo-rl-standard-b200": "  total: $269.08/h",
 }
 """The total line each shipped stack's plan prints (EXPECTED_TOTALS rounded to the cent)."""
+
+EXPECTED_IDLE = {
+    "dev": C2_STANDARD_16_US_CENTRAL1 + 0.5e9 * 2 / 2**30 * GCS_US_CENTRAL1_HOURLY_PER_GIB,
+    "verl-standard-h200": C2_STANDARD_16_US_CENTRAL1 + 32e9 * 2 / 2**30 * GCS_US_CENTRAL1_HOURLY_PER_GIB,
+    "verl-autopilot-b200": 32e9 * 2 / 2**30 * GCS_US_CENTRAL1_HOURLY_PER_GIB,
+    "nemo-rl-standard-b200": C2_STANDARD_16_US_CENTRAL1 + 9000 * LUSTRE_1000_US_CENTRAL1 / 730,
+}
+"""Each shipped stack's $/h once the GPUs are at zero: the head's pool and the storage (Autopilot's head Pod has no
+price)."""
+
+IDLE_LINES = {
+    "dev": "  idle, GPUs at zero: $0.84/h for the head and storage",
+    "verl-standard-h200": "  idle, GPUs at zero: $0.84/h for the head and storage",
+    "verl-autopilot-b200": "  idle, GPUs at zero: at least $0.0016/h for the head and storage (without the head: no price)",
+    "nemo-rl-standard-b200": "  idle, GPUs at zero: $8.23/h for the head and storage",
+}
+"""The idle line each shipped stack's plan prints under its total (EXPECTED_IDLE rounded)."""
 
 
 @pytest.mark.parametrize("stack", SHIPPED_STACKS)
@@ -253,13 +339,15 @@ def test_the_plan_command_prints_the_cost_of_each_shipped_stack_and_writes_cost_
     start = printed.index(f"  {expected[0]}")
     assert printed[start : start + len(expected)] == [f"  {line}" for line in expected]
     total = printed.index(f"  {TOTAL_LINES[stack]}")
-    assert printed[total + 1 : start + len(expected)] == [
+    assert printed[total + 1] == f"  {IDLE_LINES[stack]}"
+    assert printed[total + 2 : start + len(expected)] == [
         f"  {line}" for line in expected if "cheaper elsewhere" in line
     ]
     assert printed[start + len(expected)] == "Security:"
     assert printed[-1].startswith("Wrote ") and " and cost.json to " in printed[-1]
     cost = json.loads((out / "cost.json").read_text())
     assert cost["totalHourly"] == pytest.approx(EXPECTED_TOTALS[stack], abs=1e-8)
+    assert cost["idleHourly"] == pytest.approx(EXPECTED_IDLE[stack], abs=1e-8)
 
 
 def test_lustre_costs_its_capacity_at_the_tiers_price_over_730_hours():
@@ -337,3 +425,43 @@ def test_a_stack_without_a_ladder_has_no_ladder_lines_or_cost_json_block(stack):
     cost = estimate(config_of(stack), catalog())
     assert cost.rungs == () and "ladder" not in json.loads(render_cost_json(cost))
     assert not any("rung" in line for line in summary_lines(cost))
+
+
+def test_the_idle_bill_of_a_bucket_is_the_head_and_what_the_bucket_holds():
+    """Issue 23 item 4, Cloud Storage: with the GPUs at zero, c2-standard-16 on demand plus 32B parameters in bf16
+    on Standard in us-central1 bill on: $0.83523 + 59.6 GiB x $0.02 / 730 h."""
+    cost = estimate(config_of("verl-standard-h200"), catalog())
+    model_gib = 32e9 * 2 / 2**30
+    assert model_gib == pytest.approx(59.6046, abs=1e-4)
+    assert cost.idle_hourly == pytest.approx(0.83523 + model_gib * 0.02 / 730, rel=1e-12)
+    assert cost.idle_hourly == pytest.approx(0.836863, abs=1e-6)
+    assert cost.idle_unpriced == ()
+    document = json.loads(render_cost_json(cost))
+    assert (document["idleHourly"], document["idleParts"], document["idleUnpriced"]) == (
+        round(cost.idle_hourly, 8), ["head", "storage"], [])  # fmt: skip
+    assert document["totalHourly"] - document["idleHourly"] == pytest.approx(2 * H200_SPOT_US_CENTRAL1_B, abs=1e-7)
+
+
+@pytest.mark.parametrize(
+    ("tier", "gib", "hourly"),
+    # GiB x the tier's $/GiB-month (us-central1) / 730 h, plus the head's $0.83523.
+    [(1000, 9000, 0.83523 + 9000 * 0.60 / 730), (500, 18000, 0.83523 + 18000 * 0.34 / 730),
+     (250, 36000, 0.83523 + 36000 * 0.21 / 730), (125, 72000, 0.83523 + 72000 * 0.145 / 730)],
+)  # fmt: skip
+def test_the_idle_bill_of_lustre_is_the_head_and_the_whole_instance(tier, gib, hourly):
+    """Issue 23 item 4, Managed Lustre: the instance bills its capacity whether used or not; at the smallest size of
+    each tier the idle bill runs from $8.23/h (1000) to $15.14/h (125)."""
+    config = config_of("nemo-rl-standard-b200", storage={"throughput": tier, "capacityGib": gib})
+    cost = estimate(config, catalog())
+    assert cost.idle_hourly == pytest.approx(hourly, rel=1e-12)
+    assert summary_lines(cost)[5] == f"  idle, GPUs at zero: ${hourly:.2f}/h for the head and storage"
+
+
+def test_the_idle_bill_names_lustre_outside_the_priced_region_instead_of_guessing():
+    config = config_of("nemo-rl-standard-b200").model_copy(update={"region": "us-east4", "zone": "us-east4-b"})
+    cost = estimate(config, catalog())
+    assert cost.idle_unpriced == ("storage",)
+    assert cost.idle_hourly == 0.94058  # the head in us-east4 alone
+    assert idle_line(cost) == (
+        "  idle, GPUs at zero: at least $0.94/h for the head and storage (without the storage: no price)"
+    )
