@@ -7,7 +7,7 @@ aiming DEADLINE_SAVE_MARGIN_SECONDS before the end:
 - NeMo-RL v0.7.0 offers only a duration counted from grpo_train's start (core/facts/job.py NEMO_RL_SAVE_BY_KEY), not
   from the submission: the guardian appends `checkpointing.checkpoint_must_save_by` counted from the submission less
   NEMO_RL_SETUP_BOUND_SECONDS, so the save comes before the end whatever the setup took up to that bound. NeMo-RL
-  saves, stops and exits 0; the guardian resumes the run on the next capacity (incluster/guardian.py).
+  saves, stops and exits 0; the guardian resumes the run on the next capacity (incluster/guardian/policy.py).
 - verl 0.9.1's default (V1) trainer reads no deadline (core/facts/job.py VERL_DEADLINE_READER), and its legacy
   trainer, which does, is deprecated and keeps training after its forced save; so verl is told nothing, and the
   guardian stops the attempt itself right after the last checkpoint that completes before the save-by time

@@ -1,5 +1,5 @@
 """Entry point of `python -m jobs`: `guard` is the run guardian in the foreground (jobs/guardian/foreground.py
-around incluster/guardian.py's loop), every other subcommand the job CLI.
+around the loop of incluster/guardian/), every other subcommand the job CLI.
 Ctrl-C while the modules load (a second or so) is one line and exit 130, as it is later."""
 
 import sys

@@ -224,7 +224,7 @@ def run(settings: dict[str, Any]) -> dict[str, Any]:
         "reports": reports,
         "fabric_report": fabric_report,
         "verdict": judge(settings, reports, fabric_report),
-        # The driver of a Ray job runs on the head: a fresh RayCluster has another head (incluster/guardian.py).
+        # The driver of a Ray job runs on the head: a fresh RayCluster has another head (incluster/guardian/loop.py).
         "rayHead": ray.get_runtime_context().get_node_id(),
     }
     result["path"] = write_result(settings["results_dir"], settings["stamp"], result)

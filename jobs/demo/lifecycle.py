@@ -8,7 +8,7 @@ newest complete checkpoint, then `status` and the plot.
    entrypoint, its shared storage under a local directory (`--data-root`), submitted as `pulumi up` submits it.
 3. Attempt 1 followed until the stand-in holds after step HOLD_AFTER (checkpoints at 2 and 4); then the GPU node's
    process group is killed, as a preempted spot VM is lost: the head marks the node DEAD and the attempt fails.
-4. The run guardian (incluster/guardian.py, the same loop as in the cluster) judges the lost GPU node, backs off, waits
+4. The run guardian (incluster/guardian/loop.py, the same loop as in the cluster) judges the lost GPU node, backs off, waits
    for GPU nodes (a new node joins, as a new spot VM would) and submits attempt 2, which resumes from step 4. Its
    export and scale-to-zero hooks say what they would do on a real cluster.
 5. `python -m jobs status` (goodput, $ per step at the stack's prices) and `python -m jobs plot`, then where
@@ -42,7 +42,9 @@ from core.config.model import PROJECT_NAMESPACE, StackConfig
 from core.stackfile import read_stack_file, stack_file
 from incluster import control, record
 from incluster.endpoint import Endpoint
-from incluster.guardian import Backoff, ExportRequest, GuardError, Guardian, Hooks, Settings, settings_from
+from incluster.guardian.loop import ExportRequest, Guardian, Hooks
+from incluster.guardian.policy import Backoff
+from incluster.guardian.settings import GuardError, Settings, settings_from
 from jobs.demo.stand_in_trainer import STEPS_ENV
 from jobs.guardian.settings import guardian_settings
 from jobs.spec.load import load_config
@@ -84,10 +86,10 @@ IDLE_MINUTES = 0.01
 """The guardian's job.idleMinutes in the demo: scale to zero a moment after the run is over."""
 
 BACKOFF = Backoff(1, 1)
-"""The guardian's wait before a recovery in the demo (30 s in a cluster, incluster/guardian.py BACKOFF)."""
+"""The guardian's wait before a recovery in the demo (30 s in a cluster, incluster/guardian/policy.py BACKOFF)."""
 
 SETTLE_SECONDS = 10.0
-"""The guardian's settle time in the demo (incluster/guardian.py SETTLE_SECONDS): the dead node is known within it."""
+"""The guardian's settle time in the demo (incluster/guardian/policy.py SETTLE_SECONDS): the dead node is known within it."""
 
 HEALTH_CHECKS = {
     "RAY_health_check_initial_delay_ms": "1000",
@@ -379,7 +381,7 @@ def lifecycle(out: Path, report: Say) -> int:
         settings = settings_from(values, "the demo")
         guardian = Guardian(settings, cluster.endpoint, Printing().hooks(), lambda line: report(f"  guardian | {line}"),
                             backoff=BACKOFF, settle=SETTLE_SECONDS)  # fmt: skip
-        report("the run guardian follows the run (incluster/guardian.py, the loop that runs in the cluster):")
+        report("the run guardian follows the run (incluster/guardian/loop.py, the loop that runs in the cluster):")
         with_progress("the guardian", lambda: guardian.run(poll=0.5), GUARD_SECONDS, report)
 
         resumed = [item for item in record.read(run_dir) if item["event"] == "submitted"]

@@ -1,1 +1,1 @@
-"""The run guardian's Kubernetes objects and settings, and its foreground command; its loop is incluster/guardian.py."""
+"""The run guardian's Kubernetes objects and settings, and its foreground command; its loop is incluster/guardian/."""

@@ -1,5 +1,5 @@
 """The run guardian in the foreground, `python -m jobs guard --stack NAME`: the settings and the dashboard endpoint
-come from the stack file, as the job CLI finds them; the loop is the in-cluster guardian's (incluster/guardian.py)."""
+come from the stack file, as the job CLI finds them; the loop is the in-cluster guardian's (incluster/guardian/)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from core import names
 from core.config.problems import ConfigError
 from core.stackfile import StackFileError
 from incluster.endpoint import Endpoint
-from incluster.guardian import GuardError, Settings, settings_from
-from incluster.guardian import main as guardian_main
+from incluster.guardian.command import main as guardian_main
+from incluster.guardian.settings import GuardError, Settings, settings_from
 from jobs.guardian.settings import guardian_settings
 from jobs.submit.target import UsageError, endpoint_of, load_stack, local_submission
 

@@ -73,7 +73,7 @@ def settings_text(settings: Mapping[str, Any]) -> str:
 
 
 def code_key(path: str) -> str:
-    """The ConfigMap key of a code file (keys hold no '/'): `incluster/guardian.py` -> `incluster__guardian.py`."""
+    """The ConfigMap key of a code file (keys hold no '/'): `incluster/guardian/loop.py` -> `incluster__guardian__loop.py`."""
     return path.replace("/", "__")
 
 
@@ -87,7 +87,7 @@ def render_service_account() -> ServiceAccountInitArgs:
 
 
 NAMESPACED_CALLS = {
-    ("", "pods", "list"): "judging a failed attempt: its GPU worker pods (incluster/guardian.py worker_pods_of)",
+    ("", "pods", "list"): "judging a failed attempt: its GPU worker pods (incluster/guardian/cluster.py worker_pods_of)",
     (RAY_GROUP, "rayclusters", "patch"): "scale to zero (incluster/scaling.py scale_to), the stack's RayCluster only",
 }
 """Every (API group, resource, verb) the guardian's code calls in its namespace, and where, beside its Lease's

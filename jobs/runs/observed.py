@@ -91,7 +91,7 @@ def _seconds(stamp: Any) -> float | None:
 
 
 def _preempted(event: Mapping[str, Any]) -> bool:
-    """Whether a `failed` event of the record is the guardian's lost GPU capacity (incluster/guardian.py details.cause)."""
+    """Whether a `failed` event of the record is the guardian's lost GPU capacity (incluster/guardian/policy.py details.cause)."""
     details = event.get("details") if isinstance(event.get("details"), dict) else {}
     return details.get("cause") == GPU_CAPACITY_LOST
 

@@ -54,7 +54,7 @@ def test_nemo_rl_is_told_a_duration_from_its_training_start_so_the_setup_is_not_
 def test_verl_is_told_nothing_that_nothing_reads():
     """verl 0.9.1's default V1 trainer never calls should_save_ckpt_esi (verl/trainer/main_ppo.py L183-184,
     trainer/ppo/v1/trainer_base.py L481-482): no MLP_CURRENT_CAPACITY_BLOCK_EXPIRATION_TIMESTAMP, no override."""
-    from incluster.guardian import with_deadline
+    from incluster.guardian.cluster import with_deadline
     from tests.incluster.test_control import first_attempt
 
     end = deadline.Deadline("gpu-a", NOW + 86400, "label")

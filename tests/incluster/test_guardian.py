@@ -8,8 +8,9 @@ from dataclasses import replace
 
 import pytest
 
-from incluster import guardian
-from incluster.guardian import Action, AttemptView, Backoff, NodeView, State, decide
+from incluster.guardian.command import main
+from incluster.guardian.policy import Action, AttemptView, Backoff, NodeView, State, decide
+from incluster.guardian.settings import GuardError, Settings, read_settings, settings_from
 from jobs.guardian.settings import guardian_settings
 from tests.conftest import config_of
 
@@ -21,10 +22,10 @@ END = T0 + 600
 
 
 @pytest.fixture(scope="module")
-def settings() -> guardian.Settings:
+def settings() -> Settings:
     """The dev stack's settings with 2 recoveries at most and 15 idle minutes."""
     values = guardian_settings(config_of("dev", job={"maxRecoveries": 2}))
-    return guardian.settings_from(values, "test")
+    return settings_from(values, "test")
 
 
 GPU_NODE = NodeView("gpu-1", alive=True, gpus=8)
@@ -228,21 +229,21 @@ def test_bad_settings_are_one_line_naming_the_file_and_key(tmp_path, change, mes
     change(values)
     path = tmp_path / "settings.json"
     path.write_text(json.dumps(values))
-    with pytest.raises(guardian.GuardError, match=message) as caught:
-        guardian.read_settings(str(path))
+    with pytest.raises(GuardError, match=message) as caught:
+        read_settings(str(path))
     assert str(caught.value).startswith(f"{path}: ") and "\n" not in str(caught.value)
 
 
 def test_the_in_cluster_command_refuses_the_foreground_form_in_one_line(capsys):
-    assert guardian.main(["--stack", "dev"]) == 2
+    assert main(["--stack", "dev"]) == 2
     assert capsys.readouterr().err == (
         "error: --stack is the foreground form: run it as .venv/bin/python -m jobs guard --stack NAME\n"
     )
 
 
 def test_a_fresh_run_is_another_run_whose_guardian_waits_for_its_first_attempt():
-    base = guardian.settings_from(guardian_settings(config_of("dev")), "test")
-    fresh = guardian.settings_from(guardian_settings(config_of("dev", job={"runGeneration": 1})), "test")
+    base = settings_from(guardian_settings(config_of("dev")), "test")
+    fresh = settings_from(guardian_settings(config_of("dev", job={"runGeneration": 1})), "test")
     assert fresh.run != base.run and fresh.run_dir != base.run_dir
     action = decide(State(now=END, settings=fresh, newest=None))
     assert (action.kind, action.attempt) == ("wait", 0) and fresh.run in action.reason

@@ -11,9 +11,13 @@ from types import SimpleNamespace
 import pytest
 
 from core.facts.job import DEADLINE_SAVE_MARGIN_SECONDS
-from incluster import control, guardian
+from incluster import control
 from incluster.deadline import Saved
 from incluster.endpoint import Endpoint
+from incluster.guardian import loop
+from incluster.guardian.loop import Guardian, Hooks
+from incluster.guardian.policy import Action, AttemptView
+from incluster.guardian.settings import settings_from
 from jobs.guardian.settings import guardian_settings
 from tests.conftest import config_of
 from tests.incluster.test_attempt import verl_step
@@ -29,13 +33,13 @@ MAINTENANCE = "cloud.google.com/scheduled-maintenance-time"
 def guard(tmp_path, monkeypatch):
     """A guardian of the dev stack (verl, world size 2 here) through the API server's proxy, whose GPU node has
     host maintenance at NOW + 3600."""
-    settings = guardian.settings_from(guardian_settings(config_of("dev")), "test")
+    settings = settings_from(guardian_settings(config_of("dev")), "test")
     settings = replace(settings, submission=_with_run_dir(settings.submission, tmp_path), world_size=2)
     monkeypatch.setattr(control, "connect", lambda endpoint: object())
     node = {"metadata": {"name": "gpu-a", "labels": {MAINTENANCE: str(int(NOW) + 3600)}}}
-    monkeypatch.setattr(guardian, "gpu_nodes_of", lambda api: [node])
+    monkeypatch.setattr(loop, "gpu_nodes_of", lambda api: [node])
     proxy = "https://1.2.3.4/api/v1/namespaces/grpo/services/grpo-head-svc:8265/proxy"
-    return guardian.Guardian(settings, Endpoint(address=proxy, headers={}, verify=True), guardian.Hooks(),
+    return Guardian(settings, Endpoint(address=proxy, headers={}, verify=True), Hooks(),
                              lambda line: None, clock=lambda: NOW)  # fmt: skip
 
 
@@ -43,13 +47,13 @@ def test_a_running_verl_attempt_sees_its_save_by_time_and_the_complete_checkpoin
     verl_step(tmp_path, 2)
     verl_step(tmp_path, 4, complete=False)
     os.utime(tmp_path / "global_step_2" / "data.pt", (NOW - 60, NOW - 60))
-    running = guardian.AttemptView(1, "RUNNING", start=NOW - 600)
+    running = AttemptView(1, "RUNNING", start=NOW - 600)
     view = guard.deadline_view(running, {})
     assert view == {"save_by": NOW + 3600 - DEADLINE_SAVE_MARGIN_SECONDS, "saves": (Saved(2, NOW - 60),)}
     assert guard.deadline_view(replace(running, status="PENDING"), {}) == {}
     # the next attempt, on the next capacity, reads the nodes again at once
     next_node = {"metadata": {"name": "gpu-b", "labels": {}}}
-    monkeypatch.setattr(guardian, "gpu_nodes_of", lambda api: [next_node])
+    monkeypatch.setattr(loop, "gpu_nodes_of", lambda api: [next_node])
     assert guard.deadline_view(running, {}) == view
     assert guard.deadline_view(replace(running, number=2), {}) == {}
     guard.settings = replace(guard.settings, framework="nemo-rl")
@@ -57,7 +61,7 @@ def test_a_running_verl_attempt_sees_its_save_by_time_and_the_complete_checkpoin
 
 
 def test_after_a_deadline_stop_the_guardian_knows_how_long_the_ending_capacity_lasts(guard):
-    stopped = guardian.AttemptView(1, "SUCCEEDED", start=NOW - 600, end=NOW - 5, deadline_stop=4)
+    stopped = AttemptView(1, "SUCCEEDED", start=NOW - 600, end=NOW - 5, deadline_stop=4)
     assert guard.deadline_view(stopped, {"deadline-stop": {}}) == {"next_capacity_in": 3600}
     assert guard.deadline_view(stopped, {"deadline-stop": {}, "not-retried": {}}) == {}
 
@@ -67,5 +71,5 @@ def test_the_stop_stops_the_attempt_it_names_only(guard, monkeypatch):
     stopped: list[list[str]] = []
     monkeypatch.setattr(control, "attempts", lambda client, run: jobs)
     monkeypatch.setattr(control, "stop_jobs", lambda client, chosen: stopped.append([job.submission_id for job in chosen]) or ["run-2"])
-    guard.apply(guardian.Action("stop", 2, "attempt 2 stops at its deadline"))
+    guard.apply(Action("stop", 2, "attempt 2 stops at its deadline"))
     assert stopped == [["run-2"]]

@@ -15,7 +15,9 @@ from pathlib import Path
 import pytest
 
 from incluster import control, record, shipping
-from incluster.guardian import Action, Backoff, ExportRequest, Guardian, Hooks, Settings, settings_from
+from incluster.guardian.loop import ExportRequest, Guardian, Hooks
+from incluster.guardian.policy import Action, Backoff
+from incluster.guardian.settings import Settings, settings_from
 from incluster.runs import for_attempt
 from jobs.demo.stand_in_trainer import STEPS_ENV, TRACKER
 from jobs.guardian.settings import guardian_settings
@@ -290,8 +292,8 @@ def test_a_verl_attempt_is_stopped_by_the_guardian_after_its_last_checkpoint_bef
     import time
 
     from core.facts.job import DEADLINE_SAVE_MARGIN_SECONDS
-    from incluster import guardian
     from incluster.endpoint import Endpoint
+    from incluster.guardian import loop
 
     run = GuardedRun(two_nodes, "guard-verl-deadline", tmp_path, stand_in_trainer("--save-every", "2",
                      "--step-seconds", "1"), steps=12, maxRecoveries=0)  # fmt: skip
@@ -303,8 +305,8 @@ def test_a_verl_attempt_is_stopped_by_the_guardian_after_its_last_checkpoint_bef
         ends[:] = ends or [int(time.time()) + DEADLINE_SAVE_MARGIN_SECONDS + 8]
         return [{"metadata": {"name": "gpu-ending", "labels": {MAINTENANCE_LABEL: str(ends[0])}}}]
 
-    monkeypatch.setattr(guardian, "api_endpoint", lambda endpoint: Endpoint(address="https://api.invalid", headers={}))
-    monkeypatch.setattr(guardian, "gpu_nodes_of", gpu_nodes_of)
+    monkeypatch.setattr(loop, "api_endpoint", lambda endpoint: Endpoint(address="https://api.invalid", headers={}))
+    monkeypatch.setattr(loop, "gpu_nodes_of", gpu_nodes_of)
     stand_ins = Recorded()
     run.submit_first()
     run.guard(stand_ins.hooks(), idleMinutes=0)

@@ -9,9 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from incluster import control, guardian, record
+from incluster import control, record
 from incluster.endpoint import Endpoint
 from incluster.export_run import for_step
+from incluster.guardian import cluster, loop
+from incluster.guardian.cluster import IN_CLUSTER_API, with_deadline
+from incluster.guardian.command import cluster_hooks
+from incluster.guardian.loop import ExportRequest, Guardian, Hooks, head_node_id, preflighted_head
+from incluster.guardian.settings import settings_from
 from incluster.preflight import gate
 from jobs.guardian.settings import guardian_settings
 from tests.conftest import config_of
@@ -32,13 +37,13 @@ def write_result(results: Path, name: str, passed: bool, head: str | None) -> No
 
 
 def test_the_head_is_the_alive_head_node():
-    assert guardian.head_node_id(HEAD_NODES) == "new-head"
-    assert guardian.head_node_id(HEAD_NODES[:2]) is None
+    assert head_node_id(HEAD_NODES) == "new-head"
+    assert head_node_id(HEAD_NODES[:2]) is None
 
 
 def test_a_passed_result_names_its_head(tmp_path):
     write_result(tmp_path, "1.json", passed=True, head="new-head")
-    assert guardian.preflighted_head(tmp_path) == "new-head"
+    assert preflighted_head(tmp_path) == "new-head"
 
 
 @pytest.mark.parametrize(
@@ -53,7 +58,7 @@ def test_no_head_counts_as_checked_without_a_passed_result_naming_it(tmp_path, r
     elif results == "unreadable":
         write_result(tmp_path, "1.json", passed=True, head="new-head")
         (tmp_path / "1.json").write_text("{not json")
-    assert guardian.preflighted_head(tmp_path) is None
+    assert preflighted_head(tmp_path) is None
 
 
 class Ran:
@@ -74,14 +79,14 @@ class Ran:
 def guard(tmp_path, monkeypatch):
     """A guardian of the dev stack (cordonBadNodes on) whose run lies under tmp_path, on a stand-in cluster."""
     values = guardian_settings(config_of("dev", job={"cordonBadNodes": True}))
-    settings = guardian.settings_from(values, "test")
+    settings = settings_from(values, "test")
     run_dir = tmp_path / "run"
     settings = replace(settings, submission=_with_run_dir(settings.submission, run_dir))
     monkeypatch.setattr(control, "connect", lambda endpoint: object())
     monkeypatch.setattr(control, "ray_nodes", lambda endpoint: HEAD_NODES)
     proxy = "https://1.2.3.4/api/v1/namespaces/grpo/services/grpo-head-svc:8265/proxy"
     endpoint = Endpoint(address=proxy, headers={"Authorization": "Bearer t"}, verify="/ca.pem")
-    return guardian.Guardian(settings, endpoint, guardian.Hooks(), lambda line: None)
+    return Guardian(settings, endpoint, Hooks(), lambda line: None)
 
 
 def _with_run_dir(submission: dict, run_dir: Path) -> dict:
@@ -135,9 +140,9 @@ def test_the_guardians_hooks_export_and_scale_to_zero_through_the_api_server(mon
     from incluster import scaling
 
     values = guardian_settings(config_of("dev"))
-    settings = guardian.settings_from(values, "test")
+    settings = settings_from(values, "test")
     sent: list[tuple] = []
-    monkeypatch.setattr(guardian, "SERVICE_ACCOUNT_DIR", tmp_path)
+    monkeypatch.setattr(cluster, "SERVICE_ACCOUNT_DIR", tmp_path)
     monkeypatch.setattr(control, "connect", lambda endpoint: "client")
     already: list[bool] = [False, True]
     monkeypatch.setattr(
@@ -145,21 +150,21 @@ def test_the_guardians_hooks_export_and_scale_to_zero_through_the_api_server(mon
     )
     monkeypatch.setattr(scaling, "scale_to", lambda api, replicas: sent.append((api.address, replicas)))
     proxy = Endpoint(address="https://1.2.3.4/api/v1/namespaces/grpo/services/grpo-head-svc:8265/proxy")
-    hooks = guardian.cluster_hooks(settings, proxy)
-    assert hooks.export(guardian.ExportRequest(settings, 1, 8)).startswith("x-1 exports")
+    hooks = cluster_hooks(settings, proxy)
+    assert hooks.export(ExportRequest(settings, 1, 8)).startswith("x-1 exports")
     hooks.scale_to_zero(settings)
     # Pinned to the step, with the step's deterministic submission id: a second guardian's export follows the first.
     pinned = for_step(values["export"], settings.run, 8)
     assert pinned["submission_id"] == f"{settings.run}-export-step-8"
     assert sent == [("client", pinned), ("https://1.2.3.4", 0)]
-    assert hooks.export(guardian.ExportRequest(settings, 1, 8)).startswith("x-1 (already submitted) exports")
+    assert hooks.export(ExportRequest(settings, 1, 8)).startswith("x-1 (already submitted) exports")
     sent.clear()
-    local = guardian.cluster_hooks(settings, Endpoint(address="http://127.0.0.1:8265"))
+    local = cluster_hooks(settings, Endpoint(address="http://127.0.0.1:8265"))
     assert local.export is not None and local.scale_to_zero is None
     (tmp_path / "token").write_text("pod-token\n")
-    in_cluster = guardian.cluster_hooks(settings, Endpoint(address="http://grpo-head-svc:8265"))
+    in_cluster = cluster_hooks(settings, Endpoint(address="http://grpo-head-svc:8265"))
     in_cluster.scale_to_zero(settings)
-    assert sent[-1] == (guardian.IN_CLUSTER_API, 0)
+    assert sent[-1] == (IN_CLUSTER_API, 0)
 
 
 MAINTENANCE_AT = 1796130000
@@ -176,27 +181,27 @@ def test_a_known_end_tells_nemo_rl_by_an_override_of_its_command_less_its_setup_
 
     ends = earliest_end([GPU_NODE], flex_start=False)
     verl = guardian_settings(config_of("dev"))["submission"]
-    assert guardian.with_deadline(verl, "verl", ends, now=MAINTENANCE_AT - 7200) == verl
+    assert with_deadline(verl, "verl", ends, now=MAINTENANCE_AT - 7200) == verl
     nemo = guardian_settings(config_of("nemo-rl-standard-b200"))["submission"]
-    told = guardian.with_deadline(nemo, "nemo-rl", ends, now=MAINTENANCE_AT - 7200)
+    told = with_deadline(nemo, "nemo-rl", ends, now=MAINTENANCE_AT - 7200)
     assert told["entrypoint"].endswith(" checkpointing.checkpoint_must_save_by=00:01:00:00'")
     assert told["entrypoint"].startswith(nemo["entrypoint"][:-1]) and told["runtime_env"] == nemo["runtime_env"]
-    assert guardian.with_deadline(verl, "verl", None, now=0) is verl
+    assert with_deadline(verl, "verl", None, now=0) is verl
 
 
 def test_the_guardian_tells_the_next_attempt_the_gpu_nodes_end(guard, monkeypatch):
     listed = []
-    monkeypatch.setattr(guardian, "gpu_nodes_of", lambda api: listed.append(api.address) or [GPU_NODE])
+    monkeypatch.setattr(loop, "gpu_nodes_of", lambda api: listed.append(api.address) or [GPU_NODE])
     assert guard.told_the_deadline(guard.settings.submission) == guard.settings.submission
     assert listed == ["https://1.2.3.4"]
     guard.settings = replace(guard.settings, framework="nemo-rl")
     told = guard.told_the_deadline(guard.settings.submission)
     assert " checkpointing.checkpoint_must_save_by=00:" in told["entrypoint"]
-    monkeypatch.setattr(guardian, "gpu_nodes_of", lambda api: [{"metadata": {"name": "gke-gpu-2", "labels": {}}}])
+    monkeypatch.setattr(loop, "gpu_nodes_of", lambda api: [{"metadata": {"name": "gke-gpu-2", "labels": {}}}])
     assert guard.told_the_deadline(guard.settings.submission) is guard.settings.submission
 
     def refused(api):
         raise control.JobError("the API server answered HTTP 403 listing the GPU nodes")
 
-    monkeypatch.setattr(guardian, "gpu_nodes_of", refused)
+    monkeypatch.setattr(loop, "gpu_nodes_of", refused)
     assert guard.told_the_deadline(guard.settings.submission) is guard.settings.submission

@@ -12,10 +12,13 @@ from types import SimpleNamespace
 
 import pytest
 
-from incluster import control, guardian, record, scaling
+from incluster import control, record, scaling
 from incluster.attempt import log_path
 from incluster.endpoint import Endpoint
-from incluster.guardian import AttemptView, Backoff, NodeView, State, decide
+from incluster.guardian.cluster import failure_lines, gpu_nodes_of, kube_node_view, pod_view, worker_pods_of
+from incluster.guardian.loop import Guardian, Hooks
+from incluster.guardian.policy import Action, AttemptView, Backoff, NodeView, State, decide
+from incluster.guardian.settings import Settings, settings_from
 from incluster.lease import Lease
 from incluster.preflight.cordon import cordon_pods_nodes
 from jobs.demo.stand_in_trainer import metric_line
@@ -50,8 +53,8 @@ metric line, jobs/demo/stand_in_trainer.py metric_line: verl/trainer/ppo/v1/repl
 
 
 @pytest.fixture(scope="module")
-def settings() -> guardian.Settings:
-    return guardian.settings_from(guardian_settings(config_of("dev", job={"maxRecoveries": 2})), "test")
+def settings() -> Settings:
+    return settings_from(guardian_settings(config_of("dev", job={"maxRecoveries": 2})), "test")
 
 
 def failed(settings, now=END + 1, lines=(), message="", **changes) -> State:
@@ -62,11 +65,11 @@ def failed(settings, now=END + 1, lines=(), message="", **changes) -> State:
     return replace(base, **changes)
 
 
-def judged_from(server: StandInApiServer, settings, **changes) -> guardian.Action:
+def judged_from(server: StandInApiServer, settings, **changes) -> Action:
     """decide() on a failed attempt with the pods and nodes the guardian reads from `server`."""
     with stand_in_api_server(server) as api:
-        pods = tuple(map(guardian.pod_view, guardian.worker_pods_of(api.endpoint, settings)))
-        nodes = tuple(map(guardian.kube_node_view, guardian.gpu_nodes_of(api.endpoint)))
+        pods = tuple(map(pod_view, worker_pods_of(api.endpoint, settings)))
+        nodes = tuple(map(kube_node_view, gpu_nodes_of(api.endpoint)))
     return decide(failed(settings, worker_pods=pods, kube_nodes=nodes, **changes))
 
 
@@ -154,7 +157,7 @@ def test_the_lines_of_a_failure_come_from_the_end_of_a_multi_gb_log_in_bounded_m
         out.truncate(4 * 1024**3)  # a 4 GiB log, sparse: nothing of it is written but its end
         out.seek(0, 2)
         out.write(b"\n" + b"".join(f"2026-12-01T11:50:0{n}.000Z\tline {n}\n".encode() for n in range(9)))
-    guard = object.__new__(guardian.Guardian)
+    guard = object.__new__(Guardian)
     guard.settings = replace(settings, submission={**settings.submission, "runtime_env": {
         **settings.submission["runtime_env"], "env_vars": {"GRPO_RUN_DIR": str(run_dir)}}})  # fmt: skip
     guard.client = WholeLogRay(log)
@@ -172,7 +175,7 @@ def test_the_lines_of_a_failure_come_from_the_end_of_a_multi_gb_log_in_bounded_m
 
 def test_without_a_log_the_lines_are_rays_message(tmp_path):
     message = "Job entrypoint command failed with exit code 7, last available logs (truncated to 20,000 chars):\nboom"
-    assert guardian.failure_lines(tmp_path, 3, message)[-1] == "boom"
+    assert failure_lines(tmp_path, 3, message)[-1] == "boom"
 
 
 # Item 6: an attempt lost with the Ray head.
@@ -198,8 +201,8 @@ class NewHead:
         return "PENDING"
 
 
-def guardian_on(settings, client, clock=lambda: END + 100) -> guardian.Guardian:
-    guard = object.__new__(guardian.Guardian)
+def guardian_on(settings, client, clock=lambda: END + 100) -> Guardian:
+    guard = object.__new__(Guardian)
     guard.settings, guard.client, guard.clock = settings, client, clock
     guard.seen_attempt, guard.missed_since = 0, {}
     return guard
@@ -248,8 +251,8 @@ def test_the_guardians_rbac_is_exactly_the_calls_its_code_makes(settings, tmp_pa
     )
     reports: list[str] = []
     with stand_in_api_server(server) as api:
-        guardian.gpu_nodes_of(api.endpoint)  # the deadline of the next attempt; a GPU node's Ready condition
-        guardian.worker_pods_of(api.endpoint, settings)  # judging a failure
+        gpu_nodes_of(api.endpoint)  # the deadline of the next attempt; a GPU node's Ready condition
+        worker_pods_of(api.endpoint, settings)  # judging a failure
         scaling.scale_to(api.endpoint, 0)  # scale to zero
         lease = Lease(api.endpoint, "guardian-a")
         assert lease.try_acquire_or_renew() and lease.try_acquire_or_renew()  # create, then renew (update)
@@ -272,7 +275,7 @@ def test_the_guardians_rbac_is_exactly_the_calls_its_code_makes(settings, tmp_pa
 
 
 REQUEST_SITES = {
-    ("incluster/guardian.py", "_api_list"): "the API server: gpu_nodes_of and worker_pods_of, recorded above",
+    ("incluster/guardian/cluster.py", "_api_list"): "the API server: gpu_nodes_of and worker_pods_of, recorded above",
     ("incluster/scaling.py", "scale_to"): "the API server: scale to zero, recorded above",
     ("incluster/preflight/cordon.py", "_request"): "the API server: cordoning, recorded above",
     ("incluster/scaling.py", "bring_back"): "not the guardian's: pulumi up and the CLI, with the user's credentials",
@@ -300,7 +303,7 @@ def test_every_request_the_guardians_code_can_send_is_one_the_rbac_test_records_
             ):
                 found.add((path, function.name))
     assert found == set(REQUEST_SITES)
-    assert "bring_back" not in code["incluster/guardian.py"]
+    assert not any("bring_back" in text for path, text in code.items() if path.startswith("incluster/guardian/"))
 
 
 def test_after_a_lost_head_the_guardian_waits_for_the_gpus_preflights_the_new_head_and_submits_the_next_attempt(
@@ -329,7 +332,7 @@ def test_after_a_lost_head_the_guardian_waits_for_the_gpus_preflights_the_new_he
     monkeypatch.setattr(control, "connect", lambda endpoint: head)
     monkeypatch.setattr(control, "ray_nodes", lambda endpoint: new_head)
     monkeypatch.setattr(gate, "before_first_attempt", ran)
-    guard = guardian.Guardian(local, Endpoint("http://head:8265"), guardian.Hooks(), lambda line: None,
+    guard = Guardian(local, Endpoint("http://head:8265"), Hooks(), lambda line: None,
                               backoff=Backoff(0, 0))  # fmt: skip
     for _ in range(3):
         guard.apply(decide(guard.observe()))

@@ -12,9 +12,12 @@ from dataclasses import dataclass
 import pytest
 
 from core import names
-from incluster import guardian, lease
+from incluster import control, lease
 from incluster.endpoint import Endpoint
-from incluster.guardian import Action, AttemptView, Guardian, Hooks, State
+from incluster.guardian.command import hold_the_lease, main
+from incluster.guardian.loop import Guardian, Hooks
+from incluster.guardian.policy import Action, AttemptView, State
+from incluster.guardian.settings import GuardError, Settings, settings_from
 from incluster.lease import Lease, LeaseHeld, acquire_in_foreground, micro_time
 from jobs.guardian import foreground
 from jobs.guardian.settings import guardian_settings
@@ -142,7 +145,7 @@ class OneDecision(Guardian):
     """A Guardian whose cluster is one fixed State (a FAILED attempt to judge): its actions are recorded."""
 
     def __init__(self, settings, the_lease: Lease, wait_for_lease: bool, lines: list[str], monkeypatch) -> None:
-        monkeypatch.setattr(guardian.control, "connect", lambda endpoint: None)
+        monkeypatch.setattr(control, "connect", lambda endpoint: None)
         super().__init__(settings, Endpoint("http://127.0.0.1:9"), Hooks(), lines.append, lease=the_lease,
                          wait_for_lease=wait_for_lease)  # fmt: skip
         self.applied: list[Action] = []
@@ -161,8 +164,8 @@ def _stop(_: float) -> None:
 
 
 @pytest.fixture
-def settings() -> guardian.Settings:
-    return guardian.settings_from(guardian_settings(config_of("dev")), "test")
+def settings() -> Settings:
+    return settings_from(guardian_settings(config_of("dev")), "test")
 
 
 def test_a_holder_whose_lease_is_taken_stops_acting_at_its_next_renewal_one_interval_later(api, settings, monkeypatch):
@@ -193,7 +196,7 @@ def test_a_foreground_guardian_that_loses_the_lease_stops_with_one_line(api, set
     time.advance(lease.RENEW_INTERVAL_SECONDS)
     assert not mine.try_acquire_or_renew()
     lines: list[str] = []
-    with pytest.raises(guardian.GuardError) as stopped:
+    with pytest.raises(GuardError) as stopped:
         OneDecision(settings, mine, False, lines, monkeypatch).run(sleep=_stop)
     assert str(stopped.value).startswith(f"this guardian lost the Lease: {IN_CLUSTER} holds the Lease {NAMESPACE}/{NAME}")
 
@@ -287,14 +290,14 @@ def test_take_over_takes_the_lease_explicitly_then_releases_it_on_exit(api, make
 
 
 def test_take_over_is_refused_for_the_in_cluster_form(tmp_path, capsys):
-    assert guardian.main(["--settings", str(tmp_path / "s.json"), "--address", "http://x:8265", "--take-over"]) == 2
+    assert main(["--settings", str(tmp_path / "s.json"), "--address", "http://x:8265", "--take-over"]) == 2
     assert capsys.readouterr().err == (
         "error: --take-over is for the foreground guardian (--stack); the in-cluster one waits for the Lease\n"
     )
 
 
 def test_without_an_api_server_at_hand_there_is_no_lease(settings):
-    assert guardian.hold_the_lease(settings, Endpoint("http://127.0.0.1:8265"), in_cluster=False, take_over=False) is None
+    assert hold_the_lease(settings, Endpoint("http://127.0.0.1:8265"), in_cluster=False, take_over=False) is None
 
 
 def test_a_lease_held_by_another_raises_the_refusal_from_acquire(api):

@@ -27,7 +27,7 @@ GUARDIAN_TYPES = {
 """Every object of the guardian, by type and name."""
 
 SAMPLE_SETTINGS = {"stack": "test", "run": "test-0123456789", "gpuNodes": 1, "idleMinutes": 15}
-SAMPLE_CODE = {"incluster/__init__.py": '"""incluster."""\n', "incluster/guardian.py": "print('guard')\n"}
+SAMPLE_CODE = {"incluster/__init__.py": '"""incluster."""\n', "incluster/guardian/loop.py": "print('guard')\n"}
 
 
 def _guardian(recording):
@@ -142,12 +142,12 @@ def test_settings_and_code_are_mounted_at_their_paths_and_a_change_rolls_the_pod
     settings = guardian_objects.render_settings_config_map(SAMPLE_SETTINGS)
     assert settings.data == {"settings.json": json.dumps(SAMPLE_SETTINGS, sort_keys=True, indent=2) + "\n"}
     code = guardian_objects.render_code_config_map(SAMPLE_CODE)
-    assert code.data == {"incluster____init__.py": '"""incluster."""\n', "incluster__guardian.py": "print('guard')\n"}
+    assert code.data == {"incluster____init__.py": '"""incluster."""\n', "incluster__guardian__loop.py": "print('guard')\n"}
     deployment = guardian_objects.render_deployment(config, SAMPLE_SETTINGS, SAMPLE_CODE)
     items = next(v for v in deployment.spec.template.spec.volumes if v.name == "code").config_map.items
     assert [(item.key, item.path) for item in items] == [
         ("incluster____init__.py", "incluster/__init__.py"),
-        ("incluster__guardian.py", "incluster/guardian.py"),
+        ("incluster__guardian__loop.py", "incluster/guardian/loop.py"),
     ]
     annotations = deployment.spec.template.metadata.annotations
     assert (
@@ -159,7 +159,7 @@ def test_settings_and_code_are_mounted_at_their_paths_and_a_change_rolls_the_pod
         other.spec.template.metadata.annotations["grpo-gke/settings-sha256"] != annotations["grpo-gke/settings-sha256"]
     )
     assert other.spec.template.metadata.annotations["grpo-gke/code-sha256"] == annotations["grpo-gke/code-sha256"]
-    changed = guardian_objects.render_deployment(config, SAMPLE_SETTINGS, {**SAMPLE_CODE, "incluster/guardian.py": "x\n"})
+    changed = guardian_objects.render_deployment(config, SAMPLE_SETTINGS, {**SAMPLE_CODE, "incluster/guardian/loop.py": "x\n"})
     assert changed.spec.template.metadata.annotations["grpo-gke/code-sha256"] != annotations["grpo-gke/code-sha256"]
 
 
@@ -198,6 +198,7 @@ def test_the_stacks_code_config_map_holds_every_guardian_module_and_the_pod_its_
     objects = _guardian(mocked_run("standard", "h200", "gcs"))
     code = objects[("kubernetes:core/v1:ConfigMap", names.GUARDIAN_CODE_CONFIG_MAP)].inputs["data"]
     assert code == guardian_objects.code_data(shipped_files())
-    assert code["incluster__guardian.py"] == (PROJECT_DIR / "incluster" / "guardian.py").read_text()
+    for path in (PROJECT_DIR / "incluster" / "guardian").glob("*.py"):
+        assert code[f"incluster__guardian__{path.name}"] == path.read_text()
     template = objects[("kubernetes:apps/v1:Deployment", names.GUARDIAN)].inputs["spec"]["template"]
     assert template["metadata"]["annotations"][guardian_objects.CODE_CHECKSUM] == guardian_objects._digest(code)

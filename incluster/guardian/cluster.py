@@ -1,0 +1,154 @@
+"""What the guardian reads and asks through the Kubernetes API server (the GPU nodes, the GPU worker pods, as its
+views), and from the run's directory (a failed attempt's last lines, the newest attempt the directory knows), and
+the submission told its deadline."""
+
+from __future__ import annotations
+
+import shlex
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import requests
+
+from incluster import control
+from incluster.attempt import logged_lines
+from incluster.deadline import attempt_overrides
+from incluster.endpoint import Endpoint, bearer_headers
+from incluster.guardian.policy import KubeNodeView, PodView
+from incluster.guardian.settings import Settings
+
+LAST_LINES = 20
+"""Log lines of a failed attempt kept in the record."""
+
+
+IN_CLUSTER_API = "https://kubernetes.default.svc"
+"""The API server as a pod reaches it (Kubernetes' `kubernetes` Service in `default`)."""
+
+SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
+"""Where a pod's service account token and the cluster CA are mounted."""
+
+
+def api_endpoint(endpoint: Endpoint) -> Endpoint | None:
+    """The Kubernetes API server: the one behind the dashboard's service proxy, else the pod's own service
+    account's; None when neither is at hand (a plain dashboard address on this machine)."""
+    if "/api/v1/" in endpoint.address:
+        return Endpoint(address=endpoint.address.split("/api/v1/", 1)[0], headers=endpoint.headers, verify=endpoint.verify)
+    token = SERVICE_ACCOUNT_DIR / "token"
+    if not token.is_file():
+        return None
+    ca = SERVICE_ACCOUNT_DIR / "ca.crt"
+    return Endpoint(IN_CLUSTER_API, bearer_headers(token.read_text().strip()), str(ca) if ca.is_file() else True)
+
+
+GPU_NODE_SELECTOR = "cloud.google.com/gke-accelerator"
+"""The label every GKE GPU node carries (Standard and Autopilot): the nodes whose end the attempts are told."""
+
+
+def gpu_nodes_of(api: Endpoint) -> list[dict[str, Any]]:
+    """The cluster's GPU node objects, from the API server within DEADLINES.request (the guardian's ClusterRole
+    lists nodes); JobError when it refuses or is silent."""
+    return _api_list(api, "/api/v1/nodes", GPU_NODE_SELECTOR, "the GPU nodes")
+
+
+def worker_pods_of(api: Endpoint, settings: Settings) -> list[dict[str, Any]]:
+    """The GPU worker pods of the stack's RayCluster (KubeRay's labels ray.io/cluster and ray.io/group,
+    ray-operator/controllers/ray/utils/constant.go L19-21, v1.7.0), from the API server within DEADLINES.request
+    (the guardian's Role lists pods); JobError when it refuses or is silent."""
+    raw = settings.raw
+    selector = f"ray.io/cluster={raw.get('rayCluster', '')},ray.io/group={raw.get('gpuWorkerGroup', '')}"
+    return _api_list(api, f"/api/v1/namespaces/{raw.get('namespace', '')}/pods", selector, "the GPU worker pods")
+
+
+def _api_list(api: Endpoint, path: str, selector: str, what: str) -> list[dict[str, Any]]:
+    try:
+        answer = requests.get(
+            f"{api.address}{path}",
+            params={"labelSelector": selector},
+            headers=dict(api.headers),
+            verify=api.verify,
+            timeout=control.DEADLINES.request,
+        )
+    except (requests.exceptions.Timeout, requests.exceptions.ConnectionError):
+        raise control.Unreachable(f"the API server at {api.address} did not answer listing {what}") from None
+    if answer.status_code >= 400:
+        raise control.JobError(f"the API server answered HTTP {answer.status_code} listing {what}")
+    return list(answer.json().get("items", []))
+
+
+def _moment(stamp: Any) -> float | None:
+    """An RFC 3339 time of the API server (`2026-12-01T11:50:03Z`) in seconds since the epoch; None when absent."""
+    try:
+        return datetime.fromisoformat(str(stamp).replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def pod_view(pod: dict[str, Any]) -> PodView:
+    """A PodView of one pod object as the API server returns it (k8s.io/api core/v1 Pod: status.phase, reason,
+    message, conditions[].type/status/reason/lastTransitionTime, containerStatuses[].state.terminated.finishedAt)."""
+    status = pod.get("status") or {}
+    disrupted = next(
+        (item for item in status.get("conditions") or [] if item.get("type") == "DisruptionTarget"), None
+    )
+    since = _moment(disrupted.get("lastTransitionTime")) if disrupted else None
+    if since is None:
+        ended = [
+            _moment(((item.get("state") or {}).get("terminated") or {}).get("finishedAt"))
+            for item in status.get("containerStatuses") or []
+        ]
+        since = max((moment for moment in ended if moment is not None), default=None)
+    return PodView(
+        name=str((pod.get("metadata") or {}).get("name", "")),
+        phase=str(status.get("phase", "")),
+        reason=str(status.get("reason", "")),
+        message=str(status.get("message", "")),
+        disruption=str(disrupted.get("reason", "")) if disrupted and disrupted.get("status") == "True" else "",
+        since=since,
+    )
+
+
+def kube_node_view(node: dict[str, Any]) -> KubeNodeView:
+    """A KubeNodeView of one node object as the API server returns it (status.conditions[] of type Ready)."""
+    ready = next(
+        (item for item in (node.get("status") or {}).get("conditions") or [] if item.get("type") == "Ready"), {}
+    )
+    why = ": ".join(part for part in (ready.get("reason"), ready.get("message")) if part)
+    return KubeNodeView(
+        name=str((node.get("metadata") or {}).get("name", "")),
+        ready=str(ready.get("status", "")),
+        since=_moment(ready.get("lastTransitionTime")),
+        why=why,
+    )
+
+
+def failure_lines(run_dir: Path, attempt: int, message: str) -> tuple[str, ...]:
+    """The last LAST_LINES lines of a failed attempt: its log on the shared storage read from the end (incluster/attempt.py
+    logged_lines), else the lines of Ray's message, which holds the driver's last 10 lines for a failed entrypoint
+    (ray 2.60.0 python/ray/dashboard/modules/job/job_supervisor.py L449-455). Never the whole log: Ray's get_job_logs
+    reads the whole driver log into one string (job_log_storage_client.py L20-24) and the guardian's pod has 512 Mi."""
+    logged = logged_lines(run_dir, attempt, LAST_LINES)
+    return tuple(logged or message.splitlines()[-LAST_LINES:])
+
+
+def known_attempt(entries: list[dict[str, Any]], run_dir: Path) -> int:
+    """The newest attempt the run's directory knows: its record's lines and the attempt wrapper's logs (every attempt
+    writes `logs/attempt-N.log`, whoever submitted it); 0 when none."""
+    numbers = [item["attempt"] for item in entries if isinstance(item.get("attempt"), int)]
+    for path in (run_dir / "logs").glob("attempt-*.log"):
+        stem = path.stem.split("-", 1)[1]
+        if stem.isdigit():
+            numbers.append(int(stem))
+    return max(numbers, default=0)
+
+
+def with_deadline(submission: dict[str, Any], framework: str, ends: Any, now: float) -> dict[str, Any]:
+    """`submission` with the save-before-deadline of `ends` (a incluster/deadline.py Deadline, or None): NeMo-RL's
+    save-by override appended to the framework's command (the last word of the attempt wrapper's entrypoint,
+    `sh -c '<command>'`); verl unchanged (nothing of its default trainer reads a deadline: the guardian stops it)."""
+    overrides = attempt_overrides(framework, ends, now)
+    if not overrides:
+        return submission
+    words = shlex.split(submission["entrypoint"])
+    words[-1] = " ".join([words[-1], *map(shlex.quote, overrides)])
+    return {**submission, "entrypoint": shlex.join(words)}

@@ -1,0 +1,389 @@
+"""The thin loop around `decide`: it reads the cluster and the run's record into a State (observe), carries out one
+action at a time (apply) and appends every decision to the record, until the run is over (run)."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from incluster import control, record
+from incluster.attempt import deadline_stop_in, log_path
+from incluster.checkpoints import CheckpointError, newest_complete
+from incluster.deadline import earliest_end, next_capacity_in, save_by, verl_saves
+from incluster.endpoint import Endpoint
+from incluster.guardian.cluster import (
+    api_endpoint,
+    failure_lines,
+    gpu_nodes_of,
+    known_attempt,
+    kube_node_view,
+    pod_view,
+    with_deadline,
+    worker_pods_of,
+)
+from incluster.guardian.policy import (
+    BACKOFF,
+    SETTLE_SECONDS,
+    Action,
+    AttemptView,
+    Backoff,
+    KubeNodeView,
+    NodeView,
+    PodView,
+    State,
+    decide,
+    one_line,
+)
+from incluster.guardian.settings import GuardError, Settings
+from incluster.lease import RENEW_INTERVAL_SECONDS, Lease
+from incluster.preflight import gate
+from incluster.preflight.driver import NEWEST
+
+if TYPE_CHECKING:
+    from ray.job_submission import JobSubmissionClient
+
+DEADLINE_REFRESH_SECONDS = 300.0
+"""Seconds between two reads of the GPU nodes' known ends while a verl attempt runs (a maintenance label may come)."""
+
+POLL_SECONDS = 10.0
+"""Seconds between two looks at the cluster while nothing changes."""
+
+
+@dataclass(frozen=True)
+class ExportRequest:
+    """What the export hook is asked to turn into a Hugging Face model directory."""
+
+    settings: Settings
+    """The run's settings."""
+    attempt: int
+    """The SUCCEEDED attempt."""
+    step: int | None
+    """The newest complete checkpoint's step; None when there is none."""
+
+
+@dataclass(frozen=True)
+class Hooks:
+    """What the guardian does beyond Ray jobs of the run, wired by the caller (the export job and the
+    scale-to-zero belong to the stack's deployment); each returns one line saying what it did."""
+
+    export: Callable[[ExportRequest], str] | None = None
+    """Submit the export job; None: no export is decided."""
+    scale_to_zero: Callable[[Settings], str] | None = None
+    """Scale the GPU workers to zero; None: no scale-to-zero is decided."""
+
+
+def node_view(node: dict[str, Any]) -> NodeView:
+    """A NodeView of one state API node entry (control.ray_nodes)."""
+    end = node.get("end_time_ms")
+    return NodeView(
+        node_id=str(node.get("node_id", "")),
+        alive=node.get("state") == "ALIVE",
+        gpus=control.node_gpus(node),
+        end=end / 1000 if isinstance(end, (int, float)) and end > 0 else None,
+    )
+
+
+def head_node_id(nodes: list[dict[str, Any]]) -> str | None:
+    """The alive head's node id among state API node entries (control.ray_nodes), or None."""
+    for node in nodes:
+        if node.get("is_head_node") and node.get("state") == "ALIVE":
+            return str(node.get("node_id", "")) or None
+    return None
+
+
+def preflighted_head(results: Path) -> str | None:
+    """The Ray head the newest preflight result in `results` checked and passed, or None (none, unreadable,
+    failed, or written before results named their head)."""
+    try:
+        newest = (results / NEWEST).read_text().strip()
+        result = json.loads((results / newest).read_text())
+    except (OSError, ValueError):
+        return None
+    passed = isinstance(result, dict) and (result.get("verdict") or {}).get("passed") is True
+    return (str(result.get("rayHead") or "") or None) if passed else None
+
+
+class Guardian:
+    """The loop around `decide`: reads the cluster and the record, applies an action, records the decision."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        endpoint: Endpoint,
+        hooks: Hooks,
+        report: control.Report,
+        backoff: Backoff = BACKOFF,
+        settle: float = SETTLE_SECONDS,
+        clock: Callable[[], float] = time.time,
+        lease: Lease | None = None,
+        wait_for_lease: bool = True,
+    ) -> None:
+        self.settings, self.endpoint, self.hooks, self.report = settings, endpoint, hooks, report
+        self.backoff, self.settle, self.clock = backoff, settle, clock
+        self.lease, self.wait_for_lease = lease, wait_for_lease
+        self.client: JobSubmissionClient = control.connect(endpoint)
+        self._deadline_read: tuple[int, float, float | None] = (0, float("-inf"), None)
+        """For the attempt it was read for: when the GPU nodes' known end was read, and the save-by time it gave."""
+        self.seen_attempt = 0
+        """The newest attempt of the run this guardian has seen on the Ray head."""
+        self.missed_since: dict[int, float] = {}
+        """When an attempt the record knows was first missed on the Ray head, by number."""
+
+    def observe(self) -> State:
+        """The state `decide` needs, read from Ray (every request within control.DEADLINES), the record and, when a
+        failure must be judged, the API server."""
+        settings = self.settings
+        jobs = control.attempts(self.client, settings.run)
+        entries = record.read(settings.run_dir)
+        if jobs:
+            self.seen_attempt = max(self.seen_attempt, control.attempt_number(jobs[-1]))
+            newest = self._view(jobs[-1], entries)
+        else:
+            newest = self._missing_view(entries)
+        recorded = {item["event"]: item for item in entries if newest and item.get("attempt") == newest.number}
+        judging = newest is not None and newest.status in ("FAILED", "STOPPED") and "failed" not in recorded
+        pods, kube_nodes = self.kubernetes_facts() if judging and not newest.gone_from_ray else ((), ())
+        return State(
+            now=self.clock(),
+            settings=settings,
+            newest=newest,
+            nodes=tuple(node_view(node) for node in control.ray_nodes(self.endpoint)),
+            recoveries=sum(1 for item in entries if item.get("event") == "recovering"),
+            worker_pods=pods,
+            kube_nodes=kube_nodes,
+            recorded=recorded,
+            anything_live=any(control.status_text(job.status) in control.LIVE for job in self.client.list_jobs()),
+            backoff=self.backoff,
+            settle=self.settle,
+            can_export=self.hooks.export is not None,
+            can_scale=self.hooks.scale_to_zero is not None,
+            **self.deadline_view(newest, recorded),
+        )
+
+    def known_end(self, attempt: int) -> Any:
+        """The earliest known end of the GPU nodes (a incluster/deadline.py Deadline), or None: none known, no API
+        server at hand, or it did not answer (a progress line says so)."""
+        api = api_endpoint(self.endpoint)
+        if api is None:
+            return None
+        try:
+            return earliest_end(gpu_nodes_of(api), bool(self.settings.raw.get("flexStart")))
+        except control.JobError as error:
+            self.report(f"{self.settings.run}: no deadline known for attempt {attempt}: {error}")
+            return None
+
+    def deadline_view(self, newest: AttemptView | None, recorded: dict[str, dict[str, Any]]) -> dict[str, Any]:
+        """For a RUNNING verl attempt, `save_by` and `saves`: the earliest known end of the GPU nodes less the margin
+        (the nodes read for each attempt, then every DEADLINE_REFRESH_SECONDS) and the run's complete checkpoints;
+        after a deadline stop, `next_capacity_in` (the nodes read every poll); else nothing."""
+        if newest is None:
+            return {}
+        now = self.clock()
+        over = "not-retried" in recorded or "gave-up" in recorded
+        if newest.status not in control.LIVE and "deadline-stop" in recorded and not over:
+            return {"next_capacity_in": next_capacity_in(self.known_end(newest.number), now)}
+        if self.settings.framework != "verl" or newest.status != "RUNNING":
+            return {}
+        attempt, read_at, save_by_at = self._deadline_read
+        if attempt != newest.number or now - read_at >= DEADLINE_REFRESH_SECONDS:
+            ends = self.known_end(newest.number)
+            save_by_at = save_by(ends) if ends is not None else None
+            self._deadline_read = (newest.number, now, save_by_at)
+        if save_by_at is None:
+            return {}
+        return {"save_by": save_by_at, "saves": tuple(verl_saves(self.settings.run_dir, self.settings.world_size))}
+
+    def _view(self, job: Any, entries: list[dict[str, Any]]) -> AttemptView:
+        number = control.attempt_number(job)
+        status = control.status_text(job.status)
+        judged = any(item.get("attempt") == number and item.get("event") == "failed" for item in entries)
+        message = job.message or ""
+        lines: tuple[str, ...] = ()
+        if status in ("FAILED", "STOPPED") and not judged:
+            lines = failure_lines(self.settings.run_dir, number, message)
+        return AttemptView(
+            number=number,
+            status=status,
+            start=job.start_time / 1000 if job.start_time else None,
+            end=job.end_time / 1000 if job.end_time else None,
+            message=message,
+            last_lines=lines,
+            metadata=dict(job.metadata or {}),
+            deadline_stop=deadline_stop_in(self.settings.run_dir, number) if status == "SUCCEEDED" else None,
+        )
+
+    def _missing_view(self, entries: list[dict[str, Any]]) -> AttemptView | None:
+        """The newest attempt the run's record (or its logs, or this guardian) knows when the Ray head lists none of
+        the run's: a new head, whose job table started empty (no GCS fault tolerance). It ended when its log was last
+        written (else when the guardian first missed it): SUCCEEDED when the record says so, else FAILED; None for a run
+        with no attempt yet."""
+        number = max(known_attempt(entries, self.settings.run_dir), self.seen_attempt)
+        if number == 0:
+            return None
+        succeeded = any(item.get("attempt") == number and item.get("event") == "succeeded" for item in entries)
+        try:
+            end = log_path(self.settings.run_dir, number).stat().st_mtime
+        except OSError:
+            end = self.missed_since.setdefault(number, self.clock())
+        lines = () if succeeded else failure_lines(self.settings.run_dir, number, "")
+        status = "SUCCEEDED" if succeeded else "FAILED"
+        return AttemptView(number=number, status=status, end=end, last_lines=lines, gone_from_ray=True)
+
+    def kubernetes_facts(self) -> tuple[tuple[PodView, ...], tuple[KubeNodeView, ...]]:
+        """The GPU worker pods and GPU nodes as the API server lists them; nothing without an API server at hand or
+        when it refuses (a progress line says so: the judgement goes on from Ray's facts)."""
+        api = api_endpoint(self.endpoint)
+        if api is None:
+            return (), ()
+        try:
+            pods = worker_pods_of(api, self.settings)
+            kube_nodes = gpu_nodes_of(api)
+        except control.JobError as error:
+            self.report(f"{self.settings.run}: judging without the API server's pods and nodes: {error}")
+            return (), ()
+        return tuple(map(pod_view, pods)), tuple(map(kube_node_view, kube_nodes))
+
+    def append(self, attempt: int, event: str, reason: str = "", **extra: Any) -> None:
+        """Append one decision to the run's record and report it."""
+        record.append(self.settings.run_dir, record.entry(self.clock(), attempt, event, reason, **extra))
+        self.report(f"{self.settings.run}: attempt {attempt} {event}" + (f": {reason}" if reason else ""))
+
+    def resume_step(self) -> int | None:
+        """The step the next attempt's wrapper will resume from (None: from scratch, or it will refuse)."""
+        try:
+            chosen = newest_complete(self.settings.run_dir, self.settings.framework, self.settings.world_size)
+        except CheckpointError:
+            return None
+        return chosen.step if chosen else None
+
+    def submit(self, attempt: int, reason: str) -> None:
+        """Pass the readiness gate and, on a Ray cluster no preflight has checked, the preflight; then submit
+        the run's next attempt through control.ensure_run. `attempt` is the attempt it follows."""
+        settings = self.settings
+        control.wait_for_gpus(self.endpoint, settings.gpu_nodes, settings.ready_timeout_seconds, self.report)
+        if not self.may_act() or not self.preflight(attempt) or not self.may_act():
+            return
+        step = self.resume_step()
+        outcome = control.ensure_run(
+            self.client, self.told_the_deadline(settings.submission), self.deadline_stop_of, after=attempt
+        )
+        if outcome.action in ("submitted", "extended", "resumed"):
+            number = int(outcome.submission_id.rsplit("-", 1)[1])
+            self.append(number, "submitted", reason, resumed_from_step=step)
+        else:
+            self.report(f"{settings.run}: {outcome.sentence()}")
+
+    def deadline_stop_of(self, job: Any) -> int | None:
+        """The step a SUCCEEDED attempt `job` saved before it stopped at its deadline, from the end of its log in
+        the run directory (not Ray's whole log); None otherwise."""
+        if control.status_text(job.status) != "SUCCEEDED":
+            return None
+        return deadline_stop_in(self.settings.run_dir, control.attempt_number(job))
+
+    def preflight(self, attempt: int) -> bool:
+        """Run the settings' preflight when the Ray cluster's head is not the one the newest preflight result
+        names (a fresh RayCluster); whether the next attempt may go. A failed one is recorded as
+        `preflight-failed` and `not-retried`, one line per bad node."""
+        template = self.settings.raw.get("preflight")
+        if template is None:
+            return True
+        results = self.settings.run_dir / "preflight"
+        head = head_node_id(control.ray_nodes(self.endpoint))
+        if head is not None and preflighted_head(results) == head:
+            return True
+        try:
+            outcome = gate.before_first_attempt(
+                self.client, {**template, "results_dir": str(results)}, self.report, self.cluster_api()
+            )
+        except gate.PreflightRefused as refusal:
+            lines = str(refusal).splitlines()
+            self.append(attempt, "preflight-failed", one_line(lines[0]), last_lines=lines[1:])
+            self.append(attempt, "not-retried", f"the preflight failed on {len(lines) - 1} node(s) or NIC(s)")
+            return False
+        details = {"rayHead": head, "results": outcome.path if outcome else None}
+        self.append(attempt, "preflight-passed", "", details=details)
+        return True
+
+    def told_the_deadline(self, submission: dict[str, Any]) -> dict[str, Any]:
+        """`submission` told to save before the earliest known end of the GPU nodes (incluster/deadline.py: the
+        scheduled-maintenance label, flex-start's 7 days), read through the API server; unchanged without one, or
+        when the API server does not list the nodes (a progress line says so: the attempt must not wait on it)."""
+        api = api_endpoint(self.endpoint)
+        if api is None:
+            return submission
+        try:
+            nodes = gpu_nodes_of(api)
+        except control.JobError as error:
+            self.report(f"{self.settings.run}: no deadline known for the next attempt: {error}")
+            return submission
+        ends = earliest_end(nodes, bool(self.settings.raw.get("flexStart")))
+        if ends is not None:
+            self.report(f"{self.settings.run}: GPU capacity ends at {record.utc_stamp(ends.at)} ({ends.source}): saving first")
+        return with_deadline(submission, self.settings.framework, ends, self.clock())
+
+    def cluster_api(self) -> Endpoint | None:
+        """The API server for cordoning the nodes a failed preflight names (job.cordonBadNodes), or None."""
+        return api_endpoint(self.endpoint) if self.settings.raw.get("cordonBadNodes") else None
+
+    def may_act(self) -> bool:
+        """Whether this guardian may act now: no Lease at hand (no API server: nothing else can guard the run),
+        or it holds the Lease (incluster/lease.py). A foreground guardian that lost it stops (GuardError)."""
+        if self.lease is None or self.lease.held():
+            return True
+        if not self.wait_for_lease:
+            raise GuardError(
+                f"this guardian lost the Lease: {self.lease.holder_line()}, and acts for run {self.settings.run} now"
+            )
+        return False
+
+    def apply(self, action: Action) -> None:
+        """Carry out one action that is not a wait."""
+        if action.kind == "record":
+            extra: dict[str, Any] = {"last_lines": list(action.last_lines), "details": action.details}
+            self.append(action.attempt, action.event, action.reason, **extra)
+        elif action.kind in ("recover", "extend", "resume"):
+            self.submit(action.attempt, action.reason)
+        elif action.kind == "stop":
+            jobs = control.attempts(self.client, self.settings.run)
+            stopped = control.stop_jobs(self.client, [job for job in jobs if control.attempt_number(job) == action.attempt])
+            self.report(f"{self.settings.run}: {action.reason}: stopped {', '.join(stopped) or 'nothing live'}")
+        elif action.kind == "export":
+            assert self.hooks.export is not None
+            step = self.resume_step()
+            done = self.hooks.export(ExportRequest(self.settings, action.attempt, step))
+            self.append(action.attempt, "export-submitted", one_line(done), details={"step": step})
+        elif action.kind == "scale-to-zero":
+            assert self.hooks.scale_to_zero is not None
+            done = self.hooks.scale_to_zero(self.settings)
+            self.append(action.attempt, "scaled-to-zero", one_line(f"{action.reason}: {done}"))
+
+    def run(
+        self, follow: bool = False, poll: float = POLL_SECONDS, sleep: Callable[[float], None] = time.sleep
+    ) -> Action:
+        """Decide and act until the run is over and nothing is left to do (with `follow`, for ever); return the
+        last decision. A dashboard lost on the way, or GPU nodes that do not come back within the readiness
+        gate, is a progress line and another look after `poll` seconds."""
+        shown, shown_at = "", 0.0
+        while True:
+            try:
+                action = decide(self.observe())
+                if action.kind not in ("wait", "done"):
+                    if self.may_act():
+                        self.apply(action)
+                        continue
+                    assert self.lease is not None
+                    action = Action("wait", action.attempt, self.lease.waiting_line(), wait_s=RENEW_INTERVAL_SECONDS)
+            except control.JobError as error:
+                action = Action("wait", 0, f"{error}; trying again in {poll:g} s")
+            if action.kind == "done" and not follow:
+                self.report(f"{self.settings.run}: {action.reason}; nothing left to do")
+                return action
+            now = time.monotonic()
+            if action.reason != shown or now - shown_at >= control.REPORT_EVERY_SECONDS:
+                self.report(f"{self.settings.run}: {action.reason}")
+                shown, shown_at = action.reason, now
+            sleep(min(poll, action.wait_s) if action.wait_s > 0 else poll)

@@ -1,0 +1,98 @@
+"""What the guardian follows: its Settings, read from the JSON jobs/guardian/settings.py `guardian_settings` writes,
+and GuardError, the one-line refusal of bad settings or input."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from incluster.runs import run_dir_of
+
+
+class GuardError(Exception):
+    """Bad settings or input; the message is one line naming the file or key and what to do."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What the guardian follows (jobs/guardian/settings.py `guardian_settings` writes it as JSON)."""
+
+    stack: str
+    """The stack's name."""
+    run: str
+    """The run's id."""
+    submission: dict[str, Any]
+    """The attempt-1 submit_job kwargs of the run (its schedule in the metadata)."""
+    gpu_nodes: int
+    """gpu.nodes: the full 8-GPU Ray nodes every attempt needs."""
+    max_recoveries: int
+    """job.maxRecoveries."""
+    idle_minutes: float
+    """job.idleMinutes (0: never scale to zero)."""
+    ready_timeout_seconds: float
+    """job.readyTimeoutSeconds: one readiness gate's longest wait."""
+    framework: str
+    """verl or nemo-rl: whose checkpoint layout."""
+    world_size: int
+    """Ranks of the run (8 x gpu.nodes)."""
+    raw: dict[str, Any] = field(default_factory=dict, compare=False)
+    """Every key of the settings, for the hooks (namespace, RayCluster and worker group names, ...)."""
+
+    @property
+    def run_dir(self) -> Path:
+        """The run's directory (the submission's GRPO_RUN_DIR)."""
+        return Path(run_dir_of(self.submission))
+
+
+SETTINGS_KEYS = {
+    "stack": str,
+    "run": str,
+    "submission": dict,
+    "gpuNodes": int,
+    "maxRecoveries": int,
+    "idleMinutes": (int, float),
+    "readyTimeoutSeconds": (int, float),
+    "framework": str,
+    "worldSize": int,
+}
+"""The settings keys the guardian itself reads, with their JSON types."""
+
+
+def settings_from(values: dict[str, Any], source: str) -> Settings:
+    """Settings from the JSON object `values` read from `source`; GuardError names a missing or mistyped key."""
+    for key, kind in SETTINGS_KEYS.items():
+        if key not in values:
+            raise GuardError(f"{source}: the key {key!r} is missing; write the file with guardian_settings(config)")
+        if not isinstance(values[key], kind) or isinstance(values[key], bool):
+            raise GuardError(f"{source}: {key!r} must be {getattr(kind, '__name__', 'a number')}, got {values[key]!r}")
+    try:
+        run_dir_of(values["submission"])
+    except (KeyError, TypeError):
+        raise GuardError(f"{source}: 'submission' has no runtime_env.env_vars.GRPO_RUN_DIR") from None
+    return Settings(
+        stack=values["stack"],
+        run=values["run"],
+        submission=values["submission"],
+        gpu_nodes=values["gpuNodes"],
+        max_recoveries=values["maxRecoveries"],
+        idle_minutes=float(values["idleMinutes"]),
+        ready_timeout_seconds=float(values["readyTimeoutSeconds"]),
+        framework=values["framework"],
+        world_size=values["worldSize"],
+        raw=dict(values),
+    )
+
+
+def read_settings(path: str) -> Settings:
+    """The settings JSON at `path`; GuardError in one line when it cannot be read."""
+    try:
+        values = json.loads(Path(path).read_text())
+    except OSError as error:
+        raise GuardError(f"cannot read the guardian settings {path}: {error.strerror or error}") from None
+    except ValueError as error:
+        raise GuardError(f"the guardian settings {path} are not JSON: {error}") from None
+    if not isinstance(values, dict):
+        raise GuardError(f"the guardian settings {path} must hold a JSON object")
+    return settings_from(values, path)
