@@ -13,7 +13,6 @@ failed (one line per bad node or NIC); 2 bad input or an unreachable cluster (on
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -24,6 +23,7 @@ from core.config.model import PROJECT_NAMESPACE, StackConfig
 from core.config.problems import ConfigError
 from core.stackfile import StackFileError, stack_file
 from incluster import control, scaling
+from incluster.logs import ERROR_SCAN_LINES, error_line, plain
 from jobs.spec.training import training_spec
 from jobs.submit import access
 from jobs.submit.target import (
@@ -44,22 +44,8 @@ if TYPE_CHECKING:
 LAST_LINES = 20
 """Log lines shown when a followed job ends badly."""
 
-ERROR_SCAN_LINES = 200
-"""Lines at the end of a FAILED job's log searched for its error line."""
-
-
 class Interrupted(Exception):
     """Ctrl-C while following a job; the message is the one line the CLI prints."""
-
-
-ANSI_ESCAPE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
-"""A terminal escape sequence (colour codes: CSI, OSC and two-byte escapes). Ray colours the `(TaskRunner pid=..)`
-prefix of every actor line it relays unless RAY_COLOR_PREFIX=0 (ray 2.60.0 ray/_private/worker.py L2388-2404)."""
-
-
-def plain(line: str) -> str:
-    """`line` without terminal escape sequences."""
-    return ANSI_ESCAPE.sub("", line)
 
 
 def counted(count: int, noun: str) -> str:
@@ -210,27 +196,6 @@ def _follow(
 
 def _first_line(error: BaseException) -> str:
     return (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
-
-
-RAY_WORKER_PREFIX = re.compile(r"^\([^()\s]+ pid=\d+(?:, ip=[^)]*)?\) ")
-"""The `(TaskRunner pid=12, ip=10.0.0.3) ` prefix Ray puts before lines that actors print."""
-
-ERROR_WORDS = re.compile(r"\b(error|exception|failed|fatal)\b", re.IGNORECASE)
-"""A log line that looks like an error."""
-
-
-def error_line(log: str) -> str | None:
-    """The line that says why a job failed, without colour codes: the last Traceback's final line, else the last
-    error-looking line."""
-    lines = [RAY_WORKER_PREFIX.sub("", plain(line)).rstrip() for line in log.splitlines()]
-    starts = [index for index, line in enumerate(lines) if line.startswith("Traceback (most recent call last)")]
-    if starts:
-        after = lines[starts[-1] + 1 :]
-        final = next((line for line in after if line and not line[0].isspace()), None)
-        if final:
-            return final[:300]
-    found = next((line for line in reversed(lines) if ERROR_WORDS.search(line)), None)
-    return found.strip()[:300] if found else None
 
 
 def cmd_validate(args: argparse.Namespace, config: StackConfig) -> int:

@@ -16,7 +16,6 @@ import pytest
 import yaml
 
 from infra.kubernetes import gke_kubeconfig
-from jobs.cli import error_line
 from plan.harness import REPO_ROOT
 
 CA = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUJ0ZXN0Ci0tLS0tRU5EIENFUlRJRklDQVRFLS0tLS0K"
@@ -146,31 +145,6 @@ def test_the_printed_program_runs_from_the_repository_root(tmp_path):
     result = jobs_cli("--help", home=tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("usage: .venv/bin/python -m jobs ")
-
-
-TRACEBACK_LOG = """(TaskRunner pid=812) step:1 - critic/score/mean:np.float64(0.1)
-(TaskRunner pid=812, ip=10.0.0.3) Traceback (most recent call last):
-(TaskRunner pid=812, ip=10.0.0.3)   File "/verl/trainer/main_ppo.py", line 42, in run
-(TaskRunner pid=812, ip=10.0.0.3)     raise ValueError("reward function gsm8k not found")
-(TaskRunner pid=812, ip=10.0.0.3) ValueError: reward function gsm8k not found
-Traceback (most recent call last):
-  File "/verl/trainer/main_ppo.py", line 10, in <module>
-    ray.get(runner.run.remote())
-ray.exceptions.RayTaskError(ValueError): ray::TaskRunner.run() (pid=812, ip=10.0.0.3)
----------------------------------------
-Job 'dev-abc-1' failed
-"""
-
-
-def test_the_error_line_is_the_last_tracebacks_final_line_without_rays_prefix():
-    assert error_line(TRACEBACK_LOG) == "ray.exceptions.RayTaskError(ValueError): ray::TaskRunner.run() (pid=812, ip=10.0.0.3)"
-    only_actor = TRACEBACK_LOG.split("Traceback (most recent call last):\n  File")[0]
-    assert error_line(only_actor) == "ValueError: reward function gsm8k not found"
-
-
-def test_without_a_traceback_the_error_line_is_the_last_line_that_looks_like_an_error():
-    assert error_line("step 1\nCUDA error: out of memory\nstep 2 done\n") == "CUDA error: out of memory"
-    assert error_line("step 1\nstep 2\n") is None
 
 
 def test_validate_and_submit_refuse_what_the_jobs_checks_refuse_and_other_commands_go_on(make_stack, tmp_path, capsys):
