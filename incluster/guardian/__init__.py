@@ -1,8 +1,8 @@
 """The run guardian: it follows the run's newest attempt and decides what comes next.
 
 `decide(state) -> Action` is the whole policy, pure; `run()` is the thin loop around it that reads the
-cluster and the run's record, applies one action at a time and appends every decision to the record
-(`<run dir>/attempts.jsonl`, incluster/record.py). The rules:
+cluster and the run's record, applies one action at a time and appends every decision to the record,
+once per attempt (`<run dir>/attempts.jsonl`, incluster/record.py). The rules:
 
 - an attempt PENDING or RUNNING: wait;
 - an attempt FAILED because GPU capacity went away, judged from facts, never from words a trainer logs (capacity_lost:
@@ -18,7 +18,8 @@ cluster and the run's record, applies one action at a time and appends every dec
   number continues the record's;
 - an attempt refused by its wrapper (checkpoints, none complete), STOPPED, or FAILED for any other reason
   (decided once SETTLE_SECONDS have passed without evidence of lost capacity, the time Ray takes to mark a
-  lost node dead): `failed`, then `not-retried` with the reason and its last log lines;
+  lost node dead): `failed`, then `not-retried` with the reason (for a FAILED one, its error line as `python -m jobs
+  status` finds it, incluster/logs.py) and its last log lines;
 - before it submits an attempt on a Ray cluster that no preflight has checked (a fresh RayCluster: its head is
   not the one the newest preflight result names, incluster/preflight/driver.py `rayHead`), the settings' preflight
   runs (incluster/preflight/gate.py, job.preflight; never before a resume on the same cluster): `preflight-passed`,
@@ -33,7 +34,8 @@ cluster and the run's record, applies one action at a time and appends every dec
   (deadline.stop_due), `deadline-stop`, then the attempt is stopped; STOPPED after a `deadline-stop`, the next
   attempt resumes from that step on the next capacity, as above;
 - SUCCEEDED: `succeeded`; when the settings' schedule asks for more (runs.extends) the next attempt
-  continues the run; else the export (`export-submitted`, through Hooks.export);
+  continues the run (not after a preflight that refused its cluster: the run is over); else the export
+  (`export-submitted`, through Hooks.export);
 - once the run is over (succeeded, not retried, gave up) and nothing is live on the cluster for
   idleMinutes: `scaled-to-zero` (through Hooks.scale_to_zero; idleMinutes 0 never).
 

@@ -9,14 +9,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import requests
-
 from incluster import control
 from incluster.attempt import logged_lines
 from incluster.deadline import attempt_overrides
 from incluster.endpoint import Endpoint, bearer_headers
 from incluster.guardian.policy import KubeNodeView, PodView
 from incluster.guardian.settings import Settings
+from incluster.logs import ERROR_SCAN_LINES, error_line
 
 LAST_LINES = 20
 """Log lines of a failed attempt kept in the record."""
@@ -61,6 +60,8 @@ def worker_pods_of(api: Endpoint, settings: Settings) -> list[dict[str, Any]]:
 
 
 def _api_list(api: Endpoint, path: str, selector: str, what: str) -> list[dict[str, Any]]:
+    import requests  # lazy: every `python -m jobs` start imports this package for its help line; requests adds ~60 ms
+
     try:
         answer = requests.get(
             f"{api.address}{path}",
@@ -129,6 +130,23 @@ def failure_lines(run_dir: Path, attempt: int, message: str) -> tuple[str, ...]:
     reads the whole driver log into one string (job_log_storage_client.py L20-24) and the guardian's pod has 512 Mi."""
     logged = logged_lines(run_dir, attempt, LAST_LINES)
     return tuple(logged or message.splitlines()[-LAST_LINES:])
+
+
+RAY_FAILED_ENTRYPOINT = "Job entrypoint command failed with exit code"
+"""How Ray's message about a failed entrypoint starts, before the driver's last log lines (ray 2.60.0
+python/ray/dashboard/modules/job/job_supervisor.py L449-455): its boilerplate, not the attempt's error."""
+
+
+def failure_error(run_dir: Path, attempt: int, message: str) -> str | None:
+    """The line that says why a failed attempt failed, as `python -m jobs status` finds it (incluster/logs.py
+    error_line over the last ERROR_SCAN_LINES lines): in its log on the shared storage read from the end, else in the
+    log lines of Ray's message without Ray's own first line (RAY_FAILED_ENTRYPOINT); None when no line says."""
+    lines = logged_lines(run_dir, attempt, ERROR_SCAN_LINES)
+    if not lines:
+        lines = message.splitlines()
+        if lines and lines[0].startswith(RAY_FAILED_ENTRYPOINT):
+            lines = lines[1:]
+    return error_line("\n".join(lines))
 
 
 def known_attempt(entries: list[dict[str, Any]], run_dir: Path) -> int:

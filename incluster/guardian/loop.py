@@ -17,6 +17,7 @@ from incluster.deadline import earliest_end, next_capacity_in, save_by, verl_sav
 from incluster.endpoint import Endpoint
 from incluster.guardian.cluster import (
     api_endpoint,
+    failure_error,
     failure_lines,
     gpu_nodes_of,
     known_attempt,
@@ -51,6 +52,10 @@ DEADLINE_REFRESH_SECONDS = 300.0
 
 POLL_SECONDS = 10.0
 """Seconds between two looks at the cluster while nothing changes."""
+
+REPEATABLE_EVENTS = frozenset({"preflight-passed"})
+"""Record events one attempt may have more than once: a passed preflight per Ray head (a new head before the next
+attempt is checked again). Every other decision is recorded once per attempt."""
 
 
 @dataclass(frozen=True)
@@ -203,8 +208,10 @@ class Guardian:
         judged = any(item.get("attempt") == number and item.get("event") == "failed" for item in entries)
         message = job.message or ""
         lines: tuple[str, ...] = ()
+        error = None
         if status in ("FAILED", "STOPPED") and not judged:
             lines = failure_lines(self.settings.run_dir, number, message)
+            error = failure_error(self.settings.run_dir, number, message)
         return AttemptView(
             number=number,
             status=status,
@@ -212,6 +219,7 @@ class Guardian:
             end=job.end_time / 1000 if job.end_time else None,
             message=message,
             last_lines=lines,
+            error=error,
             metadata=dict(job.metadata or {}),
             deadline_stop=deadline_stop_in(self.settings.run_dir, number) if status == "SUCCEEDED" else None,
         )
@@ -230,8 +238,9 @@ class Guardian:
         except OSError:
             end = self.missed_since.setdefault(number, self.clock())
         lines = () if succeeded else failure_lines(self.settings.run_dir, number, "")
+        error = None if succeeded else failure_error(self.settings.run_dir, number, "")
         status = "SUCCEEDED" if succeeded else "FAILED"
-        return AttemptView(number=number, status=status, end=end, last_lines=lines, gone_from_ray=True)
+        return AttemptView(number=number, status=status, end=end, last_lines=lines, error=error, gone_from_ray=True)
 
     def kubernetes_facts(self) -> tuple[tuple[PodView, ...], tuple[KubeNodeView, ...]]:
         """The GPU worker pods and GPU nodes as the API server lists them; nothing without an API server at hand or
@@ -248,7 +257,13 @@ class Guardian:
         return tuple(map(pod_view, pods)), tuple(map(kube_node_view, kube_nodes))
 
     def append(self, attempt: int, event: str, reason: str = "", **extra: Any) -> None:
-        """Append one decision to the run's record and report it."""
+        """Append one decision to the run's record and report it, once: a decision the record already holds for this
+        attempt (a second guardian's that acted first, or this one's before it restarted) is not appended again."""
+        if event not in REPEATABLE_EVENTS and any(
+            item.get("attempt") == attempt and item.get("event") == event for item in record.read(self.settings.run_dir)
+        ):
+            self.report(f"{self.settings.run}: attempt {attempt} {event} is in the record already")
+            return
         record.append(self.settings.run_dir, record.entry(self.clock(), attempt, event, reason, **extra))
         self.report(f"{self.settings.run}: attempt {attempt} {event}" + (f": {reason}" if reason else ""))
 

@@ -82,6 +82,9 @@ class AttemptView:
     """For a SUCCEEDED attempt that stopped at its deadline: the step it saved (its wrapper's last line)."""
     gone_from_ray: bool = False
     """The run's record knows it and the Ray head does not: a new head, whose job table started empty."""
+    error: str | None = None
+    """The line that says why it failed, as `python -m jobs status` finds it (read only when a failure must be
+    judged; None when no line says)."""
 
 
 @dataclass(frozen=True)
@@ -250,7 +253,7 @@ def _judge_failure(state: State) -> Action:
     left = newest.end + state.settle - state.now
     if left > 0:
         return Action("wait", newest.number, f"attempt {newest.number} FAILED; judging it in {left:.0f} s", wait_s=left)
-    reason = one_line(newest.message) or f"attempt {newest.number} FAILED"
+    reason = one_line(newest.error or newest.message) or f"attempt {newest.number} FAILED"
     return Action("record", newest.number, reason, "failed", last_lines=lines, details={"cause": "other"})
 
 
@@ -348,6 +351,9 @@ def decide(state: State) -> Action:
     if newest.status == "SUCCEEDED":
         if "succeeded" not in recorded:
             return Action("record", newest.number, "", "succeeded")
+        for over in ("not-retried", "gave-up"):  # a failed preflight before the extension: the run is over
+            if over in recorded:
+                return _idle(state, f"attempt {newest.number} {over}: {recorded[over]['reason']}")
         wanted = state.settings.submission["metadata"]
         if extends(newest.metadata, wanted):
             reason = f"the schedule asks for more (maxSteps {newest.metadata.get('maxSteps') or 'none'} -> {wanted['maxSteps'] or 'none'}, epochs {newest.metadata.get('epochs')} -> {wanted['epochs']})"
