@@ -127,7 +127,7 @@ def _explicit_address() -> Iterator[None]:
 
 def _unreachable(address: str, error: Exception) -> Unreachable:
     """The one-line Unreachable for a request to `address` that failed with a requests error."""
-    import requests
+    import requests  # lazy: every `python -m jobs` start imports this module; requests adds 50-130 ms (measured)
 
     if isinstance(error, requests.exceptions.ConnectTimeout):
         reason = f"no connection within {DEADLINES.connect:g} s"
@@ -145,6 +145,7 @@ def _unreachable(address: str, error: Exception) -> Unreachable:
 def _client_type() -> type[JobSubmissionClient]:
     """JobSubmissionClient whose every request has DEADLINES.request; Ray's own sends none
     (`SubmissionClient._do_request`, ray 2.60.0), so a silent dashboard would block for ever."""
+    # lazy: every `python -m jobs` start imports this module; requests adds 50-130 ms, ray.job_submission ~0.65 s
     import requests
     from ray.job_submission import JobSubmissionClient
 
@@ -199,7 +200,7 @@ def _short(error: BaseException) -> str:
 def ray_nodes(endpoint: Endpoint) -> list[dict[str, Any]]:
     """Every Ray node the head knows, dead ones included, from the dashboard's state API (`/api/v0/nodes`,
     entries with `node_id`, `state`, `resources_total`, `end_time_ms`), within DEADLINES.request."""
-    import requests
+    import requests  # lazy: every `python -m jobs` start imports this module; requests adds 50-130 ms (measured)
 
     url = f"{endpoint.address}/api/v0/nodes?detail=1"
     try:

@@ -28,6 +28,7 @@ from core.facts.job import (
     NEMO_RL_SETUP_BOUND_SECONDS,
     SCHEDULED_MAINTENANCE_LABEL,
 )
+from incluster.checkpoints import step_dirs
 
 
 @dataclass(frozen=True)
@@ -132,8 +133,6 @@ def stop_due(saves: list[Saved], started: float, save_by_at: float) -> Saved | N
 def verl_saves(run_dir: Path, world_size: int) -> list[Saved]:
     """The run's complete verl checkpoints and when each became complete: its `data.pt`, which verl 0.9.1 writes
     after the actor's shards (verl/trainer/ppo/v1/trainer_base.py `_save_checkpoint` L948-1000)."""
-    from incluster.checkpoints import step_dirs
-
     return [
         Saved(item.step, (item.path / "data.pt").stat().st_mtime)
         for item in step_dirs(run_dir, "verl", world_size)

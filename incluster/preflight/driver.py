@@ -27,6 +27,7 @@ from typing import Any
 
 from core.facts.gpu_health import GPU_HEALTH_REFERENCES
 from incluster.preflight import fabric, verdict
+from incluster.preflight.fabric_measure import measure_fabric
 
 RESULT_MARKER = "grpo-gke preflight result: "
 """Starts the driver's last log line, followed by the result as one JSON object."""
@@ -48,7 +49,7 @@ def resolve(entry: str) -> Any:
 
 def measure_on_node(entry: str) -> dict[str, Any]:
     """Body of a node task: the node's report from `entry`, with the Ray node it ran on."""
-    import ray
+    import ray  # lazy: every `python -m jobs` start imports this module (via the guardian); ray adds ~0.5 s
 
     report = resolve(entry)()
     report["ray_node_id"] = ray.get_runtime_context().get_node_id()
@@ -58,7 +59,7 @@ def measure_on_node(entry: str) -> dict[str, Any]:
 
 def free_port() -> tuple[str, int]:
     """Body of the rendezvous task on the first bundle: this node's address and a port free on it now."""
-    import ray
+    import ray  # lazy: every `python -m jobs` start imports this module (via the guardian); ray adds ~0.5 s
 
     with socket.socket() as probe:
         probe.bind(("", 0))
@@ -74,9 +75,7 @@ def fabric_rank(
     node, so they are all this preflight's) and the rank uses its own by index: NCCL then reaches the node's other
     ranks over NVLink, as training does, not through host memory as it must between GPUs it cannot see.
     """
-    import ray
-
-    from incluster.preflight.fabric_measure import measure_fabric
+    import ray  # lazy: every `python -m jobs` start imports this module (via the guardian); ray adds ~0.5 s
 
     options = dict(options)
     if options.get("backend") == "nccl":
@@ -87,7 +86,7 @@ def fabric_rank(
 
 
 def _node_reports(ray: Any, group: Any, settings: dict[str, Any]) -> list[dict[str, Any]]:
-    from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+    from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy  # lazy: as `import ray` in run()
 
     task = ray.remote(measure_on_node)
     pending = [
@@ -109,7 +108,7 @@ def _node_reports(ray: Any, group: Any, settings: dict[str, Any]) -> list[dict[s
 
 
 def _fabric_report(ray: Any, group: Any, settings: dict[str, Any], names: list[str]) -> dict[str, Any]:
-    from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+    from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy  # lazy: as `import ray` in run()
 
     per_node = settings["gpus_per_node"]
 
@@ -193,8 +192,8 @@ def write_result(results_dir: str, stamp: str, result: dict[str, Any]) -> str:
 
 def run(settings: dict[str, Any]) -> dict[str, Any]:
     """The whole preflight on the cluster this driver runs in; the result, as written."""
-    import ray
-    from ray.util.placement_group import placement_group, remove_placement_group
+    import ray  # lazy: every `python -m jobs` start imports this module (via the guardian); ray adds ~0.5 s
+    from ray.util.placement_group import placement_group, remove_placement_group  # lazy: as `import ray` above
 
     ray.init()
     nodes, per_node = settings["nodes"], settings["gpus_per_node"]

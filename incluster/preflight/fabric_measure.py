@@ -86,8 +86,8 @@ def sweep(group: Any, device: Any, sizes: list[int], collectives: tuple[str, ...
     The first warm-up's result is checked (`correct`), so `warmups` is at least 1. `inject_delay_s` makes this rank
     sleep before each timed collective: a stand-in for a slow node in tests.
     """
-    import torch
-    import torch.distributed as dist
+    import torch  # lazy: the driver and the guardian import this module without torch (~1.8 s); only ranks need it
+    import torch.distributed as dist  # lazy: as torch
 
     if warmups < 1:
         raise ValueError("the sweep needs at least one warm-up, whose result it checks")
@@ -125,8 +125,8 @@ def _measure_round(groups: list[tuple[str, ...]], ranks_of: dict[str, list[int]]
                    inject_delay_s: float) -> list[dict[str, Any]]:
     """Measure disjoint node groups at once: every rank takes part in creating every group (torch requires it),
     measures only its own, and learns every group's figures through one sum over all ranks."""
-    import torch
-    import torch.distributed as dist
+    import torch  # lazy: the driver and the guardian import this module without torch (~1.8 s); only ranks need it
+    import torch.distributed as dist  # lazy: as torch
 
     rank = dist.get_rank()
     figures = torch.zeros(len(groups), len(collectives), len(sizes), 3, dtype=torch.float64, device=device)
@@ -153,8 +153,8 @@ def _measure_round(groups: list[tuple[str, ...]], ranks_of: dict[str, list[int]]
 
 def _share_text(text: str, device: Any, width: int = 256) -> list[str]:
     """Every rank's `text` (at most `width` UTF-8 bytes), by rank: one sum over all ranks of a row per rank."""
-    import torch
-    import torch.distributed as dist
+    import torch  # lazy: the driver and the guardian import this module without torch (~1.8 s); only ranks need it
+    import torch.distributed as dist  # lazy: as torch
 
     rows = torch.zeros(dist.get_world_size(), width, dtype=torch.int32, device=device)
     encoded = list(text.encode()[:width])
@@ -204,8 +204,8 @@ def measure_fabric(rank: int, node_of_rank: list[str], init_method: str, backend
     `floor_gbps`, the nodes are measured in pairs. `device` is this rank's device (`cuda:N` for NCCL, `cpu` for
     gloo); `inject_delay_s` stands in a slow node in tests.
     """
-    import torch
-    import torch.distributed as dist
+    import torch  # lazy: the driver and the guardian import this module without torch (~1.8 s); only ranks need it
+    import torch.distributed as dist  # lazy: as torch
 
     nodes = list(dict.fromkeys(node_of_rank))
     ranks_of = {name: [index for index, owner in enumerate(node_of_rank) if owner == name] for name in nodes}

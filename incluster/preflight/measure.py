@@ -71,7 +71,7 @@ def _on(torch: Any, device: Any) -> Any:
 def matmul_tflops(device: Any, size: int = MATMUL_SIZE, warmups: int = WARMUPS, repetitions: int = REPETITIONS,
                   inner: int = INNER) -> float:
     """bf16 TFLOP/s of a size x size x size matrix product on random data (2 size^3 operations each)."""
-    import torch
+    import torch  # lazy: the package imports without torch (~1.8 s); only the GPU node's task needs it
 
     generator = torch.Generator(device=device).manual_seed(0)
     a = torch.randn(size, size, device=device, dtype=torch.bfloat16, generator=generator)
@@ -85,7 +85,7 @@ def matmul_tflops(device: Any, size: int = MATMUL_SIZE, warmups: int = WARMUPS, 
 def copy_tbps(device: Any, copy_bytes: int = COPY_BYTES, warmups: int = WARMUPS, repetitions: int = REPETITIONS,
               inner: int = INNER) -> float:
     """Device-to-device copy bandwidth in TB/s, counting bytes read plus bytes written (2 x copy_bytes a copy)."""
-    import torch
+    import torch  # lazy: the package imports without torch (~1.8 s); only the GPU node's task needs it
 
     source = torch.empty(copy_bytes, device=device, dtype=torch.uint8).random_(0, 256)
     target = torch.empty_like(source)
@@ -98,7 +98,7 @@ def copy_tbps(device: Any, copy_bytes: int = COPY_BYTES, warmups: int = WARMUPS,
 
 def measure_gpu(device: Any, size: int = MATMUL_SIZE, copy_bytes: int = COPY_BYTES) -> dict[str, Any]:
     """One GPU's measured figures (or the error that stopped them), and the UUID that ties them to nvidia-smi."""
-    import torch
+    import torch  # lazy: the package imports without torch (~1.8 s); only the GPU node's task needs it
 
     figures: dict[str, Any] = {"device": str(device)}
     if device.type == "cuda":
@@ -145,7 +145,7 @@ def measure_node(node: str | None = None, size: int = MATMUL_SIZE, copy_bytes: i
     after full load. The measured figures are joined to nvidia-smi's GPUs by UUID (torch and nvidia-smi may number them
     differently); a GPU nvidia-smi lists but this process cannot see keeps no figures and fails the verdict.
     """
-    import torch
+    import torch  # lazy: the package imports without torch (~1.8 s); only the GPU node's task needs it
 
     devices = [torch.device("cuda", index) for index in range(torch.cuda.device_count())]
     measured = [measure_gpu(device, size, copy_bytes) for device in devices]
