@@ -10,7 +10,7 @@ try:
 
         argv = sys.argv[2:]
     else:
-        from jobs.cli import main
+        from jobs.cli.main import main
 
         argv = sys.argv[1:]
 except KeyboardInterrupt:

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from incluster import control
-from jobs.cli import main
+from jobs.cli.main import main
 from jobs.submit.local_head import refusing_address
 from jobs.submit.provider import JobProvider
 from tests.jobs.submit.test_provider_on_ray import props_for

@@ -226,7 +226,7 @@ def test_a_released_lease_is_taken_at_once_and_a_stale_one_after_its_duration_un
 
 
 def _foreground_argv(make_stack, tmp_path, url: str) -> tuple[list[str], str]:
-    from jobs.cli import load_stack
+    from jobs.submit.target import load_stack
 
     name, directory = make_stack("guard-lease")
     run = guardian_settings(load_stack(name, directory))["run"]

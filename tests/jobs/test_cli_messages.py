@@ -148,7 +148,7 @@ def test_the_printed_program_runs_from_the_repository_root(tmp_path):
 
 
 def test_validate_and_submit_refuse_what_the_jobs_checks_refuse_and_other_commands_go_on(make_stack, tmp_path, capsys):
-    from jobs.cli import main
+    from jobs.cli.main import main
 
     release = {"image": "nvcr.io/nvidia/nemo-rl:v0.7.0", "rayVersion": "2.46.0", "nemoRlRelease": "v0.7.0"}
     name, directory = make_stack(
@@ -206,8 +206,8 @@ def cli_run(make_stack, tmp_path, monkeypatch):
     from ray.job_submission import JobDetails, JobStatus, JobType
 
     from incluster import control
-    from jobs.cli import load_stack
     from jobs.spec.training import training_spec
+    from jobs.submit.target import load_stack
     from tests.jobs.runs.test_observed import T0, stamp, verl_log
 
     name, directory = make_stack("cli")
@@ -253,7 +253,7 @@ def cli_run(make_stack, tmp_path, monkeypatch):
 
 def cli(capsys, *argv: str) -> tuple[int, str, str]:
     """Exit code, stdout and stderr of the CLI run with `argv`."""
-    from jobs.cli import main
+    from jobs.cli.main import main
 
     code = main(list(argv))
     captured = capsys.readouterr()

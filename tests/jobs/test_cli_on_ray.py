@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from incluster import control
-from jobs.cli import main
+from jobs.cli.main import main
 from jobs.submit.local_head import refusing_address
 from plan.harness import REPO_ROOT
 from tests.ray_fixtures import stand_in

@@ -137,7 +137,7 @@ def test_a_fabric_measurement_that_did_not_finish_fails_the_fabric_with_its_reas
 
 
 def test_the_cli_runs_the_stacks_preflight_or_when_it_is_off_the_default_for_its_nodes():
-    from jobs.cli import preflight_mode_of
+    from jobs.cli.checks import preflight_mode_of
 
     assert preflight_mode_of(config_of("verl-standard-h200"), None) == "full"
     assert preflight_mode_of(config_of("verl-standard-h200", job={"preflight": "gpu"}), None) == "gpu"

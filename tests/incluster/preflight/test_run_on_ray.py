@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from jobs.cli import load_stack, main
+from jobs.cli.main import main
 from jobs.preflight import settings
+from jobs.submit.target import load_stack
 from tests.incluster.preflight.conftest import STAMP
 
 pytestmark = [

@@ -9,8 +9,9 @@ import sys
 
 import pytest
 
-from jobs.cli import load_stack, main
+from jobs.cli.main import main
 from jobs.spec.training import training_spec
+from jobs.submit.target import load_stack
 from tests.jobs.runs.test_export import STAND_IN, _verl_step
 from tests.jobs.test_cli_on_ray import common, run_cli
 

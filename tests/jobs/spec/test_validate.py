@@ -11,7 +11,7 @@ from omegaconf import DictConfig, OmegaConf
 from core.config.problems import ConfigError
 from core.facts.job import NEMO_RL_RELEASE_FACTS
 from core.facts.platform import NEMO_RL_RELEASES
-from jobs.cli import main
+from jobs.cli.main import main
 from jobs.spec.training import nemo_rl_recipe, training_spec
 from jobs.spec.validate import check, job_problems, nemo_rl_keys, nemo_rl_problems, verl_problems
 from tests.conftest import SHIPPED_STACKS, STACKS_DIR, config_of

@@ -10,8 +10,9 @@ import pytest
 import yaml
 
 from infra.kubernetes import gke_kubeconfig
-from jobs.cli import endpoint_of, parser
+from jobs.cli.main import parser
 from jobs.submit import access
+from jobs.submit.target import endpoint_of
 from tests.conftest import STACKS_DIR, config_of
 
 CA = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUJ0ZXN0Ci0tLS0tRU5EIENFUlRJRklDQVRFLS0tLS0K"
@@ -107,7 +108,7 @@ def test_cli_without_address_prefers_the_stacks_gcloud_context_over_the_current_
 
 @pytest.mark.parametrize(("text", "reason"), [("a: [unclosed\n", "not valid YAML"), ("- a\n- b\n", "not a kubeconfig")])
 def test_cli_with_a_broken_kubeconfig_exits_2_with_one_line(tmp_path, capsys, text, reason):
-    from jobs.cli import main
+    from jobs.cli.main import main
 
     path = tmp_path / "kubeconfig"
     path.write_text(text)

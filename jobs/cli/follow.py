@@ -1,0 +1,177 @@
+"""Submitting, following, listing and stopping the stack's jobs: `submit` (with --wait, --fresh), `logs` (with
+--follow), `stop` and `list`, and the following itself (a progress line with the run's cost so far; how a followed
+job ended), which `export` uses too."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from core.config.model import PROJECT_NAMESPACE, StackConfig
+from core.stackfile import stack_file
+from incluster import control, scaling
+from incluster.logs import plain
+from jobs.cli.lines import ProgressLine, counted, first_line
+from jobs.cli.stack_jobs import job_line, pick_job, print_records
+from jobs.spec.training import training_spec
+from jobs.submit.target import UsageError, endpoint_of, job_command, load_stack, local_submission
+
+if TYPE_CHECKING:
+    from ray.job_submission import JobSubmissionClient
+
+    from jobs.spec.training import TrainingSpec
+
+LAST_LINES = 20
+"""Log lines shown when a followed job ends badly."""
+
+
+class Interrupted(Exception):
+    """Ctrl-C while following a job; the message is the one line the CLI prints."""
+
+
+def finish(client: JobSubmissionClient, submission_id: str, status: str, show_lines: bool) -> int:
+    """Say how the followed job ended (its reason and, with `show_lines`, its last log lines); its exit status."""
+    if status == "SUCCEEDED":
+        print(f"{submission_id} SUCCEEDED", file=sys.stderr)
+        return 0
+    info = client.get_job_info(submission_id)
+    reason = plain(info.message or "").strip().splitlines()
+    print(f"{submission_id} {status}: {reason[0] if reason else 'no message'}", file=sys.stderr)
+    if show_lines:
+        lines = control.last_lines(client, submission_id, LAST_LINES)
+        print(f"last {counted(len(lines), 'log line')}:", file=sys.stderr)
+        for line in lines:
+            print(f"  {plain(line)}", file=sys.stderr)
+    return 1
+
+
+def cost_so_far(client: JobSubmissionClient, config: StackConfig, submission_id: str) -> Callable[[], str]:
+    """What the progress line adds while following `submission_id`: the run's GPU dollars so far across its
+    attempts at the catalog's list price (nothing when the catalog has no price for the GPU nodes)."""
+    from core.prices import catalog, gpu_hourly
+    from jobs.runs.observe import dollars_so_far
+    from jobs.runs.observed import ray_attempts
+
+    hourly = gpu_hourly(config, catalog())
+    run = (client.get_job_info(submission_id).metadata or {}).get("run")
+    if hourly is None or run is None:
+        return lambda: ""
+    attempts = ray_attempts(control.attempts(client, run))
+    return lambda: f"  ${dollars_so_far(attempts, hourly):,.2f} so far"
+
+
+def follow(
+    client: JobSubmissionClient,
+    config: StackConfig,
+    submission_id: str,
+    framework: str,
+    stream: bool,
+) -> int:
+    """Follow the stack's job to its end; a dashboard lost on the way is one line."""
+    stack = config.stack
+    progress = ProgressLine()
+
+    def on_line(line: str) -> None:
+        progress.close()
+        print(line, flush=True)
+
+    try:
+        suffix = cost_so_far(client, config, submission_id)
+
+        def report(text: str) -> None:
+            progress(text + suffix())
+
+        status = control.follow(client, submission_id, framework, on_line if stream else None, report)
+        return finish(client, submission_id, status, show_lines=not stream)
+    except KeyboardInterrupt:
+        raise Interrupted(
+            f"interrupted; {submission_id} keeps running (stop it with {job_command('stop', stack, submission_id)})"
+        ) from None
+    except (OSError, RuntimeError, control.Unreachable) as error:
+        # A request past its deadline is Unreachable; requests' connection errors are OSErrors; the Jobs API
+        # answers HTTP errors with RuntimeError.
+        reason = first_line(error).removeprefix(f"cannot reach the Ray dashboard at {client.get_address()}: ")
+        raise control.Unreachable(
+            f"lost the Ray dashboard at {client.get_address()} while following {submission_id}"
+            f" ({reason}); the job may still be running:"
+            f" {job_command('status', stack, submission_id)}"
+        ) from None
+    finally:
+        progress.close()
+
+
+def cmd_submit(args: argparse.Namespace, config: StackConfig) -> int:
+    """Submit the stack's run (idempotent); with --wait follow it to the end."""
+    from jobs.spec.training import submission_of
+
+    spec = training_spec(config, args.entrypoint)
+    endpoint = endpoint_of(args, config)
+    client = control.connect(endpoint)
+    timeout = args.ready_timeout if args.ready_timeout is not None else config.job.ready_timeout_seconds
+    submission = submission_of(config, spec, 1)
+    if args.fresh or control.wants_workers(client, submission):
+        progress = ProgressLine()
+        try:
+            scaling.bring_back(endpoint, config.gpu.nodes, progress)
+            control.wait_for_gpus(endpoint, config.gpu.nodes, timeout, progress)
+        finally:
+            progress.close()
+    if args.fresh:
+        config, spec = fresh_run(args, config)
+        submission = submission_of(config, spec, 1)
+    outcome = control.ensure_run(client, local_submission(args, submission))
+    print(outcome.sentence(), file=sys.stderr)
+    print(outcome.submission_id, flush=True)
+    if not args.wait:
+        return 0
+    return follow(client, config, outcome.submission_id, spec.framework, stream=False)
+
+
+def fresh_run(args: argparse.Namespace, config: StackConfig) -> tuple[StackConfig, TrainingSpec]:
+    """Record the next job.runGeneration in the stack file; the config and spec of the new run."""
+    from jobs.spec.generation import record_generation
+
+    path = stack_file(Path(args.dir), args.stack)
+    generation = config.job.run_generation + 1
+    try:
+        record_generation(path, generation, lambda _: load_stack(args.stack, Path(args.dir)).job.run_generation)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    print(f"a fresh run: {PROJECT_NAMESPACE}:job.runGeneration is now {generation} in {path.name}", file=sys.stderr)
+    fresh = load_stack(args.stack, Path(args.dir))
+    return fresh, training_spec(fresh, args.entrypoint)
+
+
+def cmd_logs(args: argparse.Namespace, config: StackConfig) -> int:
+    """Print a job's log (default: the newest attempt); with --follow stream it with a progress line."""
+    client = control.connect(endpoint_of(args, config))
+    job = pick_job(client, config.stack, args.job)
+    framework = (job.metadata or {}).get("framework", config.workload.framework)
+    if args.follow:
+        return follow(client, config, job.submission_id, framework, stream=True)
+    sys.stdout.write(client.get_job_logs(job.submission_id))
+    return 0
+
+
+def cmd_stop(args: argparse.Namespace, config: StackConfig) -> int:
+    """Stop a job, or every live job of the stack."""
+    client = control.connect(endpoint_of(args, config))
+    jobs = [pick_job(client, config.stack, args.job)] if args.job else control.stack_jobs(client, config.stack)
+    stopped = control.stop_jobs(client, jobs)
+    print(f"stopped {', '.join(stopped)}" if stopped else f"no live job of stack {config.stack!r}")
+    return 0
+
+
+def cmd_list(args: argparse.Namespace, config: StackConfig) -> int:
+    """List the stack's jobs, oldest first."""
+    client = control.connect(endpoint_of(args, config))
+    jobs = control.stack_jobs(client, config.stack)
+    for job in jobs:
+        print(job_line(job))
+    if not jobs:
+        print(f"no job of stack {config.stack!r}", file=sys.stderr)
+    print_records(args, client, [job.metadata["run"] for job in jobs if (job.metadata or {}).get("run")])
+    return 0

@@ -1,0 +1,154 @@
+"""The run across its attempts as the CLI shows it: `status` (a job, its error line, the run's goodput and cost, its
+exports and record), `plot` (the run's picture) and `export` (a checkpoint as a Hugging Face model directory)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from core.config.model import StackConfig
+from incluster import control, scaling
+from incluster.logs import ERROR_SCAN_LINES, error_line, plain
+from jobs.cli.follow import follow
+from jobs.cli.lines import ProgressLine, counted
+from jobs.cli.stack_jobs import job_line, pick_job, record_where, run_of
+from jobs.spec.training import training_spec
+from jobs.submit.target import UsageError, endpoint_of, local_submission
+
+if TYPE_CHECKING:
+    from ray.job_submission import JobDetails, JobSubmissionClient
+
+    from jobs.runs.observe import RunView
+
+
+
+def _data_root(args: argparse.Namespace) -> Path | None:
+    """`--data-root DIR` (made absolute by main) as a Path, None without it."""
+    return Path(args.data_root) if args.data_root else None
+
+
+def _view(args: argparse.Namespace, config: StackConfig, client: JobSubmissionClient, job: JobDetails) -> RunView:
+    """The run of `job` (an attempt's, or the run an export exports) with its files, read with a progress line."""
+    from jobs.runs.observe import run_view
+
+    meta = job.metadata or {}
+    progress = ProgressLine()
+    try:
+        framework = meta.get("framework", config.workload.framework)
+        return run_view(client, config, run_of(job), framework, _data_root(args), progress)
+    finally:
+        progress.close()
+
+
+def cmd_export(args: argparse.Namespace, config: StackConfig) -> int:
+    """Export a complete checkpoint of the stack's run (default: the newest) as a Hugging Face model directory."""
+    import shlex
+
+    from jobs.runs.export import export_submission, exports_dir
+
+    if args.step is not None and args.step < 1:
+        raise UsageError(f"--step must be a step number of 1 or more, got {args.step}")
+    from jobs.spec.training import under_data_root
+
+    spec = training_spec(config)
+    converter = shlex.split(args.converter) if args.converter else None
+    submission = local_submission(args, export_submission(config, spec, args.step, converter))
+    endpoint = endpoint_of(args, config)
+    client = control.connect(endpoint)
+    progress = ProgressLine()
+    try:
+        scaling.bring_back(endpoint, config.gpu.nodes, progress)
+        control.wait_for_gpus(endpoint, 1, config.job.ready_timeout_seconds, progress)
+    finally:
+        progress.close()
+    # The driver (incluster/export_run.py) reaches the cluster as py_modules, added at submission and never stored.
+    submission_id, already = control.submit_export(client, submission)
+    done = "already submitted, following it" if already else "submitted"
+    exports = under_data_root(exports_dir(spec.run), args.data_root) if args.data_root else exports_dir(spec.run)
+    print(f"{done} {submission_id}: the export of {spec.run} into {exports}/", file=sys.stderr)
+    print(submission_id, flush=True)
+    return follow(client, config, submission_id, spec.framework, stream=False)
+
+
+def cmd_status(args: argparse.Namespace, config: StackConfig) -> int:
+    """Show a job (default: the stack's newest attempt), its run's goodput and cost across attempts, and its exports."""
+    import json
+    import time
+
+    from incluster.record import record_lines
+    from jobs.runs.export import export_of
+
+    client = control.connect(endpoint_of(args, config))
+    job = pick_job(client, config.stack, args.job)
+    status = control.status_text(job.status)
+    error = None
+    if status == "FAILED":
+        error = error_line("\n".join(control.last_lines(client, job.submission_id, ERROR_SCAN_LINES)))
+    run = (job.metadata or {}).get("run")
+    view = _view(args, config, client, job) if run else None
+    figures = view.goodput(time.time()) if view is not None else None
+    exports = [item for item in control.stack_jobs(client, config.stack) if run and export_of(item.metadata) == run]
+    if args.json:
+        document = {
+            "attempt": job.submission_id,
+            "status": status,
+            "run": run,
+            "error": error,
+            "gpuHourly": None if view is None else view.gpu_hourly,
+            "goodput": None if figures is None else figures.as_json(),
+            "record": [] if view is None else list(view.record),
+            "exports": [
+                {"id": item.submission_id, "status": control.status_text(item.status), "step": item.metadata.get("step")}
+                for item in exports
+            ],
+        }
+        print(json.dumps(document, sort_keys=True, indent=2))
+        return 0
+    print(job_line(job))
+    message = plain(job.message or "").strip().splitlines()
+    if message:
+        print(f"  {message[0]}")
+    if status == "FAILED":
+        print(f"  error: {error}" if error else f"  no error line in the last {ERROR_SCAN_LINES} log lines")
+    if view is not None and figures is not None:
+        print(f"run {view.run} across {counted(len(view.attempts), 'attempt')}:")
+        for line in figures.lines(view.unpriced()):
+            print(f"  {line}")
+    if exports:
+        print(f"{'export' if len(exports) == 1 else 'exports'} of {run}:")
+        for item in exports:
+            print(f"  {job_line(item)}")
+    if view is not None and view.record:
+        print(f"record of {view.run} ({record_where(args, view.run)}):")
+        for line in record_lines(list(view.record)):
+            print(f"  {plain(line)}")
+    return 0
+
+
+def cmd_plot(args: argparse.Namespace, config: StackConfig) -> int:
+    """Draw the run's reward and step time against the step across its attempts, preemptions and resumes marked."""
+    import time
+
+    from jobs.runs import observed
+    from jobs.runs.plot import draw, markers
+
+    if args.out and Path(args.out).suffix.lower() != ".png":
+        raise UsageError(f"--out {args.out}: the plot is a PNG; name a file ending in .png")
+    client = control.connect(endpoint_of(args, config))
+    job = pick_job(client, config.stack, args.job)
+    if run_of(job) is None:
+        raise UsageError(f"job {job.submission_id} is not an attempt of a grpo-gke run; name one (list shows them)")
+    view = _view(args, config, client, job)
+    attempts = observed.goodput_attempts(view.attempts, view.record, view.lines)
+    marks = markers(view.goodput(time.time()).losses, {item.number: item.resumed_from for item in attempts})
+    points = observed.step_points(view.lines, view.framework)
+    out = Path(args.out) if args.out else Path(f"{view.run}.png")
+    tried = counted(len(view.attempts), "attempt")
+    try:
+        draw(points, marks, view.framework, f"{view.run}: {tried}", out)
+    except OSError as error:
+        raise UsageError(f"cannot write the plot to {out}: {error.strerror or error}") from None
+    print(f"wrote {out}: {counted(len(points), 'step')} of {tried}, {counted(len(marks), 'mark')}")
+    return 0
