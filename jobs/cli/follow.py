@@ -11,18 +11,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from core.config.model import PROJECT_NAMESPACE, StackConfig
+from core.prices import catalog, gpu_hourly
 from core.stackfile import stack_file
 from incluster import control, scaling
 from incluster.logs import plain
 from jobs.cli.lines import ProgressLine, counted, first_line
 from jobs.cli.stack_jobs import job_line, pick_job, print_records
-from jobs.spec.training import training_spec
+from jobs.runs.observe import dollars_so_far
+from jobs.runs.observed import ray_attempts
+from jobs.spec.generation import record_generation
+from jobs.spec.training import TrainingSpec, submission_of, training_spec
 from jobs.submit.target import UsageError, endpoint_of, job_command, load_stack, local_submission
 
 if TYPE_CHECKING:
     from ray.job_submission import JobSubmissionClient
-
-    from jobs.spec.training import TrainingSpec
 
 LAST_LINES = 20
 """Log lines shown when a followed job ends badly."""
@@ -51,10 +53,6 @@ def finish(client: JobSubmissionClient, submission_id: str, status: str, show_li
 def cost_so_far(client: JobSubmissionClient, config: StackConfig, submission_id: str) -> Callable[[], str]:
     """What the progress line adds while following `submission_id`: the run's GPU dollars so far across its
     attempts at the catalog's list price (nothing when the catalog has no price for the GPU nodes)."""
-    from core.prices import catalog, gpu_hourly
-    from jobs.runs.observe import dollars_so_far
-    from jobs.runs.observed import ray_attempts
-
     hourly = gpu_hourly(config, catalog())
     run = (client.get_job_info(submission_id).metadata or {}).get("run")
     if hourly is None or run is None:
@@ -105,8 +103,6 @@ def follow(
 
 def cmd_submit(args: argparse.Namespace, config: StackConfig) -> int:
     """Submit the stack's run (idempotent); with --wait follow it to the end."""
-    from jobs.spec.training import submission_of
-
     spec = training_spec(config, args.entrypoint)
     endpoint = endpoint_of(args, config)
     client = control.connect(endpoint)
@@ -132,8 +128,6 @@ def cmd_submit(args: argparse.Namespace, config: StackConfig) -> int:
 
 def fresh_run(args: argparse.Namespace, config: StackConfig) -> tuple[StackConfig, TrainingSpec]:
     """Record the next job.runGeneration in the stack file; the config and spec of the new run."""
-    from jobs.spec.generation import record_generation
-
     path = stack_file(Path(args.dir), args.stack)
     generation = config.job.run_generation + 1
     try:

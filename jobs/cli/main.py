@@ -19,7 +19,7 @@ from typing import NoReturn
 
 from core.config.problems import ConfigError
 from core.stackfile import StackFileError
-from incluster import control
+from incluster import control, guardian
 from jobs.cli.checks import cmd_preflight, cmd_validate
 from jobs.cli.follow import Interrupted, cmd_list, cmd_logs, cmd_stop, cmd_submit
 from jobs.cli.lines import first_line
@@ -73,8 +73,6 @@ class _Parser(argparse.ArgumentParser):
 
 def _guard_summary() -> str:
     """The run guardian's one-line description (incluster/guardian.py's first docstring line)."""
-    from incluster import guardian
-
     return (guardian.__doc__ or "the run guardian").splitlines()[0]
 
 
@@ -128,9 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the CLI; return its exit code."""
     given = sys.argv[1:] if argv is None else argv
     if given[:1] == ["guard"]:
-        from incluster.guardian import main as guard
-
-        return guard(given[1:])
+        return guardian.main(given[1:])
     try:
         args = parser().parse_args(given)
         if args.command in USES_DATA_ROOT:

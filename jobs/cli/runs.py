@@ -4,23 +4,29 @@ exports and record), `plot` (the run's picture) and `export` (a checkpoint as a 
 from __future__ import annotations
 
 import argparse
+import json
+import shlex
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from core.config.model import StackConfig
 from incluster import control, scaling
 from incluster.logs import ERROR_SCAN_LINES, error_line, plain
+from incluster.record import record_lines
 from jobs.cli.follow import follow
 from jobs.cli.lines import ProgressLine, counted
 from jobs.cli.stack_jobs import job_line, pick_job, record_where, run_of
-from jobs.spec.training import training_spec
+from jobs.runs import observed
+from jobs.runs.export import export_of, export_submission, exports_dir
+from jobs.runs.observe import RunView, run_view
+from jobs.runs.plot import draw, markers
+from jobs.spec.training import training_spec, under_data_root
 from jobs.submit.target import UsageError, endpoint_of, local_submission
 
 if TYPE_CHECKING:
     from ray.job_submission import JobDetails, JobSubmissionClient
-
-    from jobs.runs.observe import RunView
 
 
 
@@ -31,8 +37,6 @@ def _data_root(args: argparse.Namespace) -> Path | None:
 
 def _view(args: argparse.Namespace, config: StackConfig, client: JobSubmissionClient, job: JobDetails) -> RunView:
     """The run of `job` (an attempt's, or the run an export exports) with its files, read with a progress line."""
-    from jobs.runs.observe import run_view
-
     meta = job.metadata or {}
     progress = ProgressLine()
     try:
@@ -44,14 +48,8 @@ def _view(args: argparse.Namespace, config: StackConfig, client: JobSubmissionCl
 
 def cmd_export(args: argparse.Namespace, config: StackConfig) -> int:
     """Export a complete checkpoint of the stack's run (default: the newest) as a Hugging Face model directory."""
-    import shlex
-
-    from jobs.runs.export import export_submission, exports_dir
-
     if args.step is not None and args.step < 1:
         raise UsageError(f"--step must be a step number of 1 or more, got {args.step}")
-    from jobs.spec.training import under_data_root
-
     spec = training_spec(config)
     converter = shlex.split(args.converter) if args.converter else None
     submission = local_submission(args, export_submission(config, spec, args.step, converter))
@@ -74,12 +72,6 @@ def cmd_export(args: argparse.Namespace, config: StackConfig) -> int:
 
 def cmd_status(args: argparse.Namespace, config: StackConfig) -> int:
     """Show a job (default: the stack's newest attempt), its run's goodput and cost across attempts, and its exports."""
-    import json
-    import time
-
-    from incluster.record import record_lines
-    from jobs.runs.export import export_of
-
     client = control.connect(endpoint_of(args, config))
     job = pick_job(client, config.stack, args.job)
     status = control.status_text(job.status)
@@ -129,11 +121,6 @@ def cmd_status(args: argparse.Namespace, config: StackConfig) -> int:
 
 def cmd_plot(args: argparse.Namespace, config: StackConfig) -> int:
     """Draw the run's reward and step time against the step across its attempts, preemptions and resumes marked."""
-    import time
-
-    from jobs.runs import observed
-    from jobs.runs.plot import draw, markers
-
     if args.out and Path(args.out).suffix.lower() != ".png":
         raise UsageError(f"--out {args.out}: the plot is a PNG; name a file ending in .png")
     client = control.connect(endpoint_of(args, config))

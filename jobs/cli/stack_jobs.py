@@ -8,7 +8,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from incluster import control
+from incluster import control, record
+from jobs.runs.export import export_of
+from jobs.runs.run_files import read_run_files
+from jobs.spec.training import run_directory, under_data_root
 from jobs.submit.target import UsageError, job_command
 
 if TYPE_CHECKING:
@@ -17,8 +20,6 @@ if TYPE_CHECKING:
 
 def job_line(job: JobDetails) -> str:
     """One job as `list` and `status` show it: an attempt with its run and number, an export with the run and step."""
-    from jobs.runs.export import export_of
-
     meta = job.metadata or {}
     started = (
         datetime.fromtimestamp(job.start_time / 1000, UTC).strftime("%Y-%m-%d %H:%M:%SZ") if job.start_time else "-"
@@ -33,8 +34,6 @@ def job_line(job: JobDetails) -> str:
 
 def run_of(job: JobDetails) -> str | None:
     """The run a job belongs to: an attempt's `run`, an export's run (jobs/runs/export.py export_of); None for others."""
-    from jobs.runs.export import export_of
-
     meta = job.metadata or {}
     return meta.get("run") or export_of(meta)
 
@@ -61,20 +60,13 @@ def pick_job(client: JobSubmissionClient, stack: str, job_id: str | None) -> Job
 
 def record_where(args: argparse.Namespace, run: str) -> str:
     """Where the run's record lies: under `--data-root`, else on the shared storage."""
-    from incluster.record import RECORD_FILE
-    from jobs.spec.training import run_directory, under_data_root
-
-    where = f"{run_directory(run)}/{RECORD_FILE}"
+    where = f"{run_directory(run)}/{record.RECORD_FILE}"
     return under_data_root(where, args.data_root) if args.data_root else where
 
 
 def print_records(args: argparse.Namespace, client: JobSubmissionClient, runs: list[str]) -> None:
     """Each run's record (attempts.jsonl): under `--data-root`, else read through the Ray head (jobs/runs/run_files.py,
     one short job per run); nothing for a run without a record."""
-    from incluster import record
-    from jobs.runs.run_files import read_run_files
-    from jobs.spec.training import run_directory, under_data_root
-
     for run in dict.fromkeys(runs):
         if args.data_root:
             events = record.read(Path(under_data_root(run_directory(run), args.data_root)))
