@@ -9,6 +9,9 @@ from core.config.model import PROJECT_NAMESPACE, StackConfig
 from core.facts.gcp import BUCKET_OBJECT_ROLE
 from core.facts.pods import KONNECTIVITY_AGENT_LABELS, KONNECTIVITY_AGENT_NAMESPACE
 from core.facts.privilege import KMS_ENCRYPTER_ROLE, NODE_SERVICE_ACCOUNT_ROLES
+from infra.storage import bucket_accounts
+from workloads import policies
+from workloads.raycluster import HEAD_PORTS
 
 
 def control_plane_access(config: StackConfig) -> str:
@@ -24,9 +27,6 @@ def control_plane_access(config: StackConfig) -> str:
 
 def ray_head_access() -> str:
     """Who can reach the Ray head's ports: what the namespace's NetworkPolicies (workloads/policies.py) admit."""
-    from workloads import policies
-    from workloads.raycluster import HEAD_PORTS
-
     ports = ", ".join(f"{port} ({name})" for name, port in sorted(HEAD_PORTS.items(), key=lambda item: item[1]))
     guardian = ", ".join(f"{key}={value}" for key, value in names.GUARDIAN_LABELS.items())
     agents = ", ".join(f"{key}={value}" for key, value in KONNECTIVITY_AGENT_LABELS.items())
@@ -52,8 +52,6 @@ def node_identity(config: StackConfig) -> str:
 
 def workload_identity(config: StackConfig) -> str:
     """The identities of the Ray pods (and the run guardian, with job.recover) and their Google roles."""
-    from infra.storage import bucket_accounts
-
     accounts = [f"{names.NAMESPACE}/{ksa}" for ksa in bucket_accounts(config).values()]
     if len(accounts) == 1:
         account = f"Kubernetes service account {accounts[0]} through workload identity"

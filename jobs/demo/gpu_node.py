@@ -20,6 +20,9 @@ from __future__ import annotations
 import sys
 import time
 
+import ray._private.node
+import ray._private.parameter
+
 GPUS = 8
 """GPUs the node declares: one a3-ultragpu-8g / a4-highgpu-8g node (core/facts/platform.py GPUS_PER_NODE)."""
 
@@ -39,9 +42,6 @@ def main(argv: list[str]) -> int:
         print("usage: python -m jobs.demo.gpu_node GCS_ADDRESS TEMP_DIR", file=sys.stderr)
         return 2
     gcs_address, temp_dir = argv
-    import ray._private.node
-    import ray._private.parameter
-
     params = ray._private.parameter.RayParams(
         gcs_address=gcs_address,
         node_ip_address=HOST,

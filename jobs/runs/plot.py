@@ -89,6 +89,7 @@ def attempt_style(index: int) -> tuple[str, str]:
 def figure_of(points: Sequence[StepPoint], marks: Sequence[Marker], framework: str, title: str) -> Figure:
     """The run's reward and step time against the step: one line per attempt, a vertical line per mark, and one
     legend beside the axes naming the attempts and the steps of each kind of mark."""
+    # matplotlib: 1.5-3 s to import (python -X importtime), which only `plot` pays, not every CLI command
     from matplotlib.figure import Figure
     from matplotlib.lines import Line2D
     from matplotlib.ticker import MaxNLocator
@@ -132,7 +133,7 @@ def figure_of(points: Sequence[StepPoint], marks: Sequence[Marker], framework: s
 
 def draw(points: Sequence[StepPoint], marks: Sequence[Marker], framework: str, title: str, out: Path) -> Path:
     """Draw the run's reward and step time against the step into the PNG `out`; return it."""
-    import matplotlib
+    import matplotlib  # 1.5-3 s to import: only `plot` pays it (see figure_of)
 
     matplotlib.use("Agg")
     figure = figure_of(points, marks, framework, title)

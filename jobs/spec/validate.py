@@ -95,6 +95,7 @@ def nemo_rl_keys(release: str, backend: str) -> dict[str, tuple[type, ...]]:
 
 def parse_override(text: str) -> tuple[str, Any]:
     """Split a Hydra override `key=value` into its key and the value Hydra's grammar gives it."""
+    # hydra: +0.4 s (python -X importtime) that only the job checks need, not `status`, `logs` or `list`
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     override = OverridesParser.create().parse_override(text)
@@ -179,6 +180,7 @@ def verl_problems(overrides: tuple[str, ...]) -> tuple[str, ...]:
 
 def _composition_problems(config_dir: Path, overrides: tuple[str, ...]) -> tuple[str, ...]:
     """Compose `overrides` against verl's config in struct mode; name every override that fails."""
+    # hydra and omegaconf: +0.4 s that only a composition needs (a cached verdict skips it; see parse_override)
     from hydra import compose, initialize_config_dir
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException

@@ -32,6 +32,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from ray._raylet import GcsClient
+
+from incluster.control import JobError, gpu_nodes
+from incluster.endpoint import Endpoint
+
 HOST = "127.0.0.1"
 """The local head listens on loopback only."""
 
@@ -224,17 +229,12 @@ def _published_dashboard(temp_dir: Path) -> str:
     gcs_address = gcs_file.read_text().strip() if gcs_file.exists() else ""
     if not gcs_address:
         return ""
-    from ray._raylet import GcsClient
-
     try:
         published = GcsClient(address=gcs_address).internal_kv_get(DASHBOARD_URL_KEY, DASHBOARD_KV_NAMESPACE, timeout=2)
     except Exception:  # noqa: BLE001 - the GCS answers a not-yet-ready query with several error types
         return ""
     return f"http://{published.decode()}" if published else ""
 def _node_alive(url: str) -> bool:
-    from incluster.control import JobError, gpu_nodes
-    from incluster.endpoint import Endpoint
-
     try:
         return bool(gpu_nodes(Endpoint(address=url)))
     except JobError:

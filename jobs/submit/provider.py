@@ -14,8 +14,8 @@ process for every operation, `pulumi destroy` included, possibly under another P
 that made it (bytecode in a pickle crashes another Python minor version). So the pickle holds no
 code: JobProvider pickles as stdlib calls with plain arguments that put the project directory on
 the path, import `jobs.submit.provider` and make a JobProvider (`JobProvider.__reduce__`); a provider
-process started outside the project finds it through that directory. The provider imports Ray
-only inside its methods.
+process started outside the project finds it through that directory. Importing this module imports no
+Ray (tests/jobs/submit/test_provider_pickle.py): Ray loads only when a method reaches the cluster.
 """
 
 from __future__ import annotations
@@ -30,6 +30,21 @@ from typing import Any
 
 from pulumi.dynamic import CreateResult, DiffResult, ResourceProvider, UpdateResult
 from pulumi.dynamic.dynamic import PROVIDER_KEY
+
+from incluster.control import (
+    JobError,
+    attempts,
+    connect,
+    endpoint_for_address,
+    ensure_run,
+    stop_jobs,
+    wait_for_gpus,
+    wants_workers,
+)
+from incluster.endpoint import AccessError
+from incluster.preflight.gate import before_first_attempt
+from incluster.scaling import bring_back
+from jobs.submit.access import api_server_from_kubeconfig, endpoint_from_kubeconfig
 
 WATCHED_INPUTS = ("submission", "cluster_uid", "gpu_nodes", "address", PROVIDER_KEY)
 """Inputs whose change makes `pulumi up` run `update`; a new provider pickle (PROVIDER_KEY) replaces
@@ -56,9 +71,6 @@ def _report(line: str) -> None:
 
 
 def _endpoint(props: dict[str, Any]):
-    from incluster.control import endpoint_for_address
-    from jobs.submit.access import endpoint_from_kubeconfig
-
     if props.get("address"):
         return endpoint_for_address(props["address"])
     return endpoint_from_kubeconfig(props["kubeconfig"])
@@ -66,19 +78,12 @@ def _endpoint(props: dict[str, Any]):
 
 def _preflight(props: dict[str, Any], client: Any) -> None:
     """The preflight of a fresh RayCluster (incluster/preflight/gate.py); a failure raises PreflightRefused."""
-    from incluster.preflight.gate import before_first_attempt
-    from jobs.submit.access import api_server_from_kubeconfig
-
     api = api_server_from_kubeconfig(props["kubeconfig"]) if props.get("cordon_bad_nodes") else None
     before_first_attempt(client, props.get("preflight"), _report, api)
 
 
 def _deploy(props: dict[str, Any], fresh_cluster: bool) -> dict[str, Any]:
     """Wait for the GPU nodes, run the preflight on a fresh RayCluster, then submit the run (idempotent)."""
-    from incluster.control import JobError, connect, ensure_run, wait_for_gpus, wants_workers
-    from incluster.endpoint import AccessError
-    from incluster.scaling import bring_back
-
     submission = props["submission"]
     try:
         endpoint = _endpoint(props)
@@ -100,8 +105,6 @@ def _stop_run(run: str, props: dict[str, Any]) -> str:
 
     AccessError and JobError (unreachable, refused, not stopped in time) propagate.
     """
-    from incluster.control import attempts, connect, stop_jobs
-
     client = connect(_endpoint(props))
     stopped = stop_jobs(client, attempts(client, run))
     return f"grpo-gke job: stopped {', '.join(stopped)}" if stopped else f"grpo-gke job: nothing of {run} running"
@@ -133,9 +136,6 @@ class JobProvider(ResourceProvider):
         """Stop the old run when the spec changed, through the new inputs' cluster access (the state's
         kubeconfig may be stale), then submit the new one (after the preflight when the RayCluster is new);
         an old run that cannot be stopped fails it."""
-        from incluster.control import JobError
-        from incluster.endpoint import AccessError
-
         old_run, new_run = olds["submission"]["metadata"]["run"], news["submission"]["metadata"]["run"]
         if old_run != new_run:
             try:
@@ -148,9 +148,6 @@ class JobProvider(ResourceProvider):
     def delete(self, _id: str, props: dict[str, Any]) -> None:
         """Stop the run's live attempts (`pulumi destroy`). A cluster that is gone, silent or refused, or an
         attempt that does not stop in time, is a warning, not a failure: deleting the RayCluster ends the run."""
-        from incluster.control import JobError
-        from incluster.endpoint import AccessError
-
         run = props["submission"]["metadata"]["run"]
         try:
             _report(_stop_run(run, props))

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from core import names
 from core.config.model import PROJECT_NAMESPACE, StackConfig
@@ -15,10 +14,6 @@ from incluster import control
 from jobs.spec import load
 from jobs.spec.training import on_data_root
 from jobs.submit import access
-
-if TYPE_CHECKING:
-    pass
-
 
 PROGRAM = ".venv/bin/python -m jobs"
 """How the CLI is run from a fresh clone (`make` builds .venv): every printed hint uses it."""
