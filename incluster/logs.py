@@ -1,6 +1,6 @@
 """What a log's lines say: the line that tells why a job failed, without terminal colour codes or Ray's prefixes.
 
-`python -m jobs status` (jobs/cli.py) shows it for a FAILED attempt, and the run guardian records it as the reason of
+`python -m jobs status` (jobs/cli/runs.py) shows it for a FAILED attempt, and the run guardian records it as the reason of
 a failure it does not retry (incluster/guardian/cluster.py failure_error): one rule for both. Stdlib only.
 """
 
