@@ -33,9 +33,10 @@ plan: $(INSTALLED)  ## Render the $(STACK) stack offline into build/$(STACK)/; A
 demo: $(INSTALLED)  ## The whole run lifecycle offline on a local Ray cluster: submit, lose a GPU node, resume, status, plot
 	$(PY) -m jobs.demo
 
-test: $(INSTALLED_TEST)  ## The layering contract (pyproject.toml), ruff, then the whole test suite
+test: $(INSTALLED_TEST)  ## The import contracts (pyproject.toml), ruff's lint and format check, then the whole test suite
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 	$(PY) -m pytest -n 2
 
 bench: $(INSTALLED)  ## Speed targets: offline plan and job submission

@@ -22,7 +22,10 @@ SHIPPED_STACKS = ("dev", "nemo-rl-standard-b200", "verl-autopilot-b200", "verl-s
 ESTIMATE = "engineering estimate"
 
 TYPICAL_SECONDS: dict[str, tuple[float, str]] = {
-    "gpu-node-pool": (35 * 60, "NVIDIA/aicr#2065: one GPU node pool took about 35 min (day-two sheet, Time to first step)"),
+    "gpu-node-pool": (
+        35 * 60,
+        "NVIDIA/aicr#2065: one GPU node pool took about 35 min (day-two sheet, Time to first step)",
+    ),
     "cluster": (10 * 60, f"{ESTIMATE}; Cluster Toolkit: a deployment takes 10-20 minutes or more (day-two sheet)"),
     "cpu-node-pool": (4 * 60, ESTIMATE),
     "gcp:lustre/instance:Instance": (20 * 60, ESTIMATE),

@@ -26,7 +26,11 @@ dist.all_reduce(b)
 torch.cuda.synchronize()
 ok = bool(torch.all(b == 1))
 dist.destroy_process_group()
-info = {"torch": torch.__version__, "nccl": ".".join(map(str, torch.cuda.nccl.version())),
-        "gpu": torch.cuda.get_device_name(0), "all_reduce_correct": ok}
+info = {
+    "torch": torch.__version__,
+    "nccl": ".".join(map(str, torch.cuda.nccl.version())),
+    "gpu": torch.cuda.get_device_name(0),
+    "all_reduce_correct": ok,
+}
 open(f"{out}/nccl-log.json", "w").write(json.dumps(info, indent=2) + "\n")
 print(info)

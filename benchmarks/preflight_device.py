@@ -96,18 +96,32 @@ def main(out: Path) -> None:
         "reference_facts": dataclasses.asdict(GPU_HEALTH_REFERENCES["h200"]),
         "reports": {"healthy": healthy, "slowed_by_contender": slowed, "matmul_2048": small},
         "verdicts": {
-            name: {"facts": judged(report, GPU_HEALTH_REFERENCES["h200"]),
-                   "measured": judged(report, measured_reference)}
-            for name, report in (("healthy_1", healthy[0]), ("healthy_2", healthy[1]), ("healthy_3", healthy[2]),
-                                 ("slowed_by_contender", slowed), ("matmul_2048", small))
+            name: {
+                "facts": judged(report, GPU_HEALTH_REFERENCES["h200"]),
+                "measured": judged(report, measured_reference),
+            }
+            for name, report in (
+                ("healthy_1", healthy[0]),
+                ("healthy_2", healthy[1]),
+                ("healthy_3", healthy[2]),
+                ("slowed_by_contender", slowed),
+                ("matmul_2048", small),
+            )
         },
     }
     (out / "preflight-h200.json").write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
-    for name, report in (("healthy", healthy[0]), ("healthy", healthy[1]), ("healthy", healthy[2]),
-                         ("slowed", slowed), ("2048", small)):
+    for name, report in (
+        ("healthy", healthy[0]),
+        ("healthy", healthy[1]),
+        ("healthy", healthy[2]),
+        ("slowed", slowed),
+        ("2048", small),
+    ):
         gpu = report["gpus"][0]
-        print(f"{name:8} matmul {gpu.get('bf16_matmul_tflops')} TFLOP/s  copy {gpu.get('copy_tbps')} TB/s  "
-              f"clocks {gpu.get('clock_sm_mhz')}/{gpu.get('clock_sm_max_mhz')} events {gpu.get('clock_events')}")
+        print(
+            f"{name:8} matmul {gpu.get('bf16_matmul_tflops')} TFLOP/s  copy {gpu.get('copy_tbps')} TB/s  "
+            f"clocks {gpu.get('clock_sm_mhz')}/{gpu.get('clock_sm_max_mhz')} events {gpu.get('clock_events')}"
+        )
     for name, verdicts in result["verdicts"].items():
         for against, judgement in verdicts.items():
             print(f"--- {name} against the {against} reference")

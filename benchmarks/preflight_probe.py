@@ -37,8 +37,16 @@ def main(out: Path) -> None:
         "rand": [torch.rand(SIZE, SIZE, device=device, dtype=torch.bfloat16) for _ in range(2)],
     }
     sampler = subprocess.Popen(
-        ["nvidia-smi", "--query-gpu=timestamp,clocks.sm,power.draw,clocks_event_reasons.active",
-         "--format=csv,noheader", "-lms", "100"], stdout=subprocess.PIPE, text=True)
+        [
+            "nvidia-smi",
+            "--query-gpu=timestamp,clocks.sm,power.draw,clocks_event_reasons.active",
+            "--format=csv,noheader",
+            "-lms",
+            "100",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     rows = []
     for name, warmups, repetitions, use_out, kind in (
         ("preflight method (randn, out=, 3 warm-ups, 10 timings)", 3, 10, True, "randn"),

@@ -97,7 +97,12 @@ def _cold_environment(scratch: Path) -> dict[str, str]:
 def _timed_cold(command: list[str], cwd: Path, scratch: Path) -> float:
     start = time.perf_counter()
     subprocess.run(
-        command, cwd=cwd, env=_cold_environment(scratch), check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        command,
+        cwd=cwd,
+        env=_cold_environment(scratch),
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     return time.perf_counter() - start
 
@@ -112,8 +117,12 @@ def first_plan_on_fresh_clone() -> bool:
         plan_seconds = _timed_cold(["make", "plan"], clone, scratch / "plan")
         baseline = scratch / "pip-venv"
         pip_seconds = _timed_cold(
-            ["sh", "-c", f"{SYSTEM_PYTHON} -m venv {baseline} && {baseline}/bin/python -m pip install"
-             " --quiet --disable-pip-version-check -r requirements.txt"],
+            [
+                "sh",
+                "-c",
+                f"{SYSTEM_PYTHON} -m venv {baseline} && {baseline}/bin/python -m pip install"
+                " --quiet --disable-pip-version-check -r requirements.txt",
+            ],
             clone,
             scratch / "pip",
         )

@@ -167,7 +167,11 @@ def connect(endpoint: Endpoint) -> JobSubmissionClient:
     # import above: importing Ray's job SDK configures its loggers.
     # Every submission's py_modules package and upload log at INFO too ("Creating a file package ...",
     # "Package ... already exists").
-    quiet = ("ray.dashboard.modules.job.sdk", "ray.dashboard.modules.dashboard_sdk", "ray._private.runtime_env.packaging")
+    quiet = (
+        "ray.dashboard.modules.job.sdk",
+        "ray.dashboard.modules.dashboard_sdk",
+        "ray._private.runtime_env.packaging",
+    )
     for logger in quiet:
         logging.getLogger(logger).setLevel(logging.WARNING)
     try:

@@ -129,9 +129,7 @@ class Networks(pulumi.ComponentResource):
         self.cluster_vpc = gcp.compute.Network(
             names.cluster_vpc,
             vpc_args(names.cluster_vpc, args.project, "GLOBAL"),
-            opts=fixed_name_options(
-                parent=self, depends_on=[args.compute_api], retain_on_delete=args.keep_cluster_vpc
-            ),
+            opts=fixed_name_options(parent=self, depends_on=[args.compute_api], retain_on_delete=args.keep_cluster_vpc),
         )
         self.node_subnet = gcp.compute.Subnetwork(
             names.node_subnet,

@@ -62,7 +62,9 @@ def placement_policy(config: StackConfig, rung: Rung | None = None) -> gcp.conta
     return None
 
 
-def additional_networks(networks: GpuNetworks) -> list[gcp.container.NodePoolNetworkConfigAdditionalNodeNetworkConfigArgs]:
+def additional_networks(
+    networks: GpuNetworks,
+) -> list[gcp.container.NodePoolNetworkConfigAdditionalNodeNetworkConfigArgs]:
     """The extra NICs in order: gVNIC first, then rdma-0 ... rdma-7."""
     nics = [
         gcp.container.NodePoolNetworkConfigAdditionalNodeNetworkConfigArgs(
@@ -230,7 +232,9 @@ class NodePools(pulumi.ComponentResource):
         config = args.config
         child = fixed_name_options(parent=self)
         self.head = gcp.container.NodePool(
-            f"{config.cluster_name}-{names.HEAD_NODE_POOL}", head_pool_args(config, args.cluster, args.service_account), opts=child
+            f"{config.cluster_name}-{names.HEAD_NODE_POOL}",
+            head_pool_args(config, args.cluster, args.service_account),
+            opts=child,
         )
         nics = additional_networks(args.networks)
         self.gpu_pools = {}

@@ -85,9 +85,7 @@ class _EngineLog(logging.Handler):
         self.messages.append(record.getMessage())
 
 
-def run_values(
-    values: Mapping[str, str], secret_keys: Iterable[str] = (), stack: str = "test"
-) -> Recording:
+def run_values(values: Mapping[str, str], secret_keys: Iterable[str] = (), stack: str = "test") -> Recording:
     """Run `__main__.py` for raw config values (`ns:key` -> string) and return what it registered.
 
     A refused config raises `pulumi.RunError` from the program, before any resource.

@@ -78,5 +78,10 @@ class OfflineMocks(pulumi.runtime.Mocks):
         self.invoked.add(args.token)
         if args.token == "gcp:organizations/getProject:getProject":
             project = args.args.get("projectId") or "offline"
-            return {"number": FAKE_PROJECT_NUMBER, "projectId": project, "name": project, "id": f"projects/{project}"}, []
+            return {
+                "number": FAKE_PROJECT_NUMBER,
+                "projectId": project,
+                "name": project,
+                "id": f"projects/{project}",
+            }, []
         return {}, []

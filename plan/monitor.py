@@ -119,7 +119,11 @@ def custom_timeouts_of(request) -> dict[str, str]:
     if not request.HasField("customTimeouts"):
         return {}
     timeouts = request.customTimeouts
-    return {operation: getattr(timeouts, operation) for operation in ("create", "update", "delete") if getattr(timeouts, operation)}
+    return {
+        operation: getattr(timeouts, operation)
+        for operation in ("create", "update", "delete")
+        if getattr(timeouts, operation)
+    }
 
 
 class RecordingMonitor(MockMonitor):

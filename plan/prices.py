@@ -243,7 +243,9 @@ def _rung_cost(config: StackConfig, prices: PriceCatalog, rung: str) -> RungCost
         how = "reservation at " + (
             "pricing.reservationHourly" if config.pricing.reservation_hourly is not None else "the on-demand rate"
         )
-    return RungCost(rung, f"{nodes} x {machine} {how} at {_dollars(rate)}/h a node; {quota}", nodes * rate, nodes * rate)
+    return RungCost(
+        rung, f"{nodes} x {machine} {how} at {_dollars(rate)}/h a node; {quota}", nodes * rate, nodes * rate
+    )
 
 
 def estimate(config: StackConfig, prices: PriceCatalog) -> CostEstimate:
@@ -251,9 +253,7 @@ def estimate(config: StackConfig, prices: PriceCatalog) -> CostEstimate:
     node is cheaper, and with `gpu.capacity` the GPU nodes' cost on each rung."""
     lines = (_gpu_line(config, prices), _head_line(config, prices), _storage_line(config, prices))
     rungs = tuple(_rung_cost(config, prices, rung) for rung in config.gpu.capacity or ())
-    return CostEstimate(
-        catalog_date=prices.date, lines=lines, elsewhere=cheaper_elsewhere(config, prices), rungs=rungs
-    )
+    return CostEstimate(catalog_date=prices.date, lines=lines, elsewhere=cheaper_elsewhere(config, prices), rungs=rungs)
 
 
 def ladder_lines(cost: CostEstimate) -> list[str]:
@@ -265,7 +265,11 @@ def ladder_lines(cost: CostEstimate) -> list[str]:
     for rung in cost.rungs:
         shown = ""
         if rung.low is not None and rung.high is not None:
-            shown = f"{_dollars(rung.low)}/h for " if rung.low == rung.high else f"{_dollars(rung.low)} to {_dollars(rung.high)}/h for "
+            shown = (
+                f"{_dollars(rung.low)}/h for "
+                if rung.low == rung.high
+                else f"{_dollars(rung.low)} to {_dollars(rung.high)}/h for "
+            )
         lines.append(f"    {rung.rung}: {shown}{rung.what}")
     if cost.best_hourly is None or cost.worst_hourly is None:
         unpriced = ", ".join(rung.rung for rung in cost.rungs if rung.low is None)
@@ -339,7 +343,12 @@ def render_cost_json(cost: CostEstimate) -> str:
     if cost.rungs:
         document["ladder"] = {
             "rungs": [
-                {"rung": rung.rung, "what": rung.what, "lowHourly": _rounded(rung.low), "highHourly": _rounded(rung.high)}
+                {
+                    "rung": rung.rung,
+                    "what": rung.what,
+                    "lowHourly": _rounded(rung.low),
+                    "highHourly": _rounded(rung.high),
+                }
                 for rung in cost.rungs
             ],
             "bestHourly": _rounded(cost.best_hourly),

@@ -51,7 +51,9 @@ def _attached(resource: Recorded) -> dict[str, str]:
 def attached_files(recording: Recording) -> dict[str, str]:
     """The files plan.json refers to instead of holding them (ConfigMap scripts): file name -> text."""
     return {
-        _attached_name(resource, key): text for resource in recording.resources for key, text in _attached(resource).items()
+        _attached_name(resource, key): text
+        for resource in recording.resources
+        for key, text in _attached(resource).items()
     }
 
 

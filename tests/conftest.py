@@ -153,7 +153,9 @@ def combination_config(
 _RECORDINGS: dict[str, Recording] = {}
 
 
-def recorded_run(values: dict[str, str], secret_keys: tuple[str, ...] | list[str] = (), stack: str = "test") -> Recording:
+def recorded_run(
+    values: dict[str, str], secret_keys: tuple[str, ...] | list[str] = (), stack: str = "test"
+) -> Recording:
     """run_values, once per distinct (values, secret keys, stack) in a session: the fixtures below, the
     workloads tests' mocked_run and the blast-radius tests asked for several of the same runs each."""
     key = json.dumps([values, sorted(secret_keys), stack], sort_keys=True)
@@ -320,7 +322,15 @@ def shared_dir() -> Path:
     return SHARED
 
 
-__all__ = ["SHIPPED_STACKS", "STACKS_DIR", "recorded_run", "run_values", "shipped_stack_file", "stack_values", "values_of"]
+__all__ = [
+    "SHIPPED_STACKS",
+    "STACKS_DIR",
+    "recorded_run",
+    "run_values",
+    "shipped_stack_file",
+    "stack_values",
+    "values_of",
+]
 
 
 GUARDIAN_CODE_MARK = "<the guardian's code: tests/jobs/guardian/test_objects.py checks it>"

@@ -14,9 +14,7 @@ PACKAGES = ("core", "infra", "workloads", "incluster", "jobs", "plan")
 
 
 def _lint_imports(directory: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(LINT_IMPORTS), "--no-cache"], cwd=directory, capture_output=True, text=True, timeout=120
-    )
+    return subprocess.run([str(LINT_IMPORTS), "--no-cache"], cwd=directory, capture_output=True, text=True, timeout=120)
 
 
 def _copy_of_the_packages(tmp_path: Path) -> Path:

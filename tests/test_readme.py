@@ -149,7 +149,12 @@ def test_the_before_up_section_covers_quotas_roles_timeline_and_recovery():
         "## After a half-failed `up`",
     ):
         assert heading in section, heading
-    for command in ("gcloud beta quotas info list", "gcloud compute regions describe", "pulumi refresh", "pulumi cancel"):
+    for command in (
+        "gcloud beta quotas info list",
+        "gcloud compute regions describe",
+        "pulumi refresh",
+        "pulumi cancel",
+    ):
         assert command in section, command
 
 
@@ -160,7 +165,11 @@ def test_every_resource_type_the_stacks_register_has_a_deployer_role(plan_of):
     assert "gcp:kms/cryptoKeyIAMMember:CryptoKeyIAMMember" in types and "gcp:lustre/instance:Instance" in types
     assert {t for t in types if deployer_role_row(t) is None} == set()
     constructed = set()
-    for source in [*REPO_ROOT.glob("infra/**/*.py"), *REPO_ROOT.glob("workloads/**/*.py"), *REPO_ROOT.glob("jobs/**/*.py")]:
+    for source in [
+        *REPO_ROOT.glob("infra/**/*.py"),
+        *REPO_ROOT.glob("workloads/**/*.py"),
+        *REPO_ROOT.glob("jobs/**/*.py"),
+    ]:
         for module, cls in re.findall(r"\bgcp\.([a-z]+)\.([A-Z][A-Za-z]*)\(", source.read_text()):
             if not cls.endswith("Args"):
                 constructed.add(f"gcp:{module}/{cls[0].lower()}{cls[1:]}:{cls}")
@@ -256,11 +265,15 @@ def test_the_plan_command_has_one_spelling_in_the_readme_the_makefile_and_the_cl
     ]:
         assert _other_spellings(text) == [], name
     assert help_text.startswith("usage: .venv/bin/python -m plan ")
-    assert "$(PY) -m plan --stack $(STACK) $(if $(AGAINST),--against $(AGAINST))" in (REPO_ROOT / "Makefile").read_text()
+    assert (
+        "$(PY) -m plan --stack $(STACK) $(if $(AGAINST),--against $(AGAINST))" in (REPO_ROOT / "Makefile").read_text()
+    )
 
 
 def test_the_one_spelling_check_finds_the_other_spellings():
-    assert _other_spellings("run `python -m infra plan --stack dev` or python3 -m plan or .venv/bin/python -m plan") == [
+    assert _other_spellings(
+        "run `python -m infra plan --stack dev` or python3 -m plan or .venv/bin/python -m plan"
+    ) == [
         "python -m infra plan",
         "python3 -m plan",
     ]

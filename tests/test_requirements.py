@@ -72,7 +72,10 @@ def _make_install(tmp_path, uv_installs: bool) -> tuple[subprocess.CompletedProc
     venv, log = _fake_venv(tmp_path, uv_installs)
     run = subprocess.run(
         ["make", "--no-print-directory", f"VENV={venv}", f"{venv}/.installed"],
-        cwd=REPO_ROOT, capture_output=True, text=True, timeout=60,
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     return run, log.read_text().splitlines()
 

@@ -19,7 +19,9 @@ SHARED_TESTS = (
 
 def test_a_checkout_without_shared_lists_each_skip_and_why(tmp_path):
     checkout = tmp_path / "clone"
-    shutil.copytree(REPO_ROOT, checkout, symlinks=True, ignore=shutil.ignore_patterns(".git", ".venv", "build", "__pycache__"))
+    shutil.copytree(
+        REPO_ROOT, checkout, symlinks=True, ignore=shutil.ignore_patterns(".git", ".venv", "build", "__pycache__")
+    )
     assert not (tmp_path / "shared").exists()
     result = subprocess.run(
         [sys.executable, "-m", "pytest", *SHARED_TESTS],

@@ -23,10 +23,13 @@ STACK_DEPENDENT_TESTS = (
 
 def user_checkout(tmp_path: Path) -> Path:
     """A copy of the repository in which the user added a stack of their own and a broken one, and
-pointed dev at their project."""
+    pointed dev at their project."""
     checkout = tmp_path / "checkout"
     shutil.copytree(
-        REPO_ROOT, checkout, symlinks=True, ignore=shutil.ignore_patterns(".git", ".venv", "build", "__pycache__", ".pytest_cache")
+        REPO_ROOT,
+        checkout,
+        symlinks=True,
+        ignore=shutil.ignore_patterns(".git", ".venv", "build", "__pycache__", ".pytest_cache"),
     )
     dev = checkout / "Pulumi.dev.yaml"
     dev.write_text(dev.read_text().replace("gcp:project: ", "gcp:project: acme-research #", 1))

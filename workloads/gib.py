@@ -105,9 +105,7 @@ def render_daemonset(mode: str) -> DaemonSetInitArgs:
         containers=[k8s.core.v1.ContainerArgs(name="pause", image=PAUSE_IMAGE)],
     )
     return DaemonSetInitArgs(
-        metadata=k8s.meta.v1.ObjectMetaArgs(
-            name=NAME, namespace=GIB_INSTALLER_NAMESPACE[mode], labels=dict(labels)
-        ),
+        metadata=k8s.meta.v1.ObjectMetaArgs(name=NAME, namespace=GIB_INSTALLER_NAMESPACE[mode], labels=dict(labels)),
         spec=k8s.apps.v1.DaemonSetSpecArgs(
             selector=k8s.meta.v1.LabelSelectorArgs(match_labels=dict(labels)),
             update_strategy=k8s.apps.v1.DaemonSetUpdateStrategyArgs(type="RollingUpdate"),

@@ -78,6 +78,7 @@ class GkeNetworks(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: GkeNetworksArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("grpo-gke:workloads:GkeNetworks", name, None, opts)
+
         def declare(kind: str, name: str, spec: dict[str, Any], after: list[pulumi.Resource]):
             return k8s.apiextensions.CustomResource(
                 name,

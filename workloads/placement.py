@@ -41,6 +41,11 @@ def gpu_tolerations(config: StackConfig) -> list[dict[str, str]]:
     tolerations = [{"effect": "NoSchedule", "key": GPU_TAINT_KEY, "operator": "Exists"}]
     if config.gpu.capacity is not None:
         tolerations.append(
-            {"effect": "NoSchedule", "key": COMPUTE_CLASS_NODE_KEY, "operator": "Equal", "value": names.GPU_COMPUTE_CLASS}
+            {
+                "effect": "NoSchedule",
+                "key": COMPUTE_CLASS_NODE_KEY,
+                "operator": "Equal",
+                "value": names.GPU_COMPUTE_CLASS,
+            }
         )
     return tolerations

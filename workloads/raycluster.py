@@ -90,7 +90,10 @@ HEAD_PORTS = {name: RAY_PORTS[name] for name in ("gcs-server", "dashboard", "cli
 
 def rdma_interfaces() -> list[dict[str, str]]:
     """Pod interfaces: eth0 the pod network, eth1 gvnic-1, eth2 .. eth9 rdma-0 .. rdma-7 (A.7)."""
-    interfaces = [{"interfaceName": "eth0", "network": "default"}, {"interfaceName": "eth1", "network": names.GVNIC_NETWORK}]
+    interfaces = [
+        {"interfaceName": "eth0", "network": "default"},
+        {"interfaceName": "eth1", "network": names.GVNIC_NETWORK},
+    ]
     interfaces += [
         {"interfaceName": f"eth{RDMA_INTERFACES_START + index}", "network": network}
         for index, network in enumerate(names.RDMA_NETWORKS)

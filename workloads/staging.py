@@ -52,17 +52,25 @@ TIMEOUT_MARGIN_SECONDS = 900
 def staging_command(config: StackConfig) -> list[str]:
     """The staging program's command line for this stack."""
     command = [
-        "python3", f"{SCRIPT_DIR}/{SCRIPT.name}",
-        "--model", config.workload.model,
-        "--model-dir", paths.model_dir(config),
-        "--markers", paths.staging_markers_dir(),
+        "python3",
+        f"{SCRIPT_DIR}/{SCRIPT.name}",
+        "--model",
+        config.workload.model,
+        "--model-dir",
+        paths.model_dir(config),
+        "--markers",
+        paths.staging_markers_dir(),
     ]
     if config.workload.framework == "verl":
         command += [
-            "--verl-version", VERL_VERSION,
-            "--transformers-version", VERL_TRANSFORMERS,
-            "--verl-dir", paths.verl_site_dir(),
-            "--gsm8k-dir", paths.gsm8k_dir(),
+            "--verl-version",
+            VERL_VERSION,
+            "--transformers-version",
+            VERL_TRANSFORMERS,
+            "--verl-dir",
+            paths.verl_site_dir(),
+            "--gsm8k-dir",
+            paths.gsm8k_dir(),
         ]
     for repo in HUB_DATASETS.get(config.workload.dataset, ()):
         command += ["--dataset", repo]

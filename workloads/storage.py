@@ -143,8 +143,6 @@ class SharedStorage(pulumi.ComponentResource):
         self.claim = k8s.core.v1.PersistentVolumeClaim(
             names.DATA_CLAIM,
             render_claim(),
-            opts=fixed_name_options(
-                parent=self, provider=args.provider, depends_on=[self.volume, args.namespace]
-            ),
+            opts=fixed_name_options(parent=self, provider=args.provider, depends_on=[self.volume, args.namespace]),
         )
         self.register_outputs({"claim": names.DATA_CLAIM, "type": args.config.storage.type})

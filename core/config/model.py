@@ -65,9 +65,7 @@ def matching(field: str, pattern: str, expected: str) -> Any:
 class _Section(BaseModel):
     """Base of every config section: camelCase keys, unknown keys refused, immutable."""
 
-    model_config = ConfigDict(
-        alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True
-    )
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True)
 
     @field_validator("*", mode="before")
     @classmethod
@@ -147,9 +145,7 @@ class ClusterConfig(_Section):
             raise ValueError(f"must be a machine type such as c2-standard-16, got {value!r}")
         machine_class, vcpus = match.group(1), int(match.group(2))
         if vcpus < HEAD_MIN_VCPUS:
-            raise ValueError(
-                f"must have at least {HEAD_MIN_VCPUS} vCPUs (the Ray head asks for 12), got {value!r}"
-            )
+            raise ValueError(f"must have at least {HEAD_MIN_VCPUS} vCPUs (the Ray head asks for 12), got {value!r}")
         if vcpus * MACHINE_CLASS_GIB_PER_VCPU[machine_class] < HEAD_MIN_MEMORY_GIB:
             raise ValueError(
                 f"must have at least {HEAD_MIN_MEMORY_GIB} GiB of memory (the Ray head asks for 32 GiB;"
@@ -258,7 +254,9 @@ class WorkloadConfig(_Section):
     framework: Literal["verl", "nemo-rl"] = Field(description="The GRPO trainer.")
     model: str = Field(description="Hugging Face model id, e.g. Qwen/Qwen2.5-32B-Instruct.")
     dataset: Literal["gsm8k", "deepscaler"] = Field(description="Training data set.")
-    image: str | None = Field(None, description="Workload image; default pinned per framework in core/facts/platform.py.")
+    image: str | None = Field(
+        None, description="Workload image; default pinned per framework in core/facts/platform.py."
+    )
     ray_version: str | None = Field(None, description="Ray version inside `image`; required with `image`.")
     nemo_rl_release: str | None = Field(None, description="NeMo-RL release inside `image` (nemo-rl with `image`).")
     model_size_b: float | None = Field(None, gt=0, description="Parameters in billions; default read from `model`.")
@@ -330,7 +328,10 @@ class GrpoConfig(_Section):
     max_response_length: int = Field(1024, ge=16, le=131072, description="Longest response in tokens.")
     mini_batch_size: int | None = Field(None, ge=1, description="Prompts per optimizer step; default promptsPerStep.")
     micro_batch_size_per_gpu: int | None = Field(
-        None, ge=1, le=1024, description="Samples per GPU per forward pass; default derived from sample length and batch."
+        None,
+        ge=1,
+        le=1024,
+        description="Samples per GPU per forward pass; default derived from sample length and batch.",
     )
     kl_loss_coef: float = Field(0.001, ge=0, le=10, description="Weight of the KL loss against the reference.")
     gpu_memory_utilization: float = Field(0.6, gt=0.05, le=0.95, description="vLLM share of GPU memory.")
@@ -368,13 +369,20 @@ class JobConfig(_Section):
         0, ge=0, description="Part of the run id: raising it starts a new run of the same spec (submit --fresh does)."
     )
     recover: bool = Field(
-        True, description="Deploy the run guardian: it resubmits an attempt that lost its GPU nodes (false: resubmit by hand)."
+        True,
+        description="Deploy the run guardian: it resubmits an attempt that lost its GPU nodes (false: resubmit by hand).",
     )
     max_recoveries: int = Field(
-        20, ge=0, le=1000, description="Most attempts the guardian submits after lost GPU nodes, per run, before it gives up."
+        20,
+        ge=0,
+        le=1000,
+        description="Most attempts the guardian submits after lost GPU nodes, per run, before it gives up.",
     )
     idle_minutes: int = Field(
-        15, ge=0, le=10080, description="Minutes after the run ends before the guardian scales the GPU workers to zero; 0 never."
+        15,
+        ge=0,
+        le=10080,
+        description="Minutes after the run ends before the guardian scales the GPU workers to zero; 0 never.",
     )
     preflight: Literal["full", "gpu", "off"] | None = Field(
         None,
@@ -390,7 +398,10 @@ class PricingConfig(_Section):
     """`grpo-gke:pricing`: what the plan's cost estimate assumes beyond the catalog's list prices."""
 
     reservation_hourly: float | None = Field(
-        None, gt=0, le=10000, description="Your $/h for one GPU node of the reservation; default the on-demand list price."
+        None,
+        gt=0,
+        le=10000,
+        description="Your $/h for one GPU node of the reservation; default the on-demand list price.",
     )
 
 
@@ -404,7 +415,9 @@ class TrackingConfig(_Section):
         "wandb_project", r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}", "1 to 128 letters, digits, '.', '_' or '-'"
     )
 
-    _entity_form = matching("wandb_entity", r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}", "1 to 128 letters, digits, '.', '_' or '-'")
+    _entity_form = matching(
+        "wandb_entity", r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}", "1 to 128 letters, digits, '.', '_' or '-'"
+    )
 
 
 class StackConfig(_Section):
@@ -428,7 +441,8 @@ class StackConfig(_Section):
         None, description="Weights & Biases API key; a Pulumi secret that turns W&B on for the run."
     )
     secret_env: dict[str, SecretStr] = Field(
-        default_factory=dict, description="Secret environment of the Ray pods (name -> value), through a Kubernetes Secret."
+        default_factory=dict,
+        description="Secret environment of the Ray pods (name -> value), through a Kubernetes Secret.",
     )
 
     _project_form = matching(
@@ -457,7 +471,9 @@ class StackConfig(_Section):
         check_env_names(value)
         for name, secret in value.items():
             if not secret.get_secret_value().strip():
-                raise ValueError(f"{name} must not be empty; unset it with pulumi config rm --path 'grpo-gke:secretEnv.{name}'")
+                raise ValueError(
+                    f"{name} must not be empty; unset it with pulumi config rm --path 'grpo-gke:secretEnv.{name}'"
+                )
         return value
 
     @property
@@ -544,9 +560,13 @@ def bucket_name_problem(name: str) -> str | None:
         return f"must be 3 to 63 characters, got {len(name)} ({name!r})"
     if "." in name:
         # Cloud Storage naming rules: a dotted name is a domain name, created only after domain verification.
-        return f"must not contain dots (Cloud Storage creates a dotted name only after domain verification), got {name!r}"
+        return (
+            f"must not contain dots (Cloud Storage creates a dotted name only after domain verification), got {name!r}"
+        )
     if not re.fullmatch(r"[a-z0-9][a-z0-9_-]*[a-z0-9]", name):
-        return f"must use lowercase letters, digits, '-' and '_', starting and ending with a letter or digit, got {name!r}"
+        return (
+            f"must use lowercase letters, digits, '-' and '_', starting and ending with a letter or digit, got {name!r}"
+        )
     if name.startswith("goog") or "google" in name:
         return f"must not start with 'goog' or contain 'google', got {name!r}"
     return None

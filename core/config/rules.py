@@ -128,7 +128,10 @@ def _capacity_problems(cfg: StackConfig) -> list[Problem]:
             f"is only allowed when gpu.provisioning is 'reservation'{on_ladder}, not {gpu.provisioning!r}",
         )
     if "reservation" not in gpu.ladder and cfg.pricing.reservation_hourly is not None:
-        add("pricing.reservationHourly", f"is only for gpu.provisioning 'reservation'{on_ladder}, not {gpu.provisioning!r}")
+        add(
+            "pricing.reservationHourly",
+            f"is only for gpu.provisioning 'reservation'{on_ladder}, not {gpu.provisioning!r}",
+        )
     if cfg.cluster.mode == "autopilot" and "head_machine_type" in cfg.cluster.model_fields_set:
         add("cluster.headMachineType", "is only for cluster.mode 'standard' (Autopilot chooses the head's machine)")
     if cfg.cluster.mode == "autopilot" and gpu.provisioning in ("reservation", "flex-start"):

@@ -153,14 +153,68 @@ PUBLISHED_RUNS: tuple[PublishedRun, ...] = (
     # gradient checkpointing)" (L17-21). Their scripts (examples/tuning at 2239fd0) set param_offload and
     # optimizer_offload true and gpu_memory_utilization 0.6. The "Qwen2-70B" rows run Qwen/Qwen2-72B-Instruct
     # (their model_path).
-    PublishedRun("verl-fsdp", 7, 2, "H800", True, 0.6, 1, "verl v0.9.0 docs/perf/device_tuning.rst L126-134, MIN Qwen2-7B GRPO 2*H800 fsdp"),
-    PublishedRun("verl-fsdp", 14, 4, "H800", True, 0.6, 1, "verl v0.9.0 docs/perf/device_tuning.rst L161-169, MIN Qwen2-14B GRPO 4*H800 fsdp"),
-    PublishedRun("verl-fsdp", 72, 32, "H20", True, 0.6, 1, "verl v0.9.0 docs/perf/device_tuning.rst L231-239, MIN Qwen2-70B GRPO 32*H20 fsdp"),
-    PublishedRun("verl-fsdp", 72, 32, "H800", True, 0.6, 1, "verl v0.9.0 docs/perf/device_tuning.rst L240-248, MIN Qwen2-70B GRPO 32*H800 fsdp"),
+    PublishedRun(
+        "verl-fsdp",
+        7,
+        2,
+        "H800",
+        True,
+        0.6,
+        1,
+        "verl v0.9.0 docs/perf/device_tuning.rst L126-134, MIN Qwen2-7B GRPO 2*H800 fsdp",
+    ),
+    PublishedRun(
+        "verl-fsdp",
+        14,
+        4,
+        "H800",
+        True,
+        0.6,
+        1,
+        "verl v0.9.0 docs/perf/device_tuning.rst L161-169, MIN Qwen2-14B GRPO 4*H800 fsdp",
+    ),
+    PublishedRun(
+        "verl-fsdp",
+        72,
+        32,
+        "H20",
+        True,
+        0.6,
+        1,
+        "verl v0.9.0 docs/perf/device_tuning.rst L231-239, MIN Qwen2-70B GRPO 32*H20 fsdp",
+    ),
+    PublishedRun(
+        "verl-fsdp",
+        72,
+        32,
+        "H800",
+        True,
+        0.6,
+        1,
+        "verl v0.9.0 docs/perf/device_tuning.rst L240-248, MIN Qwen2-70B GRPO 32*H800 fsdp",
+    ),
     # NeMo-RL v0.7.0 recipes, run as written (offload off, gpu_memory_utilization 0.6), on the 80 GB H100 nodes
     # NeMo-RL's guides run on (docs/guides/grpo-deepscaler.md L22 "a single 8XH100 80GB node").
-    PublishedRun("nemo-rl-dtensor", 8, 8, "H100", False, 0.6, 1, "NeMo-RL v0.7.0 examples/configs/grpo_math_8B.yaml: Llama-3.1-8B, cluster.num_nodes 1 x gpus_per_node 8"),
-    PublishedRun("nemo-rl-megatron", 70, 64, "H100", False, 0.6, 16, "NeMo-RL v0.7.0 examples/configs/grpo_math_70B_megatron.yaml: Llama-3.3-70B, TP 4 x PP 4, cluster.num_nodes 8 x gpus_per_node 8"),
+    PublishedRun(
+        "nemo-rl-dtensor",
+        8,
+        8,
+        "H100",
+        False,
+        0.6,
+        1,
+        "NeMo-RL v0.7.0 examples/configs/grpo_math_8B.yaml: Llama-3.1-8B, cluster.num_nodes 1 x gpus_per_node 8",
+    ),
+    PublishedRun(
+        "nemo-rl-megatron",
+        70,
+        64,
+        "H100",
+        False,
+        0.6,
+        16,
+        "NeMo-RL v0.7.0 examples/configs/grpo_math_70B_megatron.yaml: Llama-3.3-70B, TP 4 x PP 4, cluster.num_nodes 8 x gpus_per_node 8",
+    ),
 )
 """Published runs the memory model must accept (tests/jobs/spec/test_memory.py; it also refuses verl's 80 GB MIN rows
 on half their GPUs, and NeMo-RL's recipes on one GPU and on one Megatron replica)."""

@@ -116,7 +116,11 @@ GKE_MEMORY_RESERVATION: tuple[tuple[float, float], ...] = (
     # GKE "Plan node sizes" (cloud.google.com/kubernetes-engine/docs/concepts/plan-node-sizes, memory and
     # CPU reservations): 25% of the first 4 GiB, 20% of the next 4, 10% of the next 8, 6% of the next 112,
     # 2% of the rest; plus GKE_EVICTION_MIB for eviction.
-    (4, 0.25), (4, 0.20), (8, 0.10), (112, 0.06), (float("inf"), 0.02),
+    (4, 0.25),
+    (4, 0.20),
+    (8, 0.10),
+    (112, 0.06),
+    (float("inf"), 0.02),
 )
 """GKE's kubelet/system memory reservation as (GiB band, share) from the first GiB up."""
 
@@ -125,7 +129,10 @@ GKE_EVICTION_MIB = 100
 
 GKE_CPU_RESERVATION: tuple[tuple[float, float], ...] = (
     # Same page: 6% of the first core, 1% of the next, 0.5% of the next 2, 0.25% of the rest.
-    (1, 0.06), (1, 0.01), (2, 0.005), (float("inf"), 0.0025),
+    (1, 0.06),
+    (1, 0.01),
+    (2, 0.005),
+    (float("inf"), 0.0025),
 )
 """GKE's kubelet/system CPU reservation as (core band, share) from the first core up."""
 

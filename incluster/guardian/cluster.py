@@ -32,7 +32,9 @@ def api_endpoint(endpoint: Endpoint) -> Endpoint | None:
     """The Kubernetes API server: the one behind the dashboard's service proxy, else the pod's own service
     account's; None when neither is at hand (a plain dashboard address on this machine)."""
     if "/api/v1/" in endpoint.address:
-        return Endpoint(address=endpoint.address.split("/api/v1/", 1)[0], headers=endpoint.headers, verify=endpoint.verify)
+        return Endpoint(
+            address=endpoint.address.split("/api/v1/", 1)[0], headers=endpoint.headers, verify=endpoint.verify
+        )
     token = SERVICE_ACCOUNT_DIR / "token"
     if not token.is_file():
         return None
@@ -89,9 +91,7 @@ def pod_view(pod: dict[str, Any]) -> PodView:
     """A PodView of one pod object as the API server returns it (k8s.io/api core/v1 Pod: status.phase, reason,
     message, conditions[].type/status/reason/lastTransitionTime, containerStatuses[].state.terminated.finishedAt)."""
     status = pod.get("status") or {}
-    disrupted = next(
-        (item for item in status.get("conditions") or [] if item.get("type") == "DisruptionTarget"), None
-    )
+    disrupted = next((item for item in status.get("conditions") or [] if item.get("type") == "DisruptionTarget"), None)
     since = _moment(disrupted.get("lastTransitionTime")) if disrupted else None
     if since is None:
         ended = [

@@ -337,7 +337,9 @@ class Guardian:
             return submission
         ends = earliest_end(nodes, bool(self.settings.raw.get("flexStart")))
         if ends is not None:
-            self.report(f"{self.settings.run}: GPU capacity ends at {record.utc_stamp(ends.at)} ({ends.source}): saving first")
+            self.report(
+                f"{self.settings.run}: GPU capacity ends at {record.utc_stamp(ends.at)} ({ends.source}): saving first"
+            )
         return with_deadline(submission, self.settings.framework, ends, self.clock())
 
     def cluster_api(self) -> Endpoint | None:
@@ -364,7 +366,9 @@ class Guardian:
             self.submit(action.attempt, action.reason)
         elif action.kind == "stop":
             jobs = control.attempts(self.client, self.settings.run)
-            stopped = control.stop_jobs(self.client, [job for job in jobs if control.attempt_number(job) == action.attempt])
+            stopped = control.stop_jobs(
+                self.client, [job for job in jobs if control.attempt_number(job) == action.attempt]
+            )
             self.report(f"{self.settings.run}: {action.reason}: stopped {', '.join(stopped) or 'nothing live'}")
         elif action.kind == "export":
             assert self.hooks.export is not None

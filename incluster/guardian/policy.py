@@ -249,7 +249,9 @@ def _judge_failure(state: State) -> Action:
         return Action("record", newest.number, reason, "failed", last_lines=lines, details={"cause": "stopped"})
     lost = capacity_lost(state)
     if lost:
-        return Action("record", newest.number, lost, "failed", last_lines=lines, details={"cause": record.GPU_CAPACITY_LOST})
+        return Action(
+            "record", newest.number, lost, "failed", last_lines=lines, details={"cause": record.GPU_CAPACITY_LOST}
+        )
     left = newest.end + state.settle - state.now
     if left > 0:
         return Action("wait", newest.number, f"attempt {newest.number} FAILED; judging it in {left:.0f} s", wait_s=left)

@@ -65,8 +65,7 @@ def bandwidths(collective: str, size_bytes: int, seconds: float, ranks: int) -> 
     return algbw, algbw * bus_bandwidth_factor(collective, ranks)
 
 
-def sweep_sizes(min_bytes: int = FABRIC_SWEEP_MIN_BYTES,
-                max_bytes: int = FABRIC_SWEEP_MAX_BYTES) -> list[int]:
+def sweep_sizes(min_bytes: int = FABRIC_SWEEP_MIN_BYTES, max_bytes: int = FABRIC_SWEEP_MAX_BYTES) -> list[int]:
     """Message sizes of the sweep: `min_bytes` doubling up to `max_bytes` (nccl-tests `-b MIN -e MAX -f 2`)."""
     if min_bytes < 1 or max_bytes < min_bytes:
         raise ValueError(f"sweep from {min_bytes} to {max_bytes} bytes is empty")
@@ -163,7 +162,9 @@ def _device_count_findings(report: dict[str, Any]) -> list[Finding]:
     counts = {node: len(nics[node].get("devices") or []) for node in report["nodes"] if node in nics}
     most = max(counts.values(), default=0)
     return [
-        Finding(node, None, "fail", f"NCCL's net plugin lists {count} devices, the other nodes {most}: a NIC is missing")
+        Finding(
+            node, None, "fail", f"NCCL's net plugin lists {count} devices, the other nodes {most}: a NIC is missing"
+        )
         for node, count in counts.items()
         if count < most
     ]
@@ -174,10 +175,13 @@ def describe_shortfall(group: dict[str, Any], floor_gbps: float) -> str:
     sizes = [point["size_bytes"] for point in next(iter(group["collectives"].values()))]
     below = [
         f"{collective} averages {average:.3g} GB/s"
-        for collective, average in group_averages(group).items() if average < floor_gbps
+        for collective, average in group_averages(group).items()
+        if average < floor_gbps
     ]
-    return (f"{' and '.join(below)} bus bandwidth over {_bytes(min(sizes))}-{_bytes(max(sizes))}, "
-            f"below the floor {floor_gbps:g} GB/s")
+    return (
+        f"{' and '.join(below)} bus bandwidth over {_bytes(min(sizes))}-{_bytes(max(sizes))}, "
+        f"below the floor {floor_gbps:g} GB/s"
+    )
 
 
 def _bytes(size: int) -> str:
@@ -210,32 +214,53 @@ class FabricVerdict:
 def _transport_findings(report: dict[str, Any], expected_network: str) -> list[Finding]:
     networks = report.get("networks")
     if networks is None:
-        return [Finding("fabric", None, "fail", f"NCCL's log was not read (backend {report.get('backend')}), so "
-                                                f"the {expected_network} network is unproven")]
+        return [
+            Finding(
+                "fabric",
+                None,
+                "fail",
+                f"NCCL's log was not read (backend {report.get('backend')}), so "
+                f"the {expected_network} network is unproven",
+            )
+        ]
     findings = []
     for node in report["nodes"]:
         used = networks.get(node) or []
         others = sorted(set(used) - {expected_network})
         if not used:
-            findings.append(Finding(node, None, "fail", "NCCL's log names no network ('Using network ...' at "
-                                                        f"NCCL_DEBUG=INFO), so {expected_network} is unproven"))
+            findings.append(
+                Finding(
+                    node,
+                    None,
+                    "fail",
+                    "NCCL's log names no network ('Using network ...' at "
+                    f"NCCL_DEBUG=INFO), so {expected_network} is unproven",
+                )
+            )
         elif others:
             fallback = " (NCCL fell back to TCP sockets)" if "Socket" in others else ""
-            findings.append(Finding(node, None, "fail", f"NCCL used network {', '.join(others)}, not "
-                                                        f"{expected_network}{fallback}"))
+            findings.append(
+                Finding(node, None, "fail", f"NCCL used network {', '.join(others)}, not {expected_network}{fallback}")
+            )
     return findings
 
 
 def pair_outcome(pair: dict[str, Any], floor_gbps: float) -> fabric_search.PairOutcome:
     """What a measured pair (a `measure_fabric()` search entry) showed against `floor_gbps`."""
     passed = group_passes(pair, floor_gbps)
-    return fabric_search.PairOutcome(nodes=(pair["nodes"][0], pair["nodes"][1]), passed=passed,
-                                     shortfall="" if passed else describe_shortfall(pair, floor_gbps))
+    return fabric_search.PairOutcome(
+        nodes=(pair["nodes"][0], pair["nodes"][1]),
+        passed=passed,
+        shortfall="" if passed else describe_shortfall(pair, floor_gbps),
+    )
 
 
-def judge_fabric(report: dict[str, Any], floor_gbps: float = FABRIC_FLOOR_BUSBW_GBPS,
-                 expected_network: str | None = FABRIC_EXPECTED_NETWORK,
-                 nic_min_share: float = FABRIC_NIC_MIN_SHARE) -> FabricVerdict:
+def judge_fabric(
+    report: dict[str, Any],
+    floor_gbps: float = FABRIC_FLOOR_BUSBW_GBPS,
+    expected_network: str | None = FABRIC_EXPECTED_NETWORK,
+    nic_min_share: float = FABRIC_NIC_MIN_SHARE,
+) -> FabricVerdict:
     """Judge a `measure_fabric()` report: the network NCCL used on every node (unless `expected_network` is None,
     for a backend without NCCL) and the devices its net plugin lists, each collective's sweep average against
     `floor_gbps`, the pair search, and the rails of each slow node (a NIC below `nic_min_share` of its node's
@@ -243,15 +268,21 @@ def judge_fabric(report: dict[str, Any], floor_gbps: float = FABRIC_FLOOR_BUSBW_
     nodes = report["nodes"]
     findings = _transport_findings(report, expected_network) if expected_network else []
     group = report["group"]
-    wrong = [f"{collective} of {_bytes(point['size_bytes'])}" for collective, points in group["collectives"].items()
-             for point in points if not point["correct"]]
+    wrong = [
+        f"{collective} of {_bytes(point['size_bytes'])}"
+        for collective, points in group["collectives"].items()
+        for point in points
+        if not point["correct"]
+    ]
     if wrong:
-        findings.append(Finding(f"fabric across {len(nodes)} nodes", None, "fail",
-                                f"wrong data received: {', '.join(wrong)}"))
+        findings.append(
+            Finding(f"fabric across {len(nodes)} nodes", None, "fail", f"wrong data received: {', '.join(wrong)}")
+        )
     findings.extend(_device_count_findings(report))
     if not group_passes(group, floor_gbps):
-        findings.append(Finding(f"fabric across {len(nodes)} nodes", None, "fail",
-                                describe_shortfall(group, floor_gbps)))
+        findings.append(
+            Finding(f"fabric across {len(nodes)} nodes", None, "fail", describe_shortfall(group, floor_gbps))
+        )
         outcomes = [pair_outcome(pair, floor_gbps) for round_ in report.get("search", []) for pair in round_]
         findings.extend(fabric_search.interpret(nodes, outcomes))
         findings.extend(_rail_findings(report, nic_min_share))

@@ -41,8 +41,9 @@ TIMEOUT_S = 600
 preflight instead of holding it (an 8 GiB all_reduce over a healthy fabric takes well under a second)."""
 
 
-def _collective(torch: Any, dist: Any, collective: str, size_bytes: int, ranks: int, rank_in_group: int,
-                device: Any, group: Any) -> tuple[int, Callable[[], None], Callable[[], bool]]:
+def _collective(
+    torch: Any, dist: Any, collective: str, size_bytes: int, ranks: int, rank_in_group: int, device: Any, group: Any
+) -> tuple[int, Callable[[], None], Callable[[], bool]]:
     """The whole-buffer size actually moved, one call of `collective`, and a check of the first call's result."""
     if collective == "all_gather":
         count = max(1, size_bytes // (FLOAT_BYTES * ranks))
@@ -79,8 +80,15 @@ def _point(collective: str, moved: int, seconds: float, ranks: int, correct: boo
     return {"size_bytes": moved, "seconds": seconds, "algbw_gbps": algbw, "busbw_gbps": busbw, "correct": correct}
 
 
-def sweep(group: Any, device: Any, sizes: list[int], collectives: tuple[str, ...], warmups: int, iterations: int,
-          inject_delay_s: float = 0.0) -> dict[str, list[dict[str, Any]]]:
+def sweep(
+    group: Any,
+    device: Any,
+    sizes: list[int],
+    collectives: tuple[str, ...],
+    warmups: int,
+    iterations: int,
+    inject_delay_s: float = 0.0,
+) -> dict[str, list[dict[str, Any]]]:
     """Collective -> one point per size (size, seconds per collective, algbw, busbw, result correct) on `group`.
 
     The first warm-up's result is checked (`correct`), so `warmups` is at least 1. `inject_delay_s` makes this rank
@@ -111,8 +119,11 @@ def sweep(group: Any, device: Any, sizes: list[int], collectives: tuple[str, ...
                     time.sleep(inject_delay_s)
                 operation()
             _synchronize(torch, device)
-            slowest = torch.tensor([(time.perf_counter() - began) / iterations, 0.0 if correct else 1.0],
-                                   device=device, dtype=torch.float64)
+            slowest = torch.tensor(
+                [(time.perf_counter() - began) / iterations, 0.0 if correct else 1.0],
+                device=device,
+                dtype=torch.float64,
+            )
             dist.all_reduce(slowest, op=dist.ReduceOp.MAX, group=group)
             seconds, wrong = slowest.tolist()
             points.append(_point(collective, moved, seconds, ranks, not wrong))
@@ -120,9 +131,16 @@ def sweep(group: Any, device: Any, sizes: list[int], collectives: tuple[str, ...
     return results
 
 
-def _measure_round(groups: list[tuple[str, ...]], ranks_of: dict[str, list[int]], device: Any, sizes: list[int],
-                   collectives: tuple[str, ...], warmups: int, iterations: int,
-                   inject_delay_s: float) -> list[dict[str, Any]]:
+def _measure_round(
+    groups: list[tuple[str, ...]],
+    ranks_of: dict[str, list[int]],
+    device: Any,
+    sizes: list[int],
+    collectives: tuple[str, ...],
+    warmups: int,
+    iterations: int,
+    inject_delay_s: float,
+) -> list[dict[str, Any]]:
     """Measure disjoint node groups at once: every rank takes part in creating every group (torch requires it),
     measures only its own, and learns every group's figures through one sum over all ranks."""
     import torch  # lazy: the driver and the guardian import this module without torch (~1.8 s); only ranks need it
@@ -139,14 +157,22 @@ def _measure_round(groups: list[tuple[str, ...]], ranks_of: dict[str, list[int]]
                 for row, collective in enumerate(collectives):
                     for column, point in enumerate(measured[collective]):
                         figures[index, row, column] = torch.tensor(
-                            [point["size_bytes"], point["seconds"], float(point["correct"])], dtype=torch.float64)
+                            [point["size_bytes"], point["seconds"], float(point["correct"])], dtype=torch.float64
+                        )
     dist.all_reduce(figures)
     values = figures.tolist()
     return [
-        {"nodes": list(nodes), "ranks": len(group_ranks), "collectives": {
-            collective: [_point(collective, int(moved), seconds, len(group_ranks), bool(correct))
-                         for moved, seconds, correct in values[index][row]]
-            for row, collective in enumerate(collectives)}}
+        {
+            "nodes": list(nodes),
+            "ranks": len(group_ranks),
+            "collectives": {
+                collective: [
+                    _point(collective, int(moved), seconds, len(group_ranks), bool(correct))
+                    for moved, seconds, correct in values[index][row]
+                ]
+                for row, collective in enumerate(collectives)
+            },
+        }
         for index, (nodes, group_ranks) in enumerate(zip(groups, members, strict=False))
     ]
 
@@ -163,8 +189,9 @@ def _share_text(text: str, device: Any, width: int = 256) -> list[str]:
     return [bytes(value for value in row if value).decode(errors="replace") for row in rows.tolist()]
 
 
-def _measure_rails(node: str, partner: str, ranks_of: dict[str, list[int]], device: Any,
-                   measure: dict[str, Any]) -> list[dict[str, Any]]:
+def _measure_rails(
+    node: str, partner: str, ranks_of: dict[str, list[int]], device: Any, measure: dict[str, Any]
+) -> list[dict[str, Any]]:
     """The rails of a slow `node` at once: its i-th rank beside `partner`'s i-th rank, one 2-rank group each
     (NCCL_CROSS_NIC=0 keeps it rail-aligned: the same NIC index on both nodes), so a slow NIC shows as one slow rail."""
     rails = {f"{name}/{index}": [member] for name in (node, partner) for index, member in enumerate(ranks_of[name])}
@@ -175,13 +202,21 @@ def _measure_rails(node: str, partner: str, ranks_of: dict[str, list[int]], devi
 def _nics(text: str, ranks_of: dict[str, list[int]], nodes: list[str], device: Any) -> dict[str, Any]:
     """Node -> the devices its net plugin lists, and each local rank's net devices (from its channels), gathered
     from every rank's NCCL log."""
-    mine = {"d": fabric.net_devices_in_log(text), "u": sorted({dev for devs in fabric.channel_net_devices(text).values()
-                                                               for dev in devs})}
-    shared = [json.loads(item) if item else {"d": [], "u": []}
-              for item in _share_text(json.dumps(mine, separators=(",", ":")), device, width=512)]
-    return {name: {"devices": shared[ranks_of[name][0]]["d"],
-                   "rank_devices": {str(local): shared[member]["u"] for local, member in enumerate(ranks_of[name])}}
-            for name in nodes}
+    mine = {
+        "d": fabric.net_devices_in_log(text),
+        "u": sorted({dev for devs in fabric.channel_net_devices(text).values() for dev in devs}),
+    }
+    shared = [
+        json.loads(item) if item else {"d": [], "u": []}
+        for item in _share_text(json.dumps(mine, separators=(",", ":")), device, width=512)
+    ]
+    return {
+        name: {
+            "devices": shared[ranks_of[name][0]]["d"],
+            "rank_devices": {str(local): shared[member]["u"] for local, member in enumerate(ranks_of[name])},
+        }
+        for name in nodes
+    }
 
 
 def _nccl_logging(log_dir: Path, rank: int) -> Path:
@@ -191,12 +226,21 @@ def _nccl_logging(log_dir: Path, rank: int) -> Path:
     return path
 
 
-def measure_fabric(rank: int, node_of_rank: list[str], init_method: str, backend: str = "nccl",
-                   device: str = "cuda:0", min_bytes: int = FABRIC_SWEEP_MIN_BYTES,
-                   max_bytes: int = FABRIC_SWEEP_MAX_BYTES, collectives: tuple[str, ...] = fabric.COLLECTIVES,
-                   warmups: int = FABRIC_WARMUPS, iterations: int = FABRIC_ITERATIONS,
-                   floor_gbps: float = FABRIC_FLOOR_BUSBW_GBPS, inject_delay_s: float = 0.0,
-                   timeout_s: float = TIMEOUT_S) -> dict[str, Any]:
+def measure_fabric(
+    rank: int,
+    node_of_rank: list[str],
+    init_method: str,
+    backend: str = "nccl",
+    device: str = "cuda:0",
+    min_bytes: int = FABRIC_SWEEP_MIN_BYTES,
+    max_bytes: int = FABRIC_SWEEP_MAX_BYTES,
+    collectives: tuple[str, ...] = fabric.COLLECTIVES,
+    warmups: int = FABRIC_WARMUPS,
+    iterations: int = FABRIC_ITERATIONS,
+    floor_gbps: float = FABRIC_FLOOR_BUSBW_GBPS,
+    inject_delay_s: float = 0.0,
+    timeout_s: float = TIMEOUT_S,
+) -> dict[str, Any]:
     """This rank's part of the fabric preflight; every rank returns the same report.
 
     `node_of_rank` names the node of every rank (the same list on every rank; a node's ranks consecutive), so the
@@ -210,15 +254,25 @@ def measure_fabric(rank: int, node_of_rank: list[str], init_method: str, backend
     nodes = list(dict.fromkeys(node_of_rank))
     ranks_of = {name: [index for index, owner in enumerate(node_of_rank) if owner == name] for name in nodes}
     sizes = fabric.sweep_sizes(min_bytes, max_bytes)
-    measure = {"sizes": sizes, "collectives": collectives, "warmups": warmups, "iterations": iterations,
-               "inject_delay_s": inject_delay_s}
+    measure = {
+        "sizes": sizes,
+        "collectives": collectives,
+        "warmups": warmups,
+        "iterations": iterations,
+        "inject_delay_s": inject_delay_s,
+    }
     with tempfile.TemporaryDirectory(prefix="fabric-preflight-") as log_dir:
         log_path = _nccl_logging(Path(log_dir), rank) if backend == "nccl" else None
         torch_device = torch.device(device)
         if torch_device.type == "cuda":
             torch.cuda.set_device(torch_device)
-        dist.init_process_group(backend, init_method=init_method, rank=rank, world_size=len(node_of_rank),
-                                timeout=datetime.timedelta(seconds=timeout_s))
+        dist.init_process_group(
+            backend,
+            init_method=init_method,
+            rank=rank,
+            world_size=len(node_of_rank),
+            timeout=datetime.timedelta(seconds=timeout_s),
+        )
         try:
             whole = _measure_round([tuple(nodes)], ranks_of, torch_device, **measure)[0]
             search: list[list[dict[str, Any]]] = []
@@ -231,16 +285,21 @@ def measure_fabric(rank: int, node_of_rank: list[str], init_method: str, backend
             rails = []
             if len({len(ranks) for ranks in ranks_of.values()}) == 1 and len(ranks_of[nodes[0]]) > 1:
                 rails = [
-                    {"node": node, "partner": partner,
-                     "pairs": _measure_rails(node, partner, ranks_of, torch_device, measure)}
+                    {
+                        "node": node,
+                        "partner": partner,
+                        "pairs": _measure_rails(node, partner, ranks_of, torch_device, measure),
+                    }
                     for node, partner in fabric_search.slow_beside_healthy(nodes, outcomes)
                 ]
             networks = nics = None
             if log_path is not None:
                 text = log_path.read_text() if log_path.exists() else ""
                 per_rank = _share_text(",".join(sorted(set(fabric.networks_in_log(text)))), torch_device)
-                networks = {name: sorted({net for index in ranks_of[name] for net in per_rank[index].split(",") if net})
-                            for name in nodes}
+                networks = {
+                    name: sorted({net for index in ranks_of[name] for net in per_rank[index].split(",") if net})
+                    for name in nodes
+                }
                 nics = _nics(text, ranks_of, nodes, torch_device)
         finally:
             dist.destroy_process_group()
@@ -252,6 +311,13 @@ def measure_fabric(rank: int, node_of_rank: list[str], init_method: str, backend
         "rails": rails,
         "networks": networks,
         "nics": nics,
-        "method": {"min_bytes": min_bytes, "max_bytes": max_bytes, "warmups": warmups, "iterations": iterations,
-                   "dtype": "float32", "floor_gbps": floor_gbps, "torch": torch.__version__},
+        "method": {
+            "min_bytes": min_bytes,
+            "max_bytes": max_bytes,
+            "warmups": warmups,
+            "iterations": iterations,
+            "dtype": "float32",
+            "floor_gbps": floor_gbps,
+            "torch": torch.__version__,
+        },
     }

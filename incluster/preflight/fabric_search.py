@@ -37,8 +37,9 @@ def _new_disjoint_pairs(nodes: list[str], measured: set[frozenset[str]]) -> list
     for index, first in enumerate(nodes):
         if first in taken:
             continue
-        partners = [other for other in nodes[index + 1:]
-                    if other not in taken and frozenset((first, other)) not in measured]
+        partners = [
+            other for other in nodes[index + 1 :] if other not in taken and frozenset((first, other)) not in measured
+        ]
         if partners:
             pairs.append((first, partners[0]))
             taken |= {first, partners[0]}
@@ -52,8 +53,10 @@ def cleared_nodes(nodes: list[str], outcomes: list[PairOutcome]) -> list[str]:
 
 
 def _decided(node: str, outcomes: list[PairOutcome], cleared: list[str]) -> bool:
-    return any(node in outcome.nodes and not outcome.passed and _partner(outcome.nodes, node) in cleared
-               for outcome in outcomes)
+    return any(
+        node in outcome.nodes and not outcome.passed and _partner(outcome.nodes, node) in cleared
+        for outcome in outcomes
+    )
 
 
 def next_round(nodes: list[str], outcomes: list[PairOutcome]) -> list[Pair]:
@@ -77,35 +80,61 @@ def interpret(nodes: list[str], outcomes: list[PairOutcome]) -> list[Finding]:
     """Findings of the search, given that the whole group failed: a `fail` naming each node below the floor beside a
     healthy partner, a `note` for what the pairs could not decide, in node order."""
     if len(nodes) < 3:
-        return [Finding(" and ".join(nodes), None, "note", "with two nodes the only pair is the whole group: "
-                                                           "a third node is needed to tell which is slow")]
+        return [
+            Finding(
+                " and ".join(nodes),
+                None,
+                "note",
+                "with two nodes the only pair is the whole group: a third node is needed to tell which is slow",
+            )
+        ]
     if not outcomes:
         return [Finding("fabric", None, "note", "the pair search did not run")]
     cleared = cleared_nodes(nodes, outcomes)
     if not cleared:
-        return [Finding("fabric", None, "note",
-                        "every pair is below the floor: the fabric as a whole (or every node) is slow, "
-                        "no healthy node is left to compare with")]
+        return [
+            Finding(
+                "fabric",
+                None,
+                "note",
+                "every pair is below the floor: the fabric as a whole (or every node) is slow, "
+                "no healthy node is left to compare with",
+            )
+        ]
     if len(cleared) == len(nodes):
-        return [Finding("fabric", None, "note",
-                        "every pair reaches the floor but the whole group does not: the limit lies between the "
-                        "nodes (switches, topology, placement), not in one node")]
+        return [
+            Finding(
+                "fabric",
+                None,
+                "note",
+                "every pair reaches the floor but the whole group does not: the limit lies between the "
+                "nodes (switches, topology, placement), not in one node",
+            )
+        ]
     findings = []
     for node in nodes:
         if node in cleared:
             continue
         beside_healthy = [
-            outcome for outcome in outcomes
+            outcome
+            for outcome in outcomes
             if node in outcome.nodes and not outcome.passed and _partner(outcome.nodes, node) in cleared
         ]
         if beside_healthy:
             partners = " and ".join(_partner(outcome.nodes, node) for outcome in beside_healthy)
-            findings.append(Finding(node, None, "fail", f"slow: beside healthy {partners}, "
-                                                        f"{beside_healthy[-1].shortfall}"))
+            findings.append(
+                Finding(node, None, "fail", f"slow: beside healthy {partners}, {beside_healthy[-1].shortfall}")
+            )
         else:
             pairs = ", ".join("+".join(outcome.nodes) for outcome in outcomes if node in outcome.nodes)
-            findings.append(Finding(node, None, "note", f"not cleared: no pair beside a healthy node was measured "
-                                                        f"(pairs: {pairs or 'none'})"))
+            findings.append(
+                Finding(
+                    node,
+                    None,
+                    "note",
+                    f"not cleared: no pair beside a healthy node was measured (pairs: {pairs or 'none'})",
+                )
+            )
     return findings
 
 

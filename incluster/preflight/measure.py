@@ -38,8 +38,9 @@ INNER = 10
 """Back-to-back operations per timing, so that one timing runs well past launch overhead."""
 
 
-def _median_seconds(torch: Any, device: Any, operation: Callable[[], None], warmups: int, repetitions: int,
-                    inner: int) -> float:
+def _median_seconds(
+    torch: Any, device: Any, operation: Callable[[], None], warmups: int, repetitions: int, inner: int
+) -> float:
     """Median seconds of one `operation` on `device`: CUDA events on a GPU, a synchronised clock on the CPU."""
     for _ in range(warmups):
         operation()
@@ -68,8 +69,9 @@ def _on(torch: Any, device: Any) -> Any:
     return torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext()
 
 
-def matmul_tflops(device: Any, size: int = MATMUL_SIZE, warmups: int = WARMUPS, repetitions: int = REPETITIONS,
-                  inner: int = INNER) -> float:
+def matmul_tflops(
+    device: Any, size: int = MATMUL_SIZE, warmups: int = WARMUPS, repetitions: int = REPETITIONS, inner: int = INNER
+) -> float:
     """bf16 TFLOP/s of a size x size x size matrix product on random data (2 size^3 operations each)."""
     import torch  # lazy: the package imports without torch (~1.8 s); only the GPU node's task needs it
 
@@ -82,8 +84,13 @@ def matmul_tflops(device: Any, size: int = MATMUL_SIZE, warmups: int = WARMUPS, 
     return 2 * size**3 / seconds / 1e12
 
 
-def copy_tbps(device: Any, copy_bytes: int = COPY_BYTES, warmups: int = WARMUPS, repetitions: int = REPETITIONS,
-              inner: int = INNER) -> float:
+def copy_tbps(
+    device: Any,
+    copy_bytes: int = COPY_BYTES,
+    warmups: int = WARMUPS,
+    repetitions: int = REPETITIONS,
+    inner: int = INNER,
+) -> float:
     """Device-to-device copy bandwidth in TB/s, counting bytes read plus bytes written (2 x copy_bytes a copy)."""
     import torch  # lazy: the package imports without torch (~1.8 s); only the GPU node's task needs it
 
@@ -137,8 +144,12 @@ def read_smi(run: Callable[[list[str]], str] = smi.run) -> dict[str, Any]:
     return report
 
 
-def measure_node(node: str | None = None, size: int = MATMUL_SIZE, copy_bytes: int = COPY_BYTES,
-                 run: Callable[[list[str]], str] = smi.run) -> dict[str, Any]:
+def measure_node(
+    node: str | None = None,
+    size: int = MATMUL_SIZE,
+    copy_bytes: int = COPY_BYTES,
+    run: Callable[[list[str]], str] = smi.run,
+) -> dict[str, Any]:
     """Measure every GPU this process sees, then read nvidia-smi (through `run`): what `verdict.judge_node()` takes.
 
     nvidia-smi is read after the measurements, so its clocks and clock-event reasons show the GPUs just
@@ -151,8 +162,14 @@ def measure_node(node: str | None = None, size: int = MATMUL_SIZE, copy_bytes: i
     measured = [measure_gpu(device, size, copy_bytes) for device in devices]
     report = read_smi(run)
     report["node"] = node or socket.gethostname()
-    report["method"] = {"matmul_size": size, "copy_bytes": copy_bytes, "warmups": WARMUPS,
-                        "repetitions": REPETITIONS, "inner": INNER, "torch": torch.__version__}
+    report["method"] = {
+        "matmul_size": size,
+        "copy_bytes": copy_bytes,
+        "warmups": WARMUPS,
+        "repetitions": REPETITIONS,
+        "inner": INNER,
+        "torch": torch.__version__,
+    }
     by_uuid = {figures.get("uuid"): figures for figures in measured}
     for gpu in report["gpus"]:
         gpu.update({key: value for key, value in by_uuid.pop(gpu.get("uuid"), {}).items() if key != "uuid"})

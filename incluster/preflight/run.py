@@ -47,7 +47,12 @@ def preflight_submission(settings: dict[str, Any]) -> dict[str, Any]:
     """Keyword arguments of JobSubmissionClient.submit_job for the preflight (without its py_modules). Its
     metadata names the stack under `preflightOf`, not `stack`, so it is never taken for an attempt of the run."""
     stamp = settings["stamp"].lower().replace(".", "")
-    command = [POD_PYTHON, "-m", "incluster.preflight.driver", json.dumps(settings, sort_keys=True, separators=(",", ":"))]
+    command = [
+        POD_PYTHON,
+        "-m",
+        "incluster.preflight.driver",
+        json.dumps(settings, sort_keys=True, separators=(",", ":")),
+    ]
     return {
         "entrypoint": shlex.join(command),
         "submission_id": f"{settings['stack']}-preflight-{stamp}",

@@ -40,8 +40,16 @@ QUERY_FIELDS: dict[str, str] = {
 """Report key -> nvidia-smi `--query-gpu` field, in query order."""
 
 INTEGER_KEYS = frozenset(
-    {"index", "ecc_uncorrected_volatile", "ecc_uncorrected_aggregate", "clock_sm_mhz", "clock_memory_mhz",
-     "clock_sm_max_mhz", "clock_memory_max_mhz", "temperature_c"}
+    {
+        "index",
+        "ecc_uncorrected_volatile",
+        "ecc_uncorrected_aggregate",
+        "clock_sm_mhz",
+        "clock_memory_mhz",
+        "clock_sm_max_mhz",
+        "clock_memory_max_mhz",
+        "temperature_c",
+    }
 )
 """Keys whose values are whole numbers."""
 
@@ -127,7 +135,7 @@ def parse_query_csv(text: str) -> list[dict[str, Any]]:
             value = _value(key, cell)
             if key.startswith(CLOCK_EVENT_PREFIX):
                 if value:
-                    events.append(key[len(CLOCK_EVENT_PREFIX):])
+                    events.append(key[len(CLOCK_EVENT_PREFIX) :])
             else:
                 gpu[key] = value
         gpu["clock_events"] = events

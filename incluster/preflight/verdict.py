@@ -78,8 +78,9 @@ def _xid_severity(code: int) -> Literal["fail", "note"]:
     return "fail" if code in PREFLIGHT_HARDWARE_XIDS else "note"
 
 
-def _share_check(node: str, gpu: dict[str, Any], key: str, label: str, unit: str, reference: float,
-                 gpu_name: str, threshold: float) -> Finding | None:
+def _share_check(
+    node: str, gpu: dict[str, Any], key: str, label: str, unit: str, reference: float, gpu_name: str, threshold: float
+) -> Finding | None:
     value = gpu.get(key)
     if value is None:
         return Finding(node, gpu["index"], "fail", f"{label} was not measured")
@@ -87,14 +88,17 @@ def _share_check(node: str, gpu: dict[str, Any], key: str, label: str, unit: str
         return None
     share = value / reference
     return Finding(
-        node, gpu["index"], "fail",
+        node,
+        gpu["index"],
+        "fail",
         f"{label} {value:g} {unit} is {share:.1%} of the {gpu_name} reference {reference:g} {unit} "
         f"(threshold {threshold:.0%})",
     )
 
 
-def _gpu_findings(node: str, gpu: dict[str, Any], reference: GpuHealthReference, threshold: float,
-                  xids: list[dict[str, Any]]) -> list[Finding]:
+def _gpu_findings(
+    node: str, gpu: dict[str, Any], reference: GpuHealthReference, threshold: float, xids: list[dict[str, Any]]
+) -> list[Finding]:
     index = gpu["index"]
     findings: list[Finding] = []
 
@@ -116,8 +120,11 @@ def _gpu_findings(node: str, gpu: dict[str, Any], reference: GpuHealthReference,
     if gpu.get("ecc_mode") != "Enabled":
         add("fail", f"ECC mode is {gpu.get('ecc_mode') or 'not reported'}, expected Enabled")
     if gpu.get("ecc_uncorrected_volatile"):
-        add("fail", f"{gpu['ecc_uncorrected_volatile']} uncorrected ECC errors since the last driver load "
-                    "(drain and reset the GPU)")
+        add(
+            "fail",
+            f"{gpu['ecc_uncorrected_volatile']} uncorrected ECC errors since the last driver load "
+            "(drain and reset the GPU)",
+        )
     if gpu.get("ecc_uncorrected_aggregate"):
         add("note", f"{gpu['ecc_uncorrected_aggregate']} uncorrected ECC errors over the GPU's lifetime")
     if gpu.get("remapped_rows_pending"):
@@ -128,22 +135,34 @@ def _gpu_findings(node: str, gpu: dict[str, Any], reference: GpuHealthReference,
         add("fail", "a page retirement is pending (reset the GPU to apply it)")
     hardware_events = [event for event in gpu.get("clock_events", []) if event in PREFLIGHT_FAILING_CLOCK_EVENTS]
     if hardware_events:
-        add("fail", f"clocks slowed by the hardware: {', '.join(hardware_events)} "
-                    f"(SM {gpu.get('clock_sm_mhz')} of {gpu.get('clock_sm_max_mhz')} MHz)")
+        add(
+            "fail",
+            f"clocks slowed by the hardware: {', '.join(hardware_events)} "
+            f"(SM {gpu.get('clock_sm_mhz')} of {gpu.get('clock_sm_max_mhz')} MHz)",
+        )
     other_events = [
-        event for event in gpu.get("clock_events", [])
+        event
+        for event in gpu.get("clock_events", [])
         if event not in PREFLIGHT_FAILING_CLOCK_EVENTS + PREFLIGHT_NORMAL_CLOCK_EVENTS
     ]
     if other_events:
-        add("note", f"clock events {', '.join(other_events)} (SM {gpu.get('clock_sm_mhz')} of "
-                    f"{gpu.get('clock_sm_max_mhz')} MHz)")
+        add(
+            "note",
+            f"clock events {', '.join(other_events)} (SM {gpu.get('clock_sm_mhz')} of "
+            f"{gpu.get('clock_sm_max_mhz')} MHz)",
+        )
     for event in xids:
         add(_xid_severity(event["code"]), f"XID {event['code']} in the kernel log: {event['text']}")
     return findings
 
 
-def judge_node(report: dict[str, Any], reference: GpuHealthReference, required_cuda: str,
-               gpus_expected: int = GPUS_PER_NODE, threshold: float = PREFLIGHT_MIN_SHARE) -> NodeVerdict:
+def judge_node(
+    report: dict[str, Any],
+    reference: GpuHealthReference,
+    required_cuda: str,
+    gpus_expected: int = GPUS_PER_NODE,
+    threshold: float = PREFLIGHT_MIN_SHARE,
+) -> NodeVerdict:
     """Judge one node's report: every GPU against `reference` at `threshold`, the driver against `required_cuda`."""
     node = report["node"]
     findings: list[Finding] = []
@@ -154,22 +173,46 @@ def judge_node(report: dict[str, Any], reference: GpuHealthReference, required_c
         findings.append(Finding(node, None, "fail", f"nvidia-smi lists {len(gpus)} GPUs, expected {gpus_expected}"))
     cuda = report.get("cuda_version")
     if cuda is None:
-        findings.append(Finding(node, None, "fail", f"the driver's CUDA version could not be read "
-                                                    f"({report.get('smi_xml_error', 'not in the XML report')})"))
+        findings.append(
+            Finding(
+                node,
+                None,
+                "fail",
+                f"the driver's CUDA version could not be read ({report.get('smi_xml_error', 'not in the XML report')})",
+            )
+        )
     elif not cuda_at_least(cuda, required_cuda):
-        findings.append(Finding(node, None, "fail", f"driver {report.get('driver_version')} supports CUDA {cuda}, "
-                                                    f"the image needs CUDA {required_cuda}"))
+        findings.append(
+            Finding(
+                node,
+                None,
+                "fail",
+                f"driver {report.get('driver_version')} supports CUDA {cuda}, the image needs CUDA {required_cuda}",
+            )
+        )
     xid_events = report.get("xid_events")
     if xid_events is None:
         findings.append(Finding(node, None, "note", f"XID events not visible: {report.get('xid_unreadable')}"))
     for figures in report.get("unmatched_measurements", []):
-        findings.append(Finding(node, None, "note", f"measured {figures.get('device')} ({figures.get('uuid')}) "
-                                                    "matches no GPU nvidia-smi lists"))
+        findings.append(
+            Finding(
+                node,
+                None,
+                "note",
+                f"measured {figures.get('device')} ({figures.get('uuid')}) matches no GPU nvidia-smi lists",
+            )
+        )
     pci_of = {gpu["index"]: pci_key(gpu["pci_bus_id"]) for gpu in gpus if gpu.get("pci_bus_id")}
     for event in xid_events or []:
         if event["pci"] not in pci_of.values():
-            findings.append(Finding(node, None, _xid_severity(event["code"]), f"XID {event['code']} on PCI {event['pci']}, which "
-                                                          f"nvidia-smi does not list: {event['text']}"))
+            findings.append(
+                Finding(
+                    node,
+                    None,
+                    _xid_severity(event["code"]),
+                    f"XID {event['code']} on PCI {event['pci']}, which nvidia-smi does not list: {event['text']}",
+                )
+            )
     verdicts: dict[int, bool] = {}
     for gpu in gpus:
         xids = [event for event in xid_events or [] if event["pci"] == pci_of.get(gpu["index"])]

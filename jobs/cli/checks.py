@@ -39,7 +39,9 @@ def cmd_preflight(args: argparse.Namespace, config: StackConfig) -> int:
 
     mode = preflight_mode_of(config, args.mode)
     if mode == "full" and config.gpu.nodes < 2:
-        raise UsageError(f"--mode full needs 2 or more GPU nodes; stack {config.stack!r} has gpu.nodes=1 (use --mode gpu)")
+        raise UsageError(
+            f"--mode full needs 2 or more GPU nodes; stack {config.stack!r} has gpu.nodes=1 (use --mode gpu)"
+        )
     client = control.connect(endpoint_of(args, config))
     made = settings.preflight_settings(config, mode, settings.results_dir(config, args.data_root), run.stamp_now())
     progress = ProgressLine()

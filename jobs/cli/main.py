@@ -96,7 +96,11 @@ def parser() -> argparse.ArgumentParser:
     made = {}
     for name, handler in COMMANDS.items():
         summary = (handler.__doc__ or "").splitlines()[0]
-        parents = [stack, *([cluster] if name in REACHES_THE_CLUSTER else []), *([data] if name in USES_DATA_ROOT else [])]
+        parents = [
+            stack,
+            *([cluster] if name in REACHES_THE_CLUSTER else []),
+            *([data] if name in USES_DATA_ROOT else []),
+        ]
         made[name] = commands.add_parser(name, parents=parents, help=summary, description=summary)
     guard = _guard_summary()
     commands.add_parser("guard", help=guard, description=guard, add_help=False)

@@ -29,7 +29,6 @@ if TYPE_CHECKING:
     from ray.job_submission import JobDetails, JobSubmissionClient
 
 
-
 def _data_root(args: argparse.Namespace) -> Path | None:
     """`--data-root DIR` (made absolute by main) as a Path, None without it."""
     return Path(args.data_root) if args.data_root else None
@@ -92,7 +91,11 @@ def cmd_status(args: argparse.Namespace, config: StackConfig) -> int:
             "goodput": None if figures is None else figures.as_json(),
             "record": [] if view is None else list(view.record),
             "exports": [
-                {"id": item.submission_id, "status": control.status_text(item.status), "step": item.metadata.get("step")}
+                {
+                    "id": item.submission_id,
+                    "status": control.status_text(item.status),
+                    "step": item.metadata.get("step"),
+                }
                 for item in exports
             ],
         }

@@ -49,7 +49,9 @@ def pick_job(client: JobSubmissionClient, stack: str, job_id: str | None) -> Job
         owner = (job.metadata or {}).get("stack")
         if owner != stack:
             if owner:
-                raise UsageError(f"job {job_id} belongs to stack {owner!r}, not {stack!r}; name its stack: --stack {owner}")
+                raise UsageError(
+                    f"job {job_id} belongs to stack {owner!r}, not {stack!r}; name its stack: --stack {owner}"
+                )
             raise UsageError(f"job {job_id} belongs to no grpo-gke stack (its metadata names none), not to {stack!r}")
         return job
     attempts = [job for job in control.stack_jobs(client, stack) if (job.metadata or {}).get("run")]

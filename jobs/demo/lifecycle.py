@@ -266,7 +266,9 @@ class Cluster:
 
     def node_state(self, node_id: str) -> str:
         """ALIVE, DEAD or "" (unknown) for `node_id`, as the head's state API lists it."""
-        return next((entry.get("state", "") for entry in control.ray_nodes(self.endpoint) if entry["node_id"] == node_id), "")
+        return next(
+            (entry.get("state", "") for entry in control.ray_nodes(self.endpoint) if entry["node_id"] == node_id), ""
+        )
 
     def stop(self) -> None:
         """End every GPU node and the head by process group, then whatever of theirs is left by process id; remove
@@ -389,7 +391,16 @@ def lifecycle(out: Path, report: Say) -> int:
             raise DemoError(f"the guardian submitted no further attempt; see {run_dir / record.RECORD_FILE}")
         report(f"recovered: attempt {resumed[-1]['attempt']} resumed from step {resumed[-1]['resumed_from_step']}")
 
-        common = ["--stack", STACK, "--dir", str(DEMO_DIR), "--address", head.dashboard_url, "--data-root", str(data_root)]
+        common = [
+            "--stack",
+            STACK,
+            "--dir",
+            str(DEMO_DIR),
+            "--address",
+            head.dashboard_url,
+            "--data-root",
+            str(data_root),
+        ]
         report(f"$ python -m jobs status {shlex.join(common)}")
         if run_cli("status", *common) != 0:
             raise DemoError("python -m jobs status failed (its output is above)")

@@ -222,7 +222,9 @@ def parser() -> argparse.ArgumentParser:
     top.add_argument("--hold-after", type=int, help="once per run: after this step, wait for a node loss")
     top.add_argument("--half-save-at", type=int, help="once per run: half-write this step's checkpoint, then wait")
     top.add_argument("--hold-seconds", type=bounded(MAX_HOLD_SECONDS), default=60.0, help="longest wait")
-    top.add_argument("--keep", type=int, help="rotate this attempt's actor checkpoints (trainer.max_actor_ckpt_to_keep)")
+    top.add_argument(
+        "--keep", type=int, help="rotate this attempt's actor checkpoints (trainer.max_actor_ckpt_to_keep)"
+    )
     top.add_argument("--fail-at", type=int, help="every attempt: fail at this step")
     top.add_argument("--exit-code", type=int, default=1, help="exit code of --fail-at")
     top.add_argument("--deadline-stop-after", type=int, help="once per run: save this step, stop as NeMo-RL does")

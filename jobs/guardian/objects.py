@@ -87,7 +87,11 @@ def render_service_account() -> ServiceAccountInitArgs:
 
 
 NAMESPACED_CALLS = {
-    ("", "pods", "list"): "judging a failed attempt: its GPU worker pods (incluster/guardian/cluster.py worker_pods_of)",
+    (
+        "",
+        "pods",
+        "list",
+    ): "judging a failed attempt: its GPU worker pods (incluster/guardian/cluster.py worker_pods_of)",
     (RAY_GROUP, "rayclusters", "patch"): "scale to zero (incluster/scaling.py scale_to), the stack's RayCluster only",
 }
 """Every (API group, resource, verb) the guardian's code calls in its namespace, and where, beside its Lease's
@@ -97,7 +101,9 @@ Kubernetes records on the pods and the nodes themselves (Node events go to `defa
 CORDON_CALLS = {("", "pods", "get"): "cordoning: the node of a Ray pod the preflight failed (preflight/cordon.py)"}
 """The namespaced calls only job.cordonBadNodes adds."""
 
-CLUSTER_CALLS = {("", "nodes", "list"): "the GPU nodes: their end (deadline), their Ready condition (judging a failure)"}
+CLUSTER_CALLS = {
+    ("", "nodes", "list"): "the GPU nodes: their end (deadline), their Ready condition (judging a failure)"
+}
 """Every cluster-scoped call of the guardian's code."""
 
 CLUSTER_CORDON_CALLS = {("", "nodes", "patch"): "cordoning a node the preflight failed (preflight/cordon.py cordon)"}
@@ -145,9 +151,7 @@ def lease_rules() -> list[k8s.rbac.v1.PolicyRuleArgs]:
 def render_cluster_role(cordon_bad_nodes: bool) -> ClusterRoleInitArgs:
     """The nodes are cluster-scoped: list them; patch them (cordon) only with `cordon_bad_nodes`."""
     calls = {**CLUSTER_CALLS, **(CLUSTER_CORDON_CALLS if cordon_bad_nodes else {})}
-    return ClusterRoleInitArgs(
-        metadata=_metadata(names.GUARDIAN_NODES_ROLE, namespaced=False), rules=_rules(calls, {})
-    )
+    return ClusterRoleInitArgs(metadata=_metadata(names.GUARDIAN_NODES_ROLE, namespaced=False), rules=_rules(calls, {}))
 
 
 def _subject() -> k8s.rbac.v1.SubjectArgs:

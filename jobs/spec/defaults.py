@@ -44,9 +44,7 @@ def derived_rollout_tensor_parallel(config: StackConfig) -> tuple[int, str]:
     weights_gb = size_b * BF16_BYTES_PER_PARAMETER
     headroom = VLLM_HEADROOM_PER_GPU_GB
     holding = [
-        size
-        for size in TENSOR_PARALLEL_SIZES
-        if weights_gb + size * headroom <= rollout_capacity_gb(config, size)
+        size for size in TENSOR_PARALLEL_SIZES if weights_gb + size * headroom <= rollout_capacity_gb(config, size)
     ]
     smallest = holding[0] if holding else GPUS_PER_NODE
     group = f"{smallest} x {config.gpu.type.upper()}"

@@ -76,6 +76,7 @@ VERL_LOGGERS = ("console", "file", "tensorboard")
 """verl's `trainer.logger` backends of every run (verl/utils/tracking.py Tracking.supported_backend);
 `wandb` is added when `grpo-gke:wandbApiKey` is set."""
 
+
 @dataclass(frozen=True)
 class TrainingSpec:
     """Everything that defines one training run, before it becomes a Ray submission."""
@@ -362,7 +363,9 @@ def submission_of(config: StackConfig, spec: TrainingSpec, attempt: int) -> dict
     first = {
         "entrypoint": attempt_entrypoint(spec, GPUS_PER_NODE * config.gpu.nodes, config.grpo.keep_checkpoints),
         "runtime_env": {
-            "env_vars": dict(sorted({**spec.env_vars, **tracking_env(config, spec.run), "GRPO_RUN_DIR": spec.run_dir}.items()))
+            "env_vars": dict(
+                sorted({**spec.env_vars, **tracking_env(config, spec.run), "GRPO_RUN_DIR": spec.run_dir}.items())
+            )
         },
         "metadata": {"stack": config.stack, "framework": spec.framework, "run": spec.run, **schedule_of(config)},
     }

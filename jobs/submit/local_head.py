@@ -234,6 +234,8 @@ def _published_dashboard(temp_dir: Path) -> str:
     except Exception:  # noqa: BLE001 - the GCS answers a not-yet-ready query with several error types
         return ""
     return f"http://{published.decode()}" if published else ""
+
+
 def _node_alive(url: str) -> bool:
     try:
         return bool(gpu_nodes(Endpoint(address=url)))

@@ -62,7 +62,9 @@ OPEN_CONTROL_PLANE = (
 )
 """The warning of a stack whose control plane's public IP endpoint is open to any address."""
 
-KNOWN_TOP = "cluster, gpu, grpo, hfToken, job, network, pricing, secretEnv, storage, tracking, wandbApiKey, workload, zone"
+KNOWN_TOP = (
+    "cluster, gpu, grpo, hfToken, job, network, pricing, secretEnv, storage, tracking, wandbApiKey, workload, zone"
+)
 KNOWN_GPU = "capacity, nodes, provisioning, reservation, type"
 
 
@@ -105,7 +107,9 @@ def bad(case_id: str, changes: dict[str, Any], *lines: str) -> Any:
     return pytest.param(changes, list(lines), id=f"bad-{case_id}")
 
 
-def bad_values(key: str, message: str, cases: tuple[tuple[str, Any], ...], base: dict[str, Any] | None = None) -> list[Any]:
+def bad_values(
+    key: str, message: str, cases: tuple[tuple[str, Any], ...], base: dict[str, Any] | None = None
+) -> list[Any]:
     """One bad case per (label, value) of `key` (a change path, which is also the problem path):
     each is refused with `<key>: <message>, got <value!r>`."""
     return [
@@ -213,9 +217,18 @@ CLUSTER = [
     *bad_values(
         "grpo-gke:cluster.name",
         "must be 1 to 40 lowercase letters, digits or hyphens, starting with a letter and not ending with a hyphen",
-        (("41-chars", "g" * 41), ("digit-first", "1grpo"), ("trailing-hyphen", "grpo-"), ("uppercase", "Grpo"), ("empty", "")),
+        (
+            ("41-chars", "g" * 41),
+            ("digit-first", "1grpo"),
+            ("trailing-hyphen", "grpo-"),
+            ("uppercase", "Grpo"),
+            ("empty", ""),
+        ),
     ),
-    *(ok(f"channel-{channel}", {"grpo-gke:cluster.releaseChannel": channel}) for channel in ("RAPID", "REGULAR", "STABLE", "EXTENDED")),
+    *(
+        ok(f"channel-{channel}", {"grpo-gke:cluster.releaseChannel": channel})
+        for channel in ("RAPID", "REGULAR", "STABLE", "EXTENDED")
+    ),
     ok("channel-none", {"grpo-gke:cluster.releaseChannel": None}),
     bad(
         "snake-case-key",
@@ -308,7 +321,10 @@ CLUSTER = [
         (
             ("key-name-only", "secrets"),
             ("key-ring-only", "projects/my-keys-1/locations/us-central1/keyRings/gke"),
-            ("key-version", "projects/my-keys-1/locations/us-central1/keyRings/gke/cryptoKeys/secrets/cryptoKeyVersions/1"),
+            (
+                "key-version",
+                "projects/my-keys-1/locations/us-central1/keyRings/gke/cryptoKeys/secrets/cryptoKeyVersions/1",
+            ),
             ("leading-slash", "/projects/my-keys-1/locations/us-central1/keyRings/gke/cryptoKeys/secrets"),
         ),
     ),
@@ -356,7 +372,10 @@ def _gpu_mode(gpu: str, mode: str) -> dict[str, Any]:
 
 
 VERSION_FLOORS = [
-    *(ok(f"rdma-{gpu}-{mode}-at-floor", {**_gpu_mode(gpu, mode), "grpo-gke:cluster.minVersion": floor}) for gpu, mode, floor in RDMA_FLOORS),
+    *(
+        ok(f"rdma-{gpu}-{mode}-at-floor", {**_gpu_mode(gpu, mode), "grpo-gke:cluster.minVersion": floor})
+        for gpu, mode, floor in RDMA_FLOORS
+    ),
     *(
         bad(
             f"rdma-{gpu}-{mode}-below-floor",
@@ -375,13 +394,24 @@ VERSION_FLOORS = [
     ),
     ok("gcs-ignores-lustre-floor", {"grpo-gke:cluster.minVersion": _below(LUSTRE_CSI_FLOOR)}),
     *(
-        ok(f"flex-start-{gpu}-at-floor", {"grpo-gke:gpu.type": gpu, "grpo-gke:gpu.provisioning": "flex-start", "grpo-gke:cluster.minVersion": FLEX_START_FLOOR})
+        ok(
+            f"flex-start-{gpu}-at-floor",
+            {
+                "grpo-gke:gpu.type": gpu,
+                "grpo-gke:gpu.provisioning": "flex-start",
+                "grpo-gke:cluster.minVersion": FLEX_START_FLOOR,
+            },
+        )
         for gpu in ("h200", "b200")
     ),
     *(
         bad(
             f"flex-start-{gpu}-below-floor",
-            {"grpo-gke:gpu.type": gpu, "grpo-gke:gpu.provisioning": "flex-start", "grpo-gke:cluster.minVersion": _below(FLEX_START_FLOOR)},
+            {
+                "grpo-gke:gpu.type": gpu,
+                "grpo-gke:gpu.provisioning": "flex-start",
+                "grpo-gke:cluster.minVersion": _below(FLEX_START_FLOOR),
+            },
             f"grpo-gke:cluster.minVersion: must be at least {FLEX_START_FLOOR} for flex-start node pools,"
             f" got {_below(FLEX_START_FLOOR)}",
         )
@@ -413,7 +443,11 @@ GPU = [
     bad("nodes-text", {"grpo-gke:gpu.nodes": "two"}, "grpo-gke:gpu.nodes: must be a whole number, got 'two'"),
     ok("nodes-integral-float", {"grpo-gke:gpu.nodes": 1.0}),
     bad("nodes-boolean", {"grpo-gke:gpu.nodes": True}, "grpo-gke:gpu.nodes: must be a whole number, got True"),
-    bad("learning-rate-boolean", {"grpo-gke:grpo.learningRate": True}, "grpo-gke:grpo.learningRate: must be a number, got True"),
+    bad(
+        "learning-rate-boolean",
+        {"grpo-gke:grpo.learningRate": True},
+        "grpo-gke:grpo.learningRate: must be a number, got True",
+    ),
     ok("boolean-key-boolean", {"grpo-gke:storage.keepOnDestroy": False}),
     bad("nodes-missing", {"grpo-gke:gpu.nodes": DELETE}, "grpo-gke:gpu.nodes: is required"),
     ok("provisioning-on-demand", {"grpo-gke:gpu.provisioning": "on-demand"}),
@@ -449,8 +483,11 @@ GPU = [
     ),
     ok(
         "reservation-hourly-with-reservation",
-        {"grpo-gke:gpu.provisioning": "reservation", "grpo-gke:gpu.reservation": "my-a3u-res",
-         "grpo-gke:pricing": {"reservationHourly": 61.5}},
+        {
+            "grpo-gke:gpu.provisioning": "reservation",
+            "grpo-gke:gpu.reservation": "my-a3u-res",
+            "grpo-gke:pricing": {"reservationHourly": 61.5},
+        },
     ),
     bad(
         "reservation-hourly-without-reservation",
@@ -487,20 +524,40 @@ BUCKET_DOTS = "must not contain dots (Cloud Storage creates a dotted name only a
 
 STORAGE = [
     ok("type-lustre", LUSTRE),
-    bad("type-other", {"grpo-gke:storage.type": "nfs"}, "grpo-gke:storage.type: must be one of 'gcs' or 'lustre', got 'nfs'"),
+    bad(
+        "type-other",
+        {"grpo-gke:storage.type": "nfs"},
+        "grpo-gke:storage.type: must be one of 'gcs' or 'lustre', got 'nfs'",
+    ),
     bad("type-missing", {"grpo-gke:storage.type": DELETE}, "grpo-gke:storage.type: is required"),
     ok("bucket-3-chars", {"grpo-gke:storage.bucket": "abc"}),
     ok("bucket-63-chars", {"grpo-gke:storage.bucket": "b" * 63}),
     ok("bucket-underscores-digits", {"grpo-gke:storage.bucket": "9my_data_bucket-9"}),
-    bad("bucket-dots", {"grpo-gke:storage.bucket": "data.example.com"}, f"grpo-gke:storage.bucket: {BUCKET_DOTS}, got 'data.example.com'"),
-    bad("bucket-2-chars", {"grpo-gke:storage.bucket": "ab"}, "grpo-gke:storage.bucket: must be 3 to 63 characters, got 2 ('ab')"),
+    bad(
+        "bucket-dots",
+        {"grpo-gke:storage.bucket": "data.example.com"},
+        f"grpo-gke:storage.bucket: {BUCKET_DOTS}, got 'data.example.com'",
+    ),
+    bad(
+        "bucket-2-chars",
+        {"grpo-gke:storage.bucket": "ab"},
+        "grpo-gke:storage.bucket: must be 3 to 63 characters, got 2 ('ab')",
+    ),
     bad(
         "bucket-64-chars",
         {"grpo-gke:storage.bucket": "b" * 64},
         f"grpo-gke:storage.bucket: must be 3 to 63 characters, got 64 ({'b' * 64!r})",
     ),
-    bad("bucket-uppercase", {"grpo-gke:storage.bucket": "My-Bucket"}, f"grpo-gke:storage.bucket: {BUCKET_CHARS}, got 'My-Bucket'"),
-    bad("bucket-leading-hyphen", {"grpo-gke:storage.bucket": "-bucket"}, f"grpo-gke:storage.bucket: {BUCKET_CHARS}, got '-bucket'"),
+    bad(
+        "bucket-uppercase",
+        {"grpo-gke:storage.bucket": "My-Bucket"},
+        f"grpo-gke:storage.bucket: {BUCKET_CHARS}, got 'My-Bucket'",
+    ),
+    bad(
+        "bucket-leading-hyphen",
+        {"grpo-gke:storage.bucket": "-bucket"},
+        f"grpo-gke:storage.bucket: {BUCKET_CHARS}, got '-bucket'",
+    ),
     bad(
         "bucket-goog-prefix",
         {"grpo-gke:storage.bucket": "goog-data"},
@@ -511,7 +568,11 @@ STORAGE = [
         {"grpo-gke:storage.bucket": "my-google-data"},
         "grpo-gke:storage.bucket: must not start with 'goog' or contain 'google', got 'my-google-data'",
     ),
-    bad("bucket-ip-address", {"grpo-gke:storage.bucket": "192.168.1.1"}, f"grpo-gke:storage.bucket: {BUCKET_DOTS}, got '192.168.1.1'"),
+    bad(
+        "bucket-ip-address",
+        {"grpo-gke:storage.bucket": "192.168.1.1"},
+        f"grpo-gke:storage.bucket: {BUCKET_DOTS}, got '192.168.1.1'",
+    ),
     ok("default-bucket-bad-but-bucket-set", {"gcp:project": "my-google-proj", "grpo-gke:storage.bucket": "my-bucket"}),
     ok("default-bucket-bad-but-lustre", {**LUSTRE, "gcp:project": "my-google-proj"}),
     bad(
@@ -520,15 +581,31 @@ STORAGE = [
         "grpo-gke:storage.bucket: the default name derived from project and stack is invalid (must not start with"
         " 'goog' or contain 'google', got 'my-google-proj-grpo-test'); set one",
     ),
-    bad("gcs-capacity", {"grpo-gke:storage.capacityGib": 9000}, "grpo-gke:storage.capacityGib: is only for storage.type 'lustre'"),
-    bad("gcs-throughput", {"grpo-gke:storage.throughput": 1000}, "grpo-gke:storage.throughput: is only for storage.type 'lustre'"),
-    bad("lustre-bucket", {**LUSTRE, "grpo-gke:storage.bucket": "my-bucket"}, "grpo-gke:storage.bucket: is only for storage.type 'gcs'"),
+    bad(
+        "gcs-capacity",
+        {"grpo-gke:storage.capacityGib": 9000},
+        "grpo-gke:storage.capacityGib: is only for storage.type 'lustre'",
+    ),
+    bad(
+        "gcs-throughput",
+        {"grpo-gke:storage.throughput": 1000},
+        "grpo-gke:storage.throughput: is only for storage.type 'lustre'",
+    ),
+    bad(
+        "lustre-bucket",
+        {**LUSTRE, "grpo-gke:storage.bucket": "my-bucket"},
+        "grpo-gke:storage.bucket: is only for storage.type 'gcs'",
+    ),
     bad(
         "lustre-throughput-missing",
         {**LUSTRE, "grpo-gke:storage.throughput": DELETE},
         "grpo-gke:storage.throughput: is required for Lustre: one of [125, 250, 500, 1000] MB/s per TiB",
     ),
-    bad("lustre-capacity-missing", {**LUSTRE, "grpo-gke:storage.capacityGib": DELETE}, "grpo-gke:storage.capacityGib: is required for Lustre"),
+    bad(
+        "lustre-capacity-missing",
+        {**LUSTRE, "grpo-gke:storage.capacityGib": DELETE},
+        "grpo-gke:storage.capacityGib: is required for Lustre",
+    ),
     ok("lustre-throughput-as-text", {**LUSTRE, "grpo-gke:storage.throughput": "1000"}),
     bad(
         "lustre-throughput-other",
@@ -551,7 +628,11 @@ STORAGE = [
         {"grpo-gke:storage.keepOnDestroy": "yes"},
         "grpo-gke:storage.keepOnDestroy: must be true or false, got 'yes'",
     ),
-    bad("keep-on-destroy-one", {"grpo-gke:storage.keepOnDestroy": 1}, "grpo-gke:storage.keepOnDestroy: must be true or false, got 1"),
+    bad(
+        "keep-on-destroy-one",
+        {"grpo-gke:storage.keepOnDestroy": 1},
+        "grpo-gke:storage.keepOnDestroy: must be true or false, got 1",
+    ),
     ok("keep-on-destroy-text-false", {"grpo-gke:storage.keepOnDestroy": "false"}),
 ]
 
@@ -611,16 +692,23 @@ DEFAULT_RANGES = {
 }
 
 NETWORK = [
-    *(ok(f"{key}-custom", {**LUSTRE, f"grpo-gke:network.{key}": value}) for key, value in (
-        ("nodeRange", "172.16.0.0/20"),
-        ("podRange", "10.8.0.0/14"),
-        ("serviceRange", "10.1.0.0/20"),
-        ("gvnicRange", "172.17.0.0/20"),
-        ("rdmaRange", "172.18.0.0/16"),
-        ("lustreRange", "172.20.0.0/22"),
-    )),
     *(
-        bad(f"{key}-{label}", {**LUSTRE, f"grpo-gke:network.{key}": value}, f"grpo-gke:network.{key}: {message}, got {value!r}")
+        ok(f"{key}-custom", {**LUSTRE, f"grpo-gke:network.{key}": value})
+        for key, value in (
+            ("nodeRange", "172.16.0.0/20"),
+            ("podRange", "10.8.0.0/14"),
+            ("serviceRange", "10.1.0.0/20"),
+            ("gvnicRange", "172.17.0.0/20"),
+            ("rdmaRange", "172.18.0.0/16"),
+            ("lustreRange", "172.20.0.0/22"),
+        )
+    ),
+    *(
+        bad(
+            f"{key}-{label}",
+            {**LUSTRE, f"grpo-gke:network.{key}": value},
+            f"grpo-gke:network.{key}: {message}, got {value!r}",
+        )
         for key in RANGE_KEYS
         for label, value, message in (
             ("not-cidr", "not-a-range", "must be an IPv4 CIDR range such as 10.0.0.0/20"),
@@ -666,7 +754,10 @@ NETWORK = [
         "grpo-gke:network.rdmaRange: must be /25 or larger: each RDMA subnet needs an address for each of the"
         " gpu.nodes=5 GPU nodes, got 192.168.128.0/26",
     ),
-    ok("gvnic-28-holds-12-nodes", {"grpo-gke:network.gvnicRange": "192.168.64.0/28", "grpo-gke:gpu.nodes": 12, **ANY_NODES}),
+    ok(
+        "gvnic-28-holds-12-nodes",
+        {"grpo-gke:network.gvnicRange": "192.168.64.0/28", "grpo-gke:gpu.nodes": 12, **ANY_NODES},
+    ),
     bad(
         "gvnic-28-cannot-hold-13-nodes",
         {"grpo-gke:network.gvnicRange": "192.168.64.0/28", "grpo-gke:gpu.nodes": 13, **ANY_NODES},
@@ -764,7 +855,11 @@ WORKLOAD = [
         "grpo-gke:workload.nemoRlRelease: must be one of v0.4.0, v0.5.0, v0.6.0, v0.7.0, got 'v0.3.0'",
     ),
     ok("model-size", {"grpo-gke:workload.modelSizeB": 0.5}),
-    bad("model-size-zero", {"grpo-gke:workload.modelSizeB": 0}, "grpo-gke:workload.modelSizeB: must be greater than 0.0, got 0"),
+    bad(
+        "model-size-zero",
+        {"grpo-gke:workload.modelSizeB": 0},
+        "grpo-gke:workload.modelSizeB: must be greater than 0.0, got 0",
+    ),
     ok("extra-env", {"grpo-gke:workload.extraEnv": {"NCCL_DEBUG": "INFO", "_X1": ""}}),
     bad(
         "extra-env-bad-name",
@@ -799,11 +894,23 @@ GRPO_RANGES = [
     ok("prompts-1", _knob("promptsPerStep", 1)),
     ok("prompts-65536", _knob("promptsPerStep", 65536)),
     bad("prompts-0", _knob("promptsPerStep", 0), "grpo-gke:grpo.promptsPerStep: must be at least 1, got 0"),
-    bad("prompts-65537", _knob("promptsPerStep", 65537), "grpo-gke:grpo.promptsPerStep: must be at most 65536, got 65537"),
+    bad(
+        "prompts-65537",
+        _knob("promptsPerStep", 65537),
+        "grpo-gke:grpo.promptsPerStep: must be at most 65536, got 65537",
+    ),
     ok("generations-2", _knob("generationsPerPrompt", 2)),
     ok("generations-256", _knob("generationsPerPrompt", 256)),
-    bad("generations-1", _knob("generationsPerPrompt", 1), "grpo-gke:grpo.generationsPerPrompt: must be at least 2, got 1"),
-    bad("generations-257", _knob("generationsPerPrompt", 257), "grpo-gke:grpo.generationsPerPrompt: must be at most 256, got 257"),
+    bad(
+        "generations-1",
+        _knob("generationsPerPrompt", 1),
+        "grpo-gke:grpo.generationsPerPrompt: must be at least 2, got 1",
+    ),
+    bad(
+        "generations-257",
+        _knob("generationsPerPrompt", 257),
+        "grpo-gke:grpo.generationsPerPrompt: must be at most 256, got 257",
+    ),
     *(ok(f"tensor-parallel-{tp}", _knob("rolloutTensorParallel", tp)) for tp in (1, 2, 4, 8)),
     *(
         bad(
@@ -813,14 +920,32 @@ GRPO_RANGES = [
         )
         for tp in (3, 5, 6, 7)
     ),
-    bad("tensor-parallel-0", _knob("rolloutTensorParallel", 0), "grpo-gke:grpo.rolloutTensorParallel: must be at least 1, got 0"),
-    bad("tensor-parallel-16", _knob("rolloutTensorParallel", 16), "grpo-gke:grpo.rolloutTensorParallel: must be at most 8, got 16"),
+    bad(
+        "tensor-parallel-0",
+        _knob("rolloutTensorParallel", 0),
+        "grpo-gke:grpo.rolloutTensorParallel: must be at least 1, got 0",
+    ),
+    bad(
+        "tensor-parallel-16",
+        _knob("rolloutTensorParallel", 16),
+        "grpo-gke:grpo.rolloutTensorParallel: must be at most 8, got 16",
+    ),
     ok("learning-rate-max", _knob("learningRate", 1e-3)),
     ok("learning-rate-tiny", _knob("learningRate", 1e-9)),
     bad("learning-rate-0", _knob("learningRate", 0), "grpo-gke:grpo.learningRate: must be greater than 0.0, got 0"),
-    bad("learning-rate-above", _knob("learningRate", 0.002), "grpo-gke:grpo.learningRate: must be at most 0.001, got 0.002"),
-    bad("learning-rate-text", _knob("learningRate", "fast"), "grpo-gke:grpo.learningRate: must be a number, got 'fast'"),
-    *(ok(f"{key}-{value}", _knob(key, value)) for key in ("maxPromptLength", "maxResponseLength") for value in (16, 131072)),
+    bad(
+        "learning-rate-above",
+        _knob("learningRate", 0.002),
+        "grpo-gke:grpo.learningRate: must be at most 0.001, got 0.002",
+    ),
+    bad(
+        "learning-rate-text", _knob("learningRate", "fast"), "grpo-gke:grpo.learningRate: must be a number, got 'fast'"
+    ),
+    *(
+        ok(f"{key}-{value}", _knob(key, value))
+        for key in ("maxPromptLength", "maxResponseLength")
+        for value in (16, 131072)
+    ),
     *(
         bad(f"{key}-15", _knob(key, 15), f"grpo-gke:grpo.{key}: must be at least 16, got 15")
         for key in ("maxPromptLength", "maxResponseLength")
@@ -832,16 +957,32 @@ GRPO_RANGES = [
     ok("mini-batch-1", _knob("miniBatchSize", 1)),
     bad("mini-batch-0", _knob("miniBatchSize", 0), "grpo-gke:grpo.miniBatchSize: must be at least 1, got 0"),
     ok("micro-batch-1024", {**_knob("microBatchSizePerGpu", 1024), "grpo-gke:grpo.promptsPerStep": 1024}),
-    bad("micro-batch-0", _knob("microBatchSizePerGpu", 0), "grpo-gke:grpo.microBatchSizePerGpu: must be at least 1, got 0"),
-    bad("micro-batch-1025", _knob("microBatchSizePerGpu", 1025), "grpo-gke:grpo.microBatchSizePerGpu: must be at most 1024, got 1025"),
+    bad(
+        "micro-batch-0",
+        _knob("microBatchSizePerGpu", 0),
+        "grpo-gke:grpo.microBatchSizePerGpu: must be at least 1, got 0",
+    ),
+    bad(
+        "micro-batch-1025",
+        _knob("microBatchSizePerGpu", 1025),
+        "grpo-gke:grpo.microBatchSizePerGpu: must be at most 1024, got 1025",
+    ),
     ok("kl-0", _knob("klLossCoef", 0)),
     ok("kl-10", _knob("klLossCoef", 10)),
     bad("kl-negative", _knob("klLossCoef", -0.1), "grpo-gke:grpo.klLossCoef: must be at least 0.0, got -0.1"),
     bad("kl-above", _knob("klLossCoef", 10.5), "grpo-gke:grpo.klLossCoef: must be at most 10.0, got 10.5"),
     ok("gpu-memory-0.06", _knob("gpuMemoryUtilization", 0.06)),
     ok("gpu-memory-0.95", _knob("gpuMemoryUtilization", 0.95)),
-    bad("gpu-memory-0.05", _knob("gpuMemoryUtilization", 0.05), "grpo-gke:grpo.gpuMemoryUtilization: must be greater than 0.05, got 0.05"),
-    bad("gpu-memory-0.96", _knob("gpuMemoryUtilization", 0.96), "grpo-gke:grpo.gpuMemoryUtilization: must be at most 0.95, got 0.96"),
+    bad(
+        "gpu-memory-0.05",
+        _knob("gpuMemoryUtilization", 0.05),
+        "grpo-gke:grpo.gpuMemoryUtilization: must be greater than 0.05, got 0.05",
+    ),
+    bad(
+        "gpu-memory-0.96",
+        _knob("gpuMemoryUtilization", 0.96),
+        "grpo-gke:grpo.gpuMemoryUtilization: must be at most 0.95, got 0.96",
+    ),
     ok("epochs-1000", _knob("epochs", 1000)),
     bad("epochs-0", _knob("epochs", 0), "grpo-gke:grpo.epochs: must be at least 1, got 0"),
     bad("epochs-1001", _knob("epochs", 1001), "grpo-gke:grpo.epochs: must be at most 1000, got 1001"),
@@ -855,7 +996,11 @@ GRPO_RANGES = [
     ok("keep-checkpoints-1", _knob("keepCheckpoints", 1)),
     ok("keep-checkpoints-100", _knob("keepCheckpoints", 100)),
     bad("keep-checkpoints-0", _knob("keepCheckpoints", 0), "grpo-gke:grpo.keepCheckpoints: must be at least 1, got 0"),
-    bad("keep-checkpoints-101", _knob("keepCheckpoints", 101), "grpo-gke:grpo.keepCheckpoints: must be at most 100, got 101"),
+    bad(
+        "keep-checkpoints-101",
+        _knob("keepCheckpoints", 101),
+        "grpo-gke:grpo.keepCheckpoints: must be at most 100, got 101",
+    ),
 ]
 
 
@@ -883,7 +1028,10 @@ GRPO_CROSS = [
         "grpo-gke:grpo.promptsPerStep: promptsPerStep x generationsPerPrompt (1 x 8 = 8) must be divisible by the"
         " 16 GPUs of gpu.nodes=2",
     ),
-    ok("verl-mini-divides-gpus", {**_grpo(promptsPerStep=4, miniBatchSize=2, microBatchSizePerGpu=1), "grpo-gke:gpu.nodes": 2}),
+    ok(
+        "verl-mini-divides-gpus",
+        {**_grpo(promptsPerStep=4, miniBatchSize=2, microBatchSizePerGpu=1), "grpo-gke:gpu.nodes": 2},
+    ),
     bad(
         "verl-mini-not-divisible-by-gpus",
         {**_grpo(promptsPerStep=4, miniBatchSize=1, microBatchSizePerGpu=1), "grpo-gke:gpu.nodes": 2},
@@ -925,7 +1073,11 @@ JOB_AND_TOKEN = [
     bad("submit-not-bool", {"grpo-gke:job.submit": "maybe"}, "grpo-gke:job.submit: must be true or false, got 'maybe'"),
     ok("timeout-10", {"grpo-gke:job.readyTimeoutSeconds": 10}),
     ok("timeout-86400", {"grpo-gke:job.readyTimeoutSeconds": 86400}),
-    bad("timeout-9", {"grpo-gke:job.readyTimeoutSeconds": 9}, "grpo-gke:job.readyTimeoutSeconds: must be at least 10, got 9"),
+    bad(
+        "timeout-9",
+        {"grpo-gke:job.readyTimeoutSeconds": 9},
+        "grpo-gke:job.readyTimeoutSeconds: must be at least 10, got 9",
+    ),
     bad(
         "timeout-86401",
         {"grpo-gke:job.readyTimeoutSeconds": 86401},
@@ -934,8 +1086,16 @@ JOB_AND_TOKEN = [
     ok("recover-off", {"grpo-gke:job.recover": False}),
     bad("recover-not-bool", {"grpo-gke:job.recover": "yes"}, "grpo-gke:job.recover: must be true or false, got 'yes'"),
     ok("recoveries-0", {"grpo-gke:job.maxRecoveries": 0}),
-    bad("recoveries-negative", {"grpo-gke:job.maxRecoveries": -1}, "grpo-gke:job.maxRecoveries: must be at least 0, got -1"),
-    bad("recoveries-bool", {"grpo-gke:job.maxRecoveries": True}, "grpo-gke:job.maxRecoveries: must be a whole number, got True"),
+    bad(
+        "recoveries-negative",
+        {"grpo-gke:job.maxRecoveries": -1},
+        "grpo-gke:job.maxRecoveries: must be at least 0, got -1",
+    ),
+    bad(
+        "recoveries-bool",
+        {"grpo-gke:job.maxRecoveries": True},
+        "grpo-gke:job.maxRecoveries: must be a whole number, got True",
+    ),
     ok("idle-off", {"grpo-gke:job.idleMinutes": 0}),
     bad("idle-negative", {"grpo-gke:job.idleMinutes": -5}, "grpo-gke:job.idleMinutes: must be at least 0, got -5"),
     ok("preflight-gpu-on-one-node", {"grpo-gke:job.preflight": "gpu"}),
@@ -979,13 +1139,18 @@ JOB_AND_TOKEN = [
         {"grpo-gke:wandbApiKey": " "},
         "grpo-gke:wandbApiKey: must not be empty; unset it to turn W&B off (pulumi config rm grpo-gke:wandbApiKey)",
     ),
-    ok("tracking-project-entity", {"grpo-gke:tracking.wandbProject": "my-grpo_1.x", "grpo-gke:tracking.wandbEntity": "my-team"}),
+    ok(
+        "tracking-project-entity",
+        {"grpo-gke:tracking.wandbProject": "my-grpo_1.x", "grpo-gke:tracking.wandbEntity": "my-team"},
+    ),
     *bad_values(
         "grpo-gke:tracking.wandbProject",
         "must be 1 to 128 letters, digits, '.', '_' or '-'",
         (("empty", ""), ("slash", "team/project"), ("space", "my project")),
     ),
-    *bad_values("grpo-gke:tracking.wandbEntity", "must be 1 to 128 letters, digits, '.', '_' or '-'", (("slash", "a/b"),)),
+    *bad_values(
+        "grpo-gke:tracking.wandbEntity", "must be 1 to 128 letters, digits, '.', '_' or '-'", (("slash", "a/b"),)
+    ),
     bad(
         "tracking-typo",
         {"grpo-gke:tracking.wandbProjekt": "p"},
@@ -1047,9 +1212,12 @@ DRIVER = [
         *OLD_1_30_FLOORS,
     ),
     # CUDA 12 fits the DEFAULT driver from its version on; below it LATEST serves, which has R580.
-    bad("user-cuda-12-old-pin-only-rdma", {**IMAGE, "grpo-gke:workload.cudaVersion": "12.8", **OLD_1_30}, *OLD_1_30_FLOORS),
+    bad(
+        "user-cuda-12-old-pin-only-rdma",
+        {**IMAGE, "grpo-gke:workload.cudaVersion": "12.8", **OLD_1_30},
+        *OLD_1_30_FLOORS,
+    ),
 ]
-
 
 
 def test_every_cuda_major_has_a_latest_driver_that_runs_it() -> None:
@@ -1082,7 +1250,11 @@ SECRET_ENV = [
         "grpo-gke:secretEnv: WANDB_API_KEY must not be empty; unset it with"
         " pulumi config rm --path 'grpo-gke:secretEnv.WANDB_API_KEY'",
     ),
-    bad("secret-env-not-a-map", {"grpo-gke:secretEnv": "v"}, "grpo-gke:secretEnv: must be an object of keys, got '[secret]'"),
+    bad(
+        "secret-env-not-a-map",
+        {"grpo-gke:secretEnv": "v"},
+        "grpo-gke:secretEnv: must be an object of keys, got '[secret]'",
+    ),
     bad(
         "secret-env-also-extra-env",
         {"grpo-gke:secretEnv": {"WANDB_API_KEY": "k"}, "grpo-gke:workload.extraEnv": {"WANDB_API_KEY": "k"}},
@@ -1094,8 +1266,19 @@ SECRET_ENV = [
 
 @pytest.mark.parametrize(
     ("changes", "expected"),
-    TOP_LEVEL + CLUSTER + VERSION_FLOORS + GPU + STORAGE + LUSTRE_SIZES + NETWORK + WORKLOAD + GRPO_RANGES + GRPO_CROSS
-    + JOB_AND_TOKEN + DRIVER + SECRET_ENV,
+    TOP_LEVEL
+    + CLUSTER
+    + VERSION_FLOORS
+    + GPU
+    + STORAGE
+    + LUSTRE_SIZES
+    + NETWORK
+    + WORKLOAD
+    + GRPO_RANGES
+    + GRPO_CROSS
+    + JOB_AND_TOKEN
+    + DRIVER
+    + SECRET_ENV,
 )
 def test_rule(changes: dict[str, Any], expected: list[str]) -> None:
     """Each rule: the good case loads, the bad case gives exactly the expected problem lines."""
@@ -1140,7 +1323,11 @@ def test_a_flat_key_set_without_path_says_how_to_set_the_field() -> None:
 
 def test_cross_problems_all_reported() -> None:
     """Cross-key problems of different sections come together, sorted."""
-    changes = {"grpo-gke:zone": "us-east1-b", "grpo-gke:gpu.reservation": "res", "grpo-gke:workload.dataset": "deepscaler"}
+    changes = {
+        "grpo-gke:zone": "us-east1-b",
+        "grpo-gke:gpu.reservation": "res",
+        "grpo-gke:workload.dataset": "deepscaler",
+    }
     assert [line.split(":", 2)[1] for line in problem_lines(changes)] == [
         "gpu.reservation",
         "workload.dataset",
@@ -1159,8 +1346,17 @@ def test_base_config_defaults() -> None:
     loaded = load_config(raw_values({}), (), "test")
     config = loaded.config
     assert loaded.warnings == (OPEN_CONTROL_PLANE,)
-    assert (config.stack, config.project, config.region, config.zone) == ("test", "my-grpo-project", "us-central1", "us-central1-b")
-    assert (config.cluster.mode, config.cluster.release_channel, config.cluster.min_version) == ("standard", "REGULAR", None)
+    assert (config.stack, config.project, config.region, config.zone) == (
+        "test",
+        "my-grpo-project",
+        "us-central1",
+        "us-central1-b",
+    )
+    assert (config.cluster.mode, config.cluster.release_channel, config.cluster.min_version) == (
+        "standard",
+        "REGULAR",
+        None,
+    )
     assert config.cluster.deletion_protection is False
     assert (config.gpu.provisioning, config.gpu.reservation) == ("spot", None)
     assert config.storage.keep_on_destroy is True
@@ -1355,7 +1551,10 @@ def test_cross_checks_run_beside_field_errors_where_their_keys_validated() -> No
 
 def test_model_is_strict() -> None:
     """StackConfig and its sections refuse extra keys and are frozen (the contract other code relies on)."""
-    for model in (StackConfig, *(StackConfig.model_fields[name].annotation for name in ("gpu", "storage", "workload", "grpo"))):
+    for model in (
+        StackConfig,
+        *(StackConfig.model_fields[name].annotation for name in ("gpu", "storage", "workload", "grpo")),
+    ):
         assert model.model_config["extra"] == "forbid"  # type: ignore[union-attr]
         assert model.model_config["frozen"] is True  # type: ignore[union-attr]
 
@@ -1455,7 +1654,10 @@ def test_the_plan_refuses_a_secret_under_another_key_in_one_line_exit_2(tmp_path
     path.write_text(MISPLACED_SECRET_STACK)
     result = subprocess.run(
         [sys.executable, "-m", "plan", "--config", str(path), "--out", str(tmp_path / "out")],
-        cwd=REPO_ROOT, capture_output=True, text=True, timeout=120,
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert (result.returncode, result.stdout) == (2, "")
     assert result.stderr == (
@@ -1465,11 +1667,16 @@ def test_the_plan_refuses_a_secret_under_another_key_in_one_line_exit_2(tmp_path
         " 'grpo-gke:workload.extraEnv.WANDB_API_KEY', then pulumi config set --secret --path"
         " 'grpo-gke:secretEnv.WANDB_API_KEY' <value>\n"
     )
-    moved = MISPLACED_SECRET_STACK.replace("    extraEnv:\n", "  grpo-gke:secretEnv:\n").replace("      WANDB", "    WANDB")
+    moved = MISPLACED_SECRET_STACK.replace("    extraEnv:\n", "  grpo-gke:secretEnv:\n").replace(
+        "      WANDB", "    WANDB"
+    )
     moved = moved.replace("        secure:", "      secure:")
     path.write_text(moved)
     result = subprocess.run(
         [sys.executable, "-m", "plan", "--config", str(path), "--out", str(tmp_path / "out")],
-        cwd=REPO_ROOT, capture_output=True, text=True, timeout=120,
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert (result.returncode, result.stderr) == (0, "")  # the warning is in the Security block, once

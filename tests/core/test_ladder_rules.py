@@ -88,7 +88,9 @@ def test_a_ladder_on_autopilot_is_refused_with_the_reason(tmp_path):
 def test_a_ladder_of_all_four_rungs_with_its_reservation_plans(tmp_path):
     """The good case of every rule above: four distinct rungs, the reservation named, gpu.provisioning on the
     ladder, Standard, no version pinned below flex-start's."""
-    result = plan_with(tmp_path, "    capacity: [reservation, flex-start, spot, on-demand]\n    reservation: res-h200\n")
+    result = plan_with(
+        tmp_path, "    capacity: [reservation, flex-start, spot, on-demand]\n    reservation: res-h200\n"
+    )
     assert result.returncode == 0, result.stderr
     plan = json.loads((tmp_path / "out" / "plan.json").read_text())
     pools = sorted(r["inputs"]["name"] for r in plan["resources"] if r["type"] == "gcp:container/nodePool:NodePool")

@@ -50,11 +50,24 @@ def test_fixed_name_options_delete_before_replace_and_keep_the_other_options():
 
 def test_the_check_finds_a_named_resource_that_would_be_created_first():
     """The rule reads the inputs: a named resource without the option is reported, an unnamed one is not."""
+
     def recorded(name: str, inputs: dict, delete_before_replace: bool) -> Recorded:
         return Recorded(
-            urn=f"urn:x::{name}", type="t", name=name, custom=True, parent="", provider="", depends_on=(),
-            protect=False, retain_on_delete=False, delete_before_replace=delete_before_replace,
-            replace_on_changes=(), ignore_changes=(), custom_timeouts={}, additional_secret_outputs=(), inputs=inputs,
+            urn=f"urn:x::{name}",
+            type="t",
+            name=name,
+            custom=True,
+            parent="",
+            provider="",
+            depends_on=(),
+            protect=False,
+            retain_on_delete=False,
+            delete_before_replace=delete_before_replace,
+            replace_on_changes=(),
+            ignore_changes=(),
+            custom_timeouts={},
+            additional_secret_outputs=(),
+            inputs=inputs,
             property_dependencies={},
         )
 

@@ -60,7 +60,9 @@ def test_dev_stack_shape() -> None:
     assert _billions(config.workload.model) <= 3
 
 
-@pytest.mark.parametrize(("stack", "mode", "gpu"), [("verl-standard-h200", "standard", "h200"), ("verl-autopilot-b200", "autopilot", "b200")])
+@pytest.mark.parametrize(
+    ("stack", "mode", "gpu"), [("verl-standard-h200", "standard", "h200"), ("verl-autopilot-b200", "autopilot", "b200")]
+)
 def test_verl_tutorial_stack_shape(stack: str, mode: str, gpu: str) -> None:
     """The verl-on-GKE tutorial: 2 spot nodes, Cloud Storage, Qwen2.5-32B-Instruct on GSM8K."""
     config = load(stack).config

@@ -71,7 +71,9 @@ def test_objects_and_lists_become_json(tmp_path: Path) -> None:
 
 def test_top_level_secure_value_is_an_opaque_secret(tmp_path: Path) -> None:
     """A `secure:` value cannot be decrypted offline: an opaque placeholder, its key marked secret."""
-    path = write(tmp_path, "config:\n  grpo-gke:hfToken:\n    secure: AAABAHVzZXJzZWNyZXQ=\n  gcp:region: us-central1\n")
+    path = write(
+        tmp_path, "config:\n  grpo-gke:hfToken:\n    secure: AAABAHVzZXJzZWNyZXQ=\n  gcp:region: us-central1\n"
+    )
     loaded = read_stack_file(path, PROJECT)
     assert loaded.values["grpo-gke:hfToken"] == OPAQUE_SECRET
     assert loaded.secret_keys == frozenset({"grpo-gke:hfToken"})
@@ -146,7 +148,9 @@ def test_file_without_config_has_no_values(tmp_path: Path, text: str) -> None:
 
 def test_a_date_is_the_text_it_was_written_as(tmp_path: Path) -> None:
     """YAML reads 2024-01-01 as a date; the value is the text, alone or inside an object."""
-    values = read_stack_file(write(tmp_path, "config:\n  grpo-gke:a: 2024-01-01\n  grpo-gke:b:\n    day: 2024-01-02\n"), PROJECT).values
+    values = read_stack_file(
+        write(tmp_path, "config:\n  grpo-gke:a: 2024-01-01\n  grpo-gke:b:\n    day: 2024-01-02\n"), PROJECT
+    ).values
     assert values == {"grpo-gke:a": "2024-01-01", "grpo-gke:b": '{"day": "2024-01-02"}'}
 
 
@@ -187,7 +191,8 @@ def test_bad_yaml(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "text", ["- a\n- b\n", "just text\n", "config:\n  - gcp:region\n", "config: text\n"],
+    "text",
+    ["- a\n- b\n", "just text\n", "config:\n  - gcp:region\n", "config: text\n"],
     ids=["document-list", "document-scalar", "config-list", "config-scalar"],
 )
 def test_not_a_stack_config(tmp_path: Path, text: str) -> None:

@@ -129,9 +129,11 @@ NEMO_RL_DEADLINE = "Timeout has been reached, stopping training early"
 
 def test_a_deadline_stop_that_saved_ends_with_the_wrapper_naming_the_step_and_exit_0(tmp_path):
     verl_step(tmp_path, 2)
-    code = f"import pathlib, sys; sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r});" \
-        f" from tests.incluster.test_attempt import verl_step; verl_step(pathlib.Path({str(tmp_path)!r}), 3);" \
+    code = (
+        f"import pathlib, sys; sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r});"
+        f" from tests.incluster.test_attempt import verl_step; verl_step(pathlib.Path({str(tmp_path)!r}), 3);"
         f" print({NEMO_RL_DEADLINE!r})"
+    )
     result = wrapped(tmp_path, 2, sys.executable, "-c", code)
     assert result.returncode == 0
     last = result.stdout.decode().splitlines()[-2:]
@@ -149,5 +151,7 @@ def test_a_deadline_stop_that_saved_nothing_is_a_failed_attempt(tmp_path):
 
 
 def test_an_exit_0_without_the_deadline_line_is_left_as_it_is(tmp_path):
-    result = wrapped(tmp_path, 1, sys.executable, "-c", "print('Max number of steps has been reached, stopping training early')")
+    result = wrapped(
+        tmp_path, 1, sys.executable, "-c", "print('Max number of steps has been reached, stopping training early')"
+    )
     assert result.returncode == 0 and deadline_stop_in(tmp_path, 1) is None

@@ -21,7 +21,11 @@ NOW = datetime(2026, 12, 1, 10, 0, 0, tzinfo=UTC)
 def verl_step(run_dir: Path, step: int, world: int = WORLD, skip: tuple[str, ...] = ()) -> Path:
     """A verl global_step_<step> as verl 0.9.1 writes it, without the files named in `skip`."""
     path = run_dir / f"global_step_{step}"
-    names = [f"actor/{kind}_world_size_{world}_rank_{rank}.pt" for kind in ("model", "optim", "extra_state") for rank in range(world)]
+    names = [
+        f"actor/{kind}_world_size_{world}_rank_{rank}.pt"
+        for kind in ("model", "optim", "extra_state")
+        for rank in range(world)
+    ]
     names += ["actor/fsdp_config.json", "actor/huggingface/config.json", "data.pt"]
     for name in names:
         if name not in skip:
@@ -170,4 +174,6 @@ def test_the_command_resumes_or_refuses_in_one_line(tmp_path):
     assert refused.returncode == 2 and refused.stdout == ""
     assert refused.stderr.startswith("error: refused: ") and refused.stderr.count("\n") == 1
     bad = run_module(str(tmp_path), "megatron", "8")
-    assert bad.returncode == 2 and bad.stderr == "usage: python -m incluster.checkpoints RUN_DIR verl|nemo-rl WORLD_SIZE\n"
+    assert (
+        bad.returncode == 2 and bad.stderr == "usage: python -m incluster.checkpoints RUN_DIR verl|nemo-rl WORLD_SIZE\n"
+    )

@@ -28,7 +28,17 @@ KEEP = 2
 def _run_attempt(client, run_dir: Path, run: str, attempt: int, steps: int) -> str:
     """Submit attempt `attempt` (the wrapper with `--keep`, the stand-in with verl's rotation) and wait for its end."""
     trainer = stand_in_trainer("--steps", str(steps), "--save-every", "1", "--keep", str(KEEP), "--step-seconds", "0")
-    wrapper = [sys.executable, "-m", "incluster.attempt", "--framework", "verl", "--world-size", "8", "--keep", str(KEEP)]
+    wrapper = [
+        sys.executable,
+        "-m",
+        "incluster.attempt",
+        "--framework",
+        "verl",
+        "--world-size",
+        "8",
+        "--keep",
+        str(KEEP),
+    ]
     with shipping.py_modules() as modules:
         submission_id = client.submit_job(
             entrypoint=shlex.join([*wrapper, "--", "sh", "-c", trainer]),

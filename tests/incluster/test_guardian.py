@@ -171,8 +171,13 @@ def test_a_deadline_stop_before_the_schedules_end_is_recorded_then_resumed_witho
     spent = {"recoveries": 2}
     resume = decide(state(settings, "SUCCEEDED", recorded=[("deadline-stop", {})], attempt=stopped, **spent))
     assert (resume.kind, resume.attempt) == ("resume", 1)
-    assert resume.reason == "attempt 1 stopped at its deadline after saving step 4; the next attempt resumes from it on the next capacity"
-    waiting = decide(state(settings, "SUCCEEDED", recorded=[("deadline-stop", {})], attempt=stopped, next_capacity_in=600))
+    assert (
+        resume.reason
+        == "attempt 1 stopped at its deadline after saving step 4; the next attempt resumes from it on the next capacity"
+    )
+    waiting = decide(
+        state(settings, "SUCCEEDED", recorded=[("deadline-stop", {})], attempt=stopped, next_capacity_in=600)
+    )
     assert (waiting.kind, waiting.wait_s) == ("wait", 600)
     assert waiting.reason.endswith("the GPU nodes' capacity ends in 600 s: waiting for the next")
     refused = [("deadline-stop", {}), ("not-retried", {})]
@@ -211,7 +216,17 @@ def test_every_action_is_one_of_the_known_kinds_and_every_record_event_is_known(
     cases = [state(settings, recorded=recorded) for recorded in ([], [OTHER], [CAPACITY])]
     for case in cases:
         action: Action = decide(case)
-        assert action.kind in ("wait", "done", "record", "recover", "extend", "resume", "stop", "export", "scale-to-zero")
+        assert action.kind in (
+            "wait",
+            "done",
+            "record",
+            "recover",
+            "extend",
+            "resume",
+            "stop",
+            "export",
+            "scale-to-zero",
+        )
         assert action.kind != "record" or action.event in EVENTS
 
 

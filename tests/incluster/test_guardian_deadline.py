@@ -70,6 +70,8 @@ def test_the_stop_stops_the_attempt_it_names_only(guard, monkeypatch):
     jobs = [SimpleNamespace(submission_id=f"run-{number}", metadata={"attempt": str(number)}) for number in (1, 2)]
     stopped: list[list[str]] = []
     monkeypatch.setattr(control, "attempts", lambda client, run: jobs)
-    monkeypatch.setattr(control, "stop_jobs", lambda client, chosen: stopped.append([job.submission_id for job in chosen]) or ["run-2"])
+    monkeypatch.setattr(
+        control, "stop_jobs", lambda client, chosen: stopped.append([job.submission_id for job in chosen]) or ["run-2"]
+    )
     guard.apply(Action("stop", 2, "attempt 2 stops at its deadline"))
     assert stopped == [["run-2"]]

@@ -267,7 +267,11 @@ def test_a_nemo_rl_style_deadline_stop_before_the_schedules_end_resumes_as_the_n
     first = run.logs(1)
     assert control.status_text(run.cluster.call(run.client.get_job_status, f"{run.id}-1")) == "SUCCEEDED"
     assert steps_in(first) == [1, 2, 3] and "Timeout has been reached, stopping training early\n" in first
-    assert first.rstrip("\n").splitlines()[-1].startswith("grpo-gke attempt 1: stopped at its deadline after saving step 3")
+    assert (
+        first.rstrip("\n")
+        .splitlines()[-1]
+        .startswith("grpo-gke attempt 1: stopped at its deadline after saving step 3")
+    )
     assert steps_in(run.logs(2)) == [4, 5, 6] and stand_ins.exports == [(2, 6)]
 
 
@@ -281,7 +285,9 @@ def test_a_deadline_stop_that_saved_nothing_is_a_failed_attempt_not_a_success(tw
     # the reason is the attempt's error line, as status shows it (the wrapper's, incluster/attempt.py
     # UNSAVED_STOP_EXIT), not Ray's "Job entrypoint command failed with exit code 4, ..." message
     reason = "grpo-gke attempt 1: failed: the framework stopped at its deadline ('Timeout has been reached, stopping"
-    assert run.entry(1, "not-retried")["reason"].startswith(reason) and run.entry(1, "failed")["reason"].startswith(reason)
+    assert run.entry(1, "not-retried")["reason"].startswith(reason) and run.entry(1, "failed")["reason"].startswith(
+        reason
+    )
     assert run.entry(1, "not-retried")["last_lines"][-1].startswith("grpo-gke attempt 1: failed: the framework stopped")
     assert stand_ins.exports == [] and run.attempt_ids() == [f"{run.id}-1"]
 

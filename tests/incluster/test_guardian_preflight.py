@@ -70,7 +70,9 @@ class Ran:
     def __call__(self, client, template, report, api=None):
         self.calls.append((template, api))
         if self.refuse:
-            outcome = type("Outcome", (), {"mode": "gpu", "path": "/r.json", "failure_lines": lambda self: ["w-1: FAIL"]})
+            outcome = type(
+                "Outcome", (), {"mode": "gpu", "path": "/r.json", "failure_lines": lambda self: ["w-1: FAIL"]}
+            )
             raise gate.PreflightRefused(outcome())
         return type("Outcome", (), {"path": "/r.json"})()
 
@@ -98,7 +100,7 @@ def test_a_fresh_ray_cluster_is_preflighted_and_the_pass_recorded(guard, monkeyp
     ran = Ran(refuse=False)
     monkeypatch.setattr(gate, "before_first_attempt", ran)
     assert guard.preflight(attempt=2) is True
-    (template, api), = ran.calls
+    ((template, api),) = ran.calls
     assert template["results_dir"] == str(guard.settings.run_dir / "preflight")
     assert api == Endpoint(address="https://1.2.3.4", headers={"Authorization": "Bearer t"}, verify="/ca.pem")
     (entry,) = record.read(guard.settings.run_dir)
@@ -120,7 +122,9 @@ def test_the_same_ray_cluster_is_not_preflighted_again(guard, monkeypatch):
 def test_a_failed_preflight_is_recorded_and_not_retried(guard, monkeypatch):
     monkeypatch.setattr(gate, "before_first_attempt", Ran(refuse=True))
     assert guard.preflight(attempt=2) is False
-    events = [(entry["event"], entry["reason"], entry.get("last_lines")) for entry in record.read(guard.settings.run_dir)]
+    events = [
+        (entry["event"], entry["reason"], entry.get("last_lines")) for entry in record.read(guard.settings.run_dir)
+    ]
     assert events == [
         ("preflight-failed", "refused: the gpu preflight failed (results /r.json):", ["  w-1: FAIL"]),
         ("not-retried", "the preflight failed on 1 node(s) or NIC(s)", None),
@@ -146,7 +150,9 @@ def test_the_guardians_hooks_export_and_scale_to_zero_through_the_api_server(mon
     monkeypatch.setattr(control, "connect", lambda endpoint: "client")
     already: list[bool] = [False, True]
     monkeypatch.setattr(
-        control, "submit_export", lambda client, submission: sent.append((client, submission)) or ("x-1", already.pop(0))
+        control,
+        "submit_export",
+        lambda client, submission: sent.append((client, submission)) or ("x-1", already.pop(0)),
     )
     monkeypatch.setattr(scaling, "scale_to", lambda api, replicas: sent.append((api.address, replicas)))
     proxy = Endpoint(address="https://1.2.3.4/api/v1/namespaces/grpo/services/grpo-head-svc:8265/proxy")
@@ -170,7 +176,9 @@ def test_the_guardians_hooks_export_and_scale_to_zero_through_the_api_server(mon
 MAINTENANCE_AT = 1796130000
 """A GPU node's coming maintenance (Unix seconds), as GKE's label gives it."""
 
-GPU_NODE = {"metadata": {"name": "gke-gpu-1", "labels": {"cloud.google.com/scheduled-maintenance-time": str(MAINTENANCE_AT)}}}
+GPU_NODE = {
+    "metadata": {"name": "gke-gpu-1", "labels": {"cloud.google.com/scheduled-maintenance-time": str(MAINTENANCE_AT)}}
+}
 
 
 def test_a_known_end_tells_nemo_rl_by_an_override_of_its_command_less_its_setup_and_verl_nothing():

@@ -99,7 +99,9 @@ def test_a_failure_not_retried_is_recorded_with_its_error_line_not_rays_boilerpl
 
 
 def test_without_a_log_the_error_line_is_read_from_rays_message_without_its_boilerplate(settings, monkeypatch):
-    message = "Job entrypoint command failed with exit code 2, last available logs (truncated to 20,000 chars):\nstep 1\n"
+    message = (
+        "Job entrypoint command failed with exit code 2, last available logs (truncated to 20,000 chars):\nstep 1\n"
+    )
     guard(settings, Jobs(attempt(settings, "FAILED", message + "CUDA error: out of memory\nstep 2")), monkeypatch,
           []).run(sleep=no_sleep)  # fmt: skip
     assert shown(settings)[0] == f"{STAMP}  attempt 1  failed: CUDA error: out of memory"

@@ -198,7 +198,9 @@ def test_a_foreground_guardian_that_loses_the_lease_stops_with_one_line(api, set
     lines: list[str] = []
     with pytest.raises(GuardError) as stopped:
         OneDecision(settings, mine, False, lines, monkeypatch).run(sleep=_stop)
-    assert str(stopped.value).startswith(f"this guardian lost the Lease: {IN_CLUSTER} holds the Lease {NAMESPACE}/{NAME}")
+    assert str(stopped.value).startswith(
+        f"this guardian lost the Lease: {IN_CLUSTER} holds the Lease {NAMESPACE}/{NAME}"
+    )
 
 
 def test_a_released_lease_is_taken_at_once_and_a_stale_one_after_its_duration_unchanged(api):
@@ -207,7 +209,9 @@ def test_a_released_lease_is_taken_at_once_and_a_stale_one_after_its_duration_un
     first = holder(api, IN_CLUSTER, time)
     assert first.try_acquire_or_renew()
     first.stop()
-    assert store.spec(NAMESPACE, NAME)["holderIdentity"] == "" and store.spec(NAMESPACE, NAME)["leaseDurationSeconds"] == 1
+    assert (
+        store.spec(NAMESPACE, NAME)["holderIdentity"] == "" and store.spec(NAMESPACE, NAME)["leaseDurationSeconds"] == 1
+    )
     follower = holder(api, FOREGROUND, FakeTime())
     acquire_in_foreground(follower, "run", take_over=False, report=print, sleep=lambda _: None)
     assert follower.held() and store.spec(NAMESPACE, NAME)["leaseTransitions"] == 1
@@ -280,7 +284,9 @@ def test_take_over_takes_the_lease_explicitly_then_releases_it_on_exit(api, make
     assert re.fullmatch(
         re.escape(f"{run}: --take-over: {IN_CLUSTER} holds the Lease {NAMESPACE}/{NAME} (renewed ")
         + r"\d+"
-        + re.escape(" s ago); took it, and acts in 0.01 s, once that guardian has seen at its next renewal (every 2 s) that it lost it"),
+        + re.escape(
+            " s ago); took it, and acts in 0.01 s, once that guardian has seen at its next renewal (every 2 s) that it lost it"
+        ),
         err[0],
     ), err[0]
     assert err[1].startswith(f"error: no Ray dashboard at {endpoint.address}/api/v1/"), err[1]
@@ -312,7 +318,11 @@ def _allowed(rules: list[dict], verb: str, name: str) -> bool:
     """Whether RBAC rules allow `verb` on the Lease `name` (a create has no name at authorization time, so only a
     rule without resourceNames allows it: kubernetes.io/docs/reference/access-authn-authz/rbac/#referring-to-resources)."""
     for rule in rules:
-        if "coordination.k8s.io" not in rule["apiGroups"] or "leases" not in rule["resources"] or verb not in rule["verbs"]:
+        if (
+            "coordination.k8s.io" not in rule["apiGroups"]
+            or "leases" not in rule["resources"]
+            or verb not in rule["verbs"]
+        ):
             continue
         if "resourceNames" not in rule or (verb != "create" and name in rule["resourceNames"]):
             return True

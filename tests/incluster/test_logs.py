@@ -20,7 +20,10 @@ Job 'dev-abc-1' failed
 
 
 def test_the_error_line_is_the_last_tracebacks_final_line_without_rays_prefix():
-    assert error_line(TRACEBACK_LOG) == "ray.exceptions.RayTaskError(ValueError): ray::TaskRunner.run() (pid=812, ip=10.0.0.3)"
+    assert (
+        error_line(TRACEBACK_LOG)
+        == "ray.exceptions.RayTaskError(ValueError): ray::TaskRunner.run() (pid=812, ip=10.0.0.3)"
+    )
     only_actor = TRACEBACK_LOG.split("Traceback (most recent call last):\n  File")[0]
     assert error_line(only_actor) == "ValueError: reward function gsm8k not found"
 

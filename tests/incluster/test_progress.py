@@ -12,6 +12,7 @@ def progress_of(text: str, framework: str) -> Progress:
         progress = advance(progress, line, framework)
     return progress
 
+
 VERL_LOG = """\
 (TaskRunner pid=812) Training Progress:   0%|          | 0/58
 (TaskRunner pid=812) step:1 - global_seqlen/mean:5120.0 - critic/score/mean:0.125 - actor/pg_loss:np.float64(0.15) - timing_s/step:81.2

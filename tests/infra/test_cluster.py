@@ -57,7 +57,10 @@ def test_cluster_inputs_for_every_combination(infra_run, mode, gpu, storage):
     assert (inputs["name"], inputs["location"], inputs["project"]) == ("grpo-test", "us-central1", "my-grpo-project")
     assert (inputs["network"], inputs["subnetwork"]) == ("grpo-test-net", "grpo-test-nodes")
     assert inputs["networkingMode"] == "VPC_NATIVE"
-    assert inputs["ipAllocationPolicy"] == {"clusterSecondaryRangeName": "pods", "servicesSecondaryRangeName": "services"}
+    assert inputs["ipAllocationPolicy"] == {
+        "clusterSecondaryRangeName": "pods",
+        "servicesSecondaryRangeName": "services",
+    }
     assert inputs["enableMultiNetworking"] is True
     assert inputs["privateClusterConfig"] == {"enablePrivateEndpoint": False, "enablePrivateNodes": True}
     assert inputs["releaseChannel"] == {"channel": "REGULAR"}

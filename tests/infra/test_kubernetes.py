@@ -86,8 +86,10 @@ def test_a_credential_or_ip_rotation_keeps_the_provider_and_its_objects():
     after = provider_registration("198.51.100.7", "Q0EtYWZ0ZXIK")
     assert "https://192.0.2.10" in before["kubeconfig"] and "Q0EtYmVmb3JlCg==" in before["kubeconfig"]
     assert "https://198.51.100.7" in after["kubeconfig"] and "Q0EtYWZ0ZXIK" in after["kubeconfig"]
-    assert before["clusterIdentifier"] == after["clusterIdentifier"] == (
-        "projects/my-grpo-project/locations/us-central1/clusters/grpo-test"
+    assert (
+        before["clusterIdentifier"]
+        == after["clusterIdentifier"]
+        == ("projects/my-grpo-project/locations/us-central1/clusters/grpo-test")
     )
 
 

@@ -20,30 +20,37 @@ NEMO = {"framework": "nemo-rl", "dataset": "deepscaler", "model": "Qwen/Qwen2.5-
 """The NeMo-RL workload with its pinned image."""
 
 
-@pytest.mark.parametrize(("gpu", "workload", "cluster", "driver"), [
-    # The pinned images are CUDA 13.0 (verl) and 13.2 (NeMo-RL): R580, above either GPU's DEFAULT.
-    ("b200", {}, {}, "LATEST"),
-    ("h200", {}, {}, "LATEST"),
-    ("b200", NEMO, {}, "LATEST"),
-    ("h200", NEMO, {}, "LATEST"),
-    # A user image states its CUDA: 12.x runs on R525 and up, which both DEFAULT drivers carry ...
-    ("b200", {**USER_IMAGE, "cudaVersion": "12.8"}, {}, "DEFAULT"),
-    ("h200", {**USER_IMAGE, "cudaVersion": "12.8"}, {"minVersion": "1.31.5-gke.1169000"}, "DEFAULT"),
-    # ... except below the version from which the GPU's DEFAULT is that driver.
-    ("h200", {**USER_IMAGE, "cudaVersion": "12.8"}, {"minVersion": "1.31.4-gke.1183000"}, "LATEST"),
-    ("b200", {**USER_IMAGE, "cudaVersion": "13.0"}, {}, "LATEST"),
-    # Without a stated CUDA version: LATEST.
-    ("b200", USER_IMAGE, {}, "LATEST"),
-])
+@pytest.mark.parametrize(
+    ("gpu", "workload", "cluster", "driver"),
+    [
+        # The pinned images are CUDA 13.0 (verl) and 13.2 (NeMo-RL): R580, above either GPU's DEFAULT.
+        ("b200", {}, {}, "LATEST"),
+        ("h200", {}, {}, "LATEST"),
+        ("b200", NEMO, {}, "LATEST"),
+        ("h200", NEMO, {}, "LATEST"),
+        # A user image states its CUDA: 12.x runs on R525 and up, which both DEFAULT drivers carry ...
+        ("b200", {**USER_IMAGE, "cudaVersion": "12.8"}, {}, "DEFAULT"),
+        ("h200", {**USER_IMAGE, "cudaVersion": "12.8"}, {"minVersion": "1.31.5-gke.1169000"}, "DEFAULT"),
+        # ... except below the version from which the GPU's DEFAULT is that driver.
+        ("h200", {**USER_IMAGE, "cudaVersion": "12.8"}, {"minVersion": "1.31.4-gke.1183000"}, "LATEST"),
+        ("b200", {**USER_IMAGE, "cudaVersion": "13.0"}, {}, "LATEST"),
+        # Without a stated CUDA version: LATEST.
+        ("b200", USER_IMAGE, {}, "LATEST"),
+    ],
+)
 def test_pool_driver_runs_the_images_cuda(gpu, workload, cluster, driver):
     config = combination_config("standard", gpu, workload=workload, cluster=cluster)
     assert gpu_driver_version(config) == driver
-    [accelerator] = gpu_pool_args(config, "cluster", [], "nodes@example.iam.gserviceaccount.com").node_config.guest_accelerators
+    [accelerator] = gpu_pool_args(
+        config, "cluster", [], "nodes@example.iam.gserviceaccount.com"
+    ).node_config.guest_accelerators
     assert accelerator.gpu_driver_installation_config.gpu_driver_version == driver
 
 
 def test_reservation_affinity_per_provisioning():
-    reserved = reservation_affinity(combination_config("standard", "b200", gpu={"provisioning": "reservation", "reservation": "res-a4"}))
+    reserved = reservation_affinity(
+        combination_config("standard", "b200", gpu={"provisioning": "reservation", "reservation": "res-a4"})
+    )
     assert (reserved.consume_reservation_type, reserved.key, reserved.values) == (
         "SPECIFIC_RESERVATION",
         "compute.googleapis.com/reservation-name",
@@ -196,21 +203,26 @@ def test_pools_wait_for_the_cluster_and_the_gpu_pool_for_its_networks(infra_run)
     }
 
 
-@pytest.mark.parametrize(("gpu", "provisioning", "nodes", "compact"), [
-    ("b200", "on-demand", 2, True),
-    ("h200", "spot", 4, True),
-    ("h200", "on-demand", 1, False),
-    ("b200", "spot", 1, False),
-    ("h200", "reservation", 4, False),
-    ("b200", "flex-start", 4, False),
-])
+@pytest.mark.parametrize(
+    ("gpu", "provisioning", "nodes", "compact"),
+    [
+        ("b200", "on-demand", 2, True),
+        ("h200", "spot", 4, True),
+        ("h200", "on-demand", 1, False),
+        ("b200", "spot", 1, False),
+        ("h200", "reservation", 4, False),
+        ("b200", "flex-start", 4, False),
+    ],
+)
 def test_multi_node_pools_without_a_reservation_are_compact_placed(infra_run, gpu, provisioning, nodes, compact):
     section = {"provisioning": provisioning, "nodes": nodes}
     if provisioning == "reservation":
         section["reservation"] = "my-block"
     pool = infra_run("standard", gpu, "gcs", gpu=section).one(POOL, "grpo-test-gpu").inputs
     assert pool.get("placementPolicy") == ({"type": "COMPACT"} if compact else None)
-    assert "placementPolicy" not in infra_run("standard", gpu, "gcs", gpu=section).one(POOL, "grpo-test-ray-head").inputs
+    assert (
+        "placementPolicy" not in infra_run("standard", gpu, "gcs", gpu=section).one(POOL, "grpo-test-ray-head").inputs
+    )
 
 
 def test_the_largest_gpu_pool_fits_one_compact_placement_policy():
@@ -261,7 +273,9 @@ def _rung_own(path: str) -> bool:
 @pytest.mark.parametrize("gpu", GPUS)
 def test_a_ladder_of_four_rungs_makes_four_pools_that_differ_only_in_the_rungs_own_fields(infra_run, gpu):
     recording = infra_run("standard", gpu, "gcs", gpu=LADDER)
-    pools = {pool.inputs["name"]: _flat(pool.inputs) for pool in recording.by_type(POOL) if pool.name != "grpo-test-ray-head"}
+    pools = {
+        pool.inputs["name"]: _flat(pool.inputs) for pool in recording.by_type(POOL) if pool.name != "grpo-test-ray-head"
+    }
     by_rung = {rung: pools.pop(names.gpu_pool_name("spot", rung)) for rung in LADDER["capacity"]}
     assert pools == {}
     shared = {path for flat in by_rung.values() for path in flat if not _rung_own(path)}
@@ -269,7 +283,11 @@ def test_a_ladder_of_four_rungs_makes_four_pools_that_differ_only_in_the_rungs_o
         values = [by_rung[rung].get(path, "<absent>") for rung in by_rung]
         assert all(value == values[0] for value in values), (path, values)
     for rung, flat in by_rung.items():
-        assert {path: value for path, value in flat.items() if _rung_own(path) and not path.startswith("upgradeSettings.max")} == RUNG_VALUES[rung], rung
+        assert {
+            path: value
+            for path, value in flat.items()
+            if _rung_own(path) and not path.startswith("upgradeSettings.max")
+        } == RUNG_VALUES[rung], rung
 
 
 def test_every_rungs_pool_starts_empty_autoscales_to_gpu_nodes_and_carries_the_class_label_and_taint(infra_run):

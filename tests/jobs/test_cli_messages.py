@@ -106,7 +106,10 @@ def test_gcloud_not_logged_in_says_so(tmp_path, stack_args):
     path = kubeconfig(tmp_path / "kubeconfig", {STACK_CONTEXT: user}, current=STACK_CONTEXT)
     result = jobs_cli("status", *stack_args, "--kubeconfig", str(path), home=tmp_path)
     assert result.returncode == 2
-    assert result.stderr == f"error: gcloud is not logged in, so {plugin} got no Google access token; run gcloud auth login\n"
+    assert (
+        result.stderr
+        == f"error: gcloud is not logged in, so {plugin} got no Google access token; run gcloud auth login\n"
+    )
 
 
 @pytest.fixture
@@ -130,7 +133,9 @@ def not_found_server() -> Iterator[str]:
         server.shutdown()
 
 
-def test_a_wrong_path_in_address_says_what_was_tried_and_what_an_address_looks_like(tmp_path, stack_args, not_found_server):
+def test_a_wrong_path_in_address_says_what_was_tried_and_what_an_address_looks_like(
+    tmp_path, stack_args, not_found_server
+):
     address = f"{not_found_server}/dashboard"
     result = jobs_cli("list", *stack_args, "--address", address, home=tmp_path)
     assert result.returncode == 2
@@ -306,7 +311,9 @@ def test_a_job_of_another_stack_is_refused_in_one_line_not_shown_or_stopped_with
     for command in ("status", "logs", "stop", "plot"):
         code, out, err = cli(capsys, command, *cli_run.args, "other-0123456789-1")
         assert (code, out) == (2, ""), command
-        assert err == "error: job other-0123456789-1 belongs to stack 'other', not 'cli'; name its stack: --stack other\n"
+        assert (
+            err == "error: job other-0123456789-1 belongs to stack 'other', not 'cli'; name its stack: --stack other\n"
+        )
 
 
 def test_logs_and_list_take_the_runs_newest_attempt_and_show_the_export_as_the_runs(cli_run, capsys):
@@ -327,7 +334,9 @@ def test_plot_marks_the_resume_of_an_attempt_the_cli_submitted_from_its_own_log(
     assert (code, err) == (0, "")
     assert out == f"wrote {out_file}: 7 steps of 2 attempts, 2 marks\n"
     # the export's id names the same run
-    code, out, err = cli(capsys, "plot", *cli_run.args, "--data-root", str(cli_run.data), "--out", str(out_file), "raysubmit_4kX2")
+    code, out, err = cli(
+        capsys, "plot", *cli_run.args, "--data-root", str(cli_run.data), "--out", str(out_file), "raysubmit_4kX2"
+    )
     assert (code, out, err) == (0, f"wrote {out_file}: 7 steps of 2 attempts, 2 marks\n", "")
 
 

@@ -177,7 +177,9 @@ def test_bad_input_exits_2_with_one_line(make_stack, tmp_path, capsys):
     code, _, err = run_cli(capsys, "status", "--stack", "absent", "--dir", str(tmp_path))
     assert code == 2 and "no such stack file" in err and err.count("\n") == 1
     code, _, err = run_cli(capsys, "frobnicate", "--stack", "dev")
-    assert code == 2 and err.startswith("error: argument COMMAND: invalid choice: 'frobnicate' (choose from 'validate',")
+    assert code == 2 and err.startswith(
+        "error: argument COMMAND: invalid choice: 'frobnicate' (choose from 'validate',"
+    )
     name, directory = make_stack("cli-bad", grpo={"learningRate": 5})
     code, _, err = run_cli(capsys, "validate", "--stack", name, "--dir", str(directory))
     assert code == 2 and "grpo-gke:grpo.learningRate" in err and err.count("\n") == 1
@@ -303,7 +305,9 @@ def test_ctrl_c_in_logs_follow_is_one_line_and_exit_130_with_the_stream_closed(r
         follow.kill()
         run_cli(capsys, "stop", *remote(args), job)
     assert follow.returncode == 130
-    assert err == f"interrupted; {job} keeps running (stop it with .venv/bin/python -m jobs stop --stack {name} {job})\n"
+    assert (
+        err == f"interrupted; {job} keeps running (stop it with .venv/bin/python -m jobs stop --stack {name} {job})\n"
+    )
     assert log.startswith("".join(streamed) + out), "stdout is the job's log as far as it streamed, nothing else"
 
 
@@ -352,6 +356,8 @@ def test_status_and_list_show_the_runs_record_from_the_data_root(ray_head, make_
     assert code == 0 and out.splitlines()[1:] == shown
     code, out, _ = run_cli(capsys, "list", *remote(args))
     assert code == 0 and len(out.splitlines()) == 1
+
+
 def test_status_shows_the_runs_goodput_and_cost_from_its_files_under_data_root(ray_head, make_stack, capsys, tmp_path):
     import json
 

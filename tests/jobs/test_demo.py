@@ -19,7 +19,8 @@ from jobs.demo.lifecycle import DEMO_DIR, HOLD_AFTER, SAVE_EVERY, STEPS
 from tests.conftest import REPO_ROOT, shipped_stack_file
 
 pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("ray") is None, reason="ray is not installed: pip install 'ray[default]' (requirements.txt)"
+    importlib.util.find_spec("ray") is None,
+    reason="ray is not installed: pip install 'ray[default]' (requirements.txt)",
 )
 
 DEMO_SECONDS = 600
@@ -157,7 +158,10 @@ def test_ctrl_c_ends_the_demo_and_its_ray_nodes_with_one_line_and_exit_130():
         for entry in marked_processes(marker):
             os.kill(int(entry.split()[0]), signal.SIGKILL)
     assert any(line.startswith("submitted ") for line in lines), "\n".join(lines)
-    assert lines[-2:] == ["ending the demo's Ray nodes (by process group)", "interrupted: the demo's Ray nodes are ended"]
+    assert lines[-2:] == [
+        "ending the demo's Ray nodes (by process group)",
+        "interrupted: the demo's Ray nodes are ended",
+    ]
     assert "Traceback" not in "\n".join(lines)
     assert marked_processes(marker) == []
 

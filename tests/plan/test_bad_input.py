@@ -272,7 +272,6 @@ def test_a_stack_named_with_stack_is_refused_the_same_way(tmp_path):
         cwd=checkout, env={**os.environ, "PYTHONPATH": str(checkout)}, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert refused(result) == (
-        "error: the config of stack 'wrongzone' (Pulumi.wrongzone.yaml) was refused:\n"
-        f"  {NAMED_MISTAKES[0][2]}\n"
+        f"error: the config of stack 'wrongzone' (Pulumi.wrongzone.yaml) was refused:\n  {NAMED_MISTAKES[0][2]}\n"
     )
     assert not (checkout / "build" / "wrongzone").exists()

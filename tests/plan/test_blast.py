@@ -54,7 +54,11 @@ KEY_CHANGES: dict[str, tuple[str, dict, dict]] = {
     "grpo-gke:cluster.secretsKmsKey": (
         "dev",
         {},
-        {"cluster": {"secretsKmsKey": "projects/my-grpo-project/locations/us-central1/keyRings/grpo/cryptoKeys/secrets"}},
+        {
+            "cluster": {
+                "secretsKmsKey": "projects/my-grpo-project/locations/us-central1/keyRings/grpo/cryptoKeys/secrets"
+            }
+        },
     ),
     "grpo-gke:gpu.type": ("dev", {}, {"gpu": {"type": "b200"}}),
     "grpo-gke:gpu.nodes": ("dev", {}, {"gpu": {"nodes": 2}}),
@@ -136,7 +140,11 @@ def _merged(values: dict[str, str], changes: dict) -> dict[str, str]:
 
 def plan_for(values: dict[str, str]) -> dict:
     """The plan.json document of a mocked run."""
-    secret = [key for key in (f"{PROJECT_NAMESPACE}:{name}" for name in ("hfToken", "wandbApiKey", "secretEnv")) if key in values]
+    secret = [
+        key
+        for key in (f"{PROJECT_NAMESPACE}:{name}" for name in ("hfToken", "wandbApiKey", "secretEnv"))
+        if key in values
+    ]
     return json.loads(render_plan_json(recorded_run(values, secret)))
 
 
@@ -153,7 +161,9 @@ def cached_plan(values: dict[str, str]) -> dict:
 
 def readme_effects() -> dict[str, str]:
     """Config key -> the README config table's last column."""
-    table = (REPO_ROOT / "docs" / "configuration.md").read_text().split("<!-- config-reference", 1)[1].split("\n## ", 1)[0]
+    table = (
+        (REPO_ROOT / "docs" / "configuration.md").read_text().split("<!-- config-reference", 1)[1].split("\n## ", 1)[0]
+    )
     rows = re.findall(r"^\| `(grpo-gke:[A-Za-z.]+)` \|.*\| ([^|]+) \|$", table, flags=re.M)
     return dict(rows)
 
@@ -289,7 +299,9 @@ def test_a_ray_cluster_metadata_change_replaces_it_too_and_its_ready_timeout_cha
     assert ray["replaceOnChanges"] == ["*"]
     ray["inputs"]["metadata"]["labels"]["example.com/release"] = "2"
     blast = blast_radius(plan, changed)
-    assert [(c.type, c.action, c.delete_first) for c in blast.changes if c.type == RAY_TYPE] == [(RAY_TYPE, "replace", True)]
+    assert [(c.type, c.action, c.delete_first) for c in blast.changes if c.type == RAY_TYPE] == [
+        (RAY_TYPE, "replace", True)
+    ]
     assert blast.job_restarts
     later = cached_plan(_merged(values_of("dev"), {"job": {"readyTimeoutSeconds": 3600}}))
     assert [c.type for c in blast_radius(plan, later).changes if c.type == RAY_TYPE] == []
@@ -427,7 +439,10 @@ def test_plan_against_the_same_config_changes_nothing(earlier_plan):
     ("against", "message"),
     [
         ("missing", "error: --against missing: no such directory\n"),
-        ("empty", "error: --against empty: holds no plan.json (write one with make plan, or .venv/bin/python -m plan --out DIR)\n"),
+        (
+            "empty",
+            "error: --against empty: holds no plan.json (write one with make plan, or .venv/bin/python -m plan --out DIR)\n",
+        ),
         ("other", "error: --against other: plan.json is a plan of stack 'prod', not of 'dev'\n"),
     ],
 )
@@ -480,16 +495,24 @@ def test_turning_the_ladder_on_replaces_the_raycluster_once_and_restarts_the_run
 
 def test_adding_a_rung_creates_only_its_pool_and_updates_the_class_without_touching_the_run():
     blast = _ladder_blast(LADDER_ON, {"gpu": {"capacity": ["spot", "on-demand", "flex-start"]}})
-    assert [(c.name, c.type) for c in blast.of("create")] == [("grpo-test-gpu-flex-start", "gcp:container/nodePool:NodePool")]
-    assert [(c.name, c.type) for c in blast.of("update")] == [("grpo-gpu-ladder", "kubernetes:cloud.google.com/v1:ComputeClass")]
+    assert [(c.name, c.type) for c in blast.of("create")] == [
+        ("grpo-test-gpu-flex-start", "gcp:container/nodePool:NodePool")
+    ]
+    assert [(c.name, c.type) for c in blast.of("update")] == [
+        ("grpo-gpu-ladder", "kubernetes:cloud.google.com/v1:ComputeClass")
+    ]
     assert not blast.of("replace") and not blast.of("delete")
     assert (blast.job_restarts, blast.job) == (False, "the run goes on")
 
 
 def test_removing_a_rung_deletes_only_its_pool_last_and_says_what_happens_to_the_run():
     blast = _ladder_blast({"gpu": {"capacity": ["spot", "on-demand", "flex-start"]}}, LADDER_ON)
-    assert [(c.name, c.type) for c in blast.of("delete")] == [("grpo-test-gpu-flex-start", "gcp:container/nodePool:NodePool")]
-    assert [(c.name, c.type) for c in blast.of("update")] == [("grpo-gpu-ladder", "kubernetes:cloud.google.com/v1:ComputeClass")]
+    assert [(c.name, c.type) for c in blast.of("delete")] == [
+        ("grpo-test-gpu-flex-start", "gcp:container/nodePool:NodePool")
+    ]
+    assert [(c.name, c.type) for c in blast.of("update")] == [
+        ("grpo-gpu-ladder", "kubernetes:cloud.google.com/v1:ComputeClass")
+    ]
     assert not blast.of("replace") and not blast.of("create")
     assert not blast.job_restarts
     assert blast.job == "the run loses its GPU nodes"

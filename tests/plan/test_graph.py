@@ -9,7 +9,13 @@ from plan.graph import critical_path, upstream
 
 def test_the_critical_path_is_the_longest_chain_and_the_serial_sum_adds_everything():
     seconds = {"cluster": 10.0, "head": 5.0, "gpu": 20.0, "staging": 8.0, "ray": 1.0, "job": 2.0}
-    waits = {"head": {"cluster"}, "gpu": {"cluster"}, "staging": {"head"}, "ray": {"gpu", "head"}, "job": {"ray", "staging"}}
+    waits = {
+        "head": {"cluster"},
+        "gpu": {"cluster"},
+        "staging": {"head"},
+        "ray": {"gpu", "head"},
+        "job": {"ray", "staging"},
+    }
     path = critical_path(seconds, waits)
     assert path.seconds == 10 + 20 + 1 + 2
     assert path.chain == ("cluster", "gpu", "ray", "job")
@@ -31,4 +37,9 @@ def test_nodes_without_a_time_take_none_and_a_cycle_is_refused():
 
 
 def test_upstream_follows_every_path():
-    assert upstream({"job": {"ray"}, "ray": {"gpu", "net"}, "gpu": {"cluster"}}, "job") == {"ray", "gpu", "net", "cluster"}
+    assert upstream({"job": {"ray"}, "ray": {"gpu", "net"}, "gpu": {"cluster"}}, "job") == {
+        "ray",
+        "gpu",
+        "net",
+        "cluster",
+    }

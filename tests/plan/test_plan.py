@@ -65,7 +65,9 @@ def test_the_graph_does_not_depend_on_the_process(plan_of):
         " sys.stdout.write(render_graph_mmd(run_values(v.values, v.secret_keys, 'dev')))"
     )
     env = {**os.environ, "PYTHONHASHSEED": "123", "PYTHONPATH": str(REPO_ROOT)}
-    other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True, timeout=120)
+    other = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True, timeout=120
+    )
     assert other.stdout == render_graph_mmd(plan_of("dev"))
 
 
@@ -171,10 +173,18 @@ def test_the_cli_writes_byte_identical_files_on_every_run(tmp_path, capsys):
     assert main(["--config", str(shipped_stack_file("dev")), "--out", str(first)]) == 0
     assert main(["--config", str(shipped_stack_file("dev")), "--out", str(second)]) == 0
     names = sorted(path.name for path in first.iterdir())
-    assert names == sorted([
-        "cost.json", "graph.mmd", *guardian_code_names(), "grpo-guardian-settings.settings.json",
-        "grpo-staging.staging_script.py", "job.json", "k8s.yaml", "plan.json",
-    ])
+    assert names == sorted(
+        [
+            "cost.json",
+            "graph.mmd",
+            *guardian_code_names(),
+            "grpo-guardian-settings.settings.json",
+            "grpo-staging.staging_script.py",
+            "job.json",
+            "k8s.yaml",
+            "plan.json",
+        ]
+    )
     for name in names:
         assert (first / name).read_bytes() == (second / name).read_bytes(), name
     summary = capsys.readouterr().out
@@ -193,9 +203,7 @@ def test_the_cli_plans_from_a_config_path(tmp_path):
 
 
 def _run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120
-    )
+    return subprocess.run([sys.executable, "-m", *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
 
 
 def test_a_refused_config_exits_2_with_one_line_per_problem_and_writes_nothing(tmp_path):

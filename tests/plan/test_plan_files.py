@@ -57,7 +57,9 @@ def test_the_plan_files_as_the_user_gets_them(shipped_plan_command):
     assert script == staging.render_script_config_map().data["staging_script.py"]
     (config_map,) = [r for r in plan["resources"] if r["name"] == "grpo-staging-script"]
     digest = hashlib.sha256(script.encode()).hexdigest()
-    assert config_map["inputs"]["data"] == {"staging_script.py": f"sha256:{digest} (file {script_name} beside this plan)"}
+    assert config_map["inputs"]["data"] == {
+        "staging_script.py": f"sha256:{digest} (file {script_name} beside this plan)"
+    }
     assert "def main(" not in (out / "plan.json").read_text()
     assert "def main(" in (out / "k8s.yaml").read_text(), "k8s.yaml stays appliable as it is"
 
@@ -71,7 +73,9 @@ def test_an_autopilot_summary_says_who_picks_the_head(shipped_plan_command):
 @pytest.mark.parametrize("stack", SHIPPED_STACKS)
 def test_k8s_yaml_is_in_apply_order(stack, plan_of):
     objects = kubernetes_objects(plan_of(stack))
-    position = {(o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]): i for i, o in enumerate(objects)}
+    position = {
+        (o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]): i for i, o in enumerate(objects)
+    }
     kinds = [o["kind"] for o in objects]
     namespaces = [i for i, kind in enumerate(kinds) if kind == "Namespace"]
     assert namespaces == list(range(len(namespaces))), "namespaces first"
@@ -86,7 +90,9 @@ def test_k8s_yaml_is_in_apply_order(stack, plan_of):
     for name in ("gvnic-1", *(f"rdma-{i}" for i in range(8))):
         assert position[("GKENetworkParamSet", "", name)] < position[("Network", "", name)]
     custom = [i for i, kind in enumerate(kinds) if kind in ("GKENetworkParamSet", "Network", "RayCluster")]
-    assert custom == list(range(len(kinds) - 1 - len(custom), len(kinds) - 1)), "custom resources after the built-in kinds"
+    assert custom == list(range(len(kinds) - 1 - len(custom), len(kinds) - 1)), (
+        "custom resources after the built-in kinds"
+    )
 
 
 def test_graph_ids_are_the_logical_names_and_counts_are_plural_only_when_plural(plan_of):

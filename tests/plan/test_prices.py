@@ -395,7 +395,7 @@ def test_a_ladder_prices_each_rung_and_its_best_and_worst_case():
     assert cost.best_hourly == pytest.approx(2 * B200_SPOT_US_CENTRAL1_B)
     assert cost.worst_hourly == pytest.approx(2 * B200_ON_DEMAND_US_CENTRAL1_B)
     lines = summary_lines(cost)
-    assert lines[lines.index("  gpu nodes per rung of gpu.capacity, in the order GKE tries them:"):] == [
+    assert lines[lines.index("  gpu nodes per rung of gpu.capacity, in the order GKE tries them:") :] == [
         "  gpu nodes per rung of gpu.capacity, in the order GKE tries them:",
         "    reservation: $100.00/h for 2 x a4-highgpu-8g reservation at pricing.reservationHourly at $50.00/h a node;"
         " draws on the GPU family quota (GPUS-PER-GPU-FAMILY-per-project-region), as on-demand; the reservation"

@@ -26,8 +26,14 @@ TEST_WANDB_KEY = "wandb-ApiKeyTest-0123456789abcdef0123456789"
 
 
 def combination_values(
-    mode: str, gpu_type: str, storage_type: str, framework: str = "verl", token: str | None = None,
-    secret_env: dict[str, str] | None = None, wandb_key: str | None = None, **sections: dict
+    mode: str,
+    gpu_type: str,
+    storage_type: str,
+    framework: str = "verl",
+    token: str | None = None,
+    secret_env: dict[str, str] | None = None,
+    wandb_key: str | None = None,
+    **sections: dict,
 ) -> tuple[dict[str, str], tuple[str, ...]]:
     """Config values (and secret keys) of one combination and framework, sections merged in; `token`,
     `secret_env` and `wandb_key` are set as secrets, as the engine hands them over."""
@@ -36,8 +42,15 @@ def combination_values(
     return with_secrets(values, token, secret_env, wandb_key)
 
 
-def mocked_run(mode: str, gpu: str, storage: str, framework: str = "verl", token: str | None = None,
-               secret_env: dict[str, str] | None = None, wandb_key: str | None = None) -> Recording:
+def mocked_run(
+    mode: str,
+    gpu: str,
+    storage: str,
+    framework: str = "verl",
+    token: str | None = None,
+    secret_env: dict[str, str] | None = None,
+    wandb_key: str | None = None,
+) -> Recording:
     """The recorded mocked run of the whole program for one combination (cached)."""
     values, secret_keys = combination_values(mode, gpu, storage, framework, token, secret_env, wandb_key)
     return recorded_run(values, secret_keys, stack="test")

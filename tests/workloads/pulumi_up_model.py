@@ -114,9 +114,15 @@ def differences(old: Any, new: Any, at: Path = ()) -> list[Path]:
     """The property paths where two values differ: what the provider's Diff finds in the JSON patch from the
     pruned live object to the new inputs (provider.go L1536-1575, convertPatchToDiff), lists element by element."""
     if isinstance(old, dict) and isinstance(new, dict):
-        return [path for key in sorted(old.keys() | new.keys()) for path in differences(old.get(key), new.get(key), at + (key,))]
+        return [
+            path
+            for key in sorted(old.keys() | new.keys())
+            for path in differences(old.get(key), new.get(key), at + (key,))
+        ]
     if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
-        return [path for index, pair in enumerate(zip(old, new, strict=True)) for path in differences(*pair, at + (index,))]
+        return [
+            path for index, pair in enumerate(zip(old, new, strict=True)) for path in differences(*pair, at + (index,))
+        ]
     return [] if old == new else [at]
 
 

@@ -28,7 +28,9 @@ LADDER = {"capacity": ["reservation", "flex-start", "spot", "on-demand"], "reser
 def class_errors(manifest: dict) -> list[str]:
     """Every error of a ComputeClass against the strict schema, as `path: message`."""
     validator = jsonschema.Draft7Validator(json.loads(SCHEMA.read_text()))
-    return sorted(f"{'.'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(copy.deepcopy(manifest)))
+    return sorted(
+        f"{'.'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(copy.deepcopy(manifest))
+    )
 
 
 def ladder_run(gpu: str):

@@ -28,7 +28,11 @@ LUSTRE = LustreStorage(instance_id="inst", mount_point="192.0.2.20@tcp:/grpo", f
 def test_nine_networks_name_the_vpcs_and_subnets_in_interface_order():
     specs = network.network_specs(GpuNetworks("gvnic-vpc", "gvnic-sub", "rdma-vpc", SUBNETS))
     assert [s.name for s in specs] == ["gvnic-1", *(f"rdma-{n}" for n in range(8))]
-    assert network.render_param_set_spec(specs[0]) == {"deviceMode": "NetDevice", "vpc": "gvnic-vpc", "vpcSubnet": "gvnic-sub"}
+    assert network.render_param_set_spec(specs[0]) == {
+        "deviceMode": "NetDevice",
+        "vpc": "gvnic-vpc",
+        "vpcSubnet": "gvnic-sub",
+    }
     assert network.render_param_set_spec(specs[3]) == {"deviceMode": "RDMA", "vpc": "rdma-vpc", "vpcSubnet": "sub-2"}
     assert network.render_network_spec(specs[5]) == {
         "parametersRef": {"group": "networking.gke.io", "kind": "GKENetworkParamSet", "name": "rdma-4"},
@@ -68,12 +72,12 @@ CEA_INSTALLER_ARGS = {
     "standard": (
         "set -ex\n/scripts/container_entry.sh install\n"
         "cp -r /var/lib/gib/lib64/. /usr/local/home/kubernetes/bin/nvidia/lib64\n"
-        "cp -r /var/lib/gib/. /usr/local/home/kubernetes/bin/gib\necho \"installation finishes\"\n"
+        'cp -r /var/lib/gib/. /usr/local/home/kubernetes/bin/gib\necho "installation finishes"\n'
     ),
     "autopilot": (
         "set -ex\n/scripts/container_entry.sh install --install-nccl\n"
         "cp -r /var/lib/gib/lib64/. /usr/local/home/kubernetes/bin/nvidia/lib64\n"
-        "cp -r /var/lib/gib/. /usr/local/home/kubernetes/bin/gib\necho \"installation finishes\"\n"
+        'cp -r /var/lib/gib/. /usr/local/home/kubernetes/bin/gib\necho "installation finishes"\n'
     ),
 }
 
@@ -97,7 +101,8 @@ def test_identity_uses_the_shared_names_and_the_token_never_enters_a_pod_spec():
     [env] = [pods.env_var_args(entry) for entry in pods.secret_env(combination_config(token="hf_x"))]
     assert env.name == "HF_TOKEN" and env.value is None
     assert (env.value_from.secret_key_ref.name, env.value_from.secret_key_ref.key) == (
-        names.HF_TOKEN_SECRET, names.HF_TOKEN_SECRET_KEY,
+        names.HF_TOKEN_SECRET,
+        names.HF_TOKEN_SECRET_KEY,
     )
 
 
@@ -107,7 +112,10 @@ def test_secret_env_is_one_secret_keyed_by_name_and_read_by_reference():
     assert secret.string_data == {"A_KEY": "a", "B_KEY": "b"} and secret.data is None
     config = combination_config(token="hf_x", secret_env={"B_KEY": "b", "A_KEY": "a"})
     assert pods.secret_env(config) == [
-        {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"key": names.HF_TOKEN_SECRET_KEY, "name": names.HF_TOKEN_SECRET}}},
+        {
+            "name": "HF_TOKEN",
+            "valueFrom": {"secretKeyRef": {"key": names.HF_TOKEN_SECRET_KEY, "name": names.HF_TOKEN_SECRET}},
+        },
         {"name": "A_KEY", "valueFrom": {"secretKeyRef": {"key": "A_KEY", "name": names.SECRET_ENV_SECRET}}},
         {"name": "B_KEY", "valueFrom": {"secretKeyRef": {"key": "B_KEY", "name": names.SECRET_ENV_SECRET}}},
     ]
@@ -116,10 +124,16 @@ def test_secret_env_is_one_secret_keyed_by_name_and_read_by_reference():
 
 KES_GCSFUSE_MOUNT_OPTIONS = [
     # kubernetes-engine-samples ai-ml/verl-on-gke/gcsfuse-storage.yaml @616b442, the tutorial's tuned PV.
-    "implicit-dirs", "metadata-cache:negative-ttl-secs:0", "metadata-cache:ttl-secs:0",
-    "metadata-cache:stat-cache-max-size-mb:-1", "metadata-cache:type-cache-max-size-mb:-1",
-    "file-cache:max-size-mb:-1", "file-cache:cache-file-for-range-read:true",
-    "file-cache:enable-parallel-downloads:true", "read_ahead_kb=1024", "write:enable-streaming-writes:true",
+    "implicit-dirs",
+    "metadata-cache:negative-ttl-secs:0",
+    "metadata-cache:ttl-secs:0",
+    "metadata-cache:stat-cache-max-size-mb:-1",
+    "metadata-cache:type-cache-max-size-mb:-1",
+    "file-cache:max-size-mb:-1",
+    "file-cache:cache-file-for-range-read:true",
+    "file-cache:enable-parallel-downloads:true",
+    "read_ahead_kb=1024",
+    "write:enable-streaming-writes:true",
     "write:global-max-blocks:200000",
 ]
 
@@ -131,7 +145,10 @@ def test_gcs_volume_is_static_retained_and_tuned():
     assert volume.persistent_volume_reclaim_policy == "Retain"
     assert volume.claim_ref.name == names.DATA_CLAIM and volume.claim_ref.namespace == names.NAMESPACE
     assert volume.mount_options == KES_GCSFUSE_MOUNT_OPTIONS
-    assert volume.csi.volume_attributes == {"gcsfuseMetadataPrefetchOnMount": "true", "skipCSIBucketAccessCheck": "true"}
+    assert volume.csi.volume_attributes == {
+        "gcsfuseMetadataPrefetchOnMount": "true",
+        "skipCSIBucketAccessCheck": "true",
+    }
     claim = storage.render_claim().spec
     assert claim.volume_name == names.DATA_CLAIM and claim.storage_class_name == volume.storage_class_name == ""
     assert claim.access_modes == volume.access_modes == ["ReadWriteMany"]

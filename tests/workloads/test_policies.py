@@ -69,14 +69,13 @@ def _port_admits(entry: dict[str, Any], port: int, protocol: str) -> bool:
     return entry.get("protocol", "TCP") == protocol and entry["port"] <= port <= entry.get("endPort", entry["port"])
 
 
-def may_reach(
-    recorded: list[dict[str, Any]], source: Pod, target: Pod, port: int, protocol: str = "TCP"
-) -> bool:
+def may_reach(recorded: list[dict[str, Any]], source: Pod, target: Pod, port: int, protocol: str = "TCP") -> bool:
     """Whether `source` may open a connection to `port` of `target` under the recorded policies:
     a pod no ingress policy selects admits everything; a selected pod admits what one rule of one
     selecting policy admits (peers and ports each OR-ed, an absent list meaning all)."""
     selecting = [
-        policy for policy in recorded
+        policy
+        for policy in recorded
         if policy["metadata"]["namespace"] == target.namespace
         and "Ingress" in policy["spec"]["policyTypes"]
         and _selects(policy["spec"]["podSelector"], target.labels)
@@ -169,7 +168,9 @@ def test_policies_and_security_contexts_per_combination(mode, gpu, storage):
     recording = mocked_run(mode, gpu, storage)
     recorded = recording.by_type(POLICY)
     assert sorted(r.inputs["metadata"]["name"] for r in recorded) == [
-        "default-deny-ingress", "ray-cluster-internal", "ray-head-dashboard",
+        "default-deny-ingress",
+        "ray-cluster-internal",
+        "ray-head-dashboard",
     ]
     assert [k8s_schema_errors(r.inputs) for r in recorded] == [[], [], []]
     assert [r.inputs for r in recorded] == _recorded_policies()
@@ -182,8 +183,10 @@ def test_policies_and_security_contexts_per_combination(mode, gpu, storage):
     parents = {r.urn: r.type for r in recording.resources}
     assert {parents[r.parent] for r in recorded} == {"grpo-gke:workloads:NetworkPolicies"}
     spec = recording.one(RAY).inputs["spec"]
-    containers = [*spec["headGroupSpec"]["template"]["spec"]["containers"],
-                  *(c for group in spec["workerGroupSpecs"] for c in group["template"]["spec"]["containers"])]
+    containers = [
+        *spec["headGroupSpec"]["template"]["spec"]["containers"],
+        *(c for group in spec["workerGroupSpecs"] for c in group["template"]["spec"]["containers"]),
+    ]
     job = recording.one(JOB).inputs
     containers += job["spec"]["template"]["spec"]["containers"]
     assert [c["securityContext"] for c in containers] == [EXPECTED_CONTEXT] * 3
@@ -194,10 +197,19 @@ def test_the_schema_check_refuses_a_misspelt_security_context():
     job = mocked_run("standard", "h200", "gcs").one(JOB).inputs
     context = job["spec"]["template"]["spec"]["containers"][0]["securityContext"]
     context = {**context, "allowPrivilegeEscalaton": False}
-    broken = {**job, "spec": {**job["spec"], "template": {**job["spec"]["template"], "spec": {
-        **job["spec"]["template"]["spec"],
-        "containers": [{**job["spec"]["template"]["spec"]["containers"][0], "securityContext": context}],
-    }}}}
+    broken = {
+        **job,
+        "spec": {
+            **job["spec"],
+            "template": {
+                **job["spec"]["template"],
+                "spec": {
+                    **job["spec"]["template"]["spec"],
+                    "containers": [{**job["spec"]["template"]["spec"]["containers"][0], "securityContext": context}],
+                },
+            },
+        },
+    }
     assert any("allowPrivilegeEscalaton" in error for error in k8s_schema_errors(broken))
 
 

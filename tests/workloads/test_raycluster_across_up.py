@@ -42,7 +42,9 @@ BEFORE = Options(
 
 def registered(nodes: int, **sections: dict) -> tuple[dict[str, Any], Options]:
     """The RayCluster's inputs and options as the program registers them for `nodes` GPU nodes."""
-    values = combination_values("standard", "h200", "gcs", gpu={"nodes": nodes}, grpo={"promptsPerStep": 128}, **sections)
+    values = combination_values(
+        "standard", "h200", "gcs", gpu={"nodes": nodes}, grpo={"promptsPerStep": 128}, **sections
+    )
     ray = recorded_run(*values).one(RAY)
     options = Options(list(ray.ignore_changes), list(ray.replace_on_changes), dict(ray.custom_timeouts))
     return copy.deepcopy(ray.inputs), options

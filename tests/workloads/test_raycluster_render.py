@@ -86,13 +86,17 @@ def test_worker_requests_fit_the_machine_and_shm_fits_the_memory(gpu):
 
 
 def test_h200_worker_memory_is_below_the_tutorials_unschedulable_2800gi():
-    requests = _worker(raycluster.render_manifest(combination_config(gpu_type="h200")))["template"]["spec"]["containers"][0]
+    requests = _worker(raycluster.render_manifest(combination_config(gpu_type="h200")))["template"]["spec"][
+        "containers"
+    ][0]
     assert int(requests["resources"]["requests"]["memory"].removesuffix("Gi")) < 2800
 
 
 @pytest.mark.parametrize(("gpu", "tuner"), [("b200", "tuner_config_a4.txtpb"), ("h200", "tuner_config_a3u.txtpb")])
 def test_worker_env_carries_gib_nccl_settings_for_the_gpu(gpu, tuner):
-    env = _env(_worker(raycluster.render_manifest(combination_config(gpu_type=gpu)))["template"]["spec"]["containers"][0])
+    env = _env(
+        _worker(raycluster.render_manifest(combination_config(gpu_type=gpu)))["template"]["spec"]["containers"][0]
+    )
     assert env["NCCL_TUNER_CONFIG_PATH"] == f"/usr/local/gib/configs/{tuner}"
     assert env["NCCL_NET"] == "gIB"
     assert env["GLOO_SOCKET_IFNAME"] == "eth0"
@@ -100,14 +104,27 @@ def test_worker_env_carries_gib_nccl_settings_for_the_gpu(gpu, tuner):
     assert "NCCL_SOCKET_IFNAME" not in env and "NCCL_IB_GID_INDEX" not in env
 
 
-@pytest.mark.parametrize(("gpu", "framework", "workload", "driver"), [
-    ("b200", "verl", {}, "latest"),
-    ("h200", "nemo-rl", {}, "latest"),
-    ("b200", "verl", {"image": "example.com/verl:custom", "rayVersion": "2.55.1", "cudaVersion": "12.8"}, "default"),
-    ("h200", "verl", {"image": "example.com/verl:custom", "rayVersion": "2.55.1", "cudaVersion": "12.8"}, "default"),
-    ("h200", "verl", {"image": "example.com/verl:custom", "rayVersion": "2.55.1", "cudaVersion": "13.0"}, "latest"),
-    ("h200", "verl", {"image": "example.com/verl:custom", "rayVersion": "2.55.1"}, "latest"),
-])
+@pytest.mark.parametrize(
+    ("gpu", "framework", "workload", "driver"),
+    [
+        ("b200", "verl", {}, "latest"),
+        ("h200", "nemo-rl", {}, "latest"),
+        (
+            "b200",
+            "verl",
+            {"image": "example.com/verl:custom", "rayVersion": "2.55.1", "cudaVersion": "12.8"},
+            "default",
+        ),
+        (
+            "h200",
+            "verl",
+            {"image": "example.com/verl:custom", "rayVersion": "2.55.1", "cudaVersion": "12.8"},
+            "default",
+        ),
+        ("h200", "verl", {"image": "example.com/verl:custom", "rayVersion": "2.55.1", "cudaVersion": "13.0"}, "latest"),
+        ("h200", "verl", {"image": "example.com/verl:custom", "rayVersion": "2.55.1"}, "latest"),
+    ],
+)
 def test_autopilot_workers_select_the_driver_that_runs_the_images_cuda(gpu, framework, workload, driver):
     config = combination_config("autopilot", gpu, "gcs", framework, workload=workload)
     selector = _worker(raycluster.render_manifest(config))["template"]["spec"]["nodeSelector"]
@@ -118,17 +135,25 @@ VERL_NCCL = "/usr/local/lib/python3.12/dist-packages/nvidia/nccl/lib"
 """Where verl's image installs its own NCCL >= 2.29.7 (pip nvidia-nccl-cu13, Python 3.12)."""
 
 
-@pytest.mark.parametrize(("mode", "framework", "image", "expected"), [
-    # verl: its own NCCL first (gIB's NCCL lies in nvidia/lib64 on Autopilot), then the host driver, then
-    # the rest of the image's value; the same in both modes.
-    ("standard", "verl", None, f"{VERL_NCCL}:/usr/local/nvidia/lib64:/usr/local/nvidia/lib"),
-    ("autopilot", "verl", None, f"{VERL_NCCL}:/usr/local/nvidia/lib64:/usr/local/nvidia/lib"),
-    # NeMo-RL: the host driver first, so the CUDA compat libraries after it never shadow it.
-    ("autopilot", "nemo-rl", None, "/usr/local/nvidia/lib64:/opt/amazon/ofi-nccl/lib:/opt/amazon/efa/lib"
-     ":/opt/nemo_rl_venv/lib/python3.13/site-packages/nvidia/cudnn/lib:/usr/local/cuda/compat/lib:/usr/local/nvidia/lib"),
-    # A user image: only the host driver (its own value is unknown; README: extend it with extraEnv).
-    ("standard", "verl", {"image": "example.com/verl:custom", "rayVersion": "2.55.1"}, "/usr/local/nvidia/lib64"),
-])
+@pytest.mark.parametrize(
+    ("mode", "framework", "image", "expected"),
+    [
+        # verl: its own NCCL first (gIB's NCCL lies in nvidia/lib64 on Autopilot), then the host driver, then
+        # the rest of the image's value; the same in both modes.
+        ("standard", "verl", None, f"{VERL_NCCL}:/usr/local/nvidia/lib64:/usr/local/nvidia/lib"),
+        ("autopilot", "verl", None, f"{VERL_NCCL}:/usr/local/nvidia/lib64:/usr/local/nvidia/lib"),
+        # NeMo-RL: the host driver first, so the CUDA compat libraries after it never shadow it.
+        (
+            "autopilot",
+            "nemo-rl",
+            None,
+            "/usr/local/nvidia/lib64:/opt/amazon/ofi-nccl/lib:/opt/amazon/efa/lib"
+            ":/opt/nemo_rl_venv/lib/python3.13/site-packages/nvidia/cudnn/lib:/usr/local/cuda/compat/lib:/usr/local/nvidia/lib",
+        ),
+        # A user image: only the host driver (its own value is unknown; README: extend it with extraEnv).
+        ("standard", "verl", {"image": "example.com/verl:custom", "rayVersion": "2.55.1"}, "/usr/local/nvidia/lib64"),
+    ],
+)
 def test_worker_library_path_puts_the_host_driver_before_the_images_libraries(mode, framework, image, expected):
     config = combination_config(mode, "h200", "gcs", framework, workload=image or {})
     env = _env(_worker(raycluster.render_manifest(config))["template"]["spec"]["containers"][0])
@@ -144,9 +169,15 @@ def test_secret_env_reaches_head_and_workers_by_reference_only():
     ):
         refs = [item for item in container["env"] if "valueFrom" in item]
         assert refs == [
-            {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"key": names.HF_TOKEN_SECRET_KEY, "name": names.HF_TOKEN_SECRET}}},
+            {
+                "name": "HF_TOKEN",
+                "valueFrom": {"secretKeyRef": {"key": names.HF_TOKEN_SECRET_KEY, "name": names.HF_TOKEN_SECRET}},
+            },
             {"name": "OTHER_KEY", "valueFrom": {"secretKeyRef": {"key": "OTHER_KEY", "name": names.SECRET_ENV_SECRET}}},
-            {"name": "WANDB_API_KEY", "valueFrom": {"secretKeyRef": {"key": "WANDB_API_KEY", "name": names.SECRET_ENV_SECRET}}},
+            {
+                "name": "WANDB_API_KEY",
+                "valueFrom": {"secretKeyRef": {"key": "WANDB_API_KEY", "name": names.SECRET_ENV_SECRET}},
+            },
         ]
     text = json.dumps(manifest)
     assert not any(value in text for value in secrets.values())
@@ -201,7 +232,9 @@ def test_worker_pod_wiring(mode, storage):
 
 
 def test_gpu_workers_stay_in_the_rdma_zone_and_autopilot_selectors_are_strings():
-    autopilot = _worker(raycluster.render_manifest(combination_config("autopilot", "b200")))["template"]["spec"]["nodeSelector"]
+    autopilot = _worker(raycluster.render_manifest(combination_config("autopilot", "b200")))["template"]["spec"][
+        "nodeSelector"
+    ]
     assert autopilot == {
         "cloud.google.com/gke-accelerator": "nvidia-b200",
         "cloud.google.com/gke-accelerator-count": "8",
@@ -210,10 +243,13 @@ def test_gpu_workers_stay_in_the_rdma_zone_and_autopilot_selectors_are_strings()
         "topology.kubernetes.io/zone": "us-central1-b",
     }
     on_demand = combination_config("autopilot", "h200", gpu={"provisioning": "on-demand"})
-    assert "cloud.google.com/gke-spot" not in _worker(raycluster.render_manifest(on_demand))["template"]["spec"][
+    assert (
+        "cloud.google.com/gke-spot"
+        not in _worker(raycluster.render_manifest(on_demand))["template"]["spec"]["nodeSelector"]
+    )
+    standard = _worker(raycluster.render_manifest(combination_config("standard", "h200")))["template"]["spec"][
         "nodeSelector"
     ]
-    standard = _worker(raycluster.render_manifest(combination_config("standard", "h200")))["template"]["spec"]["nodeSelector"]
     assert standard == {
         "cloud.google.com/gke-accelerator": "nvidia-h200-141gb",
         "topology.kubernetes.io/zone": "us-central1-b",

@@ -31,7 +31,10 @@ def test_gsm8k_rows_follow_verls_row_format():
     assert set(first) == {"data_source", "prompt", "ability", "reward_model", "extra_info"}
     assert first["data_source"] == "openai/gsm8k" and first["ability"] == "math"
     assert first["prompt"] == [
-        {"role": "user", "content": SAMPLE[0][0] + ' Let\'s think step by step and output the final answer after "####".'}
+        {
+            "role": "user",
+            "content": SAMPLE[0][0] + ' Let\'s think step by step and output the final answer after "####".',
+        }
     ]
     assert first["reward_model"] == {"style": "rule", "ground_truth": "5"}
     assert first["extra_info"] == {"split": "train", "index": 0, "answer": SAMPLE[0][1], "question": SAMPLE[0][0]}
@@ -109,7 +112,9 @@ def test_job_reads_the_token_from_the_secret_only_when_set():
     assert [e.name for e in without] == ["HF_HOME"] and without[0].value == paths.hf_home()
 
 
-@pytest.mark.parametrize(("mode", "selector"), [("standard", {"cloud.google.com/gke-nodepool": names.HEAD_NODE_POOL}), ("autopilot", None)])
+@pytest.mark.parametrize(
+    ("mode", "selector"), [("standard", {"cloud.google.com/gke-nodepool": names.HEAD_NODE_POOL}), ("autopilot", None)]
+)
 def test_job_runs_on_cpu_capacity(mode, selector):
     assert staging.render_job(combination_config(mode)).spec.template.spec.node_selector == selector
 

@@ -21,8 +21,14 @@ def _config(model: str):
 
 def test_every_path_is_under_the_mount():
     config = _config("Qwen/Qwen2.5-0.5B-Instruct")
-    every = [paths.model_dir(config), paths.verl_site_dir(), *paths.gsm8k_files(), paths.hf_home(),
-             paths.checkpoint_root(), paths.staging_markers_dir()]
+    every = [
+        paths.model_dir(config),
+        paths.verl_site_dir(),
+        *paths.gsm8k_files(),
+        paths.hf_home(),
+        paths.checkpoint_root(),
+        paths.staging_markers_dir(),
+    ]
     assert all(path.startswith(names.DATA_MOUNT + "/") for path in every)
     assert len(set(every)) == len(every)
 

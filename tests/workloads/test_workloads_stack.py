@@ -64,7 +64,12 @@ def test_in_cluster_objects_per_combination(mode, gpu, storage):
         assert volume["csi"]["volumeAttributes"]["ip"] == "192.0.2.20"
     assert volume["persistentVolumeReclaimPolicy"] == "Retain"
     ray = recording.one(RAY)
-    manifest = {"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": ray.inputs["metadata"], "spec": ray.inputs["spec"]}
+    manifest = {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayCluster",
+        "metadata": ray.inputs["metadata"],
+        "spec": ray.inputs["spec"],
+    }
     assert schema_errors(manifest) == []
     assert ray.inputs["spec"]["workerGroupSpecs"][0]["maxReplicas"] == 1
     assert ray.custom_timeouts == {"create": "1800s", "update": "1800s"}
@@ -75,9 +80,13 @@ def test_ray_cluster_waits_for_what_its_pods_need(mode, gpu, storage):
     recording = mocked_run(mode, gpu, storage, token=TEST_TOKEN)
     ray = recording.one(RAY)
     needed = {
-        "kubernetes:apps/v1:DaemonSet", "kubernetes:networking.gke.io/v1:Network",
-        "kubernetes:networking.gke.io/v1:GKENetworkParamSet", "kubernetes:core/v1:PersistentVolumeClaim",
-        "kubernetes:core/v1:Secret", "kubernetes:core/v1:ServiceAccount", "gcp:container/cluster:Cluster",
+        "kubernetes:apps/v1:DaemonSet",
+        "kubernetes:networking.gke.io/v1:Network",
+        "kubernetes:networking.gke.io/v1:GKENetworkParamSet",
+        "kubernetes:core/v1:PersistentVolumeClaim",
+        "kubernetes:core/v1:Secret",
+        "kubernetes:core/v1:ServiceAccount",
+        "gcp:container/cluster:Cluster",
     }
     if mode == "standard":
         needed.add("gcp:container/nodePool:NodePool")
@@ -107,8 +116,10 @@ def test_staging_job_waits_only_for_claim_account_secret_script_and_policies():
     recording = mocked_run("standard", "h200", "gcs", token=TEST_TOKEN)
     job = recording.one(JOB)
     assert _kinds(recording, job.depends_on) == {
-        "kubernetes:core/v1:PersistentVolumeClaim", "kubernetes:core/v1:Secret",
-        "kubernetes:core/v1:ServiceAccount", "kubernetes:core/v1:ConfigMap",
+        "kubernetes:core/v1:PersistentVolumeClaim",
+        "kubernetes:core/v1:Secret",
+        "kubernetes:core/v1:ServiceAccount",
+        "kubernetes:core/v1:ConfigMap",
         "kubernetes:networking.k8s.io/v1:NetworkPolicy",
     }
     without = mocked_run("standard", "h200", "gcs")
@@ -119,7 +130,9 @@ def test_staging_job_waits_only_for_claim_account_secret_script_and_policies():
 def test_claim_waits_for_its_volume_and_the_volume_for_the_storage():
     recording = mocked_run("standard", "b200", "lustre")
     claim = recording.one("kubernetes:core/v1:PersistentVolumeClaim")
-    assert {"kubernetes:core/v1:PersistentVolume", "kubernetes:core/v1:Namespace"} <= _kinds(recording, claim.depends_on)
+    assert {"kubernetes:core/v1:PersistentVolume", "kubernetes:core/v1:Namespace"} <= _kinds(
+        recording, claim.depends_on
+    )
     volume = recording.one("kubernetes:core/v1:PersistentVolume")
     assert "gcp:lustre/instance:Instance" in _kinds(recording, volume.depends_on)
 
@@ -131,7 +144,7 @@ def _encodings_of(secret: str) -> list[str]:
     for offset in range(3):
         encoded = base64.b64encode(b"\0" * offset + secret.encode()).decode()
         start = 4 * ((offset + 2) // 3)
-        core = encoded[start:len(encoded) - 4]
+        core = encoded[start : len(encoded) - 4]
         forms += [core, core.translate(str.maketrans("+/", "-_"))]
     return forms
 
@@ -143,13 +156,17 @@ def test_encodings_find_the_token_inside_any_base64_text():
         assert any(form in text for form in forms), prefix
 
 
-@pytest.mark.parametrize(("mode", "gpu", "storage", "framework"),
-                         [("standard", "h200", "gcs", "verl"), ("autopilot", "b200", "lustre", "nemo-rl")])
+@pytest.mark.parametrize(
+    ("mode", "gpu", "storage", "framework"),
+    [("standard", "h200", "gcs", "verl"), ("autopilot", "b200", "lustre", "nemo-rl")],
+)
 def test_no_secret_is_in_any_file_output_log_or_recorded_input(tmp_path, mode, gpu, storage, framework):
     """The token, the W&B key and every secretEnv value, in clear or base64, appear nowhere the engine or a
     user reads (the W&B key comes from wandbApiKey, so secretEnv holds no WANDB_API_KEY here)."""
     secret_env = {name: value for name, value in TEST_SECRET_ENV.items() if name != "WANDB_API_KEY"}
-    recording = mocked_run(mode, gpu, storage, framework, token=TEST_TOKEN, secret_env=secret_env, wandb_key=TEST_WANDB_KEY)
+    recording = mocked_run(
+        mode, gpu, storage, framework, token=TEST_TOKEN, secret_env=secret_env, wandb_key=TEST_WANDB_KEY
+    )
     secrets = {r.inputs["metadata"]["name"]: r for r in recording.by_type("kubernetes:core/v1:Secret")}
     assert secrets.keys() == {names.HF_TOKEN_SECRET, names.SECRET_ENV_SECRET, names.WANDB_SECRET}
     assert secrets[names.HF_TOKEN_SECRET].inputs["stringData"] == "[secret]"
@@ -158,15 +175,23 @@ def test_no_secret_is_in_any_file_output_log_or_recorded_input(tmp_path, mode, g
     ray = recording.one(RAY)
     assert secrets[names.WANDB_SECRET].urn in ray.depends_on
     assert secrets[names.WANDB_SECRET].urn not in recording.one(JOB).depends_on
-    key_ref = {"name": "WANDB_API_KEY", "valueFrom": {"secretKeyRef": {"key": names.WANDB_SECRET_KEY, "name": names.WANDB_SECRET}}}
+    key_ref = {
+        "name": "WANDB_API_KEY",
+        "valueFrom": {"secretKeyRef": {"key": names.WANDB_SECRET_KEY, "name": names.WANDB_SECRET}},
+    }
     for group in [ray.inputs["spec"]["headGroupSpec"], *ray.inputs["spec"]["workerGroupSpecs"]]:
         assert key_ref in group["template"]["spec"]["containers"][0]["env"]
     write_plan(recording, tmp_path)
     written = [path.read_text() for path in sorted(tmp_path.rglob("*")) if path.is_file()]
     assert len(written) >= 4
     recorded = json.dumps([r.inputs for r in recording.resources], default=str)
-    texts = [*written, recorded, json.dumps(recording.outputs, default=str), *recording.warnings,
-             summary(recording, {}, tmp_path)]
+    texts = [
+        *written,
+        recorded,
+        json.dumps(recording.outputs, default=str),
+        *recording.warnings,
+        summary(recording, {}, tmp_path),
+    ]
     for value in (TEST_TOKEN, TEST_WANDB_KEY, *secret_env.values()):
         forms = _encodings_of(value)
         for text in texts:
@@ -176,7 +201,9 @@ def test_no_secret_is_in_any_file_output_log_or_recorded_input(tmp_path, mode, g
 def test_only_the_ray_pods_wait_for_the_secret_env_secret():
     recording = mocked_run("standard", "h200", "gcs", token=TEST_TOKEN, secret_env=TEST_SECRET_ENV)
     [secret_env] = [
-        r for r in recording.by_type("kubernetes:core/v1:Secret") if r.inputs["metadata"]["name"] == names.SECRET_ENV_SECRET
+        r
+        for r in recording.by_type("kubernetes:core/v1:Secret")
+        if r.inputs["metadata"]["name"] == names.SECRET_ENV_SECRET
     ]
     assert secret_env.urn in recording.one(RAY).depends_on
     assert secret_env.urn not in recording.one(JOB).depends_on
@@ -197,7 +224,9 @@ GPU_POOL = "gcp:container/nodePool:NodePool"
 GRPO_JOB = "pulumi-python:dynamic:Resource"
 
 
-@pytest.mark.parametrize(("mode", "gpu", "storage"), [(m, "h200", s) for m in ("standard", "autopilot") for s in ("gcs", "lustre")])
+@pytest.mark.parametrize(
+    ("mode", "gpu", "storage"), [(m, "h200", s) for m in ("standard", "autopilot") for s in ("gcs", "lustre")]
+)
 def test_only_the_ray_cluster_and_the_job_wait_for_the_gpu_pool(mode, gpu, storage):
     recording = mocked_run(mode, gpu, storage, token=TEST_TOKEN)
     waits = waits_for(recording.resources)
@@ -216,11 +245,18 @@ def test_only_the_ray_cluster_and_the_job_wait_for_the_gpu_pool(mode, gpu, stora
     # The staging Job still waits for the cluster, its NAT, the head's CPU pool and the storage.
     before_staging = upstream(waits, staging.urn)
     if storage == "gcs":
-        ray_grant = recording.one("gcp:storage/bucketIAMMember:BucketIAMMember", f"{recording.one('gcp:storage/bucket:Bucket').inputs['name']}-ray-object-user")
+        ray_grant = recording.one(
+            "gcp:storage/bucketIAMMember:BucketIAMMember",
+            f"{recording.one('gcp:storage/bucket:Bucket').inputs['name']}-ray-object-user",
+        )
     else:
         ray_grant = recording.one("gcp:lustre/instance:Instance")
-    needed = {recording.one("gcp:container/cluster:Cluster").urn, recording.one("gcp:compute/routerNat:RouterNat").urn,
-              ray_grant.urn, *head_pools}
+    needed = {
+        recording.one("gcp:container/cluster:Cluster").urn,
+        recording.one("gcp:compute/routerNat:RouterNat").urn,
+        ray_grant.urn,
+        *head_pools,
+    }
     assert needed <= before_staging
     # Destroy runs this order backwards: the RayCluster goes before the GPU pool, and every in-cluster
     # object before the head pool and the cluster (through the provider).

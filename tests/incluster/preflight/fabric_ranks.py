@@ -28,9 +28,18 @@ def run_rank(rank: int, world_size: int, work_dir: str, slow_rank: int, floor_gb
     reports = {}
     for scenario, delay in (("healthy", 0.0), ("slow", SLOW_DELAY_S if rank == slow_rank else 0.0)):
         reports[scenario] = measure_fabric(
-            rank, nodes, f"file://{work_dir}/{scenario}.rendezvous", backend="gloo", device="cpu",
-            min_bytes=SIZES[0], max_bytes=SIZES[-1], warmups=1, iterations=1, floor_gbps=floor_gbps,
-            inject_delay_s=delay, timeout_s=60,
+            rank,
+            nodes,
+            f"file://{work_dir}/{scenario}.rendezvous",
+            backend="gloo",
+            device="cpu",
+            min_bytes=SIZES[0],
+            max_bytes=SIZES[-1],
+            warmups=1,
+            iterations=1,
+            floor_gbps=floor_gbps,
+            inject_delay_s=delay,
+            timeout_s=60,
         )
     Path(work_dir, f"rank{rank}.json").write_text(json.dumps(reports))
 
@@ -48,8 +57,17 @@ def run_rail_rank(rank: int, world_size: int, work_dir: str, slow_rank: int, flo
     torch.set_num_threads(1)
     nodes = [f"node-{index // RANKS_PER_NODE}" for index in range(world_size)]
     report = measure_fabric(
-        rank, nodes, f"file://{work_dir}/rails.rendezvous", backend="gloo", device="cpu",
-        min_bytes=SIZES[0], max_bytes=SIZES[-1], warmups=1, iterations=1, floor_gbps=floor_gbps,
-        inject_delay_s=SLOW_DELAY_S if rank == slow_rank else 0.0, timeout_s=60,
+        rank,
+        nodes,
+        f"file://{work_dir}/rails.rendezvous",
+        backend="gloo",
+        device="cpu",
+        min_bytes=SIZES[0],
+        max_bytes=SIZES[-1],
+        warmups=1,
+        iterations=1,
+        floor_gbps=floor_gbps,
+        inject_delay_s=SLOW_DELAY_S if rank == slow_rank else 0.0,
+        timeout_s=60,
     )
     Path(work_dir, f"rails-rank{rank}.json").write_text(json.dumps(report))

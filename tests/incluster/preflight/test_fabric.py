@@ -33,15 +33,22 @@ def group(nodes: list[str], busbw: dict[str, float], ranks: int = 16, correct: b
         "nodes": nodes,
         "ranks": ranks,
         "collectives": {
-            collective: [{"size_bytes": size, "seconds": 1.0, "algbw_gbps": value, "busbw_gbps": value,
-                          "correct": correct} for size in fabric.sweep_sizes()]
+            collective: [
+                {"size_bytes": size, "seconds": 1.0, "algbw_gbps": value, "busbw_gbps": value, "correct": correct}
+                for size in fabric.sweep_sizes()
+            ]
             for collective, value in busbw.items()
         },
     }
 
 
-def report(nodes: list[str], busbw: dict[str, float], networks: dict | None = None, search: list | None = None,
-           correct: bool = True) -> dict:
+def report(
+    nodes: list[str],
+    busbw: dict[str, float],
+    networks: dict | None = None,
+    search: list | None = None,
+    correct: bool = True,
+) -> dict:
     """A fabric report over `nodes` with the whole group at `busbw`."""
     return {
         "nodes": nodes,
@@ -148,7 +155,8 @@ def test_a_report_without_nccl_logs_passes_only_when_no_network_is_expected():
 def test_wrong_data_fails_the_fabric():
     verdict = fabric.judge_fabric(report(["a", "b"], HEALTHY, correct=False))
     assert not verdict.passed and verdict.lines()[1].startswith(
-        "fabric across 2 nodes: FAIL wrong data received: all_gather of 1 KiB, all_gather of 2 KiB")
+        "fabric across 2 nodes: FAIL wrong data received: all_gather of 1 KiB, all_gather of 2 KiB"
+    )
 
 
 def test_a_slow_two_node_fabric_fails_and_says_a_third_node_is_needed():
@@ -234,8 +242,12 @@ def test_the_search_names_the_slow_node_in_one_line():
 
 
 def test_two_slow_nodes_of_one_pair_are_both_named():
-    outcomes = [PairOutcome(("n0", "n1"), True, ""), PairOutcome(("n2", "n3"), False, "x"),
-                PairOutcome(("n2", "n0"), False, "all_gather 40"), PairOutcome(("n3", "n1"), False, "all_gather 45")]
+    outcomes = [
+        PairOutcome(("n0", "n1"), True, ""),
+        PairOutcome(("n2", "n3"), False, "x"),
+        PairOutcome(("n2", "n0"), False, "all_gather 40"),
+        PairOutcome(("n3", "n1"), False, "all_gather 45"),
+    ]
     assert [finding.line() for finding in fabric_search.interpret(["n0", "n1", "n2", "n3"], outcomes)] == [
         "n2: FAIL slow: beside healthy n0, all_gather 40",
         "n3: FAIL slow: beside healthy n1, all_gather 45",
@@ -245,8 +257,10 @@ def test_two_slow_nodes_of_one_pair_are_both_named():
 def test_when_every_pair_fails_the_fabric_itself_is_suspect():
     outcomes = [PairOutcome(("n0", "n1"), False, "x"), PairOutcome(("n2", "n3"), False, "x")]
     (finding,) = fabric_search.interpret(["n0", "n1", "n2", "n3"], outcomes)
-    assert finding.line() == ("fabric: note every pair is below the floor: the fabric as a whole (or every node) is "
-                              "slow, no healthy node is left to compare with")
+    assert finding.line() == (
+        "fabric: note every pair is below the floor: the fabric as a whole (or every node) is "
+        "slow, no healthy node is left to compare with"
+    )
 
 
 def test_when_every_pair_passes_the_limit_lies_between_the_nodes():
@@ -256,8 +270,11 @@ def test_when_every_pair_passes_the_limit_lies_between_the_nodes():
 
 
 def test_a_partner_cleared_later_makes_its_failing_pair_evidence():
-    outcomes = [PairOutcome(("n0", "n1"), True, ""), PairOutcome(("n2", "n3"), False, "all_gather 40"),
-                PairOutcome(("n2", "n0"), True, "")]
+    outcomes = [
+        PairOutcome(("n0", "n1"), True, ""),
+        PairOutcome(("n2", "n3"), False, "all_gather 40"),
+        PairOutcome(("n2", "n0"), True, ""),
+    ]
     assert [finding.line() for finding in fabric_search.interpret(["n0", "n1", "n2", "n3"], outcomes)] == [
         "n3: FAIL slow: beside healthy n2, all_gather 40",
     ]
@@ -272,9 +289,11 @@ def test_a_suspect_never_measured_beside_a_healthy_node_is_not_named_slow():
 
 
 def test_the_fabric_modules_import_without_torch():
-    code = ("import sys; sys.modules['torch'] = None; "
-            "import incluster.preflight.fabric, incluster.preflight.fabric_search, incluster.preflight.fabric_measure; "
-            "print('imported')")
+    code = (
+        "import sys; sys.modules['torch'] = None; "
+        "import incluster.preflight.fabric, incluster.preflight.fabric_search, incluster.preflight.fabric_measure; "
+        "print('imported')"
+    )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
     assert (result.returncode, result.stdout, result.stderr) == (0, "imported\n", "")
 
@@ -282,7 +301,8 @@ def test_the_fabric_modules_import_without_torch():
 def test_a_measured_pair_becomes_an_outcome_against_the_floor():
     assert fabric.pair_outcome(group(["a", "b"], HEALTHY), 100.0) == PairOutcome(("a", "b"), True, "")
     assert fabric.pair_outcome(group(["a", "c"], {"all_gather": 180.0, "all_reduce": 62.5}), 100.0) == PairOutcome(
-        ("a", "c"), False, "all_reduce averages 62.5 GB/s bus bandwidth over 1 KiB-8 GiB, below the floor 100 GB/s")
+        ("a", "c"), False, "all_reduce averages 62.5 GB/s bus bandwidth over 1 KiB-8 GiB, below the floor 100 GB/s"
+    )
 
 
 # --- per-NIC findings ---------------------------------------------------------------------------------------------

@@ -35,7 +35,9 @@ DEADLINE_S = 90
 """Longest the four ranks may take (about 10 s on an idle two-core machine)."""
 
 SLOW_BOUND_GBPS = max(
-    fabric.bus_bandwidth_factor("all_gather", ranks) * statistics.mean(fabric_ranks.SIZES) / fabric_ranks.SLOW_DELAY_S
+    fabric.bus_bandwidth_factor("all_gather", ranks)
+    * statistics.mean(fabric_ranks.SIZES)
+    / fabric_ranks.SLOW_DELAY_S
     / fabric.BYTES_PER_GB
     for ranks in (2, WORLD_SIZE)
 )
@@ -101,14 +103,21 @@ def test_a_slow_node_fails_the_group_and_the_pair_search_names_it(reports):
         [["node-0", "node-1"], ["node-2", "node-3"]],
         [["node-2", "node-0"], ["node-3", "node-1"]],
     ]
-    assert all(point["correct"] for round_ in slow["search"] for pair in round_
-               for points in pair["collectives"].values() for point in points)
+    assert all(
+        point["correct"]
+        for round_ in slow["search"]
+        for pair in round_
+        for points in pair["collectives"].values()
+        for point in points
+    )
     lines = fabric.judge_fabric(slow, floor_gbps=FLOOR_GBPS, expected_network=None).lines()
     assert lines[0] == "fabric across 4 nodes: FAIL"
     assert re.fullmatch(r"fabric across 4 nodes: FAIL all_gather averages [0-9.]+ GB/s .*", lines[1])
     assert len(lines) == 3 and re.fullmatch(
         r"node-2: FAIL slow: beside healthy node-3 and node-0, all_gather averages [0-9.]+ GB/s .*"
-        r"bus bandwidth over 8 MiB-16 MiB, below the floor [0-9.]+ GB/s", lines[2]), lines
+        r"bus bandwidth over 8 MiB-16 MiB, below the floor [0-9.]+ GB/s",
+        lines[2],
+    ), lines
 
 
 RAIL_WORLD_SIZE = 3 * fabric_ranks.RANKS_PER_NODE
@@ -118,7 +127,9 @@ SLOW_RAIL_RANK = 3
 """node-1's second rank: one slow rail (NIC) of one node."""
 
 RAIL_FLOOR_GBPS = 1.2 * max(
-    fabric.bus_bandwidth_factor("all_gather", ranks) * statistics.mean(fabric_ranks.SIZES) / fabric_ranks.SLOW_DELAY_S
+    fabric.bus_bandwidth_factor("all_gather", ranks)
+    * statistics.mean(fabric_ranks.SIZES)
+    / fabric_ranks.SLOW_DELAY_S
     / fabric.BYTES_PER_GB
     for ranks in (2, 4, RAIL_WORLD_SIZE)
 )
@@ -143,7 +154,11 @@ def test_the_rails_of_the_slow_node_name_its_slow_nic(rail_report):
     assert [pair["nodes"] for pair in rails["pairs"]] == [["node-1/0", "node-0/0"], ["node-1/1", "node-0/1"]]
     lines = fabric.judge_fabric(rail_report, floor_gbps=RAIL_FLOOR_GBPS, expected_network=None).lines()
     assert lines[0] == "fabric across 3 nodes: FAIL"
-    assert [line.split(":")[0] for line in lines[1:]] == ["fabric across 3 nodes", "node-1", "node-1 NIC of GPU 1 (rail 1)"]
+    assert [line.split(":")[0] for line in lines[1:]] == [
+        "fabric across 3 nodes",
+        "node-1",
+        "node-1 NIC of GPU 1 (rail 1)",
+    ]
     assert re.fullmatch(
         r"node-1 NIC of GPU 1 \(rail 1\): FAIL slow: its rail beside node-0's GPU 1 averages [0-9.e-]+ GB/s "
         r"all_(gather|reduce) bus bandwidth, [0-9]+% of the node's median rail [0-9.e-]+ GB/s \(threshold 80%\)",

@@ -91,7 +91,9 @@ def test_the_package_imports_without_torch():
     import subprocess
     import sys
 
-    code = ("import sys; sys.modules['torch'] = None; "
-            "import incluster.preflight.measure, incluster.preflight.smi, incluster.preflight.verdict; print('imported')")
+    code = (
+        "import sys; sys.modules['torch'] = None; "
+        "import incluster.preflight.measure, incluster.preflight.smi, incluster.preflight.verdict; print('imported')"
+    )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
     assert (result.returncode, result.stdout, result.stderr) == (0, "imported\n", "")

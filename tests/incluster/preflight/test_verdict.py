@@ -197,7 +197,9 @@ def test_an_unreadable_kernel_log_is_noted_not_failed():
 
 def test_the_driver_must_support_the_images_cuda():
     assert judge(HEALTHY, required_cuda="13.0").passed and judge(HEALTHY, required_cuda="12.8").passed
-    assert fails(HEALTHY, required_cuda="13.1") == ["vm: FAIL driver 580.159.04 supports CUDA 13.0, the image needs CUDA 13.1"]
+    assert fails(HEALTHY, required_cuda="13.1") == [
+        "vm: FAIL driver 580.159.04 supports CUDA 13.0, the image needs CUDA 13.1"
+    ]
     unreadable = copy.deepcopy(HEALTHY)
     unreadable["cuda_version"], unreadable["smi_xml_error"] = None, "nvidia-smi -q did not answer within 60 s"
     assert fails(unreadable) == [
@@ -211,8 +213,14 @@ def test_cuda_versions_compare_numerically():
 
 def test_a_missing_gpu_or_unreadable_nvidia_smi_fails_the_node():
     assert fails(HEALTHY, gpus_expected=8) == ["vm: FAIL nvidia-smi lists 1 GPUs, expected 8"]
-    broken = {"node": "vm", "gpus": [], "smi_error": "nvidia-smi exited 9: NVIDIA-SMI has failed",
-              "driver_version": None, "cuda_version": None, "xid_events": []}
+    broken = {
+        "node": "vm",
+        "gpus": [],
+        "smi_error": "nvidia-smi exited 9: NVIDIA-SMI has failed",
+        "driver_version": None,
+        "cuda_version": None,
+        "xid_events": [],
+    }
     assert fails(broken)[:2] == [
         "vm: FAIL nvidia-smi could not be read: nvidia-smi exited 9: NVIDIA-SMI has failed",
         "vm: FAIL nvidia-smi lists 0 GPUs, expected 1",
@@ -221,8 +229,9 @@ def test_a_missing_gpu_or_unreadable_nvidia_smi_fails_the_node():
 
 def test_a_b200_node_is_judged_against_the_b200_reference():
     b200 = GPU_HEALTH_REFERENCES["b200"]
-    report = with_gpu(name="NVIDIA B200", bf16_matmul_tflops=0.9 * b200.bf16_matmul_tflops,
-                      copy_tbps=0.7 * b200.copy_tbps)
+    report = with_gpu(
+        name="NVIDIA B200", bf16_matmul_tflops=0.9 * b200.bf16_matmul_tflops, copy_tbps=0.7 * b200.copy_tbps
+    )
     node = verdict.judge_node(report, b200, required_cuda="12.8", gpus_expected=1)
     assert [finding.line() for finding in node.findings] == [
         f"vm GPU 0: FAIL device copy (read+write) {0.7 * b200.copy_tbps:g} TB/s is 70.0% of the NVIDIA B200 "

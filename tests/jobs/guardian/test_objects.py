@@ -142,7 +142,10 @@ def test_settings_and_code_are_mounted_at_their_paths_and_a_change_rolls_the_pod
     settings = guardian_objects.render_settings_config_map(SAMPLE_SETTINGS)
     assert settings.data == {"settings.json": json.dumps(SAMPLE_SETTINGS, sort_keys=True, indent=2) + "\n"}
     code = guardian_objects.render_code_config_map(SAMPLE_CODE)
-    assert code.data == {"incluster____init__.py": '"""incluster."""\n', "incluster__guardian__loop.py": "print('guard')\n"}
+    assert code.data == {
+        "incluster____init__.py": '"""incluster."""\n',
+        "incluster__guardian__loop.py": "print('guard')\n",
+    }
     deployment = guardian_objects.render_deployment(config, SAMPLE_SETTINGS, SAMPLE_CODE)
     items = next(v for v in deployment.spec.template.spec.volumes if v.name == "code").config_map.items
     assert [(item.key, item.path) for item in items] == [
@@ -159,7 +162,9 @@ def test_settings_and_code_are_mounted_at_their_paths_and_a_change_rolls_the_pod
         other.spec.template.metadata.annotations["grpo-gke/settings-sha256"] != annotations["grpo-gke/settings-sha256"]
     )
     assert other.spec.template.metadata.annotations["grpo-gke/code-sha256"] == annotations["grpo-gke/code-sha256"]
-    changed = guardian_objects.render_deployment(config, SAMPLE_SETTINGS, {**SAMPLE_CODE, "incluster/guardian/loop.py": "x\n"})
+    changed = guardian_objects.render_deployment(
+        config, SAMPLE_SETTINGS, {**SAMPLE_CODE, "incluster/guardian/loop.py": "x\n"}
+    )
     assert changed.spec.template.metadata.annotations["grpo-gke/code-sha256"] != annotations["grpo-gke/code-sha256"]
 
 

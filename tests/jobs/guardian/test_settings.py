@@ -75,7 +75,13 @@ def in_guardian_dir(directory: Path, *argv: str) -> subprocess.CompletedProcess:
 
 def test_the_code_files_are_import_closed_and_need_neither_pulumi_nor_the_typed_config(guardian_dir):
     files = shipped_files()
-    assert {"incluster/guardian/__init__.py", "incluster/guardian/__main__.py", "incluster/attempt.py", "incluster/control.py", "incluster/record.py"} <= set(files)
+    assert {
+        "incluster/guardian/__init__.py",
+        "incluster/guardian/__main__.py",
+        "incluster/attempt.py",
+        "incluster/control.py",
+        "incluster/record.py",
+    } <= set(files)
     assert not any(path.startswith(("core/config/", "infra/", "plan/", "jobs/", "workloads/")) for path in files)
     code = "import sys, json, incluster.guardian, incluster.attempt, incluster.control\nimport pulumi\n"
     blocked = in_guardian_dir(guardian_dir, "-c", code)

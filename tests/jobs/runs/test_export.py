@@ -238,6 +238,9 @@ def test_the_guardians_export_of_the_newest_step_is_pinned_to_its_step_with_a_de
     spec = training_spec(config)
     newest = export.export_submission(config, spec)
     pinned = export_run.for_step(newest, spec.run, 30)
-    assert pinned == {**export.export_submission(config, spec, step=30), "metadata": {**newest["metadata"], "step": "30"}}
+    assert pinned == {
+        **export.export_submission(config, spec, step=30),
+        "metadata": {**newest["metadata"], "step": "30"},
+    }
     assert export_run.retry_id(pinned["submission_id"], 1) == f"{spec.run}-export-step-30"
     assert export_run.retry_id(pinned["submission_id"], 3) == f"{spec.run}-export-step-30-try-3"

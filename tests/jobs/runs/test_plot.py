@@ -63,7 +63,9 @@ def many_attempts(count: int = 20) -> tuple[list[StepPoint], list[Marker]]:
         for attempt in range(1, count + 1)
         for step in range(3 * attempt - 2, 3 * attempt + 2)
     ]
-    marks = [Marker(3 * attempt + 1, attempt, "preemption" if attempt % 2 else "failure") for attempt in range(1, count)]
+    marks = [
+        Marker(3 * attempt + 1, attempt, "preemption" if attempt % 2 else "failure") for attempt in range(1, count)
+    ]
     marks += [Marker(3 * attempt - 3, attempt, "resume") for attempt in range(2, count + 1)]
     return points, marks
 

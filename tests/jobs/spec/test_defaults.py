@@ -58,7 +58,8 @@ def test_a_model_of_unknown_size_keeps_one_gpu_and_says_why():
     dev = loaded_of("dev", grpo=UNSET).config
     unsized = dev.model_copy(update={"workload": dev.workload.model_copy(update={"model": "org/mystery"})})
     assert derived_rollout_tensor_parallel(unsized) == (
-        1, "the size of org/mystery is unknown; set workload.modelSizeB to derive it"
+        1,
+        "the size of org/mystery is unknown; set workload.modelSizeB to derive it",
     )
     with pytest.raises(ConfigError, match="grpo-gke:workload.modelSizeB: is required"):
         loaded_of("dev", grpo=UNSET, workload={"model": "org/mystery"})

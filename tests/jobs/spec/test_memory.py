@@ -121,7 +121,10 @@ def test_the_cheapest_change_is_offload_then_nodes_then_a_smaller_model():
     )
     # 9000B would need 138 H200 nodes; on one node 65B trains in 65 x 16 / 8 + 11 = 141 GB with offload.
     too_big = MemoryLayout("verl-fsdp", 9000, 8, 141, 0.6, offload=False)
-    assert cheapest_fit(too_big) == ("workload.model", "use a model of at most 65B parameters with grpo.cpuOffload true")
+    assert cheapest_fit(too_big) == (
+        "workload.model",
+        "use a model of at most 65B parameters with grpo.cpuOffload true",
+    )
 
 
 @pytest.mark.parametrize("stack", ["dev", "verl-standard-h200", "verl-autopilot-b200", "nemo-rl-standard-b200"])
@@ -154,7 +157,10 @@ def test_a_full_72b_fine_tune_on_one_h200_node_is_refused():
     assert problems[0].startswith("grpo-gke:gpu.nodes: Qwen/Qwen2.5-72B-Instruct (72B, verl-fsdp, grpo.cpuOffload off)")
     assert "use gpu.nodes=2 with grpo.cpuOffload true" in problems[0]
     fixed = config_of(
-        "verl-standard-h200", workload={"model": "Qwen/Qwen2.5-72B-Instruct"}, gpu={"nodes": 2}, grpo={"cpuOffload": True}
+        "verl-standard-h200",
+        workload={"model": "Qwen/Qwen2.5-72B-Instruct"},
+        gpu={"nodes": 2},
+        grpo={"cpuOffload": True},
     )
     assert memory_problems(fixed) == []
 
@@ -197,7 +203,9 @@ def test_the_offload_switches_are_the_frameworks_own_keys():
 def test_memory_check_false_plans_a_stack_that_cannot_fit():
     config = config_of("verl-standard-h200", workload={"model": LLAMA_405B, "memoryCheck": False})
     assert memory_problems(config) == []
-    assert memory_problems(config.model_copy(update={"workload": config.workload.model_copy(update={"memory_check": True})}))
+    assert memory_problems(
+        config.model_copy(update={"workload": config.workload.model_copy(update={"memory_check": True})})
+    )
 
 
 def test_the_plan_command_refuses_a_stack_that_cannot_train(tmp_path):
@@ -227,7 +235,10 @@ def test_the_pinned_verl_source_still_does_what_the_model_assumes():
     verl_dir = Path(importlib.util.find_spec("verl").submodule_search_locations[0])
     engine = (verl_dir / "workers" / "engine" / "fsdp" / "transformer_impl.py").read_text().splitlines()
     assert engine[458].strip() == "if self.engine_config.offload_policy or self.engine_config.forward_only:"
-    assert [line.strip() for line in engine[459:461]] == ["self._is_offload_param = False", "self._is_offload_optimizer = False"]
+    assert [line.strip() for line in engine[459:461]] == [
+        "self._is_offload_param = False",
+        "self._is_offload_optimizer = False",
+    ]
     base = (verl_dir / "workers" / "engine" / "base.py").read_text().splitlines()
     assert [line.strip() for line in base[321:327]] == [
         'elif self.mode == "train":',

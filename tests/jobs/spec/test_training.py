@@ -166,7 +166,9 @@ def test_an_unknown_family_keeps_the_recipes_unread_converter_type_instead_of_be
 
 
 def test_framework_and_dataset_without_a_mapping_are_refused_by_the_config_model():
-    with pytest.raises(ConfigError, match="grpo-gke:workload.dataset: workload.framework 'verl' with dataset 'deepscaler'"):
+    with pytest.raises(
+        ConfigError, match="grpo-gke:workload.dataset: workload.framework 'verl' with dataset 'deepscaler'"
+    ):
         config_of("dev", workload={"dataset": "deepscaler"})
 
 

@@ -42,7 +42,10 @@ def test_verl_refuses_a_key_its_config_lacks_and_names_it():
 
 def test_nemo_rl_megatron_recipe_must_fit_the_gpus():
     config = nemo_rl("v0.7.0", gpu={"nodes": 1}, grpo={"promptsPerStep": 16})
-    with pytest.raises(ConfigError, match=r"grpo-gke:gpu.nodes: NeMo-RL's recipe .*grpo_math_70B_megatron.yaml splits one model over 16 GPUs"):
+    with pytest.raises(
+        ConfigError,
+        match=r"grpo-gke:gpu.nodes: NeMo-RL's recipe .*grpo_math_70B_megatron.yaml splits one model over 16 GPUs",
+    ):
         check(config)
 
 
@@ -101,7 +104,9 @@ def test_overrides_of_another_layout_fail_on_the_recipe_and_in_the_typed_model(s
     newer = training_spec(nemo_rl("v0.7.0"))
     with pytest.raises(Exception, match="data.train.dataset_name"):
         apply_overrides(shared_recipe(shared_dir, "v0.4.0", "megatron"), list(newer.overrides))
-    assert any("has no key 'data.train.dataset_name'" in p for p in nemo_rl_problems(newer.overrides, "v0.4.0", "megatron"))
+    assert any(
+        "has no key 'data.train.dataset_name'" in p for p in nemo_rl_problems(newer.overrides, "v0.4.0", "megatron")
+    )
     older = training_spec(nemo_rl("v0.4.0"))
     with pytest.raises(Exception, match="converter_type|dataset_name"):
         apply_overrides(shared_recipe(shared_dir, "v0.7.0", "megatron"), list(older.overrides))

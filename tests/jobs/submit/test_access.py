@@ -32,7 +32,9 @@ def test_bearer_header():
 def test_kube_target_reads_the_current_or_the_named_context():
     document = yaml.safe_load(gke_kubeconfig("gke_p_us-central1_c", "34.1.2.3", CA))
     document["contexts"].append({"name": "other", "context": {"cluster": "x", "user": "y"}})
-    document["clusters"].append({"name": "x", "cluster": {"server": "https://10.0.0.1", "insecure-skip-tls-verify": True}})
+    document["clusters"].append(
+        {"name": "x", "cluster": {"server": "https://10.0.0.1", "insecure-skip-tls-verify": True}}
+    )
     target = access.kube_target(document)
     assert target.server == "https://34.1.2.3" and target.ca_data == CA
     assert target.user["exec"]["command"] == "gke-gcloud-auth-plugin"
@@ -67,7 +69,9 @@ def kubeconfig_with_plugin(plugin: Path) -> str:
 
 
 def test_endpoint_from_the_stack_kubeconfig_uses_the_proxy_the_plugin_token_and_the_cluster_ca(tmp_path):
-    plugin = fake_plugin(tmp_path, """echo '{"apiVersion":"client.authentication.k8s.io/v1beta1","status":{"token":"ya29.fake"}}'""")
+    plugin = fake_plugin(
+        tmp_path, """echo '{"apiVersion":"client.authentication.k8s.io/v1beta1","status":{"token":"ya29.fake"}}'"""
+    )
     endpoint = access.endpoint_from_kubeconfig(kubeconfig_with_plugin(plugin))
     assert endpoint.address == "https://34.1.2.3/api/v1/namespaces/grpo/services/grpo-head-svc:8265/proxy"
     assert endpoint.headers == {"Authorization": "Bearer ya29.fake"}
@@ -77,7 +81,9 @@ def test_endpoint_from_the_stack_kubeconfig_uses_the_proxy_the_plugin_token_and_
 
 def test_a_failing_or_missing_plugin_is_one_clear_error(tmp_path):
     plugin = fake_plugin(tmp_path, "echo 'ERROR: gcloud auth login required' >&2; exit 1")
-    with pytest.raises(access.AccessError, match="got no Google access token: ERROR: gcloud auth login required; check"):
+    with pytest.raises(
+        access.AccessError, match="got no Google access token: ERROR: gcloud auth login required; check"
+    ):
         access.endpoint_from_kubeconfig(kubeconfig_with_plugin(plugin))
     with pytest.raises(access.AccessError, match="is not installed"):
         access.endpoint_from_kubeconfig(kubeconfig_with_plugin(tmp_path / "absent-plugin"))

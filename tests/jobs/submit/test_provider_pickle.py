@@ -87,6 +87,8 @@ def test_a_new_provider_pickle_in_the_inputs_is_a_change():
 def test_importing_the_provider_imports_no_ray():
     """Every provider process imports the module, `diff` on each preview included; only a method that reaches the
     cluster loads Ray."""
-    code = "import sys, jobs.submit.provider; print(sorted(name for name in sys.modules if name.split('.')[0] == 'ray'))"
+    code = (
+        "import sys, jobs.submit.provider; print(sorted(name for name in sys.modules if name.split('.')[0] == 'ray'))"
+    )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert (result.returncode, result.stdout.strip()) == (0, "[]"), result.stderr

@@ -32,7 +32,11 @@ def test_without_the_override_the_runtime_envs_clash(ray_head, tmp_path):
     submission = submission_of(config, training_spec(config, f"{sys.executable} {INIT_STAND_IN}"), 1)
     submission = on_data_root(submission, str(tmp_path))
     env_vars = {k: v for k, v in submission["runtime_env"]["env_vars"].items() if k != "RAY_OVERRIDE_JOB_RUNTIME_ENV"}
-    submission = {**submission, "runtime_env": {"env_vars": env_vars}, "metadata": {**submission["metadata"], "run": "env-clash-x"}}
+    submission = {
+        **submission,
+        "runtime_env": {"env_vars": env_vars},
+        "metadata": {**submission["metadata"], "run": "env-clash-x"},
+    }
     status, logs = run_to_end(ray_head, submission)
     assert status == "FAILED"
     assert "Failed to merge the Job's runtime env" in logs

@@ -19,7 +19,9 @@ def hf_hub_download(repo_id: str, filename: str, repo_type: str | None = None) -
     return str(path)
 
 
-def snapshot_download(repo_id: str, local_dir: str | None = None, token: str | None = None, repo_type: str | None = None) -> str:
+def snapshot_download(
+    repo_id: str, local_dir: str | None = None, token: str | None = None, repo_type: str | None = None
+) -> str:
     """Creates `local_dir` (the model's files are not needed offline)."""
     _record({"call": "snapshot_download", "repo_id": repo_id, "local_dir": local_dir, "repo_type": repo_type})
     if local_dir:
