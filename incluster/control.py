@@ -47,6 +47,9 @@ Report = Callable[[str], None]
 REPORT_EVERY_SECONDS = 30.0
 """How often an unchanged progress line of the readiness gate is repeated."""
 
+LADDER_READ_SECONDS = 10.0
+"""How often the readiness gate reads the autoscaler's events (two API requests) while it polls Ray every few seconds."""
+
 DEADLINE_STOP_TAIL = 5
 """Log lines of a SUCCEEDED attempt read for its wrapper's deadline-stop line (its last)."""
 
@@ -346,13 +349,15 @@ def wait_for_gpus(
     """
     deadline = time.monotonic() + timeout
     reported, reported_at = "", 0.0
+    ladder, ladder_at = "", float("-inf")
     while True:
         missing = readiness(gpu_nodes(endpoint), nodes)
         if missing is None:
             return
-        ladder = ladder_line(capacity)
-        missing_now = f"{missing}; {ladder}" if ladder else missing
         now = time.monotonic()
+        if now - ladder_at >= LADDER_READ_SECONDS:
+            ladder, ladder_at = ladder_line(capacity), now
+        missing_now = f"{missing}; {ladder}" if ladder else missing
         left = deadline - now
         if left <= 0:
             raise JobError(

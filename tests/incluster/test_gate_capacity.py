@@ -63,6 +63,7 @@ def test_a_spot_stockout_names_the_rung_since_when_and_gce_out_of_resources(monk
     assert lines == [f"waiting for GPU nodes: {said}; 60 s left", f"waiting for GPU nodes: {said}; 30 s left"]
     assert error.startswith(f"refused: the job can never be placed: {said} after 60 s.")
     assert ("", "events", "list") in server.calls
+    assert server.calls.count(("", "events", "list")) == 3, "read at 0, 30 and 60 s (poll 30 s), not more often"
 
 
 def test_a_quota_failure_on_the_on_demand_rung_names_the_quota(monkeypatch):
@@ -105,9 +106,11 @@ def test_a_stockout_on_the_first_rung_then_a_scale_up_on_the_second_is_each_a_li
         return nodes
 
     monkeypatch.setattr(control, "gpu_nodes", gpu_nodes)
+    monkeypatch.setattr(control, "time", FakeClock())
     lines: list[str] = []
     with stand_in_api_server(server):
-        control.wait_for_gpus(Endpoint("http://ray"), 2, 600, lines.append, poll=0, capacity=capacity(server))
+        poll = control.LADDER_READ_SECONDS  # the events are read again at each poll
+        control.wait_for_gpus(Endpoint("http://ray"), 2, 600, lines.append, poll=poll, capacity=capacity(server))
     assert [line.split(" per node)", 1)[1].rsplit("; ", 1)[0] for line in lines] == [
         "",
         "; trying rung spot since 2026-12-01T12:00:00Z; last scale-up failed: GCE out of resources in us-central1-b",
@@ -165,3 +168,15 @@ def test_the_guardian_records_once_which_rung_its_gate_waited_on_and_why(tmp_pat
     )
     guard.record_capacity(2, None)  # no API server at hand: nothing to record
     assert len(record.read(settings.run_dir)) == 1
+
+
+def test_the_gate_polls_ray_every_2_s_but_reads_the_events_every_10_s(monkeypatch):
+    server = StandInApiServer(
+        pods=[pending_worker_pod(WORKERS[0])], events=[triggered_scale_up(WORKERS[0], SPOT_MIG, T0)]
+    )
+    monkeypatch.setattr(control, "time", FakeClock())
+    polls = scripted_nodes(monkeypatch, [0.0])
+    with stand_in_api_server(server), pytest.raises(control.JobError):
+        control.wait_for_gpus(Endpoint("http://ray"), 1, 30, lambda _: None, poll=2, capacity=capacity(server))
+    assert polls[0] == 16  # at 0, 2, ..., 30 s
+    assert server.calls.count(("", "events", "list")) == 4  # at 0, 10, 20, 30 s
