@@ -32,8 +32,10 @@ from core.facts.capacity import RUNGS
 from core.names import gpu_pool_name
 
 NODE_POOL_LABEL = "cloud.google.com/gke-nodepool"
-"""The label GKE gives every node with its pool's name; a ladder's pool names carry the rung
-(core/names.py gpu_pool_name), so this one label names each GPU node's rung."""
+"""The label GKE gives every node with its pool's name (GKE "About node pools", docs/concepts/node-pools: "Each node
+in the pool has a Kubernetes node label, `cloud.google.com/gke-nodepool`, which has the node pool's name", read
+2026-12-01); a ladder's pool names carry the rung (core/names.py gpu_pool_name), so this one label names each GPU
+node's rung."""
 
 TRIGGERED, NOT_TRIGGERED, FAILED = "TriggeredScaleUp", "NotTriggerScaleUp", "FailedScaleUp"
 """The reasons of the autoscaler's events on a pending pod (sources in the module docstring)."""

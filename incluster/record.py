@@ -33,9 +33,13 @@ EVENTS = (
     "preflight-passed",
     "preflight-failed",
     "deadline-stop",
+    "capacity",
 )
 """Every event a record line may name. `deadline-stop`: the attempt stopped at a known end of its GPU capacity
-after saving (`details.step`) before its schedule's end; the next attempt resumes from it (not a recovery)."""
+after saving (`details.step`) before its schedule's end; the next attempt resumes from it (not a recovery).
+`capacity`: the readiness gate before the next attempt waited on the capacity ladder: `details.rung` (the rung the
+autoscaler last tried), `details.since`, `details.lastFailure` (why the last scale-up failed), read from the
+autoscaler's events on the pending GPU workers (incluster/capacity_events.py); once per attempt."""
 
 GPU_CAPACITY_LOST = "gpu-capacity-lost"
 """`details.cause` of a `failed` event whose attempt lost its GPU nodes (a preemption): the guardian writes it,

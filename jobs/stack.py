@@ -40,6 +40,10 @@ class GrpoJobArgs:
     before the first attempt on a fresh RayCluster."""
     cordon_bad_nodes: bool
     """Cordon the nodes a failed preflight names."""
+    provisioning: str
+    """gpu.provisioning: the rung whose pool keeps today's name (the gate names the rung it waits on)."""
+    cluster: str
+    """The GKE cluster's name, in its pools' MIG names (the gate maps the autoscaler's node groups to rungs)."""
 
 
 class PostDeployJob(pulumi.dynamic.Resource):
@@ -59,6 +63,8 @@ class PostDeployJob(pulumi.dynamic.Resource):
             "cluster_uid": args.cluster_uid,
             "preflight": args.preflight,
             "cordon_bad_nodes": args.cordon_bad_nodes,
+            "provisioning": args.provisioning,
+            "cluster": args.cluster,
             "run": None,
             "submission_id": None,
         }
@@ -125,6 +131,8 @@ def build_job(config: StackConfig, infra: InfraOutputs, workloads: WorkloadOutpu
         cluster_uid=workloads.ray_cluster.metadata.apply(_uid),
         preflight=preflight_template(config),
         cordon_bad_nodes=config.job.cordon_bad_nodes,
+        provisioning=config.gpu.provisioning,
+        cluster=config.cluster_name,
     )
     job = GrpoJob("grpo-job", args, depends_on=[workloads.ray_cluster, workloads.staging_job])
     pulumi.export("jobRun", submission["metadata"]["run"])

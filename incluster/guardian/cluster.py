@@ -62,21 +62,7 @@ def worker_pods_of(api: Endpoint, settings: Settings) -> list[dict[str, Any]]:
 
 
 def _api_list(api: Endpoint, path: str, selector: str, what: str) -> list[dict[str, Any]]:
-    import requests  # lazy: every `python -m jobs` start imports this package for its help line; requests adds ~60 ms
-
-    try:
-        answer = requests.get(
-            f"{api.address}{path}",
-            params={"labelSelector": selector},
-            headers=dict(api.headers),
-            verify=api.verify,
-            timeout=control.DEADLINES.request,
-        )
-    except (requests.exceptions.Timeout, requests.exceptions.ConnectionError):
-        raise control.Unreachable(f"the API server at {api.address} did not answer listing {what}") from None
-    if answer.status_code >= 400:
-        raise control.JobError(f"the API server answered HTTP {answer.status_code} listing {what}")
-    return list(answer.json().get("items", []))
+    return control.api_items(api, path, {"labelSelector": selector}, what)
 
 
 def _moment(stamp: Any) -> float | None:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from incluster import control, record
 from incluster.attempt import deadline_stop_in, log_path
+from incluster.capacity_events import ladder_state
 from incluster.checkpoints import CheckpointError, newest_complete
 from incluster.deadline import earliest_end, next_capacity_in, save_by, verl_saves
 from incluster.endpoint import Endpoint
@@ -275,11 +276,32 @@ class Guardian:
             return None
         return chosen.step if chosen else None
 
+    @staticmethod
+    def capacity_of(settings: Settings, api: Endpoint) -> control.Capacity:
+        """Where the readiness gate reads the ladder's rung and last failure: `api`, and the settings' namespace,
+        gpu.provisioning and cluster name."""
+        raw = settings.raw
+        return control.Capacity(
+            api, str(raw.get("provisioning", "")), str(raw.get("cluster", "")), str(raw.get("namespace", ""))
+        )
+
+    def capacity(self) -> control.Capacity | None:
+        """The gate's ladder source, or None without an API server at hand (the gate's line then says no rung)."""
+        api = api_endpoint(self.endpoint)
+        return self.capacity_of(self.settings, api) if api is not None else None
+
     def submit(self, attempt: int, reason: str) -> None:
         """Pass the readiness gate and, on a Ray cluster no preflight has checked, the preflight; then submit
-        the run's next attempt through control.ensure_run. `attempt` is the attempt it follows."""
+        the run's next attempt through control.ensure_run. `attempt` is the attempt it follows. A gate that waited
+        on the capacity ladder is recorded once, as `capacity` (record_capacity)."""
         settings = self.settings
-        control.wait_for_gpus(self.endpoint, settings.gpu_nodes, settings.ready_timeout_seconds, self.report)
+        capacity = self.capacity()
+        try:
+            control.wait_for_gpus(
+                self.endpoint, settings.gpu_nodes, settings.ready_timeout_seconds, self.report, capacity=capacity
+            )
+        finally:
+            self.record_capacity(attempt, capacity)
         if not self.may_act() or not self.preflight(attempt) or not self.may_act():
             return
         step = self.resume_step()
@@ -291,6 +313,21 @@ class Guardian:
             self.append(number, "submitted", reason, resumed_from_step=step)
         else:
             self.report(f"{settings.run}: {outcome.sentence()}")
+
+    def record_capacity(self, attempt: int, capacity: control.Capacity | None) -> None:
+        """Record once for `attempt` which rung the autoscaler tried, since when and why the last scale-up failed,
+        when the pending GPU workers' events say anything (none pending, or no API server: nothing recorded)."""
+        if capacity is None:
+            return
+        try:
+            state = ladder_state(control.scale_up_events(capacity), capacity.provisioning, capacity.cluster)
+        except control.JobError as error:
+            self.report(f"{self.settings.run}: no rung known for attempt {attempt}: {error}")
+            return
+        if state.rung is None and state.last_failure is None:
+            return
+        details = {"rung": state.rung, "since": state.since, "lastFailure": state.last_failure}
+        self.append(attempt, "capacity", control.ladder_line_of(state), details=details)
 
     def deadline_stop_of(self, job: Any) -> int | None:
         """The step a SUCCEEDED attempt `job` saved before it stopped at its deadline, from the end of its log in

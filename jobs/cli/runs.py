@@ -13,6 +13,9 @@ from typing import TYPE_CHECKING
 
 from core.config.model import StackConfig
 from incluster import control, scaling
+from incluster.capacity_events import NODE_POOL_LABEL, rung_of_node
+from incluster.endpoint import Endpoint
+from incluster.guardian.cluster import api_endpoint, gpu_nodes_of
 from incluster.logs import ERROR_SCAN_LINES, error_line, plain
 from incluster.record import record_lines
 from jobs.cli.follow import follow
@@ -69,9 +72,34 @@ def cmd_export(args: argparse.Namespace, config: StackConfig) -> int:
     return follow(client, config, submission_id, spec.framework, stream=False)
 
 
+def gpu_node_rungs(endpoint: Endpoint, config: StackConfig) -> tuple[list[dict[str, str | None]] | None, str] | None:
+    """Each GPU node's name and rung (from its NODE_POOL_LABEL, core/names.py gpu_pool_name per rung; None for a
+    pool of no rung) and where the ladder's scale-up stands (control.ladder_line), through the API server behind
+    the dashboard's proxy; None without one (a plain --address). An API server that refuses: no nodes, and why."""
+    api = api_endpoint(endpoint)
+    if api is None:
+        return None
+    try:
+        nodes = gpu_nodes_of(api)
+    except control.JobError as error:
+        return None, f"rung unknown ({error})"
+    rungs = [
+        {
+            "name": str((node.get("metadata") or {}).get("name", "")),
+            "rung": rung_of_node((node.get("metadata") or {}).get("labels") or {}, config.gpu.provisioning),
+        }
+        for node in nodes
+    ]
+    ladder = control.ladder_line(control.Capacity(api, config.gpu.provisioning, config.cluster_name))
+    return sorted(rungs, key=lambda item: str(item["name"])), ladder
+
+
 def cmd_status(args: argparse.Namespace, config: StackConfig) -> int:
-    """Show a job (default: the stack's newest attempt), its run's goodput and cost across attempts, and its exports."""
-    client = control.connect(endpoint_of(args, config))
+    """Show a job (default: the stack's newest attempt), its run's goodput and cost across attempts, and its exports.
+
+    Through the API server (not a plain --address): each GPU node's rung of the capacity ladder, and the scale-up."""
+    endpoint = endpoint_of(args, config)
+    client = control.connect(endpoint)
     job = pick_job(client, config.stack, args.job)
     status = control.status_text(job.status)
     error = None
@@ -81,6 +109,7 @@ def cmd_status(args: argparse.Namespace, config: StackConfig) -> int:
     view = _view(args, config, client, job) if run else None
     figures = view.goodput(time.time()) if view is not None else None
     exports = [item for item in control.stack_jobs(client, config.stack) if run and export_of(item.metadata) == run]
+    capacity = gpu_node_rungs(endpoint, config)
     if args.json:
         document = {
             "attempt": job.submission_id,
@@ -98,6 +127,8 @@ def cmd_status(args: argparse.Namespace, config: StackConfig) -> int:
                 }
                 for item in exports
             ],
+            "gpuNodes": None if capacity is None else capacity[0],
+            "scaleUp": None if capacity is None else capacity[1] or None,
         }
         print(json.dumps(document, sort_keys=True, indent=2))
         return 0
@@ -119,6 +150,16 @@ def cmd_status(args: argparse.Namespace, config: StackConfig) -> int:
         print(f"record of {view.run} ({record_where(args, view.run)}):")
         for line in record_lines(list(view.record)):
             print(f"  {plain(line)}")
+    if capacity is not None:
+        nodes, ladder = capacity
+        if nodes is None:
+            print(f"GPU nodes: {ladder}")
+        else:
+            print(f"GPU nodes by rung (their {NODE_POOL_LABEL} label):" if nodes else "GPU nodes: none")
+            for item in nodes:
+                print(f"  {item['name']}  {item['rung'] or 'rung unknown'}")
+            if ladder:
+                print(f"  scale-up: {ladder}")
     return 0
 
 

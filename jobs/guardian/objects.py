@@ -8,7 +8,7 @@ jobs/guardian/settings.py (`guardian_settings(config)`) and incluster/shipping.p
 with PYTHONPATH=<GUARDIAN_CODE_DIR>, in the head's image.
 
 What it may do is exactly what its code calls (NAMESPACED_CALLS, CLUSTER_CALLS): list the GPU worker pods (how
-Kubernetes ended them), patch the stack's RayCluster (scale the GPU workers to zero, incluster/scaling.py), list the nodes
+Kubernetes ended them, which are pending) and the namespace's Pod events (the autoscaler's, for the gate's rung), patch the stack's RayCluster (scale the GPU workers to zero, incluster/scaling.py), list the nodes
 (their end, their Ready condition) and, only with `cordon_bad_nodes`, get a pod and patch its node (cordon a node the
 preflight failed); get, create and update its Lease (incluster/lease.py: one guardian at a time). It reaches the Ray
 dashboard as the one pod outside the RayCluster the NetworkPolicies admit (names.GUARDIAN_LABELS), and mounts the
@@ -91,11 +91,15 @@ NAMESPACED_CALLS = {
         "",
         "pods",
         "list",
-    ): "judging a failed attempt: its GPU worker pods (incluster/guardian/cluster.py worker_pods_of)",
+    ): "judging a failed attempt: its GPU worker pods (incluster/guardian/cluster.py worker_pods_of); the readiness"
+    " gate: the pending ones (incluster/control.py scale_up_events)",
     (RAY_GROUP, "rayclusters", "patch"): "scale to zero (incluster/scaling.py scale_to), the stack's RayCluster only",
+    ("", "events", "list"): "the readiness gate: the autoscaler's events on the pending GPU worker pods, which rung"
+    " and why the last scale-up failed (incluster/control.py scale_up_events)",
 }
 """Every (API group, resource, verb) the guardian's code calls in its namespace, and where, beside its Lease's
-(`lease_rules`: get and update of that Lease by name, create of any, incluster/lease.py). No events: the guardian reads what
+(`lease_rules`: get and update of that Lease by name, create of any, incluster/lease.py). Events only of its namespace,
+for the readiness gate's rung (the autoscaler writes them on the pending worker pods); a failure is judged from what
 Kubernetes records on the pods and the nodes themselves (Node events go to `default`, out of its Role)."""
 
 CORDON_CALLS = {("", "pods", "get"): "cordoning: the node of a Ray pod the preflight failed (preflight/cordon.py)"}

@@ -39,5 +39,7 @@ def guardian_settings(config: StackConfig) -> dict[str, Any]:
         "preflight": preflight_template(config),
         "export": export_submission(config, training_spec(config)),
         "flexStart": config.gpu.provisioning == "flex-start",
+        "provisioning": config.gpu.provisioning,
+        "cluster": config.cluster_name,
         "cordonBadNodes": config.job.cordon_bad_nodes,
     }

@@ -32,6 +32,7 @@ from pulumi.dynamic import CreateResult, DiffResult, ResourceProvider, UpdateRes
 from pulumi.dynamic.dynamic import PROVIDER_KEY
 
 from incluster.control import (
+    Capacity,
     JobError,
     attempts,
     connect,
@@ -76,6 +77,13 @@ def _endpoint(props: dict[str, Any]):
     return endpoint_from_kubeconfig(props["kubeconfig"])
 
 
+def _capacity(props: dict[str, Any]) -> Capacity | None:
+    """Where the readiness gate reads the ladder's rung: the kubeconfig's API server (none with a plain `address`)."""
+    if props.get("address") or not props.get("kubeconfig"):
+        return None
+    return Capacity(api_server_from_kubeconfig(props["kubeconfig"]), props["provisioning"], props["cluster"])
+
+
 def _preflight(props: dict[str, Any], client: Any) -> None:
     """The preflight of a fresh RayCluster (incluster/preflight/gate.py); a failure raises PreflightRefused."""
     api = api_server_from_kubeconfig(props["kubeconfig"]) if props.get("cordon_bad_nodes") else None
@@ -90,7 +98,13 @@ def _deploy(props: dict[str, Any], fresh_cluster: bool) -> dict[str, Any]:
         client = connect(endpoint)
         if wants_workers(client, submission):
             bring_back(endpoint, int(props["gpu_nodes"]), _report)
-            wait_for_gpus(endpoint, int(props["gpu_nodes"]), float(props["ready_timeout_seconds"]), _report)
+            wait_for_gpus(
+                endpoint,
+                int(props["gpu_nodes"]),
+                float(props["ready_timeout_seconds"]),
+                _report,
+                capacity=_capacity(props),
+            )
             if fresh_cluster:
                 _preflight(props, client)
         outcome = ensure_run(client, submission)

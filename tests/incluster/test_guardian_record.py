@@ -63,7 +63,7 @@ def settings(tmp_path, monkeypatch):
     """The dev stack's guardian settings, its run under tmp_path, on a stand-in head with its GPU node up."""
     values = settings_from(guardian_settings(config_of("dev")), "test")
     monkeypatch.setattr(control, "ray_nodes", lambda endpoint: NODES)
-    monkeypatch.setattr(control, "wait_for_gpus", lambda *args: None)
+    monkeypatch.setattr(control, "wait_for_gpus", lambda *args, **kwargs: None)
     return replace(values, submission=_with_run_dir(values.submission, tmp_path / "run"))
 
 

@@ -27,7 +27,9 @@ from jobs.guardian.settings import guardian_settings
 from tests.conftest import config_of
 from tests.support.kube_stand_in import (
     StandInApiServer,
+    failed_scale_up,
     gpu_node,
+    pending_worker_pod,
     preempted_pod,
     shut_down_pod,
     stand_in_api_server,
@@ -247,12 +249,15 @@ def test_the_guardian_remembers_an_attempt_it_saw_before_the_head_went(settings,
 
 def test_the_guardians_rbac_is_exactly_the_calls_its_code_makes(settings, tmp_path):
     server = StandInApiServer(
-        pods=[shut_down_pod("grpo-gpu-worker-a", "gke-gpu-1", END)], nodes=[gpu_node("gke-gpu-1")]
+        pods=[shut_down_pod("grpo-gpu-worker-a", "gke-gpu-1", END), pending_worker_pod("grpo-gpu-worker-b")],
+        nodes=[gpu_node("gke-gpu-1")],
+        events=[failed_scale_up("grpo-gpu-worker-b", "GCE out of resources", END)],
     )
     reports: list[str] = []
     with stand_in_api_server(server) as api:
         gpu_nodes_of(api.endpoint)  # the deadline of the next attempt; a GPU node's Ready condition
         worker_pods_of(api.endpoint, settings)  # judging a failure
+        control.scale_up_events(Guardian.capacity_of(settings, api.endpoint))  # the gate's rung and why (events)
         scaling.scale_to(api.endpoint, 0)  # scale to zero
         lease = Lease(api.endpoint, "guardian-a")
         assert lease.try_acquire_or_renew() and lease.try_acquire_or_renew()  # create, then renew (update)
@@ -275,7 +280,9 @@ def test_the_guardians_rbac_is_exactly_the_calls_its_code_makes(settings, tmp_pa
 
 
 REQUEST_SITES = {
-    ("incluster/guardian/cluster.py", "_api_list"): "the API server: gpu_nodes_of and worker_pods_of, recorded above",
+    ("incluster/control.py", "api_items"): (
+        "the API server: gpu_nodes_of, worker_pods_of and the gate's scale_up_events, recorded above"
+    ),
     ("incluster/scaling.py", "scale_to"): "the API server: scale to zero, recorded above",
     ("incluster/preflight/cordon.py", "_request"): "the API server: cordoning, recorded above",
     ("incluster/scaling.py", "bring_back"): "not the guardian's: pulumi up and the CLI, with the user's credentials",

@@ -401,3 +401,54 @@ def test_the_help_lists_every_subcommand_with_one_line_and_validate_is_offline(t
         assert len(shown[1].splitlines()) <= 2 and shown[1].endswith("."), (command, shown[1])
         assert ("--data-root DIR" in shown[0]) == (command not in ("logs", "stop")), command
     assert jobs_cli("guard", "--help", home=tmp_path).stdout.startswith("usage: .venv/bin/python -m jobs guard ")
+
+
+def test_status_through_the_api_server_shows_each_gpu_nodes_rung_and_the_ladders_scale_up(cli_run, capsys):
+    """issue 22 item 5: a stockout on the first rung (spot), then a scale-up on the second (on-demand) that gave one
+    node while a worker still waits; the stand-in API server serves the autoscaler's own event texts
+    (tests/support/kube_stand_in.py) and each node's `cloud.google.com/gke-nodepool` label."""
+    from tests.support.kube_stand_in import (
+        StandInApiServer,
+        failed_scale_up,
+        gpu_node,
+        pending_worker_pod,
+        stand_in_api_server,
+        triggered_scale_up,
+    )
+
+    cluster, at = "grpo-cli", 1796126400.0
+    spot, on_demand = gpu_node("gke-grpo-cli-gpu-1a2b3c4d-k2x9"), gpu_node("gke-grpo-cli-gpu-on-demand-5e6f7a8b-p0q1")
+    spot["metadata"]["labels"]["cloud.google.com/gke-nodepool"] = "gpu"
+    on_demand["metadata"]["labels"]["cloud.google.com/gke-nodepool"] = "gpu-on-demand"
+    other = gpu_node("gke-grpo-cli-l4-pool-0f0f0f0f-zzzz")
+    other["metadata"]["labels"]["cloud.google.com/gke-nodepool"] = "l4-pool"
+    server = StandInApiServer(
+        pods=[pending_worker_pod("grpo-gpu-worker-b")],
+        nodes=[spot, on_demand, other],
+        events=[
+            triggered_scale_up("grpo-gpu-worker-b", f"gke-{cluster}-gpu-1a2b3c4d-grp", at),
+            failed_scale_up("grpo-gpu-worker-b", "GCE out of resources", at + 120),
+            triggered_scale_up("grpo-gpu-worker-b", f"gke-{cluster}-gpu-on-demand-5e6f7a8b-grp", at + 300, 1, 2),
+        ],
+    )
+    args = [arg for arg in cli_run.args if arg not in ("--address", "http://127.0.0.1:8265")]
+    with stand_in_api_server(server) as api:
+        proxy = f"{api.address}/api/v1/namespaces/grpo/services/grpo-head-svc:8265/proxy"
+        code, out, err = cli(capsys, "status", *args, "--address", proxy, "--data-root", str(cli_run.data))
+        assert (code, err) == (0, "")
+        assert out.splitlines()[-5:] == [
+            "GPU nodes by rung (their cloud.google.com/gke-nodepool label):",
+            "  gke-grpo-cli-gpu-1a2b3c4d-k2x9  spot",
+            "  gke-grpo-cli-gpu-on-demand-5e6f7a8b-p0q1  on-demand",
+            "  gke-grpo-cli-l4-pool-0f0f0f0f-zzzz  rung unknown",
+            "  scale-up: trying rung on-demand since 2026-12-01T12:05:00Z",
+        ]
+        server.events[-1:] = []  # before the second rung: the stockout names itself
+        code, out, _ = cli(capsys, "status", *args, "--address", proxy, "--data-root", str(cli_run.data), "--json")
+        document = json.loads(out)
+        assert document["scaleUp"] == (
+            "trying rung spot since 2026-12-01T12:00:00Z; last scale-up failed: GCE out of resources in us-central1-b"
+        )
+        assert [item["rung"] for item in document["gpuNodes"]] == ["spot", "on-demand", None]
+    _, out, _ = cli(capsys, "status", *cli_run.args, "--data-root", str(cli_run.data))
+    assert "GPU nodes" not in out  # a plain dashboard address: no API server, no rungs

@@ -9,7 +9,12 @@ writes: a pod ended by the kubelet's graceful node shutdown (kubernetes/kubernet
 nodeshutdown_manager.go, podManager.killPods: phase Failed, reason `Terminated`, the shutdown message and a
 DisruptionTarget condition of reason TerminationByKubelet), one the scheduler preempted for a higher-priority pod
 (pkg/scheduler/framework/preemption/preemption.go: DisruptionTarget of reason PreemptionByScheduler, "<scheduler>:
-preempting to accommodate a higher priority pod"), a node's Ready condition (core/v1 NodeCondition).
+preempting to accommodate a higher priority pod"), a node's Ready condition (core/v1 NodeCondition), and the cluster
+autoscaler's events on a pending pod (core/v1 Event with involvedObject, reason, message, first/lastTimestamp), in the
+texts incluster/capacity_events.py quotes with their source lines: TriggeredScaleUp and NotTriggerScaleUp
+(kubernetes/autoscaler cluster-autoscaler-1.33.6 processors/status/eventing_scale_up_processor.go L42-L53) and GKE's
+FailedScaleUp. A list honours `labelSelector` (equality and existence) and `fieldSelector` (equality on the object's
+dotted field path, e.g. `status.phase=Pending`, `involvedObject.kind=Pod`).
 """
 
 from __future__ import annotations
@@ -73,6 +78,53 @@ def gpu_node(name: str, ready: str = "True", since: float = 0.0, reason: str = "
             "status": {"conditions": [condition]}}  # fmt: skip
 
 
+def pending_worker_pod(name: str) -> dict[str, Any]:
+    """A GPU worker pod the scheduler cannot place yet (phase Pending, condition PodScheduled False Unschedulable)."""
+    condition = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}
+    pod = worker_pod(name, "", "Pending", conditions=[condition])
+    pod["spec"] = {}
+    return pod
+
+
+MIG = "https://www.googleapis.com/compute/v1/projects/my-grpo-project/zones/us-central1-b/instanceGroups/{name}"
+"""A node group as the autoscaler prints it: the MIG's URL (cloudprovider/gce/gce_url.go L90-L95)."""
+
+
+def autoscaler_event(pod: str, reason: str, message: str, at: float, kind: str = "Normal") -> dict[str, Any]:
+    """A core/v1 Event the cluster autoscaler writes on pod `pod` of the namespace."""
+    return {"apiVersion": "v1", "kind": "Event", "metadata": {"name": f"{pod}.{int(at)}", "namespace": "grpo"},
+            "involvedObject": {"kind": "Pod", "namespace": "grpo", "name": pod, "apiVersion": "v1"},
+            "reason": reason, "message": message, "type": kind, "source": {"component": "cluster-autoscaler"},
+            "firstTimestamp": stamp(at), "lastTimestamp": stamp(at), "count": 1}  # fmt: skip
+
+
+def triggered_scale_up(pod: str, mig: str, at: float, before: int = 0, after: int = 2) -> dict[str, Any]:
+    """TriggeredScaleUp: `pod triggered scale-up: %v` of each group's `{%v %v->%v (max: %v)}`."""
+    message = f"pod triggered scale-up: [{{{MIG.format(name=mig)} {before}->{after} (max: 2)}}]"
+    return autoscaler_event(pod, "TriggeredScaleUp", message, at)
+
+
+def failed_scale_up(pod: str, reasons: str, at: float) -> dict[str, Any]:
+    """GKE's FailedScaleUp Warning: `Node scale up in zones %v associated with this pod failed: %v. Pod is at risk
+    of not being scheduled.`"""
+    message = (
+        f"Node scale up in zones us-central1-b associated with this pod failed: {reasons}."
+        " Pod is at risk of not being scheduled."
+    )
+    return autoscaler_event(pod, "FailedScaleUp", message, at, kind="Warning")
+
+
+def _pairs(selector: str) -> list[tuple[str, str]]:
+    return [tuple(item.split("=", 1)) for item in selector.split(",") if "=" in item]  # type: ignore[misc]
+
+
+def _field(item: dict[str, Any], path: str) -> str:
+    value: Any = item
+    for key in path.split("."):
+        value = value.get(key) if isinstance(value, dict) else None
+    return "" if value is None else str(value)
+
+
 @dataclass
 class StandInApiServer:
     """What the stand-in serves and what it was asked."""
@@ -81,6 +133,8 @@ class StandInApiServer:
     """The namespace's pods."""
     nodes: list[dict[str, Any]] = field(default_factory=list)
     """The cluster's nodes."""
+    events: list[dict[str, Any]] = field(default_factory=list)
+    """The namespace's Events."""
     leases: list[dict[str, Any]] = field(default_factory=list)
     """The namespace's Leases: create (201) and update (200) store the body with the next resourceVersion; a create of
     an existing name or an update of an old resourceVersion is a 409 Conflict (the API server's optimistic
@@ -108,7 +162,10 @@ class StandInApiServer:
         verb = verbs.get(method) or ("get" if name else "watch" if watch else "list")
         self.calls.append((group, resource, verb))
         selector = parse_qs(parsed.query).get("labelSelector", [""])[0]
-        objects = {"pods": self.pods, "nodes": self.nodes, "leases": self.leases}.get(resource, [])
+        fields = parse_qs(parsed.query).get("fieldSelector", [""])[0]
+        objects = {"pods": self.pods, "nodes": self.nodes, "events": self.events, "leases": self.leases}.get(
+            resource, []
+        )
         if resource == "leases" and verb in ("create", "update") and body is not None:
             return self._write_lease(verb, body)
         if verb == "list":
@@ -119,6 +176,7 @@ class StandInApiServer:
                 for item in objects
                 if all(item["metadata"].get("labels", {}).get(key) == value for key, value in wanted.items())
                 and all(key in item["metadata"].get("labels", {}) for key in keys)
+                and all(_field(item, path) == value for path, value in _pairs(fields))
             ]
             return 200, {"kind": f"{resource.title()}List", "apiVersion": "v1", "items": items}
         found = next((item for item in objects if item["metadata"]["name"] == name), None)

@@ -122,3 +122,15 @@ def test_cli_with_a_broken_kubeconfig_exits_2_with_one_line(tmp_path, capsys, te
     err = capsys.readouterr().err
     assert code == 2
     assert reason in err and err.count("\n") == 1, err
+
+
+def test_the_post_deploy_gate_reads_the_ladder_through_the_kubeconfigs_api_server():
+    from jobs.submit import provider
+
+    document = yaml.safe_load(gke_kubeconfig("gke_p_us-central1_c", "34.9.9.9", CA))
+    document["users"][0]["user"] = {"token": "static-token"}
+    props = {"kubeconfig": yaml.safe_dump(document), "address": "", "provisioning": "spot", "cluster": "grpo-dev"}
+    capacity = provider._capacity(props)
+    assert (capacity.api.address, capacity.provisioning, capacity.cluster) == ("https://34.9.9.9", "spot", "grpo-dev")
+    assert capacity.api.headers == {"Authorization": "Bearer static-token"} and capacity.namespace == "grpo"
+    assert provider._capacity({**props, "address": "http://127.0.0.1:8265"}) is None  # a plain dashboard: no API

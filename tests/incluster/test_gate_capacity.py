@@ -1,0 +1,182 @@
+"""A stockout names itself at the readiness gate (issue 22 item 5): the gate's progress line and refusal say which rung
+of the capacity ladder GKE is trying, since when, and why the last scale-up failed, read from the autoscaler's events
+on the pending GPU worker pods through a stand-in API server (tests/support/kube_stand_in.py) that serves the
+autoscaler's own texts: a stockout, a quota failure, and a successful scale-up on the second rung."""
+
+from __future__ import annotations
+
+import pytest
+
+from incluster import control
+from incluster.endpoint import Endpoint
+from tests.incluster.test_control import FakeClock, scripted_nodes
+from tests.support.kube_stand_in import (
+    StandInApiServer,
+    autoscaler_event,
+    failed_scale_up,
+    pending_worker_pod,
+    stand_in_api_server,
+    triggered_scale_up,
+    worker_pod,
+)
+
+T0 = 1796126400.0
+"""2026-12-01T12:00:00Z: when the first scale-up was triggered."""
+
+CLUSTER = "grpo-dev"
+SPOT_MIG = f"gke-{CLUSTER}-gpu-1a2b3c4d-grp"
+"""The spot rung's pool (`gpu`: gpu.provisioning is spot) as GKE names its MIG."""
+ON_DEMAND_MIG = f"gke-{CLUSTER}-gpu-on-demand-5e6f7a8b-grp"
+"""The second rung's pool."""
+
+WORKERS = ("grpo-gpu-worker-a", "grpo-gpu-worker-b")
+
+
+def capacity(server: StandInApiServer) -> control.Capacity:
+    return control.Capacity(server.endpoint, provisioning="spot", cluster=CLUSTER)
+
+
+def refusal(server: StandInApiServer, monkeypatch) -> tuple[str, list[str]]:
+    """The gate's lines and refusal after 60 s with no GPU node up."""
+    monkeypatch.setattr(control, "time", FakeClock())
+    scripted_nodes(monkeypatch, [0.0])
+    lines: list[str] = []
+    with stand_in_api_server(server), pytest.raises(control.JobError) as refused:
+        control.wait_for_gpus(Endpoint("http://ray"), 2, 60, lines.append, poll=30, capacity=capacity(server))
+    return str(refused.value), lines
+
+
+def test_a_spot_stockout_names_the_rung_since_when_and_gce_out_of_resources(monkeypatch):
+    server = StandInApiServer(
+        pods=[pending_worker_pod(name) for name in WORKERS],
+        events=[
+            triggered_scale_up(WORKERS[0], SPOT_MIG, T0),
+            failed_scale_up(WORKERS[0], "GCE out of resources", T0 + 120),
+        ],
+    )
+    error, lines = refusal(server, monkeypatch)
+    said = (
+        "0 of 2 Ray nodes with 8 GPUs are up; missing 2 (gpu.nodes=2; verl places one STRICT_PACK group of 8 GPUs"
+        " per node); trying rung spot since 2026-12-01T12:00:00Z; last scale-up failed: GCE out of resources in"
+        " us-central1-b"
+    )
+    assert lines == [f"waiting for GPU nodes: {said}; 60 s left", f"waiting for GPU nodes: {said}; 30 s left"]
+    assert error.startswith(f"refused: the job can never be placed: {said} after 60 s.")
+    assert ("", "events", "list") in server.calls
+    assert server.calls.count(("", "events", "list")) == 3, "read at 0, 30 and 60 s (poll 30 s), not more often"
+
+
+def test_a_quota_failure_on_the_on_demand_rung_names_the_quota(monkeypatch):
+    server = StandInApiServer(
+        pods=[pending_worker_pod(name) for name in WORKERS],
+        events=[
+            triggered_scale_up(WORKERS[1], ON_DEMAND_MIG, T0),
+            failed_scale_up(WORKERS[1], "GCE quota exceeded", T0 + 60),
+        ],
+    )
+    error, lines = refusal(server, monkeypatch)
+    assert lines[0].endswith(
+        "; trying rung on-demand since 2026-12-01T12:00:00Z; last scale-up failed: GCE quota exceeded in"
+        " us-central1-b; 60 s left"
+    )
+    assert "last scale-up failed: GCE quota exceeded in us-central1-b after 60 s." in error
+
+
+def test_a_stockout_on_the_first_rung_then_a_scale_up_on_the_second_is_each_a_line(monkeypatch):
+    server = StandInApiServer(pods=[pending_worker_pod(name) for name in WORKERS])
+    stockout = [
+        triggered_scale_up(WORKERS[0], SPOT_MIG, T0),
+        failed_scale_up(WORKERS[0], "GCE out of resources", T0 + 120),
+    ]
+    steps = iter(
+        [
+            ([], [0.0]),
+            (stockout, [0.0]),
+            ([*stockout, triggered_scale_up(WORKERS[0], ON_DEMAND_MIG, T0 + 300)], [0.0]),
+            (None, [8.0, 8.0, 0.0]),
+        ]
+    )
+
+    def gpu_nodes(_endpoint: Endpoint) -> list[float]:
+        events, nodes = next(steps)
+        if events is None:  # the nodes came up: the workers run, no pod is pending
+            server.pods[:] = [worker_pod(name, f"gke-{ON_DEMAND_MIG}-{i}") for i, name in enumerate(WORKERS)]
+        else:
+            server.events[:] = events
+        return nodes
+
+    monkeypatch.setattr(control, "gpu_nodes", gpu_nodes)
+    monkeypatch.setattr(control, "time", FakeClock())
+    lines: list[str] = []
+    with stand_in_api_server(server):
+        poll = control.LADDER_READ_SECONDS  # the events are read again at each poll
+        control.wait_for_gpus(Endpoint("http://ray"), 2, 600, lines.append, poll=poll, capacity=capacity(server))
+    assert [line.split(" per node)", 1)[1].rsplit("; ", 1)[0] for line in lines] == [
+        "",
+        "; trying rung spot since 2026-12-01T12:00:00Z; last scale-up failed: GCE out of resources in us-central1-b",
+        "; trying rung on-demand since 2026-12-01T12:05:00Z",
+    ]
+
+
+def test_events_of_other_pods_and_an_api_server_that_refuses_do_not_stop_the_gate(monkeypatch):
+    other = autoscaler_event("grpo-guardian-x", "FailedScaleUp", "Node scale up in zones us-central1-b associated"
+                             " with this pod failed: GCE quota exceeded. Pod is at risk of not being scheduled.", T0)  # fmt: skip
+    server = StandInApiServer(pods=[pending_worker_pod(WORKERS[0])], events=[other])
+    _, lines = refusal(server, monkeypatch)
+    assert lines[0].endswith(" per node); 60 s left")
+    refusing = control.Capacity(Endpoint("http://127.0.0.1:9"), provisioning="spot", cluster=CLUSTER)
+    assert control.ladder_line(refusing).startswith("rung unknown (the API server at http://127.0.0.1:9 did not answer")
+    assert control.ladder_line(None) == ""
+
+
+def test_the_guardian_records_once_which_rung_its_gate_waited_on_and_why(tmp_path):
+    from dataclasses import replace
+
+    from incluster import record
+    from incluster.guardian.loop import Guardian
+    from incluster.guardian.settings import settings_from
+    from jobs.guardian.settings import guardian_settings
+    from tests.conftest import config_of
+
+    settings = settings_from(guardian_settings(config_of("dev")), "test")
+    env = {**settings.submission["runtime_env"]["env_vars"], "GRPO_RUN_DIR": str(tmp_path / "run")}
+    settings = replace(settings, submission={**settings.submission, "runtime_env": {
+        **settings.submission["runtime_env"], "env_vars": env}})  # fmt: skip
+    mig = f"gke-{settings.raw['cluster']}-gpu-1a2b3c4d-grp"
+    server = StandInApiServer(
+        pods=[pending_worker_pod(name) for name in WORKERS],
+        events=[triggered_scale_up(WORKERS[0], mig, T0), failed_scale_up(WORKERS[0], "GCE out of resources", T0 + 60)],
+    )
+    guard = object.__new__(Guardian)
+    reports: list[str] = []
+    guard.settings, guard.clock, guard.report = settings, lambda: T0 + 120, reports.append
+    with stand_in_api_server(server):
+        capacity = Guardian.capacity_of(settings, server.endpoint)
+        assert (capacity.provisioning, capacity.namespace) == (settings.raw["provisioning"], "grpo")
+        guard.record_capacity(1, capacity)
+        guard.record_capacity(1, capacity)
+    [entry] = record.read(settings.run_dir)
+    rung = settings.raw["provisioning"]
+    assert (entry["attempt"], entry["event"]) == (1, "capacity")
+    assert entry["details"] == {
+        "rung": rung,
+        "since": "2026-12-01T12:00:00Z",
+        "lastFailure": "GCE out of resources in us-central1-b",
+    }
+    assert entry["reason"] == (
+        f"trying rung {rung} since 2026-12-01T12:00:00Z; last scale-up failed: GCE out of resources in us-central1-b"
+    )
+    guard.record_capacity(2, None)  # no API server at hand: nothing to record
+    assert len(record.read(settings.run_dir)) == 1
+
+
+def test_the_gate_polls_ray_every_2_s_but_reads_the_events_every_10_s(monkeypatch):
+    server = StandInApiServer(
+        pods=[pending_worker_pod(WORKERS[0])], events=[triggered_scale_up(WORKERS[0], SPOT_MIG, T0)]
+    )
+    monkeypatch.setattr(control, "time", FakeClock())
+    polls = scripted_nodes(monkeypatch, [0.0])
+    with stand_in_api_server(server), pytest.raises(control.JobError):
+        control.wait_for_gpus(Endpoint("http://ray"), 1, 30, lambda _: None, poll=2, capacity=capacity(server))
+    assert polls[0] == 16  # at 0, 2, ..., 30 s
+    assert server.calls.count(("", "events", "list")) == 4  # at 0, 10, 20, 30 s
