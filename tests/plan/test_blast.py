@@ -90,6 +90,7 @@ KEY_CHANGES: dict[str, tuple[str, dict, dict]] = {
     "grpo-gke:workload.extraEnv": ("dev", {}, {"workload": {"extraEnv": {"NCCL_DEBUG": "INFO"}}}),
     "grpo-gke:workload.cudaVersion": ("dev", IMAGE_BASE, {"workload": {"cudaVersion": "12.8"}}),
     "grpo-gke:workload.memoryCheck": ("dev", {}, {"workload": {"memoryCheck": False}}),
+    "grpo-gke:workload.imageSource": ("dev", {}, {"workload": {"imageSource": "registry"}}),
     "grpo-gke:grpo.promptsPerStep": ("dev", {}, {"grpo": {"promptsPerStep": 128}}),
     "grpo-gke:grpo.generationsPerPrompt": ("dev", {}, {"grpo": {"generationsPerPrompt": 16}}),
     "grpo-gke:grpo.rolloutTensorParallel": ("dev", {}, {"grpo": {"rolloutTensorParallel": 2}}),
@@ -376,6 +377,8 @@ def test_the_forcenew_table_covers_exactly_the_types_the_stack_registers(infra_r
     registered |= {r.type for r in with_kms_key.resources if r.custom}
     with_ladder = recorded_run(combination_values("standard", "h200", "gcs", gpu={"capacity": ["spot", "on-demand"]}))
     registered |= {r.type for r in with_ladder.resources if r.custom}
+    with_registry = recorded_run(combination_values("standard", "h200", "gcs", workload={"imageSource": "registry"}))
+    registered |= {r.type for r in with_registry.resources if r.custom}
     assert registered - set(SPECIAL_TYPES) == set(FORCE_NEW_INPUTS)
 
 
