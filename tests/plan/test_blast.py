@@ -22,6 +22,7 @@ from tests.conftest import (
     COMBINATIONS,
     LUSTRE,
     REPO_ROOT,
+    SHIPPED_STACKS,
     combination_values,
     recorded_run,
     shipped_stack_file,
@@ -524,3 +525,33 @@ def test_removing_a_rung_deletes_only_its_pool_last_and_says_what_happens_to_the
         " workers running there lose their nodes, and the guardian resubmits the run from its last checkpoint on"
         " the rungs that remain"
     )
+
+
+# --- workload.imageSource: turning the registry on and off --------------------------------------
+
+REGISTRY_TYPES = (
+    "gcp:artifactregistry/repository:Repository",
+    "gcp:artifactregistry/repositoryIamMember:RepositoryIamMember",
+)
+
+
+@pytest.mark.parametrize("stack", SHIPPED_STACKS)
+def test_turning_the_registry_on_and_off_keeps_the_cluster_and_every_pool(stack):
+    """Image streaming updates the cluster and the pools in place (gcfsConfig and nodePoolDefaults are not
+    ForceNew), the repository and its grant come and go, and the pods' new image replaces the RayCluster."""
+    direct = values_of(stack)
+    registry = _merged(direct, {"workload": {"imageSource": "registry"}})
+    for old, new, repositories in ((direct, registry, "create"), (registry, direct, "delete")):
+        blast = blast_radius(cached_plan(old), cached_plan(new))
+        by_type: dict[str, set[str]] = {}
+        for change in blast.changes:
+            by_type.setdefault(change.type, set()).add(change.action)
+        assert by_type.get("gcp:container/cluster:Cluster", {"update"}) == {"update"}
+        assert by_type.get("gcp:container/nodePool:NodePool", {"update"}) == {"update"}
+        for type_ in REGISTRY_TYPES:
+            assert by_type[type_] == {repositories}
+        assert by_type[RAY_TYPE] == {"replace"}
+        standard = json.loads(direct[f"{PROJECT_NAMESPACE}:cluster"]).get("mode", "standard") == "standard"
+        changed = {c.name: c.reason for c in blast.changes if c.type == "gcp:container/nodePool:NodePool"}
+        assert changed == ({n: "nodeConfig.gcfsConfig" for n in changed} if standard else {})
+        assert (len(changed) >= 2) is standard
