@@ -8,6 +8,7 @@ import pytest
 from core.facts.gcp import ARTIFACT_REGISTRY_SERVICE, CONTAINER_FILESYSTEM_SERVICE
 from tests.conftest import combination_values, recorded_run
 from tests.infra.conftest import depends_on
+from tests.workloads.conftest import k8s_schema_errors, schema_errors
 
 REPOSITORY = "gcp:artifactregistry/repository:Repository"
 GRANT = "gcp:artifactregistry/repositoryIamMember:RepositoryIamMember"
@@ -106,3 +107,15 @@ def test_registry_turns_image_streaming_on_for_the_standard_cluster_and_every_po
 def test_autopilot_streams_by_itself_the_stack_sets_no_gcfs():
     cluster = _run("autopilot", "registry").one("gcp:container/cluster:Cluster")
     assert "nodePoolDefaults" not in cluster.inputs and cluster.inputs["enableAutopilot"] is True
+
+
+@pytest.mark.parametrize(("mode", "workload"), [("standard", {}), ("autopilot", NEMO)])
+def test_the_pods_with_the_registry_image_pass_kuberays_and_kubernetes_schemas(mode, workload):
+    """The RayCluster against KubeRay v1.7's strict schema; the staging Job and the guardian's Deployment
+    against Kubernetes 1.33's (both skip without ../shared)."""
+    recording = _run(mode, "registry", workload)
+    ray = recording.one("kubernetes:ray.io/v1:RayCluster").inputs
+    assert schema_errors({"apiVersion": "ray.io/v1", "kind": "RayCluster", **ray}) == []
+    assert k8s_schema_errors(recording.one("kubernetes:batch/v1:Job").inputs) == []
+    [guardian] = [r for r in recording.resources if r.type == "kubernetes:apps/v1:Deployment" and "guardian" in r.name]
+    assert k8s_schema_errors(guardian.inputs) == []
