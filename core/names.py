@@ -10,6 +10,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from core.facts.gcp import (
+    ARTIFACT_REGISTRY_HOST_SUFFIX,
+    DOCKER_HUB_HOST,
+    DOCKER_HUB_OFFICIAL_NAMESPACE,
+    UPSTREAMS,
+)
 from core.facts.platform import RDMA_SUBNET_COUNT
 from core.facts.pods import RAY_PORTS
 from core.facts.privilege import LUSTRE_FILESYSTEM_MAX, SERVICE_ACCOUNT_ID_MAX
@@ -206,3 +212,51 @@ def dashboard_port_forward_command(cluster: str, location: str, project: str, dn
         f"{get_credentials_command(cluster, location, project, dns_endpoint)}"
         f" && kubectl -n {NAMESPACE} port-forward svc/{RAY_HEAD_SERVICE} {RAY_DASHBOARD_PORT}:{RAY_DASHBOARD_PORT}"
     )
+
+
+@dataclass(frozen=True)
+class ImageReference:
+    """A Docker image reference split into its registry host and the path and tag (or digest) below it."""
+
+    host: str
+    """Registry host: `docker.io` where the reference names none."""
+    path: str
+    """Repository path below the host, e.g. `verlai/verl` (`library/<name>` for a Docker Hub official image)."""
+    suffix: str
+    """`:<tag>` or `@<digest>`, as written (empty where the reference has neither)."""
+
+
+def parse_image(image: str) -> ImageReference:
+    """Split `image` as Docker does: a first component with a dot, a colon or `localhost` is the registry host."""
+    first, _, rest = image.partition("/")
+    if rest and ("." in first or ":" in first or first == "localhost"):
+        host, remainder = first, rest
+    else:
+        host, remainder = DOCKER_HUB_HOST, image
+    digest_at = remainder.find("@")
+    if digest_at >= 0:
+        path, suffix = remainder[:digest_at], remainder[digest_at:]
+    else:
+        last_slash = remainder.rfind("/")
+        tag_at = remainder.find(":", last_slash + 1)
+        path, suffix = (remainder, "") if tag_at < 0 else (remainder[:tag_at], remainder[tag_at:])
+    if host == DOCKER_HUB_HOST and "/" not in path:
+        path = f"{DOCKER_HUB_OFFICIAL_NAMESPACE}/{path}"
+    return ImageReference(host=host, path=path, suffix=suffix)
+
+
+def is_artifact_registry_host(host: str) -> bool:
+    """Whether `host` is an Artifact Registry Docker host, `<location>-docker.pkg.dev`."""
+    return host.endswith(ARTIFACT_REGISTRY_HOST_SUFFIX)
+
+
+def remote_repository_id(cluster: str, upstream_host: str) -> str:
+    """Id of the stack's Artifact Registry remote repository proxying `upstream_host`: `<cluster>-<key>`."""
+    return f"{cluster}-{UPSTREAMS[upstream_host].key}"
+
+
+def registry_image(image: str, region: str, project: str, cluster: str) -> str:
+    """`image` as pulled through the stack's remote repository: `<region>-docker.pkg.dev/<project>/<repo>/<path><tag>`."""
+    reference = parse_image(image)
+    repository = remote_repository_id(cluster, reference.host)
+    return f"{region}{ARTIFACT_REGISTRY_HOST_SUFFIX}/{project}/{repository}/{reference.path}{reference.suffix}"

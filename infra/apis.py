@@ -7,14 +7,16 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_gcp as gcp
 
-from core.facts.gcp import BASE_SERVICES, LUSTRE_SERVICES
+from core.facts.gcp import ARTIFACT_REGISTRY_SERVICE, BASE_SERVICES, CONTAINER_FILESYSTEM_SERVICE, LUSTRE_SERVICES
 
 
-def required_services(storage_type: str) -> tuple[str, ...]:
-    """The APIs a stack with this storage type needs, sorted."""
+def required_services(storage_type: str, image_source: str = "direct") -> tuple[str, ...]:
+    """The APIs a stack with this storage type and image source needs, sorted."""
     services = set(BASE_SERVICES)
     if storage_type == "lustre":
         services |= set(LUSTRE_SERVICES)
+    if image_source == "registry":
+        services |= {ARTIFACT_REGISTRY_SERVICE, CONTAINER_FILESYSTEM_SERVICE}
     return tuple(sorted(services))
 
 

@@ -177,7 +177,21 @@ def cluster_args(
         ),
         remove_default_node_pool=True,
         initial_node_count=1,
+        node_pool_defaults=node_pool_defaults(config),
         **shared,
+    )
+
+
+def node_pool_defaults(config: StackConfig) -> gcp.container.ClusterNodePoolDefaultsArgs | None:
+    """Image streaming as the Standard cluster's default for its pools with `workload.imageSource: registry`
+    (pulumi-gcp 10.2.0 ClusterNodePoolDefaultsNodeConfigDefaultsGcfsConfigArgs: "enable image streaming across
+    all the node pools within the cluster"); unset otherwise. Each pool sets it too (infra/nodepools.py)."""
+    if not config.streams_images_on_pools():
+        return None
+    return gcp.container.ClusterNodePoolDefaultsArgs(
+        node_config_defaults=gcp.container.ClusterNodePoolDefaultsNodeConfigDefaultsArgs(
+            gcfs_config=gcp.container.ClusterNodePoolDefaultsNodeConfigDefaultsGcfsConfigArgs(enabled=True)
+        )
     )
 
 

@@ -156,6 +156,7 @@ def gpu_pool_args(
         spot=provisioning == "spot" or None,
         flex_start=flex_start or None,
         reservation_affinity=reservation_affinity(config, provisioning),
+        gcfs_config=pool_gcfs_config(config),
     )
     return gcp.container.NodePoolArgs(
         name=names.gpu_pool_name(config.gpu.provisioning, provisioning),
@@ -202,8 +203,17 @@ def head_pool_args(
             service_account=service_account,
             oauth_scopes=[CLOUD_PLATFORM_SCOPE],
             shielded_instance_config=shielded_instance_config(),
+            gcfs_config=pool_gcfs_config(config),
         ),
     )
+
+
+def pool_gcfs_config(config: StackConfig) -> gcp.container.NodePoolNodeConfigGcfsConfigArgs | None:
+    """Image streaming on a Standard pool with `workload.imageSource: registry` (the pods then pull from
+    Artifact Registry, which GKE streams from: core/facts/gcp.py STREAMING_SOURCES); unset otherwise."""
+    if not config.streams_images_on_pools():
+        return None
+    return gcp.container.NodePoolNodeConfigGcfsConfigArgs(enabled=True)
 
 
 @dataclass(frozen=True)

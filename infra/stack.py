@@ -7,6 +7,7 @@ import pulumi
 
 from core import names
 from core.config.model import StackConfig
+from core.facts.gcp import ARTIFACT_REGISTRY_SERVICE
 from infra.apis import Apis, ApisArgs, required_services
 from infra.cluster import Cluster, ClusterArgs
 from infra.dashboard import RunDashboard, RunDashboardArgs
@@ -15,6 +16,7 @@ from infra.kubernetes import KubernetesAccess, KubernetesAccessArgs
 from infra.network import Networks, NetworksArgs
 from infra.nodepools import NodePools, NodePoolsArgs
 from infra.outputs import InfraOutputs
+from infra.registry import ImageRepositories, ImageRepositoriesArgs
 from infra.storage import Storage, StorageArgs
 
 
@@ -22,7 +24,10 @@ def build_infra(config: StackConfig) -> InfraOutputs:
     """Register every Google Cloud resource of `config` and return the hand-off to the workloads."""
     prefix = config.cluster_name
     lustre = config.storage.type == "lustre"
-    apis = Apis("apis", ApisArgs(project=config.project, services=required_services(config.storage.type)))
+    apis = Apis(
+        "apis",
+        ApisArgs(project=config.project, services=required_services(config.storage.type, config.workload.image_source)),
+    )
     networks = Networks(
         "networks",
         NetworksArgs(
@@ -81,6 +86,19 @@ def build_infra(config: StackConfig) -> InfraOutputs:
         ),
     )
 
+    # With workload.imageSource: registry, every pod pulls through these: the in-cluster objects wait for them.
+    images_ready: list[pulumi.Resource] = []
+    if config.workload.image_source == "registry":
+        images = ImageRepositories(
+            "images",
+            ImageRepositoriesArgs(
+                config=config,
+                node_service_account=identity.node_account.member,
+                artifact_registry_api=apis.service(ARTIFACT_REGISTRY_SERVICE),
+            ),
+        )
+        images_ready = images.ready
+
     dashboard = RunDashboard(
         "monitoring", RunDashboardArgs(config=config, monitoring_api=apis.service("monitoring.googleapis.com"))
     )
@@ -103,7 +121,7 @@ def build_infra(config: StackConfig) -> InfraOutputs:
         kubeconfig=access.kubeconfig,
         gpu_networks=networks.gpu_networks,
         storage=storage.hand_off,
-        cluster_ready=cluster_ready,
+        cluster_ready=[*cluster_ready, *images_ready],
         gpu_ready=gpu_ready,
         storage_ready=storage.ready,
     )

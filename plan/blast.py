@@ -63,6 +63,8 @@ LABELS = {
     "gcp:projects/iAMMember:IAMMember": "the nodes' role grant",
     "gcp:kms/cryptoKeyIAMMember:CryptoKeyIAMMember": "the KMS key grant",
     "gcp:monitoring/dashboard:Dashboard": "the monitoring dashboard",
+    "gcp:artifactregistry/repository:Repository": "the image repositories",
+    "gcp:artifactregistry/repositoryIamMember:RepositoryIamMember": "the image repositories' reader grant",
     KUBERNETES_PROVIDER_TYPE: "every Kubernetes object",
     RAY_CLUSTER_TYPE: "the RayCluster",
     "kubernetes:cloud.google.com/v1:ComputeClass": "the GPU ComputeClass",

@@ -165,7 +165,7 @@ def render_head(config: StackConfig) -> dict[str, Any]:
         "containers": [
             {
                 "env": head_env(config),
-                "image": config.workload.resolved_image().image,
+                "image": config.pulled_image(),
                 "name": "ray-head",
                 "ports": [{"containerPort": port, "name": name} for name, port in HEAD_PORTS.items()],
                 "resources": {"limits": {"memory": requests["memory"]}, "requests": requests},
@@ -197,7 +197,7 @@ def render_worker_group(config: StackConfig) -> dict[str, Any]:
     read_only = config.cluster.mode == "autopilot"
     container = {
         "env": worker_env(config),
-        "image": config.workload.resolved_image().image,
+        "image": config.pulled_image(),
         "name": "ray-worker",
         "resources": {
             "limits": {"memory": quantities["memory"], "nvidia.com/gpu": quantities["nvidia.com/gpu"]},

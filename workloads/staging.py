@@ -90,7 +90,7 @@ def render_job(config: StackConfig) -> JobInitArgs:
     env = [pods.env_var_args(entry) for entry in [pods.hf_home_env(), *pods.secret_env(config, with_secret_env=False)]]
     container = k8s.core.v1.ContainerArgs(
         name="stage",
-        image=config.workload.resolved_image().image,
+        image=config.pulled_image(),
         command=staging_command(config),
         env=env,
         resources=k8s.core.v1.ResourceRequirementsArgs(

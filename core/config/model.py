@@ -19,6 +19,7 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
+from core import names
 from core.facts.capacity import RUNGS, Rung
 from core.facts.platform import (
     CUDA_MAJOR_DRIVER_BRANCH,
@@ -264,6 +265,11 @@ class WorkloadConfig(_Section):
     cuda_version: str | None = Field(
         None, description="CUDA version `image` is built on, e.g. 12.8 (with `image`); unset: the LATEST driver."
     )
+    image_source: Literal["direct", "registry"] = Field(
+        "direct",
+        description="Where the pods pull `image` from: `direct` from its own registry; `registry` through an"
+        " Artifact Registry remote repository of the stack in its region, streamed (core/facts/gcp.py).",
+    )
     memory_check: bool = Field(
         True,
         description="Refuse a run whose training or rollout would not fit in GPU memory (jobs/spec/memory.py);"
@@ -499,6 +505,25 @@ class StackConfig(_Section):
     def cluster_name(self) -> str:
         """The cluster name: configured, or `grpo-<stack>`."""
         return self.cluster.name or sanitize_name(f"grpo-{self.stack}", 40)
+
+    def pulled_image(self) -> str:
+        """The image reference the pods pull: the workload image, or its path through the stack's remote
+        repository with `workload.imageSource: registry` (core/names.py registry_image)."""
+        image = self.workload.resolved_image().image
+        if self.workload.image_source == "direct":
+            return image
+        return names.registry_image(image, self.region, self.project, self.cluster_name)
+
+    def streams_images_on_pools(self) -> bool:
+        """Whether the stack turns image streaming on itself: Standard with `workload.imageSource: registry`
+        (Autopilot streams eligible images by itself: core/facts/gcp.py AUTOPILOT_STREAMS_BY_ITSELF)."""
+        return self.cluster.mode == "standard" and self.workload.image_source == "registry"
+
+    def image_upstreams(self) -> tuple[str, ...]:
+        """Registry hosts the stack's remote repositories proxy: none with `direct`, else the image's host."""
+        if self.workload.image_source == "direct":
+            return ()
+        return (names.parse_image(self.workload.resolved_image().image).host,)
 
     @property
     def bucket_name(self) -> str:

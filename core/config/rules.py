@@ -18,6 +18,7 @@ from core.config.model import (
 )
 from core.config.problems import Problem
 from core.facts.capacity import AUTOPILOT_LADDER_REFUSAL
+from core.facts.gcp import UPSTREAMS
 from core.facts.platform import (
     FLEX_START_FLOOR,
     LATEST_DRIVER_FLOORS,
@@ -34,6 +35,7 @@ from core.facts.platform import (
 )
 from core.facts.privilege import KMS_KEY_PATTERN
 from core.facts.zones import GPU_MACHINE_ZONES, GPU_ZONES_DATE, GPU_ZONES_SOURCE, region_of, zones_with
+from core.names import is_artifact_registry_host, parse_image
 
 
 def _version_floors(cfg: StackConfig) -> list[tuple[str, str]]:
@@ -304,6 +306,24 @@ def _workload_problems(cfg: StackConfig) -> list[Problem]:
         problems.append(
             Problem(f"{ns}:workload.cudaVersion", "is only allowed with workload.image (the default image's is known)")
         )
+    if workload.image_source == "registry":
+        host = parse_image(workload.resolved_image().image).host
+        if is_artifact_registry_host(host):
+            problems.append(
+                Problem(
+                    f"{ns}:workload.imageSource",
+                    f"workload.image is already in Artifact Registry ({host}), which GKE streams from directly;"
+                    " set workload.imageSource to 'direct'",
+                )
+            )
+        elif host not in UPSTREAMS:
+            problems.append(
+                Problem(
+                    f"{ns}:workload.imageSource",
+                    f"'registry' proxies {', '.join(sorted(UPSTREAMS))} only; workload.image comes from {host}:"
+                    " set workload.imageSource to 'direct', or push the image to Artifact Registry and name it there",
+                )
+            )
     for name in sorted(set(workload.extra_env) & set(cfg.secret_env)):
         problems.append(
             Problem(

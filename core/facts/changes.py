@@ -126,6 +126,31 @@ FORCE_NEW_INPUTS: dict[str, tuple[str, ...]] = {
     "gcp:serviceaccount/account:Account": ("accountId", "project"),
     "gcp:projects/iAMMember:IAMMember": ("condition", "member", "project", "role"),
     "gcp:kms/cryptoKeyIAMMember:CryptoKeyIAMMember": ("condition", "cryptoKeyId", "member", "role"),
+    # node_config.gcfs_config (image streaming) is not ForceNew: GoogleCloudPlatform/magic-modules PR #11553
+    # ("Remove force replacement from gcfs_config", merged 2024-08) and PR #11717 (its in-place update, merged
+    # 2024-09), both before the provider commit above; an older copy (node_config.go @8da4e915) still had
+    # schemaGcfsConfig(true). The cluster's node_pool_defaults is not listed either: it updates in place.
+    # artifactregistry/resource_artifact_registry_repository.go (read at 07fc8657, 2026-12-01): format,
+    # repository_id, kms_key_name, location, mode and the whole remote_repository_config block are ForceNew;
+    # description and labels update in place. iam_artifact_registry_repository.go (0937ec5b): project, location,
+    # repository ForceNew; member, role, condition as every tpgiamresource member.
+    "gcp:artifactregistry/repository:Repository": (
+        "format",
+        "kmsKeyName",
+        "location",
+        "mode",
+        "project",
+        "remoteRepositoryConfig",
+        "repositoryId",
+    ),
+    "gcp:artifactregistry/repositoryIamMember:RepositoryIamMember": (
+        "condition",
+        "location",
+        "member",
+        "project",
+        "repository",
+        "role",
+    ),
     # monitoring/resource_monitoring_dashboard.go: only `project` is ForceNew; dashboard_json updates in place.
     "gcp:monitoring/dashboard:Dashboard": ("project",),
     "kubernetes:apps/v1:DaemonSet": KUBERNETES_IDENTITY_INPUTS + ("spec.selector",),

@@ -4,6 +4,8 @@ Sources are tagged as in core/facts/__init__.py."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 BASE_SERVICES = (
     "cloudresourcemanager.googleapis.com",
     "compute.googleapis.com",
@@ -77,3 +79,73 @@ neither B200 nor H200 pods get one there."""
 COMPACT_PLACEMENT_MAX_NODES = 150
 """Most VMs one compact placement policy holds (Compute Engine define-instance-placement, restrictions of
 compact policies; GKE Standard node pools apply one policy per pool); gpu.nodes (at most 64) stays below it."""
+
+
+# ---------------------------------------------------------------- images: the registries and image streaming
+# Where the workload images come from and how GKE pulls them: the upstream registries an Artifact
+# Registry remote repository can proxy, and image streaming. Sources are tagged as in core/facts/__init__.py.
+#
+# DOC-ARR = Artifact Registry "Create remote repositories" (docs.cloud.google.com/artifact-registry/docs/
+# repositories/remote-repo, read 2026-12-01): a remote repository proxies Docker Hub among its preset sources
+# and caches each version on its first request, serving the cached copy afterwards; user-defined (custom)
+# upstreams for the supported formats. DOC-IS = GKE "Use Image streaming to pull container images"
+# (docs.cloud.google.com/kubernetes-engine/docs/how-to/image-streaming, read 2026-12-01). DOC-ARG = Artifact
+# Registry "Deploy to Google Kubernetes Engine" (cloud.google.com/artifact-registry/docs/integrate-gke, read
+# 2026-12-01). PGCP = pulumi-gcp 10.2.0 pulumi_gcp/artifactregistry/_inputs.py (installed).
+
+DOCKER_HUB_HOST = "docker.io"
+"""The registry a Docker reference without a registry host names (Docker's reference grammar)."""
+
+DOCKER_HUB_OFFICIAL_NAMESPACE = "library"
+"""Docker Hub's namespace of a one-component name such as `ubuntu` (docker.io/library/ubuntu)."""
+
+
+@dataclass(frozen=True)
+class Upstream:
+    """An upstream registry that a remote repository proxies, and how the repository names it."""
+
+    key: str
+    """Short name in the repository's id: `<cluster>-<key>`."""
+    public_repository: str | None
+    """A preset source (`docker_repository.public_repository`), or None for a custom upstream."""
+    uri: str | None
+    """The custom upstream's address (`common_repository.uri`), or None for a preset source."""
+
+
+UPSTREAMS: dict[str, Upstream] = {
+    # DOC-ARR: Docker Hub is a preset source; PGCP RepositoryRemoteRepositoryConfigDockerRepositoryArgs
+    # public_repository ("DOCKER_HUB").
+    DOCKER_HUB_HOST: Upstream(key="dockerhub", public_repository="DOCKER_HUB", uri=None),
+    # DOC-ARR: any other registry is a user-defined upstream. PGCP: docker_repository.custom_repository is
+    # "[Deprecated, please use commonRepository instead]"; RepositoryRemoteRepositoryConfigCommonRepositoryArgs.uri
+    # takes "URI to the registry, e.g. https://registry-1.docker.io".
+    "nvcr.io": Upstream(key="nvcr", public_repository=None, uri="https://nvcr.io"),
+}
+"""Registry host of an image -> the remote repository that proxies it (`workload.imageSource: registry`)."""
+
+ARTIFACT_REGISTRY_HOST_SUFFIX = "-docker.pkg.dev"
+"""Host of an Artifact Registry Docker repository: `<location>-docker.pkg.dev` (DOC-ARG `kubectl run
+--image=LOCATION-docker.pkg.dev/PROJECT-ID/REPOSITORY/IMAGE`)."""
+
+ARTIFACT_REGISTRY_READER_ROLE = "roles/artifactregistry.reader"
+"""The role that lets the nodes' service account pull from a repository (DOC-ARG "Permissions")."""
+
+CONTAINER_FILESYSTEM_SERVICE = "containerfilesystem.googleapis.com"
+"""The Container File System API, which image streaming needs enabled (DOC-IS "Requirements")."""
+
+ARTIFACT_REGISTRY_SERVICE = "artifactregistry.googleapis.com"
+"""The Artifact Registry API, which creating a repository needs (DOC-ARR "Before you begin")."""
+
+STREAMING_SOURCES = "standard or remote repositories in Artifact Registry"
+"""Images GKE streams (DOC-IS "Requirements": "Your container images must be stored in standard or remote
+repositories in Artifact Registry"); an image pulled from Docker Hub or nvcr.io directly is pulled whole."""
+
+STREAMING_NODE_IMAGE = "COS_CONTAINERD"
+"""The node image image streaming needs (DOC-IS "Requirements": Container-Optimized OS with containerd;
+"Autopilot nodes always use this node image")."""
+
+AUTOPILOT_STREAMS_BY_ITSELF = True
+"""Autopilot clusters use image streaming for eligible images by themselves (DOC-IS: "Autopilot clusters
+automatically use Image streaming to pull eligible images"); Standard enables it per cluster or pool with the
+GCFS setting (PGCP container ClusterNodePoolDefaultsNodeConfigDefaultsGcfsConfigArgs: "enable image
+streaming across all the node pools within the cluster"; NodePoolNodeConfigGcfsConfigArgs per pool)."""

@@ -118,6 +118,17 @@ DEPLOYER_ROLES: dict[str, tuple[tuple[str, ...], str]] = {
     "gcp:lustre/instance:Instance": (("roles/lustre.admin",), "lustre.instances.create"),
     "gcp:kms/cryptoKeyIAMMember:CryptoKeyIAMMember": (("roles/cloudkms.admin",), "cloudkms.cryptoKeys.setIamPolicy"),
     "gcp:monitoring/dashboard:Dashboard": (("roles/monitoring.dashboardEditor",), "monitoring.dashboards.create"),
+    # Artifact Registry "Set up repositories with gcr.io domain support", Required roles (cloud.google.com/
+    # artifact-registry/docs/transition/setup-gcr-repo, read 2026-12-01): "To create Artifact Registry repositories
+    # and grant access to individual repositories: Artifact Registry Administrator (roles/artifactregistry.admin)".
+    "gcp:artifactregistry/repository:Repository": (
+        ("roles/artifactregistry.admin",),
+        "artifactregistry.repositories.create",
+    ),
+    "gcp:artifactregistry/repositoryIamMember:RepositoryIamMember": (
+        ("roles/artifactregistry.admin",),
+        "artifactregistry.repositories.setIamPolicy",
+    ),
     # Every in-cluster object (namespace, service account, Secrets, DaemonSet, Job, NetworkPolicies, PV/PVC,
     # the GKE network objects and the RayCluster) goes through the Kubernetes API with the deployer's identity.
     "kubernetes:": (("roles/container.admin",), "container.<kind>.create in the cluster"),

@@ -228,7 +228,7 @@ def render_deployment(
     code = code_data(code_files)
     container = k8s.core.v1.ContainerArgs(
         name="guardian",
-        image=config.workload.resolved_image().image,
+        image=config.pulled_image(),
         command=guardian_command(),
         env=[k8s.core.v1.EnvVarArgs(name="PYTHONPATH", value=names.GUARDIAN_CODE_DIR)],
         resources=k8s.core.v1.ResourceRequirementsArgs(requests=dict(REQUESTS), limits={"memory": REQUESTS["memory"]}),

@@ -1220,6 +1220,44 @@ DRIVER = [
 ]
 
 
+# ---------------------------------------------------------------- grpo-gke:workload.imageSource
+
+NEMO_RL = {"grpo-gke:workload.framework": "nemo-rl", "grpo-gke:workload.dataset": "deepscaler"}
+"""The NeMo-RL workload on its pinned image (nvcr.io)."""
+
+IMAGE_SOURCE = [
+    ok("image-source-direct", {"grpo-gke:workload.imageSource": "direct"}),
+    ok("image-source-registry-docker-hub", {"grpo-gke:workload.imageSource": "registry"}),
+    ok("image-source-registry-nvcr", {**NEMO_RL, "grpo-gke:workload.imageSource": "registry"}),
+    ok(
+        "image-source-registry-user-docker-hub",
+        {**IMAGE, "grpo-gke:workload.image": "myteam/verl:custom", "grpo-gke:workload.imageSource": "registry"},
+    ),
+    bad(
+        "image-source-other",
+        {"grpo-gke:workload.imageSource": "mirror"},
+        "grpo-gke:workload.imageSource: must be one of 'direct' or 'registry', got 'mirror'",
+    ),
+    bad(
+        "image-source-registry-unknown-upstream",
+        {**IMAGE, "grpo-gke:workload.imageSource": "registry"},
+        "grpo-gke:workload.imageSource: 'registry' proxies docker.io, nvcr.io only; workload.image comes from"
+        " example.com: set workload.imageSource to 'direct', or push the image to Artifact Registry and name it"
+        " there",
+    ),
+    bad(
+        "image-source-registry-already-artifact-registry",
+        {
+            **IMAGE,
+            "grpo-gke:workload.image": "us-central1-docker.pkg.dev/my-grpo-project/images/verl:custom",
+            "grpo-gke:workload.imageSource": "registry",
+        },
+        "grpo-gke:workload.imageSource: workload.image is already in Artifact Registry"
+        " (us-central1-docker.pkg.dev), which GKE streams from directly; set workload.imageSource to 'direct'",
+    ),
+]
+
+
 def test_every_cuda_major_has_a_latest_driver_that_runs_it() -> None:
     """The driver facts agree: each known CUDA major's branch is carried by some GKE LATEST driver, and the
     pinned images' CUDA versions are of known majors."""
@@ -1278,6 +1316,7 @@ SECRET_ENV = [
     + GRPO_CROSS
     + JOB_AND_TOKEN
     + DRIVER
+    + IMAGE_SOURCE
     + SECRET_ENV,
 )
 def test_rule(changes: dict[str, Any], expected: list[str]) -> None:

@@ -22,6 +22,7 @@ from tests.conftest import (
     COMBINATIONS,
     LUSTRE,
     REPO_ROOT,
+    SHIPPED_STACKS,
     combination_values,
     recorded_run,
     shipped_stack_file,
@@ -90,6 +91,7 @@ KEY_CHANGES: dict[str, tuple[str, dict, dict]] = {
     "grpo-gke:workload.extraEnv": ("dev", {}, {"workload": {"extraEnv": {"NCCL_DEBUG": "INFO"}}}),
     "grpo-gke:workload.cudaVersion": ("dev", IMAGE_BASE, {"workload": {"cudaVersion": "12.8"}}),
     "grpo-gke:workload.memoryCheck": ("dev", {}, {"workload": {"memoryCheck": False}}),
+    "grpo-gke:workload.imageSource": ("dev", {}, {"workload": {"imageSource": "registry"}}),
     "grpo-gke:grpo.promptsPerStep": ("dev", {}, {"grpo": {"promptsPerStep": 128}}),
     "grpo-gke:grpo.generationsPerPrompt": ("dev", {}, {"grpo": {"generationsPerPrompt": 16}}),
     "grpo-gke:grpo.rolloutTensorParallel": ("dev", {}, {"grpo": {"rolloutTensorParallel": 2}}),
@@ -376,6 +378,8 @@ def test_the_forcenew_table_covers_exactly_the_types_the_stack_registers(infra_r
     registered |= {r.type for r in with_kms_key.resources if r.custom}
     with_ladder = recorded_run(combination_values("standard", "h200", "gcs", gpu={"capacity": ["spot", "on-demand"]}))
     registered |= {r.type for r in with_ladder.resources if r.custom}
+    with_registry = recorded_run(combination_values("standard", "h200", "gcs", workload={"imageSource": "registry"}))
+    registered |= {r.type for r in with_registry.resources if r.custom}
     assert registered - set(SPECIAL_TYPES) == set(FORCE_NEW_INPUTS)
 
 
@@ -521,3 +525,33 @@ def test_removing_a_rung_deletes_only_its_pool_last_and_says_what_happens_to_the
         " workers running there lose their nodes, and the guardian resubmits the run from its last checkpoint on"
         " the rungs that remain"
     )
+
+
+# --- workload.imageSource: turning the registry on and off --------------------------------------
+
+REGISTRY_TYPES = (
+    "gcp:artifactregistry/repository:Repository",
+    "gcp:artifactregistry/repositoryIamMember:RepositoryIamMember",
+)
+
+
+@pytest.mark.parametrize("stack", SHIPPED_STACKS)
+def test_turning_the_registry_on_and_off_keeps_the_cluster_and_every_pool(stack):
+    """Image streaming updates the cluster and the pools in place (gcfsConfig and nodePoolDefaults are not
+    ForceNew), the repository and its grant come and go, and the pods' new image replaces the RayCluster."""
+    direct = values_of(stack)
+    registry = _merged(direct, {"workload": {"imageSource": "registry"}})
+    for old, new, repositories in ((direct, registry, "create"), (registry, direct, "delete")):
+        blast = blast_radius(cached_plan(old), cached_plan(new))
+        by_type: dict[str, set[str]] = {}
+        for change in blast.changes:
+            by_type.setdefault(change.type, set()).add(change.action)
+        assert by_type.get("gcp:container/cluster:Cluster", {"update"}) == {"update"}
+        assert by_type.get("gcp:container/nodePool:NodePool", {"update"}) == {"update"}
+        for type_ in REGISTRY_TYPES:
+            assert by_type[type_] == {repositories}
+        assert by_type[RAY_TYPE] == {"replace"}
+        standard = json.loads(direct[f"{PROJECT_NAMESPACE}:cluster"]).get("mode", "standard") == "standard"
+        changed = {c.name: c.reason for c in blast.changes if c.type == "gcp:container/nodePool:NodePool"}
+        assert changed == ({n: "nodeConfig.gcfsConfig" for n in changed} if standard else {})
+        assert (len(changed) >= 2) is standard

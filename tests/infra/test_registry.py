@@ -1,0 +1,121 @@
+"""`workload.imageSource: registry`: the remote repository per upstream, the nodes' reader grant, image
+streaming on Standard, and the image path every pod pulls (the RayCluster, the staging Job, the guardian)."""
+
+from __future__ import annotations
+
+import pytest
+
+from core.facts.gcp import ARTIFACT_REGISTRY_SERVICE, CONTAINER_FILESYSTEM_SERVICE
+from tests.conftest import combination_values, recorded_run
+from tests.infra.conftest import depends_on
+from tests.workloads.conftest import k8s_schema_errors, schema_errors
+
+REPOSITORY = "gcp:artifactregistry/repository:Repository"
+GRANT = "gcp:artifactregistry/repositoryIamMember:RepositoryIamMember"
+NEMO = {"framework": "nemo-rl", "dataset": "deepscaler", "model": "Qwen/Qwen2.5-1.5B"}
+"""The NeMo-RL workload with its pinned image (nvcr.io)."""
+
+VERL_PULLED = "us-central1-docker.pkg.dev/my-grpo-project/grpo-test-dockerhub/verlai/verl:vllm024.dev2"
+NEMO_PULLED = "us-central1-docker.pkg.dev/my-grpo-project/grpo-test-nvcr/nvidia/nemo-rl:v0.7.0"
+
+
+def _run(mode: str, source: str, workload: dict | None = None):
+    workload = (workload or {}) | {"imageSource": source}
+    return recorded_run(combination_values(mode, "b200", "gcs", workload=workload))
+
+
+def pulled_images(recording) -> dict[str, set[str]]:
+    """Image of every container the RayCluster, the staging Job and the guardian's Deployment run."""
+    ray = recording.one("kubernetes:ray.io/v1:RayCluster").inputs["spec"]
+    job = recording.one("kubernetes:batch/v1:Job").inputs["spec"]["template"]["spec"]
+    [guardian] = [r for r in recording.resources if r.type == "kubernetes:apps/v1:Deployment" and "guardian" in r.name]
+    pods = {
+        "ray head": ray["headGroupSpec"]["template"]["spec"],
+        "ray workers": ray["workerGroupSpecs"][0]["template"]["spec"],
+        "staging": job,
+        "guardian": guardian.inputs["spec"]["template"]["spec"],
+    }
+    return {name: {c["image"] for c in pod["containers"]} for name, pod in pods.items()}
+
+
+@pytest.mark.parametrize(
+    ("workload", "host_key", "remote", "pulled"),
+    [
+        ({}, "dockerhub", {"description": "proxy of DOCKER_HUB", "dockerRepository": {"publicRepository": "DOCKER_HUB"}}, VERL_PULLED),
+        (NEMO, "nvcr", {"description": "proxy of https://nvcr.io", "commonRepository": {"uri": "https://nvcr.io"}}, NEMO_PULLED),
+    ],
+)  # fmt: skip
+@pytest.mark.parametrize("mode", ["standard", "autopilot"])
+def test_registry_creates_one_remote_repository_its_reader_grant_and_every_pod_pulls_through_it(
+    mode, workload, host_key, remote, pulled
+):
+    recording = _run(mode, "registry", workload)
+    [repository] = [r for r in recording.resources if r.type == REPOSITORY]
+    assert repository.name == f"grpo-test-{host_key}"
+    assert repository.inputs == {
+        "project": "my-grpo-project",
+        "location": "us-central1",
+        "repositoryId": f"grpo-test-{host_key}",
+        "format": "DOCKER",
+        "mode": "REMOTE_REPOSITORY",
+        "description": f"{'docker.io' if host_key == 'dockerhub' else 'nvcr.io'} through Artifact Registry for the"
+        " grpo-gke cluster grpo-test",
+        "remoteRepositoryConfig": remote,
+    }
+    assert "artifactregistry" in depends_on(recording, repository)
+    [grant] = [r for r in recording.resources if r.type == GRANT]
+    assert grant.inputs["role"] == "roles/artifactregistry.reader"
+    assert grant.inputs["repository"] == repository.inputs["repositoryId"]
+    assert (grant.inputs["project"], grant.inputs["location"]) == ("my-grpo-project", "us-central1")
+    # The same member the nodes' project role goes to: the nodes' own service account.
+    node_roles = {r.inputs["member"] for r in recording.resources if r.type == "gcp:projects/iAMMember:IAMMember"}
+    assert node_roles == {grant.inputs["member"]} and grant.inputs["member"].startswith(
+        "serviceAccount:grpo-test-node-sa@"
+    )
+    services = {r.inputs["service"] for r in recording.resources if r.type == "gcp:projects/service:Service"}
+    assert {ARTIFACT_REGISTRY_SERVICE, CONTAINER_FILESYSTEM_SERVICE} <= services
+    assert pulled_images(recording) == dict.fromkeys(("ray head", "ray workers", "staging", "guardian"), {pulled})
+    # The pods wait for the repository and the grant: the RayCluster (and every in-cluster object) waits for them.
+    ray = recording.one("kubernetes:ray.io/v1:RayCluster")
+    assert {repository.name, grant.name} <= depends_on(recording, ray)
+
+
+@pytest.mark.parametrize("mode", ["standard", "autopilot"])
+def test_direct_creates_no_repository_and_pulls_the_image_as_named(mode):
+    recording = _run(mode, "direct")
+    assert not [r for r in recording.resources if r.type in (REPOSITORY, GRANT)]
+    services = {r.inputs["service"] for r in recording.resources if r.type == "gcp:projects/service:Service"}
+    assert not {ARTIFACT_REGISTRY_SERVICE, CONTAINER_FILESYSTEM_SERVICE} & services
+    assert pulled_images(recording) == dict.fromkeys(
+        ("ray head", "ray workers", "staging", "guardian"), {"verlai/verl:vllm024.dev2"}
+    )
+    pools = [r for r in recording.resources if r.type == "gcp:container/nodePool:NodePool"]
+    assert all("gcfsConfig" not in pool.inputs["nodeConfig"] for pool in pools)
+    assert "nodePoolDefaults" not in recording.one("gcp:container/cluster:Cluster").inputs
+
+
+def test_registry_turns_image_streaming_on_for_the_standard_cluster_and_every_pool():
+    recording = _run("standard", "registry")
+    cluster = recording.one("gcp:container/cluster:Cluster")
+    assert cluster.inputs["nodePoolDefaults"] == {"nodeConfigDefaults": {"gcfsConfig": {"enabled": True}}}
+    pools = [r for r in recording.resources if r.type == "gcp:container/nodePool:NodePool"]
+    assert {pool.inputs["name"] for pool in pools} == {"gpu", "ray-head"}
+    assert all(pool.inputs["nodeConfig"]["gcfsConfig"] == {"enabled": True} for pool in pools)
+    assert all(pool.inputs["nodeConfig"]["imageType"] == "COS_CONTAINERD" for pool in pools)
+
+
+def test_autopilot_streams_by_itself_the_stack_sets_no_gcfs():
+    cluster = _run("autopilot", "registry").one("gcp:container/cluster:Cluster")
+    assert "nodePoolDefaults" not in cluster.inputs and cluster.inputs["enableAutopilot"] is True
+
+
+@pytest.mark.parametrize(("mode", "workload"), [("standard", {}), ("autopilot", NEMO)])
+def test_the_pods_with_the_registry_image_pass_kuberays_and_kubernetes_schemas(mode, workload):
+    """The RayCluster against KubeRay v1.7's strict schema; the staging Job and the guardian's Deployment
+    against Kubernetes 1.33's (both skip without ../shared)."""
+    recording = _run(mode, "registry", workload)
+    ray = recording.one("kubernetes:ray.io/v1:RayCluster").inputs
+    assert schema_errors({"apiVersion": "ray.io/v1", "kind": "RayCluster", **ray}) == []
+    assert k8s_schema_errors(recording.one("kubernetes:batch/v1:Job").inputs) == []
+    [guardian] = [r for r in recording.resources if r.type == "kubernetes:apps/v1:Deployment" and "guardian" in r.name]
+    assert k8s_schema_errors(guardian.inputs) == []
