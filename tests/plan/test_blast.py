@@ -421,7 +421,10 @@ def test_plan_against_an_earlier_plan_prints_the_blast_radius_and_the_job_verdic
     assert plan.startswith("Plan of stack 'dev': ")
     assert report == (
         "Against before/plan.json, pulumi up on stack 'dev' would:"
-        " 0 to create, 0 to update, 1 to replace, 0 to delete\n"
+        " 0 to create, 2 to update, 1 to replace, 0 to delete\n"
+        "update in place:\n"
+        "  grpo-guardian (kubernetes:apps/v1:Deployment): spec.template.metadata.annotations.grpo-gke/settings-sha256\n"
+        "  grpo-guardian-settings (kubernetes:core/v1:ConfigMap): data.settings.json\n"
         "replace:\n"
         "  grpo-dev-gpu (gcp:container/nodePool:NodePool) (delete first): nodeConfig.spot\n"
         "the running GRPO job restarts: no, because neither the run (dev-b8ddd27a63) nor the RayCluster changes;"
