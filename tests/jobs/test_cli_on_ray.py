@@ -6,6 +6,7 @@ import functools
 import os
 import subprocess
 import sys
+import threading
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -299,7 +300,15 @@ def test_ctrl_c_in_logs_follow_is_one_line_and_exit_130_with_the_stream_closed(r
                 break
         assert streamed[-1:] and streamed[-1].startswith("tick "), "the job's log is being streamed"
         follow.send_signal(signal.SIGINT)
-        out, err = follow.communicate(timeout=60)
+        # The rest of stdout through the same buffered reader the lines above came from (communicate() reads the raw
+        # pipe and would lose the lines that reader already buffered); a follow that hangs is killed after 60 s.
+        killer = threading.Timer(60, follow.kill)
+        killer.start()
+        try:
+            out, err = follow.stdout.read(), follow.stderr.read()
+            follow.wait(timeout=60)
+        finally:
+            killer.cancel()
         log = control.connect(control.endpoint_for_address(ray_head)).get_job_logs(job)
     finally:
         follow.kill()
