@@ -55,24 +55,25 @@ def remote_repository_config(
     With credentials, Artifact Registry's check of the upstream at creation is off (`disable_upstream_validation`):
     its service agent exists only once the project's first repository does (DOC-ARSA, core/facts/gcp.py), so it is
     granted the secret after the repository is created, and a wrong key shows at the first pull instead."""
+    credentials = {}
+    if password_secret_version is not None:
+        credentials = {
+            "upstream_credentials": upstream_credentials(upstream, password_secret_version),
+            "disable_upstream_validation": True,
+        }
     if upstream.public_repository is not None:
-        config = gcp.artifactregistry.RepositoryRemoteRepositoryConfigArgs(
+        return gcp.artifactregistry.RepositoryRemoteRepositoryConfigArgs(
             description=f"proxy of {upstream.public_repository}",
             docker_repository=gcp.artifactregistry.RepositoryRemoteRepositoryConfigDockerRepositoryArgs(
                 public_repository=upstream.public_repository
             ),
+            **credentials,
         )
-    else:
-        config = gcp.artifactregistry.RepositoryRemoteRepositoryConfigArgs(
-            description=f"proxy of {upstream.uri}",
-            common_repository=gcp.artifactregistry.RepositoryRemoteRepositoryConfigCommonRepositoryArgs(
-                uri=upstream.uri
-            ),
-        )
-    if password_secret_version is not None:
-        config.upstream_credentials = upstream_credentials(upstream, password_secret_version)
-        config.disable_upstream_validation = True
-    return config
+    return gcp.artifactregistry.RepositoryRemoteRepositoryConfigArgs(
+        description=f"proxy of {upstream.uri}",
+        common_repository=gcp.artifactregistry.RepositoryRemoteRepositoryConfigCommonRepositoryArgs(uri=upstream.uri),
+        **credentials,
+    )
 
 
 def credentials_secret_version(config: StackConfig, host: str) -> str | None:
