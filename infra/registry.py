@@ -1,9 +1,11 @@
 """The Artifact Registry remote repositories the pods pull the workload image through
 (`workload.imageSource: registry`): one per upstream registry, in the stack's region, each readable by the
-nodes' service account."""
+nodes' service account; with `workload.ngcApiKeySecretVersion`, the nvcr.io one pulls with the user's NGC API
+key, read from Secret Manager by Artifact Registry's service agent (granted on that secret only)."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import pulumi
@@ -11,8 +13,17 @@ import pulumi_gcp as gcp
 
 from core import names
 from core.config.model import StackConfig
-from core.facts.gcp import ARTIFACT_REGISTRY_READER_ROLE, UPSTREAMS, Upstream
+from core.facts.gcp import (
+    ARTIFACT_REGISTRY_READER_ROLE,
+    ARTIFACT_REGISTRY_SERVICE,
+    ARTIFACT_REGISTRY_SERVICE_AGENT,
+    SECRET_ACCESSOR_ROLE,
+    SECRET_VERSION_PATTERN,
+    UPSTREAMS,
+    Upstream,
+)
 from core.resource_options import fixed_name_options
+from infra.apis import project_number
 
 DOCKER_FORMAT = "DOCKER"
 """The repositories' format (pulumi-gcp 10.2.0 RepositoryArgs.format)."""
@@ -21,19 +32,68 @@ REMOTE_MODE = "REMOTE_REPOSITORY"
 """A proxy of an upstream that caches each version on its first pull (RepositoryArgs.mode)."""
 
 
-def remote_repository_config(upstream: Upstream) -> gcp.artifactregistry.RepositoryRemoteRepositoryConfigArgs:
-    """The remote settings of a proxy of `upstream`: a preset Docker source, or a custom upstream's address."""
+def upstream_credentials(
+    upstream: Upstream, password_secret_version: str
+) -> gcp.artifactregistry.RepositoryRemoteRepositoryConfigUpstreamCredentialsArgs:
+    """The upstream's username for an API key and the secret version holding the key: only the version's name
+    goes into the program and its state, never the key."""
+    assert upstream.api_key_username is not None, "the config rules refuse credentials for this upstream"
+    return gcp.artifactregistry.RepositoryRemoteRepositoryConfigUpstreamCredentialsArgs(
+        username_password_credentials=gcp.artifactregistry.RepositoryRemoteRepositoryConfigUpstreamCredentialsUsernamePasswordCredentialsArgs(
+            username=upstream.api_key_username,
+            password_secret_version=password_secret_version,
+        )
+    )
+
+
+def remote_repository_config(
+    upstream: Upstream, password_secret_version: str | None = None
+) -> gcp.artifactregistry.RepositoryRemoteRepositoryConfigArgs:
+    """The remote settings of a proxy of `upstream`: a preset Docker source, or a custom upstream's address; with
+    `password_secret_version`, the credentials it pulls with.
+
+    With credentials, Artifact Registry's check of the upstream at creation is off (`disable_upstream_validation`):
+    its service agent exists only once the project's first repository does (DOC-ARSA, core/facts/gcp.py), so it is
+    granted the secret after the repository is created, and a wrong key shows at the first pull instead."""
+    credentials = {}
+    if password_secret_version is not None:
+        credentials = {
+            "upstream_credentials": upstream_credentials(upstream, password_secret_version),
+            "disable_upstream_validation": True,
+        }
     if upstream.public_repository is not None:
         return gcp.artifactregistry.RepositoryRemoteRepositoryConfigArgs(
             description=f"proxy of {upstream.public_repository}",
             docker_repository=gcp.artifactregistry.RepositoryRemoteRepositoryConfigDockerRepositoryArgs(
                 public_repository=upstream.public_repository
             ),
+            **credentials,
         )
     return gcp.artifactregistry.RepositoryRemoteRepositoryConfigArgs(
         description=f"proxy of {upstream.uri}",
         common_repository=gcp.artifactregistry.RepositoryRemoteRepositoryConfigCommonRepositoryArgs(uri=upstream.uri),
+        **credentials,
     )
+
+
+def credentials_secret_version(config: StackConfig, host: str) -> str | None:
+    """The secret version the remote repository of `host` pulls with: the NGC key's, for an upstream that takes an
+    API key (nvcr.io); None for the others."""
+    if UPSTREAMS[host].api_key_username is None:
+        return None
+    return config.workload.ngc_api_key_secret_version
+
+
+def secret_of_version(version: str) -> str:
+    """The secret a secret version belongs to: `projects/P/secrets/S/versions/N` -> `projects/P/secrets/S`."""
+    match = re.fullmatch(SECRET_VERSION_PATTERN, version)
+    assert match is not None, "the config refuses a malformed secret version"
+    return f"projects/{match.group('project')}/secrets/{match.group('secret')}"
+
+
+def artifact_registry_service_agent(project_number: str) -> str:
+    """IAM member of Artifact Registry's service agent of the project with this number."""
+    return ARTIFACT_REGISTRY_SERVICE_AGENT.format(number=project_number)
 
 
 def repository_args(config: StackConfig, host: str) -> gcp.artifactregistry.RepositoryArgs:
@@ -45,7 +105,7 @@ def repository_args(config: StackConfig, host: str) -> gcp.artifactregistry.Repo
         format=DOCKER_FORMAT,
         mode=REMOTE_MODE,
         description=f"{host} through Artifact Registry for the grpo-gke cluster {config.cluster_name}",
-        remote_repository_config=remote_repository_config(UPSTREAMS[host]),
+        remote_repository_config=remote_repository_config(UPSTREAMS[host], credentials_secret_version(config, host)),
     )
 
 
@@ -57,8 +117,9 @@ class ImageRepositoriesArgs:
     """The stack config."""
     node_service_account: pulumi.Input[str]
     """IAM member of the nodes' service account (`serviceAccount:<email>`), which pulls the images."""
-    artifact_registry_api: pulumi.Resource
-    """The Artifact Registry API's Service; the repositories wait for it."""
+    apis: dict[str, pulumi.Resource]
+    """The project's Service resources by API name: the repositories wait for Artifact Registry's, the project
+    number's lookup (for the service agent) for Cloud Resource Manager's."""
 
 
 class ImageRepositories(pulumi.ComponentResource):
@@ -66,18 +127,20 @@ class ImageRepositories(pulumi.ComponentResource):
 
     repositories: list[gcp.artifactregistry.Repository]
     grants: list[gcp.artifactregistry.RepositoryIamMember]
+    secret_grants: list[gcp.secretmanager.SecretIamMember]
 
     def __init__(self, name: str, args: ImageRepositoriesArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("grpo-gke:infra:ImageRepositories", name, None, opts)
         config = args.config
         self.repositories = []
         self.grants = []
+        self.secret_grants = []
         for host in config.image_upstreams():
             repository_id = names.remote_repository_id(config.cluster_name, host)
             repository = gcp.artifactregistry.Repository(
                 repository_id,
                 repository_args(config, host),
-                opts=fixed_name_options(parent=self, depends_on=[args.artifact_registry_api]),
+                opts=fixed_name_options(parent=self, depends_on=[args.apis[ARTIFACT_REGISTRY_SERVICE]]),
             )
             # Non-authoritative: the repository's other readers are left as they are.
             grant = gcp.artifactregistry.RepositoryIamMember(
@@ -93,9 +156,30 @@ class ImageRepositories(pulumi.ComponentResource):
             )
             self.repositories.append(repository)
             self.grants.append(grant)
+            version = credentials_secret_version(config, host)
+            if version is not None:
+                self.secret_grants.append(self._secret_grant(repository_id, version, repository, args))
         self.register_outputs({})
+
+    def _secret_grant(
+        self, repository_id: str, version: str, repository: pulumi.Resource, args: ImageRepositoriesArgs
+    ) -> gcp.secretmanager.SecretIamMember:
+        """Artifact Registry's service agent may read the secret holding the upstream's key, that secret only
+        (DOC-ARA); after the repository, whose creation creates the agent in a project that had none (DOC-ARSA)."""
+        number = project_number(args.config.project, args.apis, self)
+        # Non-authoritative: the secret's other accessors are left as they are.
+        return gcp.secretmanager.SecretIamMember(
+            f"{repository_id}-upstream-key",
+            gcp.secretmanager.SecretIamMemberArgs(
+                secret_id=secret_of_version(version),
+                role=SECRET_ACCESSOR_ROLE,
+                member=number.apply(artifact_registry_service_agent),
+            ),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[repository]),
+        )
 
     @property
     def ready(self) -> list[pulumi.Resource]:
-        """What a pod pulling through the repositories waits for: each repository and its reader grant."""
-        return [*self.repositories, *self.grants]
+        """What a pod pulling through the repositories waits for: each repository, its reader grant and, with
+        upstream credentials, the service agent's grant on their secret."""
+        return [*self.repositories, *self.grants, *self.secret_grants]

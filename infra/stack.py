@@ -7,7 +7,6 @@ import pulumi
 
 from core import names
 from core.config.model import StackConfig
-from core.facts.gcp import ARTIFACT_REGISTRY_SERVICE
 from infra.apis import Apis, ApisArgs, required_services
 from infra.cluster import Cluster, ClusterArgs
 from infra.dashboard import RunDashboard, RunDashboardArgs
@@ -94,7 +93,7 @@ def build_infra(config: StackConfig) -> InfraOutputs:
             ImageRepositoriesArgs(
                 config=config,
                 node_service_account=identity.node_account.member,
-                artifact_registry_api=apis.service(ARTIFACT_REGISTRY_SERVICE),
+                apis=dict(apis.services),
             ),
         )
         images_ready = images.ready

@@ -65,6 +65,7 @@ LABELS = {
     "gcp:monitoring/dashboard:Dashboard": "the monitoring dashboard",
     "gcp:artifactregistry/repository:Repository": "the image repositories",
     "gcp:artifactregistry/repositoryIamMember:RepositoryIamMember": "the image repositories' reader grant",
+    "gcp:secretmanager/secretIamMember:SecretIamMember": "the NGC key secret's grant",
     KUBERNETES_PROVIDER_TYPE: "every Kubernetes object",
     RAY_CLUSTER_TYPE: "the RayCluster",
     "kubernetes:cloud.google.com/v1:ComputeClass": "the GPU ComputeClass",

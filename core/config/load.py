@@ -75,7 +75,13 @@ def _misplaced_secrets(full_key: str, value: Any) -> list[Problem]:
     problems = []
     for leaf in _opaque_leaves(value) or [()]:
         path = ".".join((full_key, *leaf))
-        if full_key == f"{ns}:workload" and len(leaf) == 2 and leaf[0] == "extraEnv":
+        if full_key == f"{ns}:workload" and leaf == ("ngcApiKeySecretVersion",):
+            move = (
+                "an NGC API key belongs in Secret Manager, not in the stack config: store it there, then"
+                f" pulumi config set --path '{path}' projects/P/secrets/S/versions/N (its version's resource"
+                " name, in plaintext)"
+            )
+        elif full_key == f"{ns}:workload" and len(leaf) == 2 and leaf[0] == "extraEnv":
             move = (
                 f"pulumi config rm --path '{path}', then"
                 f" pulumi config set --secret --path '{ns}:secretEnv.{leaf[1]}' <value>"

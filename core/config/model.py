@@ -21,6 +21,7 @@ from pydantic.alias_generators import to_camel
 
 from core import names
 from core.facts.capacity import RUNGS, Rung
+from core.facts.gcp import SECRET_VERSION_PATTERN
 from core.facts.platform import (
     CUDA_MAJOR_DRIVER_BRANCH,
     DEFAULT_IMAGES,
@@ -270,6 +271,11 @@ class WorkloadConfig(_Section):
         description="Where the pods pull `image` from: `direct` from its own registry; `registry` through an"
         " Artifact Registry remote repository of the stack in its region, streamed (core/facts/gcp.py).",
     )
+    ngc_api_key_secret_version: str | None = Field(
+        None,
+        description="Secret Manager secret version (projects/P/secrets/S/versions/N) holding your NGC API key, which"
+        " the nvcr.io remote repository pulls with (`workload.imageSource: registry`); only its name is read here.",
+    )
     memory_check: bool = Field(
         True,
         description="Refuse a run whose training or rollout would not fit in GPU memory (jobs/spec/memory.py);"
@@ -281,6 +287,23 @@ class WorkloadConfig(_Section):
     )
 
     _ray_version_form = matching("ray_version", r"\d+\.\d+\.\d+", "a Ray version such as 2.55.1")
+
+    @field_validator("ngc_api_key_secret_version")
+    @classmethod
+    def _secret_version(cls, value: str | None) -> str | None:
+        """A secret version's resource name; the message never repeats the value, which may be the key itself."""
+        if value is None or re.fullmatch(SECRET_VERSION_PATTERN, value):
+            return value
+        if "/" not in value:
+            raise ValueError(
+                "looks like the key itself, not a resource name (the value is not shown): keep the key out of the"
+                " stack config; store it in Secret Manager and set this to the version's resource name"
+                " projects/P/secrets/S/versions/N (docs/configuration.md, Images)"
+            )
+        raise ValueError(
+            "must be a Secret Manager secret version's resource name projects/P/secrets/S/versions/N, N a version"
+            " number (the value is not shown)"
+        )
 
     @field_validator("nemo_rl_release")
     @classmethod

@@ -270,6 +270,31 @@ def _too_small(key: str, ranges: Mapping[str, str], what: str, split_bits: int, 
     )
 
 
+def _ngc_key_problems(cfg: StackConfig) -> list[Problem]:
+    """workload.ngcApiKeySecretVersion is the credentials of the nvcr.io remote repository: it needs one."""
+    key = f"{PROJECT_NAMESPACE}:workload.ngcApiKeySecretVersion"
+    if cfg.workload.image_source != "registry":
+        return [
+            Problem(
+                key,
+                "is the credentials of the stack's nvcr.io remote repository, which only workload.imageSource"
+                " 'registry' creates: set workload.imageSource to 'registry', or remove this key (with 'direct' the"
+                " nodes pull from nvcr.io themselves, anonymously)",
+            )
+        ]
+    host = parse_image(cfg.workload.resolved_image().image).host
+    upstream = UPSTREAMS.get(host)
+    if upstream is None or upstream.api_key_username is None:
+        return [
+            Problem(
+                key,
+                f"is the credentials of the stack's nvcr.io remote repository, but workload.image comes from {host}:"
+                " remove this key, or name an nvcr.io image",
+            )
+        ]
+    return []
+
+
 def _workload_problems(cfg: StackConfig) -> list[Problem]:
     ns = PROJECT_NAMESPACE
     problems = []
@@ -324,6 +349,8 @@ def _workload_problems(cfg: StackConfig) -> list[Problem]:
                     " set workload.imageSource to 'direct', or push the image to Artifact Registry and name it there",
                 )
             )
+    if workload.ngc_api_key_secret_version is not None:
+        problems.extend(_ngc_key_problems(cfg))
     for name in sorted(set(workload.extra_env) & set(cfg.secret_env)):
         problems.append(
             Problem(

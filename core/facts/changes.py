@@ -131,7 +131,10 @@ FORCE_NEW_INPUTS: dict[str, tuple[str, ...]] = {
     # 2024-09), both before the provider commit above; an older copy (node_config.go @8da4e915) still had
     # schemaGcfsConfig(true). The cluster's node_pool_defaults is not listed either: it updates in place.
     # artifactregistry/resource_artifact_registry_repository.go (read at 07fc8657, 2026-12-01): format,
-    # repository_id, kms_key_name, location, mode and the whole remote_repository_config block are ForceNew;
+    # repository_id, kms_key_name, location, mode and the remote_repository_config block are ForceNew, and so is
+    # each field in that block but disable_upstream_validation (the update function sends no
+    # remoteRepositoryConfig at all): upstream_credentials with its username and password_secret_version included,
+    # so turning workload.ngcApiKeySecretVersion on or off, or changing it, replaces the repository;
     # description and labels update in place. iam_artifact_registry_repository.go (0937ec5b): project, location,
     # repository ForceNew; member, role, condition as every tpgiamresource member.
     "gcp:artifactregistry/repository:Repository": (
@@ -140,7 +143,15 @@ FORCE_NEW_INPUTS: dict[str, tuple[str, ...]] = {
         "location",
         "mode",
         "project",
-        "remoteRepositoryConfig",
+        "remoteRepositoryConfig.aptRepository",
+        "remoteRepositoryConfig.commonRepository",
+        "remoteRepositoryConfig.description",
+        "remoteRepositoryConfig.dockerRepository",
+        "remoteRepositoryConfig.mavenRepository",
+        "remoteRepositoryConfig.npmRepository",
+        "remoteRepositoryConfig.pythonRepository",
+        "remoteRepositoryConfig.upstreamCredentials",
+        "remoteRepositoryConfig.yumRepository",
         "repositoryId",
     ),
     "gcp:artifactregistry/repositoryIamMember:RepositoryIamMember": (
@@ -151,6 +162,9 @@ FORCE_NEW_INPUTS: dict[str, tuple[str, ...]] = {
         "repository",
         "role",
     ),
+    # secretmanager/iam_secret_manager_secret.go (read at 1babe97f, 2026-12-02): project and secret_id ForceNew;
+    # member, role, condition as every tpgiamresource member.
+    "gcp:secretmanager/secretIamMember:SecretIamMember": ("condition", "member", "project", "role", "secretId"),
     # monitoring/resource_monitoring_dashboard.go: only `project` is ForceNew; dashboard_json updates in place.
     "gcp:monitoring/dashboard:Dashboard": ("project",),
     "kubernetes:apps/v1:DaemonSet": KUBERNETES_IDENTITY_INPUTS + ("spec.selector",),

@@ -91,7 +91,11 @@ compact policies; GKE Standard node pools apply one policy per pool); gpu.nodes 
 # upstreams for the supported formats. DOC-IS = GKE "Use Image streaming to pull container images"
 # (docs.cloud.google.com/kubernetes-engine/docs/how-to/image-streaming, read 2026-12-01). DOC-ARG = Artifact
 # Registry "Deploy to Google Kubernetes Engine" (cloud.google.com/artifact-registry/docs/integrate-gke, read
-# 2026-12-01). PGCP = pulumi-gcp 10.2.0 pulumi_gcp/artifactregistry/_inputs.py (installed).
+# 2026-12-01). PGCP = pulumi-gcp 10.2.0 pulumi_gcp/artifactregistry/_inputs.py (installed). DOC-ARA = Artifact
+# Registry "Configure remote repository authentication to upstream sources" (docs.cloud.google.com/
+# artifact-registry/docs/repositories/configure-remote-authentication, read 2026-12-02). DOC-ARSA = Artifact
+# Registry "Artifact Registry Service Agent" (docs.cloud.google.com/artifact-registry/docs/ar-service-account,
+# read 2026-12-02). DOC-NGC = NGC "API Keys" (org.ngc.nvidia.com/setup/api-keys, read 2026-12-02).
 
 DOCKER_HUB_HOST = "docker.io"
 """The registry a Docker reference without a registry host names (Docker's reference grammar)."""
@@ -110,6 +114,9 @@ class Upstream:
     """A preset source (`docker_repository.public_repository`), or None for a custom upstream."""
     uri: str | None
     """The custom upstream's address (`common_repository.uri`), or None for a preset source."""
+    api_key_username: str | None = None
+    """The username that goes with an API key as the upstream's password, where the stack can hand the
+    repository one (`upstream_credentials.username_password_credentials`); None: the stack takes no credentials."""
 
 
 UPSTREAMS: dict[str, Upstream] = {
@@ -119,7 +126,9 @@ UPSTREAMS: dict[str, Upstream] = {
     # DOC-ARR: any other registry is a user-defined upstream. PGCP: docker_repository.custom_repository is
     # "[Deprecated, please use commonRepository instead]"; RepositoryRemoteRepositoryConfigCommonRepositoryArgs.uri
     # takes "URI to the registry, e.g. https://registry-1.docker.io".
-    "nvcr.io": Upstream(key="nvcr", public_repository=None, uri="https://nvcr.io"),
+    # DOC-NGC: "For the username, enter '$oauthtoken' exactly as shown. It is a special authentication key for all
+    # users" (docker login nvcr.io, Password: <Your Key>).
+    "nvcr.io": Upstream(key="nvcr", public_repository=None, uri="https://nvcr.io", api_key_username="$oauthtoken"),
 }
 """Registry host of an image -> the remote repository that proxies it (`workload.imageSource: registry`)."""
 
@@ -149,3 +158,23 @@ AUTOPILOT_STREAMS_BY_ITSELF = True
 automatically use Image streaming to pull eligible images"); Standard enables it per cluster or pool with the
 GCFS setting (PGCP container ClusterNodePoolDefaultsNodeConfigDefaultsGcfsConfigArgs: "enable image
 streaming across all the node pools within the cluster"; NodePoolNodeConfigGcfsConfigArgs per pool)."""
+
+SECRET_VERSION_PATTERN = (
+    r"projects/(?P<project>[a-z][a-z0-9-]{4,28}[a-z0-9]|[0-9]{1,20})/secrets/(?P<secret>[A-Za-z0-9_-]{1,255})"
+    r"/versions/(?P<version>[1-9][0-9]{0,19})"
+)
+"""A Secret Manager secret version's resource name, as a remote repository's `password_secret_version` takes it
+(PGCP RepositoryRemoteRepositoryConfigUpstreamCredentialsUsernamePasswordCredentialsArgs: "Must be in the format of
+`projects/{project}/secrets/{secret}/versions/{version}`"; the project by id or number; Secret Manager's secret
+ids are letters, digits, _ and -, at most 255, and its versions are numbered from 1). The `latest` alias is not
+taken: neither DOC-ARA nor PGCP says Artifact Registry resolves it."""
+
+SECRET_ACCESSOR_ROLE = "roles/secretmanager.secretAccessor"
+"""The role Artifact Registry's service agent needs on the secret holding an upstream's password (DOC-ARA "Grant
+the Artifact Registry service account access to your secret": the Secret Manager Secret Accessor role)."""
+
+ARTIFACT_REGISTRY_SERVICE_AGENT = "serviceAccount:service-{number}@gcp-sa-artifactregistry.iam.gserviceaccount.com"
+"""Artifact Registry's service agent of the project with this number, which reads an upstream's password (DOC-ARA,
+DOC-ARSA: "service-PROJECT-NUMBER@gcp-sa-artifactregistry.iam.gserviceaccount.com", the number of the project
+where Artifact Registry is running). DOC-ARSA: Artifact Registry creates it "when you create the first Artifact
+Registry repository in a Google Cloud project"."""

@@ -129,6 +129,13 @@ DEPLOYER_ROLES: dict[str, tuple[tuple[str, ...], str]] = {
         ("roles/artifactregistry.admin",),
         "artifactregistry.repositories.setIamPolicy",
     ),
+    # Artifact Registry "Configure remote repository authentication to upstream sources", Required roles
+    # (docs.cloud.google.com/artifact-registry/docs/repositories/configure-remote-authentication, read 2026-12-02):
+    # Secret Manager Admin (roles/secretmanager.admin), for the service agent's grant on the secret.
+    "gcp:secretmanager/secretIamMember:SecretIamMember": (
+        ("roles/secretmanager.admin",),
+        "secretmanager.secrets.setIamPolicy",
+    ),
     # Every in-cluster object (namespace, service account, Secrets, DaemonSet, Job, NetworkPolicies, PV/PVC,
     # the GKE network objects and the RayCluster) goes through the Kubernetes API with the deployer's identity.
     "kubernetes:": (("roles/container.admin",), "container.<kind>.create in the cluster"),

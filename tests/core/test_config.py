@@ -1258,6 +1258,100 @@ IMAGE_SOURCE = [
 ]
 
 
+# ---------------------------------------------------------------- grpo-gke:workload.ngcApiKeySecretVersion
+
+NGC_KEY = "grpo-gke:workload.ngcApiKeySecretVersion"
+NGC_VERSION = "projects/my-grpo-project/secrets/ngc-api-key/versions/3"
+NVCR_REGISTRY = {**NEMO_RL, "grpo-gke:workload.imageSource": "registry"}
+"""The NeMo-RL workload pulled through the stack's nvcr.io remote repository."""
+NGC_LOOKALIKE = "nvapi-0123456789abcdefABCDEF_0123456789abcdefABCDEF-0123456789abcdef"
+"""A string shaped like an NGC personal API key (made up): what a user might paste instead of the name."""
+NOT_A_VERSION = (
+    "grpo-gke:workload.ngcApiKeySecretVersion: must be a Secret Manager secret version's resource name"
+    " projects/P/secrets/S/versions/N, N a version number (the value is not shown)"
+)
+
+NGC_KEY_CASES = [
+    ok("ngc-key-nvcr-registry", {**NVCR_REGISTRY, NGC_KEY: NGC_VERSION}),
+    ok("ngc-key-project-number", {**NVCR_REGISTRY, NGC_KEY: "projects/123456789012/secrets/ngc/versions/1"}),
+    ok(
+        "ngc-key-user-nvcr-image",
+        {
+            **NEMO_IMAGE,
+            **NVCR_REGISTRY,
+            "grpo-gke:workload.image": "nvcr.io/my-org/nemo-rl:custom",
+            NGC_KEY: NGC_VERSION,
+        },
+    ),
+    bad(
+        "ngc-key-is-the-key",
+        {**NVCR_REGISTRY, NGC_KEY: NGC_LOOKALIKE},
+        f"{NGC_KEY}: looks like the key itself, not a resource name (the value is not shown): keep the key out of"
+        " the stack config; store it in Secret Manager and set this to the version's resource name"
+        " projects/P/secrets/S/versions/N (docs/configuration.md, Images)",
+    ),
+    *[
+        bad(f"ngc-key-{label}", {**NVCR_REGISTRY, NGC_KEY: value}, NOT_A_VERSION)
+        for label, value in (
+            ("secret-not-version", "projects/my-grpo-project/secrets/ngc-api-key"),
+            ("latest-alias", "projects/my-grpo-project/secrets/ngc-api-key/versions/latest"),
+            ("version-zero", "projects/my-grpo-project/secrets/ngc-api-key/versions/0"),
+            ("no-projects", "my-grpo-project/secrets/ngc-api-key/versions/1"),
+            ("url", "https://secretmanager.googleapis.com/v1/projects/p-123456/secrets/s/versions/1"),
+            ("uppercase-project", "projects/My-Project/secrets/ngc/versions/1"),
+        )
+    ],
+    bad(
+        "ngc-key-direct",
+        {**NEMO_RL, NGC_KEY: NGC_VERSION},
+        f"{NGC_KEY}: is the credentials of the stack's nvcr.io remote repository, which only workload.imageSource"
+        " 'registry' creates: set workload.imageSource to 'registry', or remove this key (with 'direct' the nodes"
+        " pull from nvcr.io themselves, anonymously)",
+    ),
+    bad(
+        "ngc-key-other-registry-image",
+        {**NEMO_IMAGE, **NVCR_REGISTRY, NGC_KEY: NGC_VERSION},
+        "grpo-gke:workload.imageSource: 'registry' proxies docker.io, nvcr.io only; workload.image comes from"
+        " example.com: set workload.imageSource to 'direct', or push the image to Artifact Registry and name it"
+        " there",
+        f"{NGC_KEY}: is the credentials of the stack's nvcr.io remote repository, but workload.image comes from"
+        " example.com: remove this key, or name an nvcr.io image",
+    ),
+    bad(
+        "ngc-key-docker-hub-image",
+        {"grpo-gke:workload.imageSource": "registry", NGC_KEY: NGC_VERSION},
+        f"{NGC_KEY}: is the credentials of the stack's nvcr.io remote repository, but workload.image comes from"
+        " docker.io: remove this key, or name an nvcr.io image",
+    ),
+]
+
+
+def test_a_pasted_ngc_key_is_never_shown_in_the_problems() -> None:
+    """The key pasted as the value, in clear or as a Pulumi secret: neither message repeats it."""
+    lines = problem_lines({**NVCR_REGISTRY, NGC_KEY: NGC_LOOKALIKE})
+    assert lines and NGC_LOOKALIKE not in "\n".join(lines)
+    lines = problem_lines({**NVCR_REGISTRY, NGC_KEY: NGC_LOOKALIKE}, ("grpo-gke:workload",))
+    assert NGC_LOOKALIKE not in "\n".join(lines)
+    assert lines[0] == (
+        "grpo-gke:workload: is a secret, but only grpo-gke:hfToken, grpo-gke:wandbApiKey and grpo-gke:secretEnv keep"
+        " secrets out of the manifests and the state: for an environment variable, pulumi config rm --path"
+        " 'grpo-gke:workload.extraEnv.<NAME>', then pulumi config set --secret --path 'grpo-gke:secretEnv.<NAME>'"
+        " <value>; set any other field of grpo-gke:workload in plaintext"
+    )
+
+
+def test_an_ngc_key_set_as_a_pulumi_secret_is_sent_to_secret_manager() -> None:
+    """`pulumi config set --secret --path grpo-gke:workload.ngcApiKeySecretVersion <key>`: offline the secret leaf
+    is known, and the advice is Secret Manager, not the same key in plaintext."""
+    lines = problem_lines({**NVCR_REGISTRY, NGC_KEY: SECURE}, ("grpo-gke:workload",))
+    assert lines[0] == (
+        f"{NGC_KEY}: is a secret, but only grpo-gke:hfToken, grpo-gke:wandbApiKey and grpo-gke:secretEnv keep secrets"
+        " out of the manifests and the state: an NGC API key belongs in Secret Manager, not in the stack config:"
+        f" store it there, then pulumi config set --path '{NGC_KEY}' projects/P/secrets/S/versions/N (its"
+        " version's resource name, in plaintext)"
+    )
+
+
 def test_every_cuda_major_has_a_latest_driver_that_runs_it() -> None:
     """The driver facts agree: each known CUDA major's branch is carried by some GKE LATEST driver, and the
     pinned images' CUDA versions are of known majors."""
@@ -1317,6 +1411,7 @@ SECRET_ENV = [
     + JOB_AND_TOKEN
     + DRIVER
     + IMAGE_SOURCE
+    + NGC_KEY_CASES
     + SECRET_ENV,
 )
 def test_rule(changes: dict[str, Any], expected: list[str]) -> None:

@@ -12,6 +12,9 @@ from tests.workloads.conftest import k8s_schema_errors, schema_errors
 
 REPOSITORY = "gcp:artifactregistry/repository:Repository"
 GRANT = "gcp:artifactregistry/repositoryIamMember:RepositoryIamMember"
+SECRET_GRANT = "gcp:secretmanager/secretIamMember:SecretIamMember"
+NGC_VERSION = "projects/my-keys-project/secrets/ngc-api-key/versions/2"
+"""A secret version holding an NGC API key, in another project than the stack's."""
 NEMO = {"framework": "nemo-rl", "dataset": "deepscaler", "model": "Qwen/Qwen2.5-1.5B"}
 """The NeMo-RL workload with its pinned image (nvcr.io)."""
 
@@ -119,3 +122,47 @@ def test_the_pods_with_the_registry_image_pass_kuberays_and_kubernetes_schemas(m
     assert k8s_schema_errors(recording.one("kubernetes:batch/v1:Job").inputs) == []
     [guardian] = [r for r in recording.resources if r.type == "kubernetes:apps/v1:Deployment" and "guardian" in r.name]
     assert k8s_schema_errors(guardian.inputs) == []
+
+
+# --- workload.ngcApiKeySecretVersion: the nvcr.io repository pulls with the user's NGC key ----------
+
+
+@pytest.mark.parametrize("mode", ["standard", "autopilot"])
+def test_the_ngc_key_makes_the_nvcr_repository_pull_with_it_and_grants_artifact_registrys_agent_that_secret(mode):
+    """pulumi-gcp 10.2.0's names (RepositoryRemoteRepositoryConfigUpstreamCredentials...Args, SecretIamMemberArgs,
+    as the typed Args record them): username `$oauthtoken` (NGC's username for an API key) and the secret version's
+    name, never the key; the service agent service-<number>@gcp-sa-artifactregistry granted the accessor role on
+    that one secret, after the repository (whose creation creates the agent) and before any pod pulls."""
+    recording = _run(mode, "registry", NEMO | {"ngcApiKeySecretVersion": NGC_VERSION})
+    [repository] = [r for r in recording.resources if r.type == REPOSITORY]
+    assert repository.inputs["remoteRepositoryConfig"] == {
+        "description": "proxy of https://nvcr.io",
+        "commonRepository": {"uri": "https://nvcr.io"},
+        "upstreamCredentials": {
+            "usernamePasswordCredentials": {"username": "$oauthtoken", "passwordSecretVersion": NGC_VERSION}
+        },
+        "disableUpstreamValidation": True,
+    }
+    [secret_grant] = [r for r in recording.resources if r.type == SECRET_GRANT]
+    assert secret_grant.name == "grpo-test-nvcr-upstream-key"
+    assert secret_grant.inputs == {
+        "secretId": "projects/my-keys-project/secrets/ngc-api-key",
+        "role": "roles/secretmanager.secretAccessor",
+        "member": "serviceAccount:service-123456789012@gcp-sa-artifactregistry.iam.gserviceaccount.com",
+    }
+    assert repository.name in depends_on(recording, secret_grant)
+    ray = recording.one("kubernetes:ray.io/v1:RayCluster")
+    assert secret_grant.name in depends_on(recording, ray)
+    assert pulled_images(recording) == dict.fromkeys(("ray head", "ray workers", "staging", "guardian"), {NEMO_PULLED})
+    # Nothing in the program's resources holds more than the secret version's name.
+    everything = repr([r.inputs for r in recording.resources])
+    assert everything.count(NGC_VERSION) == 1
+
+
+@pytest.mark.parametrize(("mode", "workload"), [("standard", {}), ("autopilot", NEMO)])
+def test_without_the_ngc_key_no_repository_has_credentials_and_no_secret_is_granted(mode, workload):
+    recording = _run(mode, "registry", workload)
+    [repository] = [r for r in recording.resources if r.type == REPOSITORY]
+    remote = repository.inputs["remoteRepositoryConfig"]
+    assert "upstreamCredentials" not in remote and "disableUpstreamValidation" not in remote
+    assert not [r for r in recording.resources if r.type == SECRET_GRANT]

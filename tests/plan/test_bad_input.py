@@ -173,6 +173,34 @@ def test_control_plane_and_key_settings_are_refused_one_line_each(tmp_path):
     assert not (tmp_path / "build").exists()
 
 
+def test_an_ngc_key_pasted_in_place_of_its_secret_version_is_refused_and_never_printed(tmp_path):
+    """The NGC API key itself in workload.ngcApiKeySecretVersion (a made-up key of NGC's personal-key shape): exit
+    2, one line naming the key and what to do, the value nowhere in the output, nothing written; the same stack
+    with the version's resource name plans."""
+    pasted = "nvapi-Zx9Qm2Lw7Rt4Yp1Kc8Vb3Nd6Hf0Js5Ga2Xe7Uo4Ti1Wr9Qy3Pl6Mk8Zs"
+    nemo = shipped_stack_file("nemo-rl-standard-b200").read_text()
+    workload = "    dataset: deepscaler\n    imageSource: registry\n    ngcApiKeySecretVersion: {value}\n"
+    (tmp_path / "Pulumi.ngc.yaml").write_text(
+        nemo.replace("    dataset: deepscaler\n", workload.format(value=pasted), 1)
+    )
+    result = plan_in(tmp_path, "--config", "Pulumi.ngc.yaml")
+    assert refused(result) == (
+        "error: the config of stack 'ngc' (Pulumi.ngc.yaml) was refused:\n"
+        "  grpo-gke:workload.ngcApiKeySecretVersion: looks like the key itself, not a resource name (the value is"
+        " not shown): keep the key out of the stack config; store it in Secret Manager and set this to the"
+        " version's resource name projects/P/secrets/S/versions/N (docs/configuration.md, Images)\n"
+    )
+    assert pasted not in result.stderr + result.stdout
+    assert not (tmp_path / "build").exists()
+    version = "projects/my-grpo-project/secrets/ngc-api-key/versions/1"
+    (tmp_path / "Pulumi.ngc.yaml").write_text(
+        nemo.replace("    dataset: deepscaler\n", workload.format(value=version), 1)
+    )
+    planned = plan_in(tmp_path, "--config", "Pulumi.ngc.yaml", "--out", str(tmp_path / "out"))
+    assert planned.returncode == 0, planned.stderr
+    assert version in (tmp_path / "out" / "plan.json").read_text()
+
+
 DEV = shipped_stack_file("dev").read_text()
 """The dev stack's file: each case below changes one thing in it."""
 

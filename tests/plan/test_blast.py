@@ -42,6 +42,11 @@ NEMO_IMAGE_BASE = {
 }
 """The NeMo-RL stack on its own image."""
 
+NVCR_REGISTRY_BASE = {"workload": {"imageSource": "registry"}}
+"""The NeMo-RL stack pulling through its nvcr.io remote repository."""
+NGC_VERSION = "projects/my-grpo-project/secrets/ngc-api-key/versions/1"
+"""A Secret Manager secret version holding an NGC API key."""
+
 KEY_CHANGES: dict[str, tuple[str, dict, dict]] = {
     "grpo-gke:zone": ("dev", {"gpu": {"type": "b200"}}, {"zone": "us-central1-a"}),  # both zones have B200
     "grpo-gke:cluster.mode": ("dev", {}, {"cluster": {"mode": "autopilot"}}),
@@ -92,6 +97,11 @@ KEY_CHANGES: dict[str, tuple[str, dict, dict]] = {
     "grpo-gke:workload.cudaVersion": ("dev", IMAGE_BASE, {"workload": {"cudaVersion": "12.8"}}),
     "grpo-gke:workload.memoryCheck": ("dev", {}, {"workload": {"memoryCheck": False}}),
     "grpo-gke:workload.imageSource": ("dev", {}, {"workload": {"imageSource": "registry"}}),
+    "grpo-gke:workload.ngcApiKeySecretVersion": (
+        "nemo-rl-standard-b200",
+        NVCR_REGISTRY_BASE,
+        {"workload": {"ngcApiKeySecretVersion": NGC_VERSION}},
+    ),
     "grpo-gke:grpo.promptsPerStep": ("dev", {}, {"grpo": {"promptsPerStep": 128}}),
     "grpo-gke:grpo.generationsPerPrompt": ("dev", {}, {"grpo": {"generationsPerPrompt": 16}}),
     "grpo-gke:grpo.rolloutTensorParallel": ("dev", {}, {"grpo": {"rolloutTensorParallel": 2}}),
@@ -380,6 +390,10 @@ def test_the_forcenew_table_covers_exactly_the_types_the_stack_registers(infra_r
     registered |= {r.type for r in with_ladder.resources if r.custom}
     with_registry = recorded_run(combination_values("standard", "h200", "gcs", workload={"imageSource": "registry"}))
     registered |= {r.type for r in with_registry.resources if r.custom}
+    with_ngc_key = recorded_run(
+        values_of("nemo-rl-standard-b200", workload={"imageSource": "registry", "ngcApiKeySecretVersion": NGC_VERSION})
+    )
+    registered |= {r.type for r in with_ngc_key.resources if r.custom}
     assert registered - set(SPECIAL_TYPES) == set(FORCE_NEW_INPUTS)
 
 
@@ -558,3 +572,33 @@ def test_turning_the_registry_on_and_off_keeps_the_cluster_and_every_pool(stack)
         changed = {c.name: c.reason for c in blast.changes if c.type == "gcp:container/nodePool:NodePool"}
         assert changed == ({n: "nodeConfig.gcfsConfig" for n in changed} if standard else {})
         assert (len(changed) >= 2) is standard
+
+
+# --- workload.ngcApiKeySecretVersion: the nvcr.io repository's credentials on and off ------------
+
+SECRET_GRANT_TYPE = "gcp:secretmanager/secretIamMember:SecretIamMember"
+
+
+def test_turning_the_ngc_key_on_off_or_to_another_version_replaces_the_nvcr_repository_and_the_run_goes_on():
+    """upstream_credentials is ForceNew (terraform-provider-google artifactregistry
+    resource_artifact_registry_repository.go, core/facts/changes.py): the repository is replaced (delete first:
+    its name is fixed), its cached image with it, and its reader grant follows; the secret's grant comes and goes
+    with the key (a new version of the same secret keeps it); the pods' image path, and so the RayCluster, the
+    cluster and the pools, stay."""
+    without = _merged(values_of("nemo-rl-standard-b200"), NVCR_REGISTRY_BASE)
+    with_key = _merged(without, {"workload": {"ngcApiKeySecretVersion": NGC_VERSION}})
+    rotated = _merged(without, {"workload": {"ngcApiKeySecretVersion": NGC_VERSION[:-1] + "2"}})
+    for old, new, grant in ((without, with_key, "create"), (with_key, without, "delete"), (with_key, rotated, None)):
+        blast = blast_radius(cached_plan(old), cached_plan(new))
+        changes = {(c.type, c.name): (c.action, c.delete_first, c.reason) for c in blast.changes}
+        action, delete_first, reason = changes.pop(("gcp:artifactregistry/repository:Repository", "grpo-test-nvcr"))
+        assert (action, delete_first) == ("replace", True)
+        assert reason.startswith("remoteRepositoryConfig.upstreamCredentials"), reason
+        assert (
+            changes.pop(("gcp:artifactregistry/repositoryIamMember:RepositoryIamMember", "grpo-test-nvcr-reader"))[0]
+            == "replace"
+        )
+        # A new version of the same secret leaves the secret's grant as it is.
+        assert changes.pop((SECRET_GRANT_TYPE, "grpo-test-nvcr-upstream-key"), (None,))[0] == grant
+        assert changes == {}, "nothing else: not the cluster, the pools nor the RayCluster"
+        assert effect(blast).endswith("the run goes on")
