@@ -13,12 +13,22 @@ from pathlib import Path
 from typing import Any
 
 from core.config.model import StackConfig
+from core.facts.platform import BF16_BYTES_PER_PARAMETER
 
 CATALOG_PATH = Path(__file__).parent / "facts" / "prices.json"
 """The shipped price catalog."""
 
 CATALOG_NAME = "core/facts/prices.json"
 """The catalog's path in the repository, as the plan's summary names it."""
+
+GIB = 2**30
+"""Bytes in a GiB."""
+
+IDLE_PARTS = ("head", "storage")
+"""The parts that bill on once the run guardian has scaled the GPU workers to zero: the GPU pools autoscale to
+no nodes (infra/nodepools.py L98 total_min_node_count=0), while the head's CPU pool keeps its node
+(infra/nodepools.py L194 node_count=HEAD_NODE_COUNT; the guardian runs there too, jobs/guardian/objects.py L236)
+and the bucket or the Lustre instance keeps its capacity."""
 
 
 @dataclass(frozen=True)
@@ -116,3 +126,45 @@ def gcs_gib_month(prices: PriceCatalog, region: str, storage_class: str = "STAND
 def artifact_registry_monthly(prices: PriceCatalog, stored_gb: float) -> float:
     """$ a month for `stored_gb` GB in Artifact Registry, the billing account's free amount taken off."""
     return max(0.0, stored_gb - prices.artifact_registry_free_gb) * prices.artifact_registry_gb_month
+
+
+def head_hourly(config: StackConfig, prices: PriceCatalog) -> float | None:
+    """$/h of the head's node (`cluster.headMachineType` on demand in the region); None on Autopilot (a
+    general-purpose Pod, whose rates the catalog lacks) or for a machine or region the catalog lacks."""
+    if config.cluster.mode == "autopilot":
+        return None
+    return prices.cpu_machines.get(config.cluster.head_machine_type, {}).get(config.region)
+
+
+def storage_hourly(config: StackConfig, prices: PriceCatalog, model_size_b: float | None) -> float | None:
+    """$/h of the stack's storage: a Lustre instance's whole capacity at its tier's price; a bucket's Standard
+    storage of the model's bf16 weights (`model_size_b` billion parameters); each per GiB-month over the catalog's
+    hours a month. None where the catalog lacks the price or the model's size is unknown."""
+    storage, region = config.storage, config.region
+    if storage.type == "lustre":
+        rate = lustre_gib_month(prices, storage.throughput, region)
+        return None if rate is None else storage.capacity_gib * rate / prices.hours_per_month
+    rate = gcs_gib_month(prices, region)
+    if rate is None or model_size_b is None:
+        return None
+    return model_size_b * 1e9 * BF16_BYTES_PER_PARAMETER / GIB * rate / prices.hours_per_month
+
+
+@dataclass(frozen=True)
+class IdleBill:
+    """What bills on once the GPUs are at zero: the priced parts' $/h and the parts the catalog cannot price."""
+
+    hourly: float
+    """$/h of the parts of IDLE_PARTS that have a price."""
+    unpriced: tuple[str, ...]
+    """The parts of IDLE_PARTS without a price (their $/h is not in `hourly`)."""
+
+
+def idle_bill(config: StackConfig, prices: PriceCatalog, model_size_b: float | None) -> IdleBill:
+    """The idle bill of the stack: head_hourly and storage_hourly (IDLE_PARTS). cost.json's `idleHourly` and the
+    run guardian's settings (`idleBill`, recorded when it scales the GPUs to zero) both come from here."""
+    rates = {"head": head_hourly(config, prices), "storage": storage_hourly(config, prices, model_size_b)}
+    return IdleBill(
+        hourly=sum(rate for rate in rates.values() if rate is not None),
+        unpriced=tuple(part for part in IDLE_PARTS if rates[part] is None),
+    )

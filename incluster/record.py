@@ -39,7 +39,10 @@ EVENTS = (
 after saving (`details.step`) before its schedule's end; the next attempt resumes from it (not a recovery).
 `capacity`: the readiness gate before the next attempt waited on the capacity ladder: `details.rung` (the rung the
 autoscaler last tried), `details.since`, `details.lastFailure` (why the last scale-up failed), read from the
-autoscaler's events on the pending GPU workers (incluster/capacity_events.py); once per attempt."""
+autoscaler's events on the pending GPU workers (incluster/capacity_events.py); once per attempt.
+`scaled-to-zero`: the guardian scaled the GPU workers to zero at the entry's `time`, from when the idle bill runs:
+`details.idleHourly` ($/h of the parts that stay, as `pulumi up` priced them), `details.idleParts`,
+`details.idleUnpriced` (those without a price) and `details.catalogDate`."""
 
 GPU_CAPACITY_LOST = "gpu-capacity-lost"
 """`details.cause` of a `failed` event whose attempt lost its GPU nodes (a preemption): the guardian writes it,

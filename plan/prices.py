@@ -16,26 +16,23 @@ from core.facts.pods import HEAD_REQUESTS
 from core.facts.zones import region_of, zones_with
 from core.prices import (
     CATALOG_NAME,
+    GIB,
+    IDLE_PARTS,
+    IdleBill,
     PriceCatalog,
     flex_start_bounds,
     gcs_gib_month,
     gpu_node_hourly,
     gpu_node_rate,
+    head_hourly,
+    idle_bill,
     lustre_gib_month,
+    storage_hourly,
 )
 from jobs.spec.training import model_size_b
 
 COST_FILE = "cost.json"
 """The file `python -m plan` writes the cost estimate to, beside plan.json."""
-
-GIB = 2**30
-"""Bytes in a GiB."""
-
-IDLE_PARTS = ("head", "storage")
-"""The parts that bill on once the run guardian has scaled the GPU workers to zero: the GPU pools autoscale to
-no nodes (infra/nodepools.py L98 total_min_node_count=0), while the head's CPU pool keeps its node
-(infra/nodepools.py L194 node_count=HEAD_NODE_COUNT; the guardian runs there too, jobs/guardian/objects.py L236)
-and the bucket or the Lustre instance keeps its capacity."""
 
 
 @dataclass(frozen=True)
@@ -72,6 +69,8 @@ class CostEstimate:
     """Date of the catalog the figures come from."""
     lines: tuple[CostLine, ...]
     """One line per part: GPU nodes, head, storage."""
+    idle: IdleBill
+    """What bills on once the GPUs are at zero (core/prices.py idle_bill, as the run guardian's settings carry it)."""
     elsewhere: str | None = None
     """Where the catalog prices the same GPU node lower and the stack could move, or None."""
     rungs: tuple[RungCost, ...] = ()
@@ -101,12 +100,12 @@ class CostEstimate:
     @property
     def idle_hourly(self) -> float:
         """$/h of the priced parts that bill on with the GPUs at zero (IDLE_PARTS)."""
-        return sum(line.hourly for line in self.lines if line.part in IDLE_PARTS and line.hourly is not None)
+        return self.idle.hourly
 
     @property
     def idle_unpriced(self) -> tuple[str, ...]:
         """The parts that bill on with the GPUs at zero but have no price."""
-        return tuple(part for part in self.unpriced if part in IDLE_PARTS)
+        return self.idle.unpriced
 
 
 def _bound(rungs: tuple[RungCost, ...], end: str, pick: object) -> float | None:
@@ -154,7 +153,7 @@ def _head_line(config: StackConfig, prices: PriceCatalog) -> CostLine:
         what = no_price(f"Autopilot's general-purpose Pods in {config.region}", prices)
         return CostLine("head", f"{what} (the head asks for {requests['cpu']} CPUs, {requests['memory']})", None)
     machine = config.cluster.head_machine_type
-    rate = prices.cpu_machines.get(machine, {}).get(config.region)
+    rate = head_hourly(config, prices)
     if rate is None:
         return CostLine("head", no_price(f"{machine} in {config.region}", prices), None)
     return CostLine("head", f"1 x {machine} on-demand in {config.region}", rate)
@@ -169,7 +168,7 @@ def _storage_line(config: StackConfig, prices: PriceCatalog) -> CostLine:
         if rate is None:
             return CostLine("storage", no_price(tier, prices), None)
         what = f"{storage.capacity_gib} GiB of {tier} at ${rate}/GiB-month over {hours} h"
-        return CostLine("storage", what, storage.capacity_gib * rate / hours)
+        return CostLine("storage", what, storage_hourly(config, prices, None))
     rate = gcs_gib_month(prices, region)
     if rate is None:
         return CostLine("storage", no_price(f"Cloud Storage Standard in {region}", prices), None)
@@ -183,7 +182,7 @@ def _storage_line(config: StackConfig, prices: PriceCatalog) -> CostLine:
         f"{gib:.1f} GiB (the model in bf16) on Cloud Storage Standard in {region} at ${rate}/GiB-month over {hours} h;"
         f" checkpoints add {_dollars(100 * rate / hours)}/h per 100 GiB"
     )
-    return CostLine("storage", what, gib * rate / hours)
+    return CostLine("storage", what, storage_hourly(config, prices, size_b))
 
 
 def cheaper_elsewhere(config: StackConfig, prices: PriceCatalog) -> str | None:
@@ -253,7 +252,8 @@ def estimate(config: StackConfig, prices: PriceCatalog) -> CostEstimate:
     node is cheaper, and with `gpu.capacity` the GPU nodes' cost on each rung."""
     lines = (_gpu_line(config, prices), _head_line(config, prices), _storage_line(config, prices))
     rungs = tuple(_rung_cost(config, prices, rung) for rung in config.gpu.capacity or ())
-    return CostEstimate(catalog_date=prices.date, lines=lines, elsewhere=cheaper_elsewhere(config, prices), rungs=rungs)
+    idle = idle_bill(config, prices, model_size_b(config.workload))
+    return CostEstimate(prices.date, lines, idle, elsewhere=cheaper_elsewhere(config, prices), rungs=rungs)
 
 
 def ladder_lines(cost: CostEstimate) -> list[str]:

@@ -415,7 +415,8 @@ class Guardian:
         elif action.kind == "scale-to-zero":
             assert self.hooks.scale_to_zero is not None
             done = self.hooks.scale_to_zero(self.settings)
-            self.append(action.attempt, "scaled-to-zero", one_line(f"{action.reason}: {done}"))
+            # The entry's time is the moment the idle bill starts: status counts it from there.
+            self.append(action.attempt, "scaled-to-zero", one_line(f"{action.reason}: {done}"), details=action.details)
 
     def run(
         self, follow: bool = False, poll: float = POLL_SECONDS, sleep: Callable[[float], None] = time.sleep

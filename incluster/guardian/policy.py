@@ -189,7 +189,7 @@ class Action:
     last_lines: tuple[str, ...] = ()
     """For `record`: log lines kept with it."""
     details: dict[str, Any] = field(default_factory=dict)
-    """For `record`: the event's details."""
+    """For `record`: the event's details; for `scale-to-zero`, the idle bill the `scaled-to-zero` entry keeps."""
 
 
 def capacity_lost(state: State) -> str | None:
@@ -285,7 +285,8 @@ def _after_failure(state: State) -> Action:
 
 
 def _idle(state: State, why: str) -> Action:
-    """After the run is over: scale to zero once nothing has been live for idleMinutes, else done."""
+    """After the run is over: scale to zero once nothing has been live for idleMinutes, else done. The scale to
+    zero carries the idle bill that bills on from then (Settings.idle_rate) for the `scaled-to-zero` entry."""
     newest, settings = state.newest, state.settings
     assert newest is not None and newest.end is not None
     if not state.can_scale or settings.idle_minutes <= 0 or "scaled-to-zero" in state.recorded:
@@ -295,7 +296,8 @@ def _idle(state: State, why: str) -> Action:
     left = newest.end + settings.idle_minutes * 60 - state.now
     if left > 0:
         return Action("wait", newest.number, f"{why}; GPU workers scale to zero in {left:.0f} s", wait_s=left)
-    return Action("scale-to-zero", newest.number, f"{why}; idle for job.idleMinutes={settings.idle_minutes:g}")
+    reason = f"{why}; idle for job.idleMinutes={settings.idle_minutes:g}"
+    return Action("scale-to-zero", newest.number, reason, details=settings.idle_rate.details())
 
 
 def _after_deadline_stop(state: State, step: int) -> Action:

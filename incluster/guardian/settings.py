@@ -16,6 +16,30 @@ class GuardError(Exception):
 
 
 @dataclass(frozen=True)
+class IdleRate:
+    """What bills on once the GPUs are at zero, as `pulumi up` priced it (jobs/guardian/settings.py
+    idle_bill_setting: the figure of cost.json's `idleHourly`); the guardian records it when it scales to zero."""
+
+    hourly: float
+    """$/h of the priced parts."""
+    parts: tuple[str, ...]
+    """The parts that stay (the head, the storage)."""
+    unpriced: tuple[str, ...]
+    """The parts among them without a price."""
+    catalog_date: str
+    """The date of the price catalog the figure comes from."""
+
+    def details(self) -> dict[str, Any]:
+        """The `scaled-to-zero` record entry's details (incluster/record.py EVENTS)."""
+        return {
+            "idleHourly": self.hourly,
+            "idleParts": list(self.parts),
+            "idleUnpriced": list(self.unpriced),
+            "catalogDate": self.catalog_date,
+        }
+
+
+@dataclass(frozen=True)
 class Settings:
     """What the guardian follows (jobs/guardian/settings.py `guardian_settings` writes it as JSON)."""
 
@@ -37,6 +61,8 @@ class Settings:
     """verl or nemo-rl: whose checkpoint layout."""
     world_size: int
     """Ranks of the run (8 x gpu.nodes)."""
+    idle_rate: IdleRate
+    """What bills on once the GPUs are at zero (the settings' `idleBill`)."""
     raw: dict[str, Any] = field(default_factory=dict, compare=False)
     """Every key of the settings, for the hooks (namespace, RayCluster and worker group names, ...)."""
 
@@ -56,6 +82,7 @@ SETTINGS_KEYS = {
     "readyTimeoutSeconds": (int, float),
     "framework": str,
     "worldSize": int,
+    "idleBill": dict,
 }
 """The settings keys the guardian itself reads, with their JSON types."""
 
@@ -81,8 +108,23 @@ def settings_from(values: dict[str, Any], source: str) -> Settings:
         ready_timeout_seconds=float(values["readyTimeoutSeconds"]),
         framework=values["framework"],
         world_size=values["worldSize"],
+        idle_rate=idle_rate_from(values["idleBill"], source),
         raw=dict(values),
     )
+
+
+def idle_rate_from(bill: dict[str, Any], source: str) -> IdleRate:
+    """The IdleRate of the settings' `idleBill` object; GuardError names a missing or mistyped field."""
+    hourly, date = bill.get("hourly"), bill.get("catalogDate")
+    parts, unpriced = bill.get("parts"), bill.get("unpriced")
+    if not isinstance(hourly, (int, float)) or isinstance(hourly, bool) or hourly < 0:
+        raise GuardError(f"{source}: 'idleBill.hourly' must be a number of 0 or more, got {hourly!r}")
+    for key, value in (("parts", parts), ("unpriced", unpriced)):
+        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+            raise GuardError(f"{source}: 'idleBill.{key}' must be a list of part names, got {value!r}")
+    if not isinstance(date, str):
+        raise GuardError(f"{source}: 'idleBill.catalogDate' must be the price catalog's date, got {date!r}")
+    return IdleRate(float(hourly), tuple(parts), tuple(unpriced), date)
 
 
 def read_settings(path: str) -> Settings:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from core.config.model import StackConfig
+from core.prices import catalog, idle_bill
 from incluster import control, scaling
 from incluster.capacity_events import NODE_POOL_LABEL, rung_of_node
 from incluster.endpoint import Endpoint
@@ -23,13 +24,19 @@ from jobs.cli.lines import ProgressLine, counted
 from jobs.cli.stack_jobs import job_line, pick_job, record_where, run_of
 from jobs.runs import observed
 from jobs.runs.export import export_of, export_submission, exports_dir
+from jobs.runs.idle import IdleView, idle_view
 from jobs.runs.observe import RunView, run_view
 from jobs.runs.plot import draw, markers
-from jobs.spec.training import training_spec, under_data_root
+from jobs.spec.training import model_size_b, training_spec, under_data_root
 from jobs.submit.target import UsageError, endpoint_of, local_submission
 
 if TYPE_CHECKING:
     from ray.job_submission import JobDetails, JobSubmissionClient
+
+
+def now() -> float:
+    """The time `status` reports at, in seconds since the epoch (a function, so that a test can fix it)."""
+    return time.time()
 
 
 def _data_root(args: argparse.Namespace) -> Path | None:
@@ -94,9 +101,19 @@ def gpu_node_rungs(endpoint: Endpoint, config: StackConfig) -> tuple[list[dict[s
     return sorted(rungs, key=lambda item: str(item["name"])), ladder
 
 
+def run_idle(view: RunView | None, config: StackConfig, moment: float) -> IdleView | None:
+    """The run's idle bill at `moment` once it is over (jobs/runs/idle.py): when the GPU workers scale to zero, or
+    since when the parts that stay bill and how much; None while it is not over."""
+    if view is None:
+        return None
+    planned = idle_bill(config, catalog(), model_size_b(config.workload))
+    return idle_view(view.record, view.attempts, config.job.idle_minutes, planned, moment)
+
+
 def cmd_status(args: argparse.Namespace, config: StackConfig) -> int:
     """Show a job (default: the stack's newest attempt), its run's goodput and cost across attempts, and its exports.
 
+    Once the run is over: when the GPU workers scale to zero, then since when the rest bills and how much.
     Through the API server (not a plain --address): each GPU node's rung of the capacity ladder, and the scale-up."""
     endpoint = endpoint_of(args, config)
     client = control.connect(endpoint)
@@ -107,7 +124,9 @@ def cmd_status(args: argparse.Namespace, config: StackConfig) -> int:
         error = error_line("\n".join(control.last_lines(client, job.submission_id, ERROR_SCAN_LINES)))
     run = (job.metadata or {}).get("run")
     view = _view(args, config, client, job) if run else None
-    figures = view.goodput(time.time()) if view is not None else None
+    moment = now()
+    figures = view.goodput(moment) if view is not None else None
+    idle = run_idle(view, config, moment)
     exports = [item for item in control.stack_jobs(client, config.stack) if run and export_of(item.metadata) == run]
     capacity = gpu_node_rungs(endpoint, config)
     if args.json:
@@ -129,6 +148,7 @@ def cmd_status(args: argparse.Namespace, config: StackConfig) -> int:
             ],
             "gpuNodes": None if capacity is None else capacity[0],
             "scaleUp": None if capacity is None else capacity[1] or None,
+            "idle": None if idle is None else idle.as_json(),
         }
         print(json.dumps(document, sort_keys=True, indent=2))
         return 0
@@ -150,6 +170,8 @@ def cmd_status(args: argparse.Namespace, config: StackConfig) -> int:
         print(f"record of {view.run} ({record_where(args, view.run)}):")
         for line in record_lines(list(view.record)):
             print(f"  {plain(line)}")
+    for line in [] if idle is None else idle.lines():
+        print(line)
     if capacity is not None:
         nodes, ladder = capacity
         if nodes is None:

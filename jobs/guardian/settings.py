@@ -14,9 +14,10 @@ from typing import Any
 from core import names
 from core.config.model import StackConfig
 from core.facts.platform import GPUS_PER_NODE
+from core.prices import IDLE_PARTS, catalog, idle_bill
 from jobs.preflight.settings import preflight_template
 from jobs.runs.export import export_submission
-from jobs.spec.training import submission_for, training_spec
+from jobs.spec.training import model_size_b, submission_for, training_spec
 from workloads.raycluster import WORKER_GROUP
 
 
@@ -42,4 +43,20 @@ def guardian_settings(config: StackConfig) -> dict[str, Any]:
         "provisioning": config.gpu.provisioning,
         "cluster": config.cluster_name,
         "cordonBadNodes": config.job.cordon_bad_nodes,
+        "idleBill": idle_bill_setting(config),
+    }
+
+
+def idle_bill_setting(config: StackConfig) -> dict[str, Any]:
+    """What bills on once the guardian has scaled the GPUs to zero, for it to record (the cluster has no price
+    catalog): the figure of cost.json's `idleHourly` (core/prices.py idle_bill), the parts it covers, those
+    without a price, and the catalog's date. A new catalog or a change of what stays updates the settings, so it
+    rolls the guardian's pod on the next `pulumi up` (jobs/guardian/objects.py SETTINGS_CHECKSUM)."""
+    prices = catalog()
+    bill = idle_bill(config, prices, model_size_b(config.workload))
+    return {
+        "hourly": round(bill.hourly, 8),
+        "parts": list(IDLE_PARTS),
+        "unpriced": list(bill.unpriced),
+        "catalogDate": prices.date,
     }

@@ -131,7 +131,11 @@ def test_success_is_recorded_then_exported_then_scaled_to_zero_after_the_idle_mi
     exported = [*done, ("export-submitted", {})]
     waiting = decide(state(settings, "SUCCEEDED", now=END + 60, recorded=exported))
     assert (waiting.kind, waiting.wait_s) == ("wait", 15 * 60 - 60)
-    assert decide(state(settings, "SUCCEEDED", now=END + 15 * 60, recorded=exported)).kind == "scale-to-zero"
+    scale = decide(state(settings, "SUCCEEDED", now=END + 15 * 60, recorded=exported))
+    assert scale.kind == "scale-to-zero"
+    # the idle bill that runs from then, as `pulumi up` priced it (the settings' idleBill), for the entry to keep
+    assert scale.details == settings.idle_rate.details()
+    assert scale.details["idleHourly"] == guardian_settings(config_of("dev"))["idleBill"]["hourly"] > 0
     scaled = [*exported, ("scaled-to-zero", {})]
     assert decide(state(settings, "SUCCEEDED", now=END + 16 * 60, recorded=scaled)).kind == "done"
 

@@ -452,3 +452,93 @@ def test_status_through_the_api_server_shows_each_gpu_nodes_rung_and_the_ladders
         assert [item["rung"] for item in document["gpuNodes"]] == ["spot", "on-demand", None]
     _, out, _ = cli(capsys, "status", *cli_run.args, "--data-root", str(cli_run.data))
     assert "GPU nodes" not in out  # a plain dashboard address: no API server, no rungs
+
+
+def test_status_shows_when_the_gpu_workers_scale_to_zero_then_the_idle_bill_the_guardian_recorded(
+    cli_run, capsys, monkeypatch
+):
+    """Issue 23 item 4: the run's newest attempt SUCCEEDED at 10:30:00Z (the stand-in Jobs API's times). The run
+    guardian, run here as its loop runs in the cluster (decide, then apply, at its clock), records the success at
+    10:35 and scales the GPU workers to zero at 10:45 (job.idleMinutes 15), keeping the idle $/h its settings carry
+    (`idleBill`, from `pulumi up`: cost.json's figure). `python -m jobs status` at a fixed clock: at 10:35 when the
+    scale to zero is due, then, at 12:10, since when the rest has billed and about how much."""
+    from dataclasses import replace
+
+    from incluster import control
+    from incluster.endpoint import Endpoint
+    from incluster.guardian.loop import Guardian, Hooks
+    from incluster.guardian.policy import decide
+    from incluster.guardian.settings import settings_from
+    from jobs.cli import runs as cli_runs
+    from jobs.guardian.settings import guardian_settings
+    from jobs.submit.target import load_stack
+    from tests.incluster.test_guardian_preflight import _with_run_dir
+    from tests.jobs.runs.test_observed import T0
+    from tests.plan.test_prices import EXPECTED_IDLE
+
+    run, data = cli_run.run, cli_run.data
+    run_dir = data / "checkpoints" / run
+    values = settings_from(guardian_settings(load_stack("cli", cli_run.directory)), "settings.json")
+    settings = replace(values, submission=_with_run_dir(values.submission, run_dir))
+    stand_in = control.connect(Endpoint("http://127.0.0.1:8265"))
+    runs_jobs = type(stand_in)([job for job in stand_in.list_jobs() if job.metadata.get("stack") == "cli"], {})
+    clock = [T0 + 2100]
+    monkeypatch.setattr(control, "connect", lambda endpoint: runs_jobs)
+    monkeypatch.setattr(control, "ray_nodes", lambda endpoint: [])
+    patched: list[str] = []
+    guardian = Guardian(
+        settings, Endpoint("http://127.0.0.1:8265"),
+        Hooks(scale_to_zero=lambda _: patched.append("0") or "the GPU worker group gpu patched to 0 replicas"),
+        lambda line: None, clock=lambda: clock[0],
+    )  # fmt: skip
+
+    def guard() -> str:
+        action = decide(guardian.observe())
+        if action.kind not in ("wait", "done"):
+            guardian.apply(action)
+        return action.kind
+
+    def status(at: float) -> tuple[int, list[str], str]:
+        monkeypatch.setattr(cli_runs, "now", lambda: at)
+        monkeypatch.setattr(control, "connect", lambda endpoint: stand_in)
+        code, out, err = cli(capsys, "status", *cli_run.args, "--data-root", str(data))
+        monkeypatch.setattr(control, "connect", lambda endpoint: runs_jobs)
+        return code, out.splitlines(), err
+
+    hourly = EXPECTED_IDLE["dev"]  # the head's c2-standard-16 and the bucket's 0.5B model, at the catalog's prices
+    assert (guard(), guard()) == ("record", "wait") and patched == []
+    code, out, err = status(T0 + 2100)
+    assert (code, err) == (0, "")
+    goodput = out[:10]
+    assert goodput[0] == f"{run}-2  SUCCEEDED  run={run}  attempt=2  started=2026-12-01 10:20:00Z"
+    assert out[10:] == [
+        f"record of {run} ({data}/checkpoints/{run}/attempts.jsonl):",
+        "  2026-12-01T10:35:00.000Z  attempt 2  succeeded",
+        "run over since 2026-12-01 10:30:00Z (attempt 2 ended): the GPU workers scale to zero at 2026-12-01"
+        f" 10:45:00Z (in 10m 00s, job.idleMinutes=15); then ${hourly:.2f}/h bills on for the head and storage",
+    ]
+    assert f"${hourly:.2f}" == "$0.84"
+
+    clock[0] = T0 + 2700
+    assert (guard(), guard()) == ("scale-to-zero", "done") and patched == ["0"]
+    code, out, err = status(T0 + 2700 + 5100)
+    assert (code, err) == (0, "")
+    assert out[:10] == goodput
+    assert out[10:] == [
+        f"record of {run} ({data}/checkpoints/{run}/attempts.jsonl):",
+        "  2026-12-01T10:35:00.000Z  attempt 2  succeeded",
+        "  2026-12-01T10:45:00.000Z  attempt 2  scaled-to-zero: attempt 2 SUCCEEDED; idle for job.idleMinutes=15:"
+        " the GPU worker group gpu patched to 0 replicas",
+        f"idle since 2026-12-01 10:45:00Z (1h 25m), about ${hourly * 5100 / 3600:.2f} at ${hourly:.2f}/h for the"
+        " head and storage",
+    ]
+    assert f"${hourly * 5100 / 3600:.2f}" == "$1.18"
+    monkeypatch.setattr(cli_runs, "now", lambda: T0 + 2700 + 5100)
+    monkeypatch.setattr(control, "connect", lambda endpoint: stand_in)
+    code, out, err = cli(capsys, "status", *cli_run.args, "--data-root", str(data), "--json")
+    assert (code, err) == (0, "")
+    assert json.loads(out)["idle"] == {
+        "attempt": 2, "overSince": "2026-12-01 10:30:00Z", "scaleToZeroDue": "2026-12-01 10:45:00Z",
+        "idleSince": "2026-12-01 10:45:00Z", "idleHourly": round(hourly, 8), "idleParts": ["head", "storage"],
+        "idleUnpriced": [], "dollarsSoFar": 1.18,
+    }  # fmt: skip

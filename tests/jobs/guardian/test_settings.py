@@ -11,14 +11,17 @@ from pathlib import Path
 
 import pytest
 
-from incluster.guardian.settings import settings_from
+from core.prices import catalog
+from incluster.guardian.settings import GuardError, settings_from
 from incluster.shipping import shipped_files
 from jobs.guardian.objects import guardian_command
 from jobs.guardian.settings import guardian_settings
 from jobs.preflight.settings import preflight_template
 from jobs.runs.export import export_submission
 from jobs.spec.training import submission_for, training_spec
+from plan.prices import estimate, render_cost_json
 from tests.conftest import SHIPPED_STACKS, config_of
+from tests.plan.test_prices import EXPECTED_IDLE
 
 BLOCKED = ("pulumi", "pulumi_gcp", "pulumi_kubernetes", "pydantic")
 """Packages the guardian's image may lack: importing one fails in the closure test."""
@@ -47,13 +50,48 @@ def test_the_settings_are_the_stacks_run_and_knobs_as_plain_deterministic_data(s
         "worldSize": 8 * config.gpu.nodes, "namespace": "grpo", "rayCluster": "grpo", "gpuWorkerGroup": "gpu",
         "preflight": preflight_template(config), "cordonBadNodes": False,
         "export": export_submission(config, training_spec(config)), "flexStart": False,
-        "provisioning": "spot", "cluster": f"grpo-{stack}",
+        "provisioning": "spot", "cluster": f"grpo-{stack}", "idleBill": values["idleBill"],
     }  # fmt: skip
     assert values["preflight"]["mode"] == ("full" if config.gpu.nodes >= 2 else "gpu")
     text = json.dumps(values, sort_keys=True)
     assert text == json.dumps(guardian_settings(config), sort_keys=True)
     assert "hf_do_not_leak" not in text and "HF_TOKEN" not in text
     assert settings_from(json.loads(text), "settings.json").world_size == 8 * config.gpu.nodes
+
+
+@pytest.mark.parametrize("stack", SHIPPED_STACKS)
+def test_the_idle_bill_in_the_settings_is_cost_jsons_figure_for_the_guardian_to_record(stack):
+    """Issue 23 item 4: the guardian has no price catalog; `pulumi up` hands it cost.json's `idleHourly` (the same
+    function makes both), the parts it covers, those without a price (Autopilot's head Pod) and the catalog's date."""
+    config = config_of(stack)
+    bill = guardian_settings(config)["idleBill"]
+    cost = json.loads(render_cost_json(estimate(config, catalog())))
+    assert bill == {"hourly": cost["idleHourly"], "parts": cost["idleParts"], "unpriced": cost["idleUnpriced"],
+                    "catalogDate": "2026-12-01"}  # fmt: skip
+    assert bill["hourly"] == pytest.approx(EXPECTED_IDLE[stack], abs=1e-8)
+    assert bill["unpriced"] == (["head"] if stack == "verl-autopilot-b200" else [])
+    rate = settings_from(guardian_settings(config), "settings.json").idle_rate
+    assert rate.details() == {"idleHourly": bill["hourly"], "idleParts": ["head", "storage"],
+                              "idleUnpriced": bill["unpriced"], "catalogDate": "2026-12-01"}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("bill", "message"),
+    [
+        ({"parts": [], "unpriced": [], "catalogDate": "d"}, "'idleBill.hourly' must be a number of 0 or more, got None"),
+        ({"hourly": -1, "parts": [], "unpriced": [], "catalogDate": "d"}, "'idleBill.hourly' must be a number of 0 or more, got -1"),
+        ({"hourly": 1, "parts": "head", "unpriced": [], "catalogDate": "d"}, "'idleBill.parts' must be a list of part names, got 'head'"),
+        ({"hourly": 1, "parts": [], "unpriced": [], "catalogDate": None}, "'idleBill.catalogDate' must be the price catalog's date, got None"),
+    ],
+)  # fmt: skip
+def test_a_bad_idle_bill_in_the_settings_is_one_line_naming_its_field(bill, message):
+    values = {**guardian_settings(config_of("dev")), "idleBill": bill}
+    with pytest.raises(GuardError) as refused:
+        settings_from(values, "settings.json")
+    assert str(refused.value) == f"settings.json: {message}"
+    missing = {key: value for key, value in guardian_settings(config_of("dev")).items() if key != "idleBill"}
+    with pytest.raises(GuardError, match="the key 'idleBill' is missing"):
+        settings_from(missing, "settings.json")
 
 
 @pytest.fixture(scope="module")
