@@ -284,6 +284,11 @@ def test_status_follows_the_runs_attempts_not_its_export_and_shows_the_export_as
         "  failure of attempt 1 at step 4: lost 9m 10s (4m 10s since checkpoint step 2, 5m 00s restart)",
         "  goodput: 26.8% of 24m 50s GPU time made progress",
         f"  cost: ${hourly * 1490 / 3600:.2f} so far, ${hourly * 550 / 3600:.2f} lost, ${hourly * 1490 / 3600 / 5:.2f} per step",
+        # No record (the CLI submitted both): each submission is Ray's start. Attempt 1's first step at 600 s; attempt
+        # 2's at 1500 s, 300 s after its start and 550 s after attempt 1 ended at 950 s.
+        "time to the first step (measured; `up` itself is not visible from the cluster, so each attempt counts from its submission):",
+        "  attempt 1: 9m 00s from its submission to its first step line",
+        "  attempt 2: 9m 10s from attempt 1's end to its first step line (5m 00s from its submission)",
         f"export of {run}:",
         f"  raysubmit_4kX2  SUCCEEDED  export of run={run}  step=newest  started=2026-12-01 10:31:40Z",
     ]
@@ -292,6 +297,10 @@ def test_status_follows_the_runs_attempts_not_its_export_and_shows_the_export_as
     assert (code, err, document["attempt"], document["run"]) == (0, "", f"{run}-2", run)
     assert document["exports"] == [{"id": "raysubmit_4kX2", "status": "SUCCEEDED", "step": "newest"}]
     assert document["goodput"]["losses"][0]["checkpoint"] == 2, "attempt 2's own resume line names the checkpoint"
+    assert document["firstSteps"] == [
+        {"attempt": 1, "afterSubmissionS": 540.0, "previousAttempt": None, "afterPreviousEndS": None},
+        {"attempt": 2, "afterSubmissionS": 300.0, "previousAttempt": 1, "afterPreviousEndS": 550.0},
+    ]
 
 
 def test_status_of_a_failed_attempt_shows_its_lines_without_colour_codes(cli_run, capsys):
