@@ -1,6 +1,7 @@
-"""`make bench`: the estimated time from `pulumi up` to the submitted job of each shipped stack, along its
-critical path (everything starts as soon as what it waits for exists) beside the serial sum, from the
-typical creation times below and the dependency graph of the stack's mocked run."""
+"""`make bench`: each shipped stack's expected time from `pulumi up` to its first training step and from a
+preemption to the next step, with the image pulled whole, streamed, and from a disk cache on the GPU nodes, beside
+the critical path to the submitted job and the serial sum. From the cited figures of core/facts/startup.py along
+the dependency graph of the stack's mocked run (plan/startup.py): an estimate, not a measurement."""
 
 from __future__ import annotations
 
@@ -11,69 +12,74 @@ REPO = Path(__file__).resolve().parents[1]
 """The repository root (put on sys.path for the imports below)."""
 sys.path.insert(0, str(REPO))
 
-from core.names import GPU_NODE_POOL  # noqa: E402
-from plan.graph import critical_path, waits_for  # noqa: E402
-from plan.harness import run_stack  # noqa: E402
-from plan.monitor import Recorded  # noqa: E402
+from core.config.model import PROJECT_NAMESPACE  # noqa: E402
+from core.facts.startup import (  # noqa: E402
+    GPU_NODE_BOOT_SECONDS,
+    IMAGE_GB,
+    RAY_JOIN_SECONDS,
+    RESOURCE_CREATION_SECONDS,
+    STREAMED_PULL_SECONDS,
+    WHOLE_PULL_SECONDS_PER_GB,
+    Figure,
+)
+from core.stackfile import read_stack_file, stack_file  # noqa: E402
+from jobs.runs.goodput import duration  # noqa: E402
+from jobs.spec.load import load_stack  # noqa: E402
+from plan.harness import REPO_ROOT, run_stack  # noqa: E402
+from plan.startup import estimate_startup  # noqa: E402
 
 SHIPPED_STACKS = ("dev", "nemo-rl-standard-b200", "verl-autopilot-b200", "verl-standard-h200")
 """The stack files beside Pulumi.yaml."""
 
-ESTIMATE = "engineering estimate"
-
-TYPICAL_SECONDS: dict[str, tuple[float, str]] = {
-    "gpu-node-pool": (
-        35 * 60,
-        "NVIDIA/aicr#2065: one GPU node pool took about 35 min (day-two sheet, Time to first step)",
-    ),
-    "cluster": (10 * 60, f"{ESTIMATE}; Cluster Toolkit: a deployment takes 10-20 minutes or more (day-two sheet)"),
-    "cpu-node-pool": (4 * 60, ESTIMATE),
-    "gcp:lustre/instance:Instance": (20 * 60, ESTIMATE),
-    "gcp:servicenetworking/connection:Connection": (2 * 60, ESTIMATE),
-    "gcp:projects/service:Service": (60, ESTIMATE),
-    "network": (30, ESTIMATE),
-    "kubernetes:batch/v1:Job": (15 * 60, f"{ESTIMATE}: the model, data and verl download of the staging Job"),
-    "kubernetes:ray.io/v1:RayCluster": (10 * 60, f"{ESTIMATE}: Ray pods ready, a multi-GB image pulled on fresh nodes"),
-    "pulumi-python:dynamic:Resource": (60, f"{ESTIMATE}: the GPU readiness gate and the submission"),
-    "other": (5, ESTIMATE),
-}
-"""Typical creation time and its source per kind of resource (see kind_of)."""
-
-NETWORK_TYPES = ("gcp:compute/",)
-"""Type prefixes created in about half a minute (networks, subnets, firewalls, routers, NAT, addresses)."""
+VARIANTS: tuple[tuple[str, bool, bool], ...] = (
+    ("pulled whole", False, False),
+    ("streamed", True, False),
+    ("disk cache", True, True),
+)
+"""How the image reaches the GPU nodes: (label, streamed, disk cache). GKE's disk cache needs streaming on (GKE
+"Use secondary boot disks": "Configure image streaming to use the secondary boot disk feature")."""
 
 
-def kind_of(resource: Recorded) -> str:
-    """The TYPICAL_SECONDS key of a custom resource."""
-    if resource.type == "gcp:container/nodePool:NodePool":
-        return "gpu-node-pool" if resource.inputs.get("name") == GPU_NODE_POOL else "cpu-node-pool"
-    if resource.type == "gcp:container/cluster:Cluster":
-        return "cluster"
-    if resource.type.startswith(NETWORK_TYPES):
-        return "network"
-    return resource.type if resource.type in TYPICAL_SECONDS else "other"
+def figure_line(name: str, figure: Figure, unit: str) -> str:
+    """One figure with its unit and source; `(assumed)` where no published figure exists."""
+    return f"    {name}: {figure.value:g} {unit}{'' if figure.published else ' (assumed)'} ({figure.source})"
 
 
-def estimate(stack: str) -> str:
-    """One line: the stack's critical path beside its serial sum, and the chain of kinds along it."""
-    recording = run_stack(stack)
-    by_urn = {resource.urn: resource for resource in recording.resources}
-    seconds = {r.urn: TYPICAL_SECONDS[kind_of(r)][0] for r in recording.resources if r.custom}
-    path = critical_path(seconds, waits_for(recording.resources))
-    chain = " -> ".join(kind_of(by_urn[urn]) for urn in path.chain if by_urn[urn].custom)
-    return (
-        f"{stack}: critical path {path.seconds / 60:.0f} min beside {path.serial_seconds / 60:.0f} min one after"
-        f" another ({chain})"
-    )
+def stack_rows(stack: str) -> list[str]:
+    """The stack's critical path to the submission, and from `up` and after a preemption per variant."""
+    values = read_stack_file(stack_file(REPO_ROOT, stack), PROJECT_NAMESPACE, stack)
+    config = load_stack(values.values, values.secret_keys, stack).config
+    resources = run_stack(stack).resources
+    shipped = estimate_startup(config, resources)
+    rows = [
+        f"  {stack}: critical path to the submitted job {shipped.from_up.steps[0].seconds / 60:.0f} min beside"
+        f" {shipped.serial_seconds / 60:.0f} min one after another (as shipped: image {shipped.image})"
+    ]
+    for label, streamed, cache in VARIANTS:
+        estimate = estimate_startup(config, resources, streamed=streamed, disk_cache=cache)
+        rows.append(
+            f"    {label:>12}: first step {duration(estimate.from_up.seconds):>8} from `up`,"
+            f" {duration(estimate.after_preemption.seconds):>8} after a preemption"
+            f" (not included: {', '.join(estimate.after_preemption.left_out()) or 'nothing'})"
+        )
+    return rows
 
 
 def main() -> int:
-    """Print the estimate of every shipped stack and where each creation time comes from."""
-    print("time to the submitted job, estimated from typical creation times:")
+    """Print every shipped stack's figures and where each comes from."""
+    print("time to the first training step, estimated from cited figures (core/facts/startup.py):")
     for stack in SHIPPED_STACKS:
-        print(f"  {estimate(stack)}")
-    for kind, (seconds, source) in TYPICAL_SECONDS.items():
-        print(f"    {kind}: {seconds / 60:.1f} min ({source})")
+        for row in stack_rows(stack):
+            print(row)
+    print("  figures:")
+    print(figure_line("GPU node boot", GPU_NODE_BOOT_SECONDS, "s"))
+    print(figure_line("whole pull", WHOLE_PULL_SECONDS_PER_GB, "s per GB"))
+    print(figure_line("streamed pull", STREAMED_PULL_SECONDS, "s"))
+    print(figure_line("Ray join", RAY_JOIN_SECONDS, "s"))
+    for image, size in IMAGE_GB.items():
+        print(figure_line(f"size of {image}", size, "GB"))
+    for kind, figure in RESOURCE_CREATION_SECONDS.items():
+        print(figure_line(kind, figure, "s"))
     return 0
 
 

@@ -5,8 +5,9 @@
 2. The first `make plan` on a fresh clone beside a plain `pip install -r requirements.txt` into an
    empty venv, measured in the same run with empty download caches (target: at most 0.5x; and under
    a minute). The install dominates the first plan: `make plan` installs with uv, falling back to pip.
-3. The critical path of each shipped stack from typical creation times, beside the serial sum
-   (benchmarks/critical_path.py; an estimate, not a measurement).
+3. The critical path of each shipped stack beside the serial sum, and its time to the first training step from
+   `up` and after a preemption with the image pulled whole, streamed and from a disk cache
+   (benchmarks/critical_path.py; an estimate from cited figures, not a measurement).
 4. The job layer's own benchmark (benchmarks/bench_jobs.py) when it is present.
 """
 

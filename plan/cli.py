@@ -77,6 +77,7 @@ def plan(args: argparse.Namespace) -> int:
     from plan.blast import PlanError, blast_radius, read_plan, render
     from plan.harness import REPO_ROOT, run_values
     from plan.security import security_summary
+    from plan.startup import STARTUP_FILE, estimate_startup, render_startup_json, startup_lines
     from plan.writer import render_plan_json, summary, write_plan
 
     path = shown_path(args.config if args.config else stack_file(REPO_ROOT, args.stack))
@@ -99,18 +100,20 @@ def plan(args: argparse.Namespace) -> int:
         print(f"error: --out {shown_path(out_dir)}: is a file, not a directory; name a directory", file=sys.stderr)
         return EXIT_BAD_INPUT
     cost = estimate(loaded.config, catalog())
-    cost_file = {COST_FILE: render_cost_json(cost)}
     recording = run_values(values.values, values.secret_keys, stack)
+    startup = estimate_startup(loaded.config, recording.resources)
+    extra_files = {COST_FILE: render_cost_json(cost), STARTUP_FILE: render_startup_json(startup)}
     # The program logs the config's warnings for `pulumi up`; the plan shows them once, in its Security block.
     for warning in recording.warnings:
         if warning not in loaded.warnings:
             print(f"warning: {warning}", file=sys.stderr)
     try:
-        write_plan(recording, out_dir, cost_file)
+        write_plan(recording, out_dir, extra_files)
     except OSError as error:
         print(f"error: cannot write the plan to {shown_path(out_dir)}: {error.strerror or error}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    plan_summary = summary(recording, key_facts(loaded), out_dir, summary_lines(cost), list(cost_file))
+    lines = [*summary_lines(cost), *startup_lines(startup)]
+    plan_summary = summary(recording, key_facts(loaded), out_dir, lines, list(extra_files))
     *overview, wrote = plan_summary.splitlines()
     print("\n".join([*overview, security_summary(loaded), wrote]))
     if earlier is not None:

@@ -9,12 +9,11 @@ import sys
 
 from pydantic import BaseModel
 
-from benchmarks.critical_path import TYPICAL_SECONDS, kind_of
 from core.config.model import StackConfig
 from core.facts.privilege import DEPLOYER_ROLES
-from plan.graph import critical_path, waits_for
 from plan.harness import run_values
-from tests.conftest import REPO_ROOT, SHIPPED_STACKS, shipped_stack_file, values_of
+from plan.startup import estimate_startup
+from tests.conftest import REPO_ROOT, SHIPPED_STACKS, config_of, shipped_stack_file, values_of
 
 README = (REPO_ROOT / "README.md").read_text()
 
@@ -192,10 +191,9 @@ def test_the_roles_table_is_the_deployer_roles_of_the_facts():
 def test_the_first_up_timeline_states_the_benchmarks_estimates(plan_of):
     timeline = before_up_section().split("## The first `pulumi up`", 1)[1].split("\n## ", 1)[0]
     for stack in SHIPPED_STACKS:
-        resources = plan_of(stack).resources
-        seconds = {r.urn: TYPICAL_SECONDS[kind_of(r)][0] for r in resources if r.custom}
-        path = critical_path(seconds, waits_for(resources))
-        row = f"| `{stack}` | {path.seconds / 60:.0f} min | {path.serial_seconds / 60:.0f} min |"
+        estimate = estimate_startup(config_of(stack), plan_of(stack).resources)
+        to_submission = estimate.from_up.steps[0].seconds
+        row = f"| `{stack}` | {to_submission / 60:.0f} min | {estimate.serial_seconds / 60:.0f} min |"
         assert row in timeline, row
 
 

@@ -24,6 +24,7 @@ from jobs.cli.lines import ProgressLine, counted
 from jobs.cli.stack_jobs import job_line, pick_job, record_where, run_of
 from jobs.runs import observed
 from jobs.runs.export import export_of, export_submission, exports_dir
+from jobs.runs.first_step import HEADING, FirstStep, first_step_lines, first_steps, first_steps_json
 from jobs.runs.idle import IdleView, idle_view
 from jobs.runs.observe import RunView, run_view
 from jobs.runs.plot import draw, markers
@@ -110,6 +111,19 @@ def run_idle(view: RunView | None, config: StackConfig, moment: float) -> IdleVi
     return idle_view(view.record, view.attempts, config.job.idle_minutes, planned, moment)
 
 
+def measured_first_steps(view: RunView, now: float) -> list[FirstStep]:
+    """Each attempt's time to its first step line, from the run's record (submissions) and step lines."""
+    return first_steps(observed.goodput_attempts(view.attempts, view.record, view.lines), view.steps(), now)
+
+
+def print_first_steps(found: list[FirstStep]) -> None:
+    """The measured time to each attempt's first step, under its heading (nothing before an attempt started)."""
+    if found:
+        print(HEADING)
+        for line in first_step_lines(found):
+            print(f"  {line}")
+
+
 def cmd_status(args: argparse.Namespace, config: StackConfig) -> int:
     """Show a job (default: the stack's newest attempt), its run's goodput and cost across attempts, and its exports.
 
@@ -127,6 +141,7 @@ def cmd_status(args: argparse.Namespace, config: StackConfig) -> int:
     moment = now()
     figures = view.goodput(moment) if view is not None else None
     idle = run_idle(view, config, moment)
+    starts = measured_first_steps(view, moment) if view is not None else None
     exports = [item for item in control.stack_jobs(client, config.stack) if run and export_of(item.metadata) == run]
     capacity = gpu_node_rungs(endpoint, config)
     if args.json:
@@ -137,6 +152,7 @@ def cmd_status(args: argparse.Namespace, config: StackConfig) -> int:
             "error": error,
             "gpuHourly": None if view is None else view.gpu_hourly,
             "goodput": None if figures is None else figures.as_json(),
+            "firstSteps": None if starts is None else first_steps_json(starts),
             "record": [] if view is None else list(view.record),
             "exports": [
                 {
@@ -162,6 +178,7 @@ def cmd_status(args: argparse.Namespace, config: StackConfig) -> int:
         print(f"run {view.run} across {counted(len(view.attempts), 'attempt')}:")
         for line in figures.lines(view.unpriced()):
             print(f"  {line}")
+        print_first_steps(starts or [])
     if exports:
         print(f"{'export' if len(exports) == 1 else 'exports'} of {run}:")
         for item in exports:

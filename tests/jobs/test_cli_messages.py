@@ -284,6 +284,11 @@ def test_status_follows_the_runs_attempts_not_its_export_and_shows_the_export_as
         "  failure of attempt 1 at step 4: lost 9m 10s (4m 10s since checkpoint step 2, 5m 00s restart)",
         "  goodput: 26.8% of 24m 50s GPU time made progress",
         f"  cost: ${hourly * 1490 / 3600:.2f} so far, ${hourly * 550 / 3600:.2f} lost, ${hourly * 1490 / 3600 / 5:.2f} per step",
+        # No record (the CLI submitted both): each submission is Ray's start. Attempt 1's first step at 600 s; attempt
+        # 2's at 1500 s, 300 s after its start and 550 s after attempt 1 ended at 950 s.
+        "time to the first step (measured; `up` itself is not visible from the cluster, so each attempt counts from its submission):",
+        "  attempt 1: 9m 00s from its submission to its first step line",
+        "  attempt 2: 9m 10s from attempt 1's end to its first step line (5m 00s from its submission)",
         f"export of {run}:",
         f"  raysubmit_4kX2  SUCCEEDED  export of run={run}  step=newest  started=2026-12-01 10:31:40Z",
     ]
@@ -292,6 +297,10 @@ def test_status_follows_the_runs_attempts_not_its_export_and_shows_the_export_as
     assert (code, err, document["attempt"], document["run"]) == (0, "", f"{run}-2", run)
     assert document["exports"] == [{"id": "raysubmit_4kX2", "status": "SUCCEEDED", "step": "newest"}]
     assert document["goodput"]["losses"][0]["checkpoint"] == 2, "attempt 2's own resume line names the checkpoint"
+    assert document["firstSteps"] == [
+        {"attempt": 1, "afterSubmissionS": 540.0, "previousAttempt": None, "afterPreviousEndS": None},
+        {"attempt": 2, "afterSubmissionS": 300.0, "previousAttempt": 1, "afterPreviousEndS": 550.0},
+    ]
 
 
 def test_status_of_a_failed_attempt_shows_its_lines_without_colour_codes(cli_run, capsys):
@@ -509,9 +518,10 @@ def test_status_shows_when_the_gpu_workers_scale_to_zero_then_the_idle_bill_the_
     assert (guard(), guard()) == ("record", "wait") and patched == []
     code, out, err = status(T0 + 2100)
     assert (code, err) == (0, "")
-    goodput = out[:10]
+    # The job, its goodput, the measured first steps and the export: 13 lines, the test above holds them.
+    goodput = out[:13]
     assert goodput[0] == f"{run}-2  SUCCEEDED  run={run}  attempt=2  started=2026-12-01 10:20:00Z"
-    assert out[10:] == [
+    assert out[13:] == [
         f"record of {run} ({data}/checkpoints/{run}/attempts.jsonl):",
         "  2026-12-01T10:35:00.000Z  attempt 2  succeeded",
         "run over since 2026-12-01 10:30:00Z (attempt 2 ended): the GPU workers scale to zero at 2026-12-01"
@@ -523,8 +533,8 @@ def test_status_shows_when_the_gpu_workers_scale_to_zero_then_the_idle_bill_the_
     assert (guard(), guard()) == ("scale-to-zero", "done") and patched == ["0"]
     code, out, err = status(T0 + 2700 + 5100)
     assert (code, err) == (0, "")
-    assert out[:10] == goodput
-    assert out[10:] == [
+    assert out[:13] == goodput
+    assert out[13:] == [
         f"record of {run} ({data}/checkpoints/{run}/attempts.jsonl):",
         "  2026-12-01T10:35:00.000Z  attempt 2  succeeded",
         "  2026-12-01T10:45:00.000Z  attempt 2  scaled-to-zero: attempt 2 SUCCEEDED; idle for job.idleMinutes=15:"

@@ -54,6 +54,9 @@ def marked_processes(marker: str) -> list[str]:
     return found
 
 
+DURATION = r"\d+[hms]( \d+[ms])?"
+"""A duration as jobs/runs/goodput.py duration writes it: `42s`, `5m 07s`, `1h 02m`."""
+
 SHAPE = [
     r"grpo-gke demo: the whole run lifecycle on this machine, offline; its files go to (?P<out>/\S+)",
     r"starting a local Ray head on 127\.0\.0\.1 .*",
@@ -81,6 +84,9 @@ SHAPE = [
     rf"  preemption of attempt 1 at step {HOLD_AFTER}: lost .*",
     r"  goodput: \d+(\.\d+)?% of \d+s GPU time made progress",
     r"  cost: \$\d+\.\d\d so far, \$\d+\.\d\d lost, \$\d+\.\d\d per step",
+    r"time to the first step \(measured; `up` itself is not visible from the cluster, .*\):",
+    rf"  attempt 1: {DURATION} from its submission to its first step line",
+    rf"  attempt 2: {DURATION} from attempt 1's end to its first step line \({DURATION} from its submission\)",
     r"\$ python -m jobs plot .* --out (?P<plot>(?P=out)/(?P=run)\.png)",
     rf"wrote (?P=plot): {STEPS + 1} steps of 2 attempts, 2 marks",
     r"ending the demo's Ray nodes \(by process group\)",

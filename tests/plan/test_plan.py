@@ -176,6 +176,7 @@ def test_the_cli_writes_byte_identical_files_on_every_run(tmp_path, capsys):
     assert names == sorted(
         [
             "cost.json",
+            "first-step.json",
             "graph.mmd",
             *guardian_code_names(),
             "grpo-guardian-settings.settings.json",

@@ -343,8 +343,8 @@ def test_the_plan_command_prints_the_cost_of_each_shipped_stack_and_writes_cost_
     assert printed[total + 2 : start + len(expected)] == [
         f"  {line}" for line in expected if "cheaper elsewhere" in line
     ]
-    assert printed[start + len(expected)] == "Security:"
-    assert printed[-1].startswith("Wrote ") and " and cost.json to " in printed[-1]
+    assert printed[start + len(expected)].startswith("  first step: "), "the time to the first step follows"
+    assert printed[-1].startswith("Wrote ") and ", cost.json and first-step.json to " in printed[-1]
     cost = json.loads((out / "cost.json").read_text())
     assert cost["totalHourly"] == pytest.approx(EXPECTED_TOTALS[stack], abs=1e-8)
     assert cost["idleHourly"] == pytest.approx(EXPECTED_IDLE[stack], abs=1e-8)
