@@ -210,7 +210,7 @@ def cli_run(make_stack, tmp_path, monkeypatch):
     (an id Ray picked, the newest job of the stack) and a job of another stack. Its files lie under DIR/data."""
     from ray.job_submission import JobDetails, JobStatus, JobType
 
-    from incluster import control
+    from incluster import job_client
     from jobs.spec.training import training_spec
     from jobs.submit.target import load_stack
     from tests.jobs.runs.test_observed import T0, stamp, verl_log
@@ -251,7 +251,7 @@ def cli_run(make_stack, tmp_path, monkeypatch):
         f"{run}-2": "step:5 - critic/score/mean:np.float64(0.5)\n",
         "raysubmit_4kX2": "exported step 5\n",
     }
-    monkeypatch.setattr(control, "connect", lambda endpoint: StandInJobs(jobs, ray_logs))
+    monkeypatch.setattr(job_client, "connect", lambda endpoint: StandInJobs(jobs, ray_logs))
     args = ["--stack", name, "--dir", str(directory), "--address", "http://127.0.0.1:8265"]
     return SimpleNamespace(run=run, args=args, data=data, directory=directory)
 
