@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from core.facts.platform import GPUS_PER_NODE  # noqa: E402
-from incluster.control import TERMINAL, connect, endpoint_for_address  # noqa: E402
+from incluster.job_client import TERMINAL, connect, endpoint_for_address  # noqa: E402
 from jobs.submit import local_head  # noqa: E402
 
 PAIRS = int(os.environ.get("BENCH_PAIRS", "7"))

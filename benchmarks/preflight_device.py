@@ -19,6 +19,8 @@ import sys
 import time
 from pathlib import Path
 
+import torch
+
 from core.facts.gpu_health import GPU_HEALTH_REFERENCES, GpuHealthReference
 from incluster.preflight import measure, smi, verdict
 
@@ -66,8 +68,6 @@ def main(out: Path) -> None:
     (out / "smi-query.csv").write_text(raw(smi.query_command()))
     (out / "smi.xml").write_text(raw(smi.xml_command()))
     (out / "dmesg.txt").write_text(raw(smi.kernel_log_command())[-20000:])
-
-    import torch
 
     started = time.time()
     healthy = [measure.measure_node() for _ in range(3)]

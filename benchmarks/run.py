@@ -24,6 +24,10 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 """The repository root."""
+sys.path.insert(0, str(REPO))
+
+from plan.harness import run_stack  # noqa: E402
+
 PYTHON = sys.executable
 """The venv's interpreter, used for every timed run."""
 PAIRS = int(os.environ.get("BENCH_PAIRS", "9"))
@@ -46,9 +50,6 @@ def _timed(command: list[str], cwd: Path = REPO) -> float:
 
 def sdk_floor_script() -> str:
     """A script that imports and touches every SDK class behind the dev plan's resource types."""
-    sys.path.insert(0, str(REPO))
-    from plan.harness import run_stack
-
     recording = run_stack("dev")
     lines = ["import pulumi", "import pulumi_gcp", "import pulumi_kubernetes"]
     for token in recording.invokes:

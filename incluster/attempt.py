@@ -13,8 +13,8 @@ it exits with REFUSED_EXIT, so the attempt ends FAILED and the guardian does not
 A deadline stop is not the end of the run. NeMo-RL, told `checkpointing.checkpoint_must_save_by`, saves, prints
 NEMO_RL_DEADLINE_LINE and returns, so its command exits 0 before the schedule is done. When COMMAND exits 0 after
 that line, the wrapper's last line says so: DEADLINE_STOP_LINE with the newest complete step it saved (the guardian
-and incluster/control.py `settled` resume the run from it), or, when this attempt saved no checkpoint (NeMo-RL returns on
-the timeout with checkpointing off too), a failure line and UNSAVED_STOP_EXIT: the attempt ends FAILED.
+and incluster/run_submission.py `settled` resume the run from it), or, when this attempt saved no checkpoint (NeMo-RL
+returns on the timeout with checkpointing off too), a failure line and UNSAVED_STOP_EXIT: the attempt ends FAILED.
 
 Pod-side: it runs in the framework image, stdlib only, and reaches the cluster as
 the submission's `py_modules` (incluster/shipping.py).

@@ -51,7 +51,7 @@ SUBMISSION_PREFIX = "export"
 
 def export_submission_id(run: str, step: int) -> str:
     """The export job's Ray submission id for the run's step: the same for the same export, so a second
-    submission is refused by Ray and followed instead (incluster/control.py submit_export)."""
+    submission is refused by Ray and followed instead (incluster/export_submission.py submit_export)."""
     return f"{run}-{SUBMISSION_PREFIX}-step-{step}"
 
 

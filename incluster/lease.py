@@ -36,8 +36,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from core import names
-from incluster.control import DEADLINES, REPORT_EVERY_SECONDS
 from incluster.endpoint import Endpoint
+from incluster.job_client import DEADLINES
+from incluster.readiness import REPORT_EVERY_SECONDS
 
 LEASE_NAME = names.GUARDIAN
 """The Lease of the stack's run guardian, in names.NAMESPACE (the Role grants get and update on it alone)."""

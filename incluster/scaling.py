@@ -33,8 +33,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from core import names
-from incluster.control import DEADLINES, JobError, Unreachable
 from incluster.endpoint import Endpoint, service_proxy_url
+from incluster.job_client import DEADLINES, JobError, Unreachable
 
 FIELD_MANAGER = "grpo-gke-guardian"
 """Field manager of the guardian's and the CLI's patches (managedFields say who scaled the workers)."""

@@ -9,8 +9,8 @@ once per attempt (`<run dir>/attempts.jsonl`, incluster/record.py). The rules:
   a Ray node with GPUs died while it ran; Ray's own node-died sentence in its message or last lines; a GPU worker
   pod that Kubernetes ended with its node, graceful node shutdown or a deleted or unreachable node; a GPU node whose
   Ready condition turned while it ran; fewer than gpu.nodes full GPU nodes up): `failed`, then `recovering` with a
-  backoff (BACKOFF: 30 s doubling to 10 min), then the readiness gate (control.wait_for_gpus, with its progress line)
-  and the next attempt through control.ensure_run (never two live attempts): its wrapper resumes from the newest
+  backoff (BACKOFF: 30 s doubling to 10 min), then the readiness gate (readiness.wait_for_gpus, with its progress line)
+  and the next attempt through run_submission.ensure_run (never two live attempts): its wrapper resumes from the newest
   complete checkpoint (`submitted`, with that step). At most maxRecoveries recoveries per run, then `gave-up`;
 - an attempt the run's record (or its log, or this guardian) knows and the Ray head does not: a new head, whose job
   table started empty (no GCS fault tolerance). It is lost capacity like a lost node: the readiness gate waits for the

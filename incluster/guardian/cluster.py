@@ -9,7 +9,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from incluster import control
+from incluster import readiness
 from incluster.attempt import logged_lines
 from incluster.deadline import attempt_overrides
 from incluster.endpoint import Endpoint, bearer_headers
@@ -62,7 +62,7 @@ def worker_pods_of(api: Endpoint, settings: Settings) -> list[dict[str, Any]]:
 
 
 def _api_list(api: Endpoint, path: str, selector: str, what: str) -> list[dict[str, Any]]:
-    return control.api_items(api, path, {"labelSelector": selector}, what)
+    return readiness.api_items(api, path, {"labelSelector": selector}, what)
 
 
 def _moment(stamp: Any) -> float | None:

@@ -9,7 +9,7 @@ import sys
 from collections.abc import Callable
 from typing import NoReturn
 
-from incluster import control, guardian, scaling
+from incluster import export_submission, guardian, job_client, scaling
 from incluster.endpoint import AccessError, Endpoint
 from incluster.export_run import for_step
 from incluster.guardian.cluster import api_endpoint
@@ -35,7 +35,7 @@ def cluster_hooks(settings: Settings, endpoint: Endpoint) -> Hooks:
     def submit_export(request: ExportRequest) -> str:
         # Pinned to the step, the export has its deterministic submission id: a second guardian's is followed.
         pinned = for_step(export, settings.run, request.step) if request.step is not None else export
-        submission_id, already = control.submit_export(control.connect(endpoint), pinned)
+        submission_id, already = export_submission.submit_export(job_client.connect(endpoint), pinned)
         what = f"exports the newest complete checkpoint (step {request.step})"
         return f"{submission_id} (already submitted) {what}" if already else f"{submission_id} {what}"
 
@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None, from_stack: StackSettings | None = None)
                 raise GuardError(
                     "--take-over is for the foreground guardian (--stack); the in-cluster one waits for the Lease"
                 )
-            settings, endpoint = read_settings(args.settings), control.endpoint_for_address(args.address)
+            settings, endpoint = read_settings(args.settings), job_client.endpoint_for_address(args.address)
             follow = True
         elif from_stack is None:
             raise GuardError("--stack is the foreground form: run it as .venv/bin/python -m jobs guard --stack NAME")
@@ -129,7 +129,7 @@ def main(argv: list[str] | None = None, from_stack: StackSettings | None = None)
             if lease is not None:
                 lease.stop()
         return 0
-    except (GuardError, AccessError, control.JobError, LeaseHeld, LeaseError) as error:
+    except (GuardError, AccessError, job_client.JobError, LeaseHeld, LeaseError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     except OSError as error:

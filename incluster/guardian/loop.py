@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from incluster import control, record
+from incluster import job_client, readiness, record, run_submission
 from incluster.attempt import deadline_stop_in, log_path
 from incluster.capacity_events import ladder_state
 from incluster.checkpoints import CheckpointError, newest_complete
@@ -83,18 +83,18 @@ class Hooks:
 
 
 def node_view(node: dict[str, Any]) -> NodeView:
-    """A NodeView of one state API node entry (control.ray_nodes)."""
+    """A NodeView of one state API node entry (readiness.ray_nodes)."""
     end = node.get("end_time_ms")
     return NodeView(
         node_id=str(node.get("node_id", "")),
         alive=node.get("state") == "ALIVE",
-        gpus=control.node_gpus(node),
+        gpus=readiness.node_gpus(node),
         end=end / 1000 if isinstance(end, (int, float)) and end > 0 else None,
     )
 
 
 def head_node_id(nodes: list[dict[str, Any]]) -> str | None:
-    """The alive head's node id among state API node entries (control.ray_nodes), or None."""
+    """The alive head's node id among state API node entries (readiness.ray_nodes), or None."""
     for node in nodes:
         if node.get("is_head_node") and node.get("state") == "ALIVE":
             return str(node.get("node_id", "")) or None
@@ -121,7 +121,7 @@ class Guardian:
         settings: Settings,
         endpoint: Endpoint,
         hooks: Hooks,
-        report: control.Report,
+        report: job_client.Report,
         backoff: Backoff = BACKOFF,
         settle: float = SETTLE_SECONDS,
         clock: Callable[[], float] = time.time,
@@ -131,7 +131,7 @@ class Guardian:
         self.settings, self.endpoint, self.hooks, self.report = settings, endpoint, hooks, report
         self.backoff, self.settle, self.clock = backoff, settle, clock
         self.lease, self.wait_for_lease = lease, wait_for_lease
-        self.client: JobSubmissionClient = control.connect(endpoint)
+        self.client: JobSubmissionClient = job_client.connect(endpoint)
         self._deadline_read: tuple[int, float, float | None] = (0, float("-inf"), None)
         """For the attempt it was read for: when the GPU nodes' known end was read, and the save-by time it gave."""
         self.seen_attempt = 0
@@ -140,13 +140,13 @@ class Guardian:
         """When an attempt the record knows was first missed on the Ray head, by number."""
 
     def observe(self) -> State:
-        """The state `decide` needs, read from Ray (every request within control.DEADLINES), the record and, when a
+        """The state `decide` needs, read from Ray (every request within job_client.DEADLINES), the record and, when a
         failure must be judged, the API server."""
         settings = self.settings
-        jobs = control.attempts(self.client, settings.run)
+        jobs = job_client.attempts(self.client, settings.run)
         entries = record.read(settings.run_dir)
         if jobs:
-            self.seen_attempt = max(self.seen_attempt, control.attempt_number(jobs[-1]))
+            self.seen_attempt = max(self.seen_attempt, job_client.attempt_number(jobs[-1]))
             newest = self._view(jobs[-1], entries)
         else:
             newest = self._missing_view(entries)
@@ -157,12 +157,12 @@ class Guardian:
             now=self.clock(),
             settings=settings,
             newest=newest,
-            nodes=tuple(node_view(node) for node in control.ray_nodes(self.endpoint)),
+            nodes=tuple(node_view(node) for node in readiness.ray_nodes(self.endpoint)),
             recoveries=sum(1 for item in entries if item.get("event") == "recovering"),
             worker_pods=pods,
             kube_nodes=kube_nodes,
             recorded=recorded,
-            anything_live=any(control.status_text(job.status) in control.LIVE for job in self.client.list_jobs()),
+            anything_live=any(job_client.status_text(job.status) in job_client.LIVE for job in self.client.list_jobs()),
             backoff=self.backoff,
             settle=self.settle,
             can_export=self.hooks.export is not None,
@@ -178,7 +178,7 @@ class Guardian:
             return None
         try:
             return earliest_end(gpu_nodes_of(api), bool(self.settings.raw.get("flexStart")))
-        except control.JobError as error:
+        except job_client.JobError as error:
             self.report(f"{self.settings.run}: no deadline known for attempt {attempt}: {error}")
             return None
 
@@ -190,7 +190,7 @@ class Guardian:
             return {}
         now = self.clock()
         over = "not-retried" in recorded or "gave-up" in recorded
-        if newest.status not in control.LIVE and "deadline-stop" in recorded and not over:
+        if newest.status not in job_client.LIVE and "deadline-stop" in recorded and not over:
             return {"next_capacity_in": next_capacity_in(self.known_end(newest.number), now)}
         if self.settings.framework != "verl" or newest.status != "RUNNING":
             return {}
@@ -204,8 +204,8 @@ class Guardian:
         return {"save_by": save_by_at, "saves": tuple(verl_saves(self.settings.run_dir, self.settings.world_size))}
 
     def _view(self, job: Any, entries: list[dict[str, Any]]) -> AttemptView:
-        number = control.attempt_number(job)
-        status = control.status_text(job.status)
+        number = job_client.attempt_number(job)
+        status = job_client.status_text(job.status)
         judged = any(item.get("attempt") == number and item.get("event") == "failed" for item in entries)
         message = job.message or ""
         lines: tuple[str, ...] = ()
@@ -252,7 +252,7 @@ class Guardian:
         try:
             pods = worker_pods_of(api, self.settings)
             kube_nodes = gpu_nodes_of(api)
-        except control.JobError as error:
+        except job_client.JobError as error:
             self.report(f"{self.settings.run}: judging without the API server's pods and nodes: {error}")
             return (), ()
         return tuple(map(pod_view, pods)), tuple(map(kube_node_view, kube_nodes))
@@ -277,27 +277,27 @@ class Guardian:
         return chosen.step if chosen else None
 
     @staticmethod
-    def capacity_of(settings: Settings, api: Endpoint) -> control.Capacity:
+    def capacity_of(settings: Settings, api: Endpoint) -> readiness.Capacity:
         """Where the readiness gate reads the ladder's rung and last failure: `api`, and the settings' namespace,
         gpu.provisioning and cluster name."""
         raw = settings.raw
-        return control.Capacity(
+        return readiness.Capacity(
             api, str(raw.get("provisioning", "")), str(raw.get("cluster", "")), str(raw.get("namespace", ""))
         )
 
-    def capacity(self) -> control.Capacity | None:
+    def capacity(self) -> readiness.Capacity | None:
         """The gate's ladder source, or None without an API server at hand (the gate's line then says no rung)."""
         api = api_endpoint(self.endpoint)
         return self.capacity_of(self.settings, api) if api is not None else None
 
     def submit(self, attempt: int, reason: str) -> None:
         """Pass the readiness gate and, on a Ray cluster no preflight has checked, the preflight; then submit
-        the run's next attempt through control.ensure_run. `attempt` is the attempt it follows. A gate that waited
-        on the capacity ladder is recorded once, as `capacity` (record_capacity)."""
+        the run's next attempt through run_submission.ensure_run. `attempt` is the attempt it follows. A gate that
+        waited on the capacity ladder is recorded once, as `capacity` (record_capacity)."""
         settings = self.settings
         capacity = self.capacity()
         try:
-            control.wait_for_gpus(
+            readiness.wait_for_gpus(
                 self.endpoint, settings.gpu_nodes, settings.ready_timeout_seconds, self.report, capacity=capacity
             )
         finally:
@@ -305,7 +305,7 @@ class Guardian:
         if not self.may_act() or not self.preflight(attempt) or not self.may_act():
             return
         step = self.resume_step()
-        outcome = control.ensure_run(
+        outcome = run_submission.ensure_run(
             self.client, self.told_the_deadline(settings.submission), self.deadline_stop_of, after=attempt
         )
         if outcome.action in ("submitted", "extended", "resumed"):
@@ -314,27 +314,27 @@ class Guardian:
         else:
             self.report(f"{settings.run}: {outcome.sentence()}")
 
-    def record_capacity(self, attempt: int, capacity: control.Capacity | None) -> None:
+    def record_capacity(self, attempt: int, capacity: readiness.Capacity | None) -> None:
         """Record once for `attempt` which rung the autoscaler tried, since when and why the last scale-up failed,
         when the pending GPU workers' events say anything (none pending, or no API server: nothing recorded)."""
         if capacity is None:
             return
         try:
-            state = ladder_state(control.scale_up_events(capacity), capacity.provisioning, capacity.cluster)
-        except control.JobError as error:
+            state = ladder_state(readiness.scale_up_events(capacity), capacity.provisioning, capacity.cluster)
+        except job_client.JobError as error:
             self.report(f"{self.settings.run}: no rung known for attempt {attempt}: {error}")
             return
         if state.rung is None and state.last_failure is None:
             return
         details = {"rung": state.rung, "since": state.since, "lastFailure": state.last_failure}
-        self.append(attempt, "capacity", control.ladder_line_of(state), details=details)
+        self.append(attempt, "capacity", readiness.ladder_line_of(state), details=details)
 
     def deadline_stop_of(self, job: Any) -> int | None:
         """The step a SUCCEEDED attempt `job` saved before it stopped at its deadline, from the end of its log in
         the run directory (not Ray's whole log); None otherwise."""
-        if control.status_text(job.status) != "SUCCEEDED":
+        if job_client.status_text(job.status) != "SUCCEEDED":
             return None
-        return deadline_stop_in(self.settings.run_dir, control.attempt_number(job))
+        return deadline_stop_in(self.settings.run_dir, job_client.attempt_number(job))
 
     def preflight(self, attempt: int) -> bool:
         """Run the settings' preflight when the Ray cluster's head is not the one the newest preflight result
@@ -344,7 +344,7 @@ class Guardian:
         if template is None:
             return True
         results = self.settings.run_dir / "preflight"
-        head = head_node_id(control.ray_nodes(self.endpoint))
+        head = head_node_id(readiness.ray_nodes(self.endpoint))
         if head is not None and preflighted_head(results) == head:
             return True
         try:
@@ -369,7 +369,7 @@ class Guardian:
             return submission
         try:
             nodes = gpu_nodes_of(api)
-        except control.JobError as error:
+        except job_client.JobError as error:
             self.report(f"{self.settings.run}: no deadline known for the next attempt: {error}")
             return submission
         ends = earliest_end(nodes, bool(self.settings.raw.get("flexStart")))
@@ -402,9 +402,9 @@ class Guardian:
         elif action.kind in ("recover", "extend", "resume"):
             self.submit(action.attempt, action.reason)
         elif action.kind == "stop":
-            jobs = control.attempts(self.client, self.settings.run)
-            stopped = control.stop_jobs(
-                self.client, [job for job in jobs if control.attempt_number(job) == action.attempt]
+            jobs = job_client.attempts(self.client, self.settings.run)
+            stopped = job_client.stop_jobs(
+                self.client, [job for job in jobs if job_client.attempt_number(job) == action.attempt]
             )
             self.report(f"{self.settings.run}: {action.reason}: stopped {', '.join(stopped) or 'nothing live'}")
         elif action.kind == "export":
@@ -434,13 +434,13 @@ class Guardian:
                         continue
                     assert self.lease is not None
                     action = Action("wait", action.attempt, self.lease.waiting_line(), wait_s=RENEW_INTERVAL_SECONDS)
-            except control.JobError as error:
+            except job_client.JobError as error:
                 action = Action("wait", 0, f"{error}; trying again in {poll:g} s")
             if action.kind == "done" and not follow:
                 self.report(f"{self.settings.run}: {action.reason}; nothing left to do")
                 return action
             now = time.monotonic()
-            if action.reason != shown or now - shown_at >= control.REPORT_EVERY_SECONDS:
+            if action.reason != shown or now - shown_at >= readiness.REPORT_EVERY_SECONDS:
                 self.report(f"{self.settings.run}: {action.reason}")
                 shown, shown_at = action.reason, now
             sleep(min(poll, action.wait_s) if action.wait_s > 0 else poll)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from incluster import control, record
+from incluster import job_client, readiness, record
 from incluster.attempt import REFUSED_LINE
 from incluster.deadline import stop_due
 from incluster.guardian.settings import Settings
@@ -222,7 +222,7 @@ def capacity_lost(state: State) -> str | None:
     for kube_node in state.kube_nodes:
         if kube_node.ready != "True" and within(kube_node.since):
             return f"GPU node {kube_node.name} stopped being Ready ({kube_node.ready}): {one_line(kube_node.why)}"
-    missing = control.readiness([node.gpus for node in state.nodes if node.alive], settings.gpu_nodes)
+    missing = readiness.readiness([node.gpus for node in state.nodes if node.alive], settings.gpu_nodes)
     return f"GPU nodes went away: {missing}" if missing else None
 
 
@@ -344,7 +344,7 @@ def decide(state: State) -> Action:
         return Action(
             "wait", 0, f"no attempt of {state.settings.run} yet (pulumi up or python -m jobs submit starts it)"
         )
-    if newest.status in control.LIVE or newest.end is None:
+    if newest.status in job_client.LIVE or newest.end is None:
         stopping = _before_deadline(state) if newest.status == "RUNNING" else None
         return stopping or Action("wait", newest.number, f"attempt {newest.number} is {newest.status}")
     if newest.status == "STOPPED" and "deadline-stop" in recorded:

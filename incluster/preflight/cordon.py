@@ -1,5 +1,5 @@
 """Cordon the nodes a failed preflight names (`job.cordonBadNodes`): through the Kubernetes API server, with the
-job layer's deadlines (incluster/control.py DEADLINES).
+job layer's deadlines (incluster/job_client.py DEADLINES).
 
 The preflight names each GPU node by its Ray worker pod (the hostname its task saw); the pod's `spec.nodeName` is the
 node. Cordoning is `kubectl cordon`'s request: a strategic merge patch setting `spec.unschedulable` on the node
@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from core import names
-from incluster.control import DEADLINES, JobError
 from incluster.endpoint import Endpoint
+from incluster.job_client import DEADLINES, JobError
 
 PATCH_TYPE = "application/strategic-merge-patch+json"
 """The patch type `kubectl cordon` sends."""

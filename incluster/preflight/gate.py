@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from incluster.control import JobError
 from incluster.endpoint import Endpoint
+from incluster.job_client import JobError
 from incluster.preflight import run
 from incluster.preflight.cordon import cordon_pods_nodes
 

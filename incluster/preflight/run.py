@@ -19,9 +19,10 @@ from typing import TYPE_CHECKING, Any
 
 from core.facts.gpu_health import GPU_HEALTH_REFERENCES, GpuHealthReference
 from incluster import shipping
-from incluster.control import DEADLINES, REPORT_EVERY_SECONDS, TERMINAL, JobError, last_lines, status_of
+from incluster.job_client import DEADLINES, TERMINAL, JobError, last_lines, status_of
 from incluster.preflight import fabric, verdict
 from incluster.preflight.driver import RESULT_MARKER, verdicts
+from incluster.readiness import REPORT_EVERY_SECONDS
 
 if TYPE_CHECKING:
     from ray.job_submission import JobSubmissionClient

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from core.config.model import StackConfig
-from incluster import control
+from incluster import job_client
 from incluster.preflight import run
 from jobs.cli.lines import ProgressLine
 from jobs.spec.defaults import preflight_mode
@@ -42,7 +42,7 @@ def cmd_preflight(args: argparse.Namespace, config: StackConfig) -> int:
         raise UsageError(
             f"--mode full needs 2 or more GPU nodes; stack {config.stack!r} has gpu.nodes=1 (use --mode gpu)"
         )
-    client = control.connect(endpoint_of(args, config))
+    client = job_client.connect(endpoint_of(args, config))
     made = settings.preflight_settings(config, mode, settings.results_dir(config, args.data_root), run.stamp_now())
     progress = ProgressLine()
     try:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from core.config.model import PROJECT_NAMESPACE, StackConfig
 from core.prices import catalog, gpu_hourly
 from core.stackfile import stack_file
-from incluster import control, scaling
+from incluster import job_client, readiness, run_submission, scaling
 from incluster.logs import plain
 from jobs.cli.lines import ProgressLine, counted, first_line
 from jobs.cli.stack_jobs import job_line, pick_job, print_records
@@ -43,7 +43,7 @@ def finish(client: JobSubmissionClient, submission_id: str, status: str, show_li
     reason = plain(info.message or "").strip().splitlines()
     print(f"{submission_id} {status}: {reason[0] if reason else 'no message'}", file=sys.stderr)
     if show_lines:
-        lines = control.last_lines(client, submission_id, LAST_LINES)
+        lines = job_client.last_lines(client, submission_id, LAST_LINES)
         print(f"last {counted(len(lines), 'log line')}:", file=sys.stderr)
         for line in lines:
             print(f"  {plain(line)}", file=sys.stderr)
@@ -57,7 +57,7 @@ def cost_so_far(client: JobSubmissionClient, config: StackConfig, submission_id:
     run = (client.get_job_info(submission_id).metadata or {}).get("run")
     if hourly is None or run is None:
         return lambda: ""
-    attempts = ray_attempts(control.attempts(client, run))
+    attempts = ray_attempts(job_client.attempts(client, run))
     return lambda: f"  ${dollars_so_far(attempts, hourly):,.2f} so far"
 
 
@@ -82,17 +82,17 @@ def follow(
         def report(text: str) -> None:
             progress(text + suffix())
 
-        status = control.follow(client, submission_id, framework, on_line if stream else None, report)
+        status = job_client.follow(client, submission_id, framework, on_line if stream else None, report)
         return finish(client, submission_id, status, show_lines=not stream)
     except KeyboardInterrupt:
         raise Interrupted(
             f"interrupted; {submission_id} keeps running (stop it with {job_command('stop', stack, submission_id)})"
         ) from None
-    except (OSError, RuntimeError, control.Unreachable) as error:
+    except (OSError, RuntimeError, job_client.Unreachable) as error:
         # A request past its deadline is Unreachable; requests' connection errors are OSErrors; the Jobs API
         # answers HTTP errors with RuntimeError.
         reason = first_line(error).removeprefix(f"cannot reach the Ray dashboard at {client.get_address()}: ")
-        raise control.Unreachable(
+        raise job_client.Unreachable(
             f"lost the Ray dashboard at {client.get_address()} while following {submission_id}"
             f" ({reason}); the job may still be running:"
             f" {job_command('status', stack, submission_id)}"
@@ -105,20 +105,20 @@ def cmd_submit(args: argparse.Namespace, config: StackConfig) -> int:
     """Submit the stack's run (idempotent); with --wait follow it to the end."""
     spec = training_spec(config, args.entrypoint)
     endpoint = endpoint_of(args, config)
-    client = control.connect(endpoint)
+    client = job_client.connect(endpoint)
     timeout = args.ready_timeout if args.ready_timeout is not None else config.job.ready_timeout_seconds
     submission = submission_of(config, spec, 1)
-    if args.fresh or control.wants_workers(client, submission):
+    if args.fresh or run_submission.wants_workers(client, submission):
         progress = ProgressLine()
         try:
             scaling.bring_back(endpoint, config.gpu.nodes, progress)
-            control.wait_for_gpus(endpoint, config.gpu.nodes, timeout, progress)
+            readiness.wait_for_gpus(endpoint, config.gpu.nodes, timeout, progress)
         finally:
             progress.close()
     if args.fresh:
         config, spec = fresh_run(args, config)
         submission = submission_of(config, spec, 1)
-    outcome = control.ensure_run(client, local_submission(args, submission))
+    outcome = run_submission.ensure_run(client, local_submission(args, submission))
     print(outcome.sentence(), file=sys.stderr)
     print(outcome.submission_id, flush=True)
     if not args.wait:
@@ -141,7 +141,7 @@ def fresh_run(args: argparse.Namespace, config: StackConfig) -> tuple[StackConfi
 
 def cmd_logs(args: argparse.Namespace, config: StackConfig) -> int:
     """Print a job's log (default: the newest attempt); with --follow stream it with a progress line."""
-    client = control.connect(endpoint_of(args, config))
+    client = job_client.connect(endpoint_of(args, config))
     job = pick_job(client, config.stack, args.job)
     framework = (job.metadata or {}).get("framework", config.workload.framework)
     if args.follow:
@@ -152,17 +152,17 @@ def cmd_logs(args: argparse.Namespace, config: StackConfig) -> int:
 
 def cmd_stop(args: argparse.Namespace, config: StackConfig) -> int:
     """Stop a job, or every live job of the stack."""
-    client = control.connect(endpoint_of(args, config))
-    jobs = [pick_job(client, config.stack, args.job)] if args.job else control.stack_jobs(client, config.stack)
-    stopped = control.stop_jobs(client, jobs)
+    client = job_client.connect(endpoint_of(args, config))
+    jobs = [pick_job(client, config.stack, args.job)] if args.job else job_client.stack_jobs(client, config.stack)
+    stopped = job_client.stop_jobs(client, jobs)
     print(f"stopped {', '.join(stopped)}" if stopped else f"no live job of stack {config.stack!r}")
     return 0
 
 
 def cmd_list(args: argparse.Namespace, config: StackConfig) -> int:
     """List the stack's jobs, oldest first."""
-    client = control.connect(endpoint_of(args, config))
-    jobs = control.stack_jobs(client, config.stack)
+    client = job_client.connect(endpoint_of(args, config))
+    jobs = job_client.stack_jobs(client, config.stack)
     for job in jobs:
         print(job_line(job))
     if not jobs:

@@ -19,7 +19,7 @@ from typing import NoReturn
 
 from core.config.problems import ConfigError
 from core.stackfile import StackFileError
-from incluster import control, guardian
+from incluster import guardian, job_client
 from jobs.cli.checks import cmd_preflight, cmd_validate
 from jobs.cli.follow import Interrupted, cmd_list, cmd_logs, cmd_stop, cmd_submit
 from jobs.cli.lines import first_line
@@ -137,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
             args.data_root = checked_data_root(args.data_root)
         config = load_stack(args.stack, Path(args.dir), checks_the_job(args))
         return COMMANDS[args.command](args, config)
-    except (UsageError, StackFileError, access.AccessError, control.JobError) as error:
+    except (UsageError, StackFileError, access.AccessError, job_client.JobError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     except ConfigError as error:

@@ -13,9 +13,10 @@ from typing import TYPE_CHECKING
 
 from core.config.model import StackConfig
 from core.prices import catalog, idle_bill
-from incluster import control, scaling
+from incluster import job_client, readiness, scaling
 from incluster.capacity_events import NODE_POOL_LABEL, rung_of_node
 from incluster.endpoint import Endpoint
+from incluster.export_submission import submit_export
 from incluster.guardian.cluster import api_endpoint, gpu_nodes_of
 from incluster.logs import ERROR_SCAN_LINES, error_line, plain
 from incluster.record import record_lines
@@ -64,15 +65,15 @@ def cmd_export(args: argparse.Namespace, config: StackConfig) -> int:
     converter = shlex.split(args.converter) if args.converter else None
     submission = local_submission(args, export_submission(config, spec, args.step, converter))
     endpoint = endpoint_of(args, config)
-    client = control.connect(endpoint)
+    client = job_client.connect(endpoint)
     progress = ProgressLine()
     try:
         scaling.bring_back(endpoint, config.gpu.nodes, progress)
-        control.wait_for_gpus(endpoint, 1, config.job.ready_timeout_seconds, progress)
+        readiness.wait_for_gpus(endpoint, 1, config.job.ready_timeout_seconds, progress)
     finally:
         progress.close()
     # The driver (incluster/export_run.py) reaches the cluster as py_modules, added at submission and never stored.
-    submission_id, already = control.submit_export(client, submission)
+    submission_id, already = submit_export(client, submission)
     done = "already submitted, following it" if already else "submitted"
     exports = under_data_root(exports_dir(spec.run), args.data_root) if args.data_root else exports_dir(spec.run)
     print(f"{done} {submission_id}: the export of {spec.run} into {exports}/", file=sys.stderr)
@@ -82,14 +83,14 @@ def cmd_export(args: argparse.Namespace, config: StackConfig) -> int:
 
 def gpu_node_rungs(endpoint: Endpoint, config: StackConfig) -> tuple[list[dict[str, str | None]] | None, str] | None:
     """Each GPU node's name and rung (from its NODE_POOL_LABEL, core/names.py gpu_pool_name per rung; None for a
-    pool of no rung) and where the ladder's scale-up stands (control.ladder_line), through the API server behind
+    pool of no rung) and where the ladder's scale-up stands (readiness.ladder_line), through the API server behind
     the dashboard's proxy; None without one (a plain --address). An API server that refuses: no nodes, and why."""
     api = api_endpoint(endpoint)
     if api is None:
         return None
     try:
         nodes = gpu_nodes_of(api)
-    except control.JobError as error:
+    except job_client.JobError as error:
         return None, f"rung unknown ({error})"
     rungs = [
         {
@@ -98,7 +99,7 @@ def gpu_node_rungs(endpoint: Endpoint, config: StackConfig) -> tuple[list[dict[s
         }
         for node in nodes
     ]
-    ladder = control.ladder_line(control.Capacity(api, config.gpu.provisioning, config.cluster_name))
+    ladder = readiness.ladder_line(readiness.Capacity(api, config.gpu.provisioning, config.cluster_name))
     return sorted(rungs, key=lambda item: str(item["name"])), ladder
 
 
@@ -130,19 +131,19 @@ def cmd_status(args: argparse.Namespace, config: StackConfig) -> int:
     Once the run is over: when the GPU workers scale to zero, then since when the rest bills and how much.
     Through the API server (not a plain --address): each GPU node's rung of the capacity ladder, and the scale-up."""
     endpoint = endpoint_of(args, config)
-    client = control.connect(endpoint)
+    client = job_client.connect(endpoint)
     job = pick_job(client, config.stack, args.job)
-    status = control.status_text(job.status)
+    status = job_client.status_text(job.status)
     error = None
     if status == "FAILED":
-        error = error_line("\n".join(control.last_lines(client, job.submission_id, ERROR_SCAN_LINES)))
+        error = error_line("\n".join(job_client.last_lines(client, job.submission_id, ERROR_SCAN_LINES)))
     run = (job.metadata or {}).get("run")
     view = _view(args, config, client, job) if run else None
     moment = now()
     figures = view.goodput(moment) if view is not None else None
     idle = run_idle(view, config, moment)
     starts = measured_first_steps(view, moment) if view is not None else None
-    exports = [item for item in control.stack_jobs(client, config.stack) if run and export_of(item.metadata) == run]
+    exports = [item for item in job_client.stack_jobs(client, config.stack) if run and export_of(item.metadata) == run]
     capacity = gpu_node_rungs(endpoint, config)
     if args.json:
         document = {
@@ -157,7 +158,7 @@ def cmd_status(args: argparse.Namespace, config: StackConfig) -> int:
             "exports": [
                 {
                     "id": item.submission_id,
-                    "status": control.status_text(item.status),
+                    "status": job_client.status_text(item.status),
                     "step": item.metadata.get("step"),
                 }
                 for item in exports
@@ -206,7 +207,7 @@ def cmd_plot(args: argparse.Namespace, config: StackConfig) -> int:
     """Draw the run's reward and step time against the step across its attempts, preemptions and resumes marked."""
     if args.out and Path(args.out).suffix.lower() != ".png":
         raise UsageError(f"--out {args.out}: the plot is a PNG; name a file ending in .png")
-    client = control.connect(endpoint_of(args, config))
+    client = job_client.connect(endpoint_of(args, config))
     job = pick_job(client, config.stack, args.job)
     if run_of(job) is None:
         raise UsageError(f"job {job.submission_id} is not an attempt of a grpo-gke run; name one (list shows them)")

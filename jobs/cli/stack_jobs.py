@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from incluster import control, record
+from incluster import job_client, record
 from jobs.runs.export import export_of
 from jobs.runs.run_files import read_run_files
 from jobs.spec.training import run_directory, under_data_root
@@ -29,7 +29,7 @@ def job_line(job: JobDetails) -> str:
         what = f"export of run={exported}  step={meta.get('step', '-')}"
     else:
         what = f"run={meta.get('run', '-')}  attempt={meta.get('attempt', '-')}"
-    return f"{job.submission_id}  {control.status_text(job.status)}  {what}  started={started}"
+    return f"{job.submission_id}  {job_client.status_text(job.status)}  {what}  started={started}"
 
 
 def run_of(job: JobDetails) -> str | None:
@@ -54,7 +54,7 @@ def pick_job(client: JobSubmissionClient, stack: str, job_id: str | None) -> Job
                 )
             raise UsageError(f"job {job_id} belongs to no grpo-gke stack (its metadata names none), not to {stack!r}")
         return job
-    attempts = [job for job in control.stack_jobs(client, stack) if (job.metadata or {}).get("run")]
+    attempts = [job for job in job_client.stack_jobs(client, stack) if (job.metadata or {}).get("run")]
     if not attempts:
         raise UsageError(f"stack {stack!r} has no attempt on the cluster; {job_command('submit', stack)}")
     return attempts[-1]

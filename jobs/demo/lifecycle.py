@@ -40,7 +40,7 @@ from typing import Any, TypeVar
 
 from core.config.model import PROJECT_NAMESPACE, StackConfig
 from core.stackfile import read_stack_file, stack_file
-from incluster import control, record
+from incluster import job_client, readiness, record, run_submission
 from incluster.endpoint import Endpoint
 from incluster.guardian.loop import ExportRequest, Guardian, Hooks
 from incluster.guardian.policy import Backoff
@@ -258,8 +258,8 @@ class Cluster:
             log = (node.temp_dir / "gpu-node.log").read_text(errors="replace")[-2000:]
             raise DemoError(f"the GPU node exited with {node.process.returncode}: {log.strip().splitlines()[-1:]}")
         known = {other.node_id for other in self.nodes if other is not node}
-        for entry in control.ray_nodes(self.endpoint):
-            if entry.get("state") == "ALIVE" and control.node_gpus(entry) > 0 and entry["node_id"] not in known:
+        for entry in readiness.ray_nodes(self.endpoint):
+            if entry.get("state") == "ALIVE" and readiness.node_gpus(entry) > 0 and entry["node_id"] not in known:
                 node.node_id = entry["node_id"]
                 return True
         return False
@@ -267,7 +267,7 @@ class Cluster:
     def node_state(self, node_id: str) -> str:
         """ALIVE, DEAD or "" (unknown) for `node_id`, as the head's state API lists it."""
         return next(
-            (entry.get("state", "") for entry in control.ray_nodes(self.endpoint) if entry["node_id"] == node_id), ""
+            (entry.get("state", "") for entry in readiness.ray_nodes(self.endpoint) if entry["node_id"] == node_id), ""
         )
 
     def stop(self) -> None:
@@ -319,8 +319,8 @@ def follow_until_hold(client, submission_id: str, report: Say) -> None:
         shown = len(lines)
         if any(line.startswith(hold) for line in lines):
             return True
-        status = control.status_of(client, submission_id)
-        if status not in control.LIVE:
+        status = job_client.status_of(client, submission_id)
+        if status not in job_client.LIVE:
             raise DemoError(f"{submission_id} ended {status} before step {HOLD_AFTER}: {lines[-1:] or 'no log'}")
         return False
 
@@ -365,8 +365,8 @@ def lifecycle(out: Path, report: Say) -> int:
         wait_for("the GPU node joining", lambda: cluster.joined(first), START_SECONDS, report)
         report(f"GPU node {first.node_id[:12]} joined with 8 GPUs (process group {first.process.pid})")
 
-        client = control.connect(cluster.endpoint)
-        outcome = control.ensure_run(client, submission)
+        client = job_client.connect(cluster.endpoint)
+        outcome = run_submission.ensure_run(client, submission)
         report(f"submitted {outcome.submission_id}: the dev stack's job spec, the stand-in trainer as the entrypoint,"
                f" {STEPS} steps, a checkpoint every {SAVE_EVERY}")  # fmt: skip
         follow_until_hold(client, outcome.submission_id, report)
@@ -452,6 +452,6 @@ def main() -> int:
     except KeyboardInterrupt:
         say("interrupted: the demo's Ray nodes are ended")
         return 130
-    except (DemoError, GuardError, control.JobError, RuntimeError) as error:
+    except (DemoError, GuardError, job_client.JobError, RuntimeError) as error:
         say(f"demo failed: {error}")
         return 1

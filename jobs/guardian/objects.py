@@ -92,10 +92,10 @@ NAMESPACED_CALLS = {
         "pods",
         "list",
     ): "judging a failed attempt: its GPU worker pods (incluster/guardian/cluster.py worker_pods_of); the readiness"
-    " gate: the pending ones (incluster/control.py scale_up_events)",
+    " gate: the pending ones (incluster/readiness.py scale_up_events)",
     (RAY_GROUP, "rayclusters", "patch"): "scale to zero (incluster/scaling.py scale_to), the stack's RayCluster only",
     ("", "events", "list"): "the readiness gate: the autoscaler's events on the pending GPU worker pods, which rung"
-    " and why the last scale-up failed (incluster/control.py scale_up_events)",
+    " and why the last scale-up failed (incluster/readiness.py scale_up_events)",
 }
 """Every (API group, resource, verb) the guardian's code calls in its namespace, and where, beside its Lease's
 (`lease_rules`: get and update of that Lease by name, create of any, incluster/lease.py). Events only of its namespace,

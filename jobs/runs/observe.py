@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from core.config.model import StackConfig
 from core.prices import CATALOG_NAME, catalog, gpu_hourly
-from incluster import control
+from incluster import job_client
 from incluster.record import parse
 from jobs.runs import observed
 from jobs.runs.goodput import Goodput, StepDone, complete_checkpoints, measure
@@ -62,10 +62,10 @@ def run_view(
     run: str,
     framework: str,
     data_root: Path | None,
-    report: control.Report,
+    report: job_client.Report,
 ) -> RunView:
     """The run `run` of the stack: Ray's attempts, and its files from `data_root` or through the Ray head."""
-    ray = observed.ray_attempts(control.attempts(client, run))
+    ray = observed.ray_attempts(job_client.attempts(client, run))
     names = observed.file_names(ray)
     run_dir = run_directory(run)
     if data_root is not None:

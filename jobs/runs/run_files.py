@@ -22,9 +22,9 @@ from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
-from incluster import control
+from incluster import job_client
 from incluster.attempt import log_path
-from incluster.control import TERMINAL, JobError, Report, status_of
+from incluster.job_client import TERMINAL, JobError, Report, status_of
 
 if TYPE_CHECKING:
     from ray.job_submission import JobSubmissionClient
@@ -95,7 +95,8 @@ def read_run_files(
     submission_id = f"grpo-gke-run-files-{uuid.uuid4().hex[:12]}"
     if report is not None:
         report(
-            f"reading {len(names)} files of {run_dir} through the Ray head (at most {control.DEADLINES.run_files:g} s)"
+            f"reading {len(names)} files of {run_dir} through the Ray head"
+            f" (at most {job_client.DEADLINES.run_files:g} s)"
         )
     try:
         client.submit_job(entrypoint=entrypoint, submission_id=submission_id, metadata=dict(READER_METADATA))
@@ -103,13 +104,14 @@ def read_run_files(
         raise
     except Exception as error:  # noqa: BLE001 - the Jobs API answers with RuntimeError and HTTP errors
         raise JobError(f"Ray refused the job reading the run's files: {str(error).strip()[:200]}") from None
-    deadline = time.monotonic() + control.DEADLINES.run_files
+    deadline = time.monotonic() + job_client.DEADLINES.run_files
     try:
         while (status := status_of(client, submission_id)) not in TERMINAL:
             if time.monotonic() > deadline:
                 client.stop_job(submission_id)
                 raise JobError(
-                    f"reading the run's files through the Ray head took longer than {control.DEADLINES.run_files:g} s"
+                    "reading the run's files through the Ray head took longer than"
+                    f" {job_client.DEADLINES.run_files:g} s"
                 )
             time.sleep(poll)
         log = client.get_job_logs(submission_id)
@@ -123,7 +125,7 @@ def read_run_files(
 
 def _delete(client: JobSubmissionClient, submission_id: str) -> None:
     """Delete the reading job once it has ended (a live one is stopped first, within DEADLINES.stop)."""
-    deadline = time.monotonic() + control.DEADLINES.stop
+    deadline = time.monotonic() + job_client.DEADLINES.stop
     while status_of(client, submission_id) not in TERMINAL and time.monotonic() < deadline:
         time.sleep(0.2)
     client.delete_job(submission_id)

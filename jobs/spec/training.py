@@ -359,7 +359,7 @@ def attempt_entrypoint(spec: TrainingSpec, world_size: int, keep: int | None = N
 
 def submission_of(config: StackConfig, spec: TrainingSpec, attempt: int) -> dict:
     """Keyword arguments of JobSubmissionClient.submit_job for one attempt of `spec` (the attempt wrapper's
-    modules are added as `py_modules` by incluster.control at submission time, not here)."""
+    modules are added as `py_modules` by incluster.run_submission at submission time, not here)."""
     first = {
         "entrypoint": attempt_entrypoint(spec, GPUS_PER_NODE * config.gpu.nodes, config.grpo.keep_checkpoints),
         "runtime_env": {

@@ -34,8 +34,9 @@ from pathlib import Path
 
 from ray._raylet import GcsClient
 
-from incluster.control import JobError, gpu_nodes
 from incluster.endpoint import Endpoint
+from incluster.job_client import JobError
+from incluster.readiness import gpu_nodes
 
 HOST = "127.0.0.1"
 """The local head listens on loopback only."""

@@ -31,19 +31,11 @@ from typing import Any
 from pulumi.dynamic import CreateResult, DiffResult, ResourceProvider, UpdateResult
 from pulumi.dynamic.dynamic import PROVIDER_KEY
 
-from incluster.control import (
-    Capacity,
-    JobError,
-    attempts,
-    connect,
-    endpoint_for_address,
-    ensure_run,
-    stop_jobs,
-    wait_for_gpus,
-    wants_workers,
-)
 from incluster.endpoint import AccessError
+from incluster.job_client import JobError, attempts, connect, endpoint_for_address, stop_jobs
 from incluster.preflight.gate import before_first_attempt
+from incluster.readiness import Capacity, wait_for_gpus
+from incluster.run_submission import ensure_run, wants_workers
 from incluster.scaling import bring_back
 from jobs.submit.access import api_server_from_kubeconfig, endpoint_from_kubeconfig
 

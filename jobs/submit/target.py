@@ -10,7 +10,7 @@ from pathlib import Path
 from core import names
 from core.config.model import PROJECT_NAMESPACE, StackConfig
 from core.stackfile import read_stack_file, stack_file
-from incluster import control
+from incluster import job_client
 from jobs.spec import load
 from jobs.spec.training import on_data_root
 from jobs.submit import access
@@ -52,7 +52,7 @@ def endpoint_of(args: argparse.Namespace, config: StackConfig) -> access.Endpoin
     Without `--context` only the stack's own context is used: the current one may be another cluster.
     """
     if args.address:
-        return control.endpoint_for_address(args.address)
+        return job_client.endpoint_for_address(args.address)
     path = Path(args.kubeconfig) if args.kubeconfig else access.default_kubeconfig_path()
     try:
         return access.endpoint_from_kubeconfig_file(path, args.context or stack_context(config))

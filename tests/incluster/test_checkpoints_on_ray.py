@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from incluster import control, shipping
+from incluster import job_client, shipping
 from incluster.endpoint import Endpoint
 from tests.ray_fixtures import stand_in_trainer
 
@@ -49,7 +49,7 @@ def _run_attempt(client, run_dir: Path, run: str, attempt: int, steps: int) -> s
             },
         )
     deadline = time.monotonic() + ATTEMPT_SECONDS
-    while (status := control.status_of(client, submission_id)) not in ("SUCCEEDED", "FAILED", "STOPPED"):
+    while (status := job_client.status_of(client, submission_id)) not in ("SUCCEEDED", "FAILED", "STOPPED"):
         assert time.monotonic() < deadline, f"attempt {attempt} still {status} after {ATTEMPT_SECONDS:.0f} s"
         time.sleep(0.5)
     assert status == "SUCCEEDED", client.get_job_logs(submission_id)[-2000:]
@@ -62,7 +62,7 @@ def _layout(run_dir: Path) -> dict[str, list[str]]:
 
 
 def test_the_newest_keep_checkpoints_stay_across_attempts_and_verls_rotated_remains_go(ray_head, tmp_path):
-    client = control.connect(Endpoint(address=ray_head))
+    client = job_client.connect(Endpoint(address=ray_head))
     run_dir, run = tmp_path / "run", f"rotation-{uuid.uuid4().hex[:8]}"
     run_dir.mkdir()
     _run_attempt(client, run_dir, run, 1, steps=3)

@@ -55,7 +55,7 @@ def test_verl_is_told_nothing_that_nothing_reads():
     """verl 0.9.1's default V1 trainer never calls should_save_ckpt_esi (verl/trainer/main_ppo.py L183-184,
     trainer/ppo/v1/trainer_base.py L481-482): no MLP_CURRENT_CAPACITY_BLOCK_EXPIRATION_TIMESTAMP, no override."""
     from incluster.guardian.cluster import with_deadline
-    from tests.incluster.test_control import first_attempt
+    from tests.incluster.test_run_submission import first_attempt
 
     end = deadline.Deadline("gpu-a", NOW + 86400, "label")
     submission = first_attempt(10)

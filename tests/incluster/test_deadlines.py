@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from incluster import control
+from incluster import job_client, readiness
 from jobs.cli.main import main
 from jobs.submit.local_head import refusing_address
 from jobs.submit.provider import JobProvider
@@ -20,8 +20,8 @@ from tests.jobs.submit.test_provider_on_ray import props_for
 
 pytest.importorskip("ray", reason="ray is not installed: pip install 'ray[default]' (requirements.txt)")
 
-SHORT = control.Deadlines(connect=0.5, read=0.5, stop=1.0)
-"""Deadlines short enough for a test; the code under test must read them from control.DEADLINES."""
+SHORT = job_client.Deadlines(connect=0.5, read=0.5, stop=1.0)
+"""Deadlines short enough for a test; the code under test must read them from job_client.DEADLINES."""
 
 BOUND_SECONDS = 8.0
 """A call that has not returned after this long is waiting for ever (each needs a few SHORT deadlines)."""
@@ -87,8 +87,8 @@ class SilentDashboard:
 
 
 def silent_dashboard(monkeypatch, answers_version: bool) -> Iterator[SilentDashboard]:
-    """A SilentDashboard, with control.DEADLINES set to SHORT, closed at the end."""
-    monkeypatch.setattr(control, "DEADLINES", SHORT)
+    """A SilentDashboard, with job_client.DEADLINES set to SHORT, closed at the end."""
+    monkeypatch.setattr(job_client, "DEADLINES", SHORT)
     server = SilentDashboard(answers_version)
     try:
         yield server
@@ -149,9 +149,9 @@ def test_the_cli_says_unreachable_in_one_line_and_exits_2(dashboard, make_stack,
 
 def test_following_a_job_ends_when_the_dashboard_stops_answering(version_only_dashboard):
     server = version_only_dashboard
-    client = control.connect(control.endpoint_for_address(server.address))
-    _, error = within_bound(server, lambda: control.follow(client, "run-1", "verl", None, lambda _line: None))
-    assert isinstance(error, control.Unreachable) and str(error) == unanswered(server)
+    client = job_client.connect(job_client.endpoint_for_address(server.address))
+    _, error = within_bound(server, lambda: job_client.follow(client, "run-1", "verl", None, lambda _line: None))
+    assert isinstance(error, job_client.Unreachable) and str(error) == unanswered(server)
 
 
 def test_create_fails_within_the_deadlines(dashboard, tmp_path):
@@ -182,9 +182,9 @@ def test_delete_warns_and_returns_within_the_deadlines(dashboard, capsys, tmp_pa
 
 def test_a_closed_port_is_unreachable_with_the_reason_only():
     with refusing_address() as address:
-        for call in (lambda: control.connect(control.endpoint_for_address(address)),
-                     lambda: control.gpu_nodes(control.endpoint_for_address(address))):  # fmt: skip
-            with pytest.raises(control.Unreachable) as raised:
+        for call in (lambda: job_client.connect(job_client.endpoint_for_address(address)),
+                     lambda: readiness.gpu_nodes(job_client.endpoint_for_address(address))):  # fmt: skip
+            with pytest.raises(job_client.Unreachable) as raised:
                 call()
             assert str(raised.value) == (
                 f"cannot reach the Ray dashboard at {address}: Failed to establish a new connection:"

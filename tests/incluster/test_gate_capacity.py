@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from incluster import control
+from incluster import job_client, readiness
 from incluster.endpoint import Endpoint
-from tests.incluster.test_control import FakeClock, scripted_nodes
+from tests.incluster.test_readiness import FakeClock, scripted_nodes
 from tests.support.kube_stand_in import (
     StandInApiServer,
     autoscaler_event,
@@ -32,17 +32,17 @@ ON_DEMAND_MIG = f"gke-{CLUSTER}-gpu-on-demand-5e6f7a8b-grp"
 WORKERS = ("grpo-gpu-worker-a", "grpo-gpu-worker-b")
 
 
-def capacity(server: StandInApiServer) -> control.Capacity:
-    return control.Capacity(server.endpoint, provisioning="spot", cluster=CLUSTER)
+def capacity(server: StandInApiServer) -> readiness.Capacity:
+    return readiness.Capacity(server.endpoint, provisioning="spot", cluster=CLUSTER)
 
 
 def refusal(server: StandInApiServer, monkeypatch) -> tuple[str, list[str]]:
     """The gate's lines and refusal after 60 s with no GPU node up."""
-    monkeypatch.setattr(control, "time", FakeClock())
+    monkeypatch.setattr(readiness, "time", FakeClock())
     scripted_nodes(monkeypatch, [0.0])
     lines: list[str] = []
-    with stand_in_api_server(server), pytest.raises(control.JobError) as refused:
-        control.wait_for_gpus(Endpoint("http://ray"), 2, 60, lines.append, poll=30, capacity=capacity(server))
+    with stand_in_api_server(server), pytest.raises(job_client.JobError) as refused:
+        readiness.wait_for_gpus(Endpoint("http://ray"), 2, 60, lines.append, poll=30, capacity=capacity(server))
     return str(refused.value), lines
 
 
@@ -105,12 +105,12 @@ def test_a_stockout_on_the_first_rung_then_a_scale_up_on_the_second_is_each_a_li
             server.events[:] = events
         return nodes
 
-    monkeypatch.setattr(control, "gpu_nodes", gpu_nodes)
-    monkeypatch.setattr(control, "time", FakeClock())
+    monkeypatch.setattr(readiness, "gpu_nodes", gpu_nodes)
+    monkeypatch.setattr(readiness, "time", FakeClock())
     lines: list[str] = []
     with stand_in_api_server(server):
-        poll = control.LADDER_READ_SECONDS  # the events are read again at each poll
-        control.wait_for_gpus(Endpoint("http://ray"), 2, 600, lines.append, poll=poll, capacity=capacity(server))
+        poll = readiness.LADDER_READ_SECONDS  # the events are read again at each poll
+        readiness.wait_for_gpus(Endpoint("http://ray"), 2, 600, lines.append, poll=poll, capacity=capacity(server))
     assert [line.split(" per node)", 1)[1].rsplit("; ", 1)[0] for line in lines] == [
         "",
         "; trying rung spot since 2026-12-01T12:00:00Z; last scale-up failed: GCE out of resources in us-central1-b",
@@ -124,9 +124,11 @@ def test_events_of_other_pods_and_an_api_server_that_refuses_do_not_stop_the_gat
     server = StandInApiServer(pods=[pending_worker_pod(WORKERS[0])], events=[other])
     _, lines = refusal(server, monkeypatch)
     assert lines[0].endswith(" per node); 60 s left")
-    refusing = control.Capacity(Endpoint("http://127.0.0.1:9"), provisioning="spot", cluster=CLUSTER)
-    assert control.ladder_line(refusing).startswith("rung unknown (the API server at http://127.0.0.1:9 did not answer")
-    assert control.ladder_line(None) == ""
+    refusing = readiness.Capacity(Endpoint("http://127.0.0.1:9"), provisioning="spot", cluster=CLUSTER)
+    assert readiness.ladder_line(refusing).startswith(
+        "rung unknown (the API server at http://127.0.0.1:9 did not answer"
+    )
+    assert readiness.ladder_line(None) == ""
 
 
 def test_the_guardian_records_once_which_rung_its_gate_waited_on_and_why(tmp_path):
@@ -174,9 +176,9 @@ def test_the_gate_polls_ray_every_2_s_but_reads_the_events_every_10_s(monkeypatc
     server = StandInApiServer(
         pods=[pending_worker_pod(WORKERS[0])], events=[triggered_scale_up(WORKERS[0], SPOT_MIG, T0)]
     )
-    monkeypatch.setattr(control, "time", FakeClock())
+    monkeypatch.setattr(readiness, "time", FakeClock())
     polls = scripted_nodes(monkeypatch, [0.0])
-    with stand_in_api_server(server), pytest.raises(control.JobError):
-        control.wait_for_gpus(Endpoint("http://ray"), 1, 30, lambda _: None, poll=2, capacity=capacity(server))
+    with stand_in_api_server(server), pytest.raises(job_client.JobError):
+        readiness.wait_for_gpus(Endpoint("http://ray"), 1, 30, lambda _: None, poll=2, capacity=capacity(server))
     assert polls[0] == 16  # at 0, 2, ..., 30 s
     assert server.calls.count(("", "events", "list")) == 4  # at 0, 10, 20, 30 s

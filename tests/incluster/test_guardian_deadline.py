@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import pytest
 
 from core.facts.job import DEADLINE_SAVE_MARGIN_SECONDS
-from incluster import control
+from incluster import job_client
 from incluster.deadline import Saved
 from incluster.endpoint import Endpoint
 from incluster.guardian import loop
@@ -35,7 +35,7 @@ def guard(tmp_path, monkeypatch):
     host maintenance at NOW + 3600."""
     settings = settings_from(guardian_settings(config_of("dev")), "test")
     settings = replace(settings, submission=_with_run_dir(settings.submission, tmp_path), world_size=2)
-    monkeypatch.setattr(control, "connect", lambda endpoint: object())
+    monkeypatch.setattr(job_client, "connect", lambda endpoint: object())
     node = {"metadata": {"name": "gpu-a", "labels": {MAINTENANCE: str(int(NOW) + 3600)}}}
     monkeypatch.setattr(loop, "gpu_nodes_of", lambda api: [node])
     proxy = "https://1.2.3.4/api/v1/namespaces/grpo/services/grpo-head-svc:8265/proxy"
@@ -69,9 +69,11 @@ def test_after_a_deadline_stop_the_guardian_knows_how_long_the_ending_capacity_l
 def test_the_stop_stops_the_attempt_it_names_only(guard, monkeypatch):
     jobs = [SimpleNamespace(submission_id=f"run-{number}", metadata={"attempt": str(number)}) for number in (1, 2)]
     stopped: list[list[str]] = []
-    monkeypatch.setattr(control, "attempts", lambda client, run: jobs)
+    monkeypatch.setattr(job_client, "attempts", lambda client, run: jobs)
     monkeypatch.setattr(
-        control, "stop_jobs", lambda client, chosen: stopped.append([job.submission_id for job in chosen]) or ["run-2"]
+        job_client,
+        "stop_jobs",
+        lambda client, chosen: stopped.append([job.submission_id for job in chosen]) or ["run-2"],
     )
     guard.apply(Action("stop", 2, "attempt 2 stops at its deadline"))
     assert stopped == [["run-2"]]

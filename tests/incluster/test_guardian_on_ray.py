@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from incluster import control, record, shipping
+from incluster import job_client, record, run_submission, shipping
 from incluster.guardian.loop import ExportRequest, Guardian, Hooks
 from incluster.guardian.policy import Action, Backoff
 from incluster.guardian.settings import Settings, settings_from
@@ -70,7 +70,7 @@ class GuardedRun:
         self.submission = submission
         self.id = submission["metadata"]["run"]
         self.dir = Path(submission["runtime_env"]["env_vars"]["GRPO_RUN_DIR"])
-        self.client = cluster.call(control.connect, cluster.endpoint)
+        self.client = cluster.call(job_client.connect, cluster.endpoint)
         self.lines: list[str] = []
 
     def settings(self, **changes) -> Settings:
@@ -80,10 +80,10 @@ class GuardedRun:
 
     def submit_first(self) -> str:
         """Attempt 1, as `pulumi up` submits it."""
-        return self.cluster.call(control.ensure_run, self.client, self.submission).submission_id
+        return self.cluster.call(run_submission.ensure_run, self.client, self.submission).submission_id
 
     def submit_as(self, attempt: int) -> str:
-        """Attempt `attempt` as the run's first on the cluster, its wrapper's modules sent as control.ensure_run
+        """Attempt `attempt` as the run's first on the cluster, its wrapper's modules sent as run_submission.ensure_run
         sends them."""
 
         def submit() -> str:
@@ -139,8 +139,8 @@ class GuardedRun:
         return self.cluster.call(self.client.get_job_logs, f"{self.id}-{attempt}")
 
     def attempt_ids(self) -> list[str]:
-        """The run's attempts on the cluster, in the order incluster.control sorts them."""
-        return [job.submission_id for job in self.cluster.call(control.attempts, self.client, self.id)]
+        """The run's attempts on the cluster, in the order incluster.job_client sorts them."""
+        return [job.submission_id for job in self.cluster.call(job_client.attempts, self.client, self.id)]
 
 
 def test_a_lost_gpu_node_is_recovered_from_the_newest_complete_step_then_exported_scaled_and_extended(
@@ -265,7 +265,7 @@ def test_a_nemo_rl_style_deadline_stop_before_the_schedules_end_resumes_as_the_n
     assert stop["details"] == {"step": 3} and stop["reason"].endswith("before its schedule's end (6)")
     assert run.entry(2, "submitted")["resumed_from_step"] == 3
     first = run.logs(1)
-    assert control.status_text(run.cluster.call(run.client.get_job_status, f"{run.id}-1")) == "SUCCEEDED"
+    assert job_client.status_text(run.cluster.call(run.client.get_job_status, f"{run.id}-1")) == "SUCCEEDED"
     assert steps_in(first) == [1, 2, 3] and "Timeout has been reached, stopping training early\n" in first
     assert (
         first.rstrip("\n")
@@ -323,7 +323,7 @@ def test_a_verl_attempt_is_stopped_by_the_guardian_after_its_last_checkpoint_bef
     assert events == [(1, "deadline-stop"), (2, "submitted"), (2, "succeeded"), (2, "export-submitted")]
     step = run.entry(1, "deadline-stop")["details"]["step"]
     assert 2 <= step < 12 and step % 2 == 0
-    assert control.status_text(run.cluster.call(run.client.get_job_status, f"{run.id}-1")) == "STOPPED"
+    assert job_client.status_text(run.cluster.call(run.client.get_job_status, f"{run.id}-1")) == "STOPPED"
     assert run.entry(2, "submitted")["resumed_from_step"] == step
     assert steps_in(run.logs(2)) == list(range(step + 1, 13)) and stand_ins.exports == [(2, 12)]
 

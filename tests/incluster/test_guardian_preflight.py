@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from incluster import control, record
+from incluster import export_submission, job_client, readiness, record
 from incluster.endpoint import Endpoint
 from incluster.export_run import for_step
 from incluster.guardian import cluster, loop
@@ -84,8 +84,8 @@ def guard(tmp_path, monkeypatch):
     settings = settings_from(values, "test")
     run_dir = tmp_path / "run"
     settings = replace(settings, submission=_with_run_dir(settings.submission, run_dir))
-    monkeypatch.setattr(control, "connect", lambda endpoint: object())
-    monkeypatch.setattr(control, "ray_nodes", lambda endpoint: HEAD_NODES)
+    monkeypatch.setattr(job_client, "connect", lambda endpoint: object())
+    monkeypatch.setattr(readiness, "ray_nodes", lambda endpoint: HEAD_NODES)
     proxy = "https://1.2.3.4/api/v1/namespaces/grpo/services/grpo-head-svc:8265/proxy"
     endpoint = Endpoint(address=proxy, headers={"Authorization": "Bearer t"}, verify="/ca.pem")
     return Guardian(settings, endpoint, Hooks(), lambda line: None)
@@ -147,10 +147,10 @@ def test_the_guardians_hooks_export_and_scale_to_zero_through_the_api_server(mon
     settings = settings_from(values, "test")
     sent: list[tuple] = []
     monkeypatch.setattr(cluster, "SERVICE_ACCOUNT_DIR", tmp_path)
-    monkeypatch.setattr(control, "connect", lambda endpoint: "client")
+    monkeypatch.setattr(job_client, "connect", lambda endpoint: "client")
     already: list[bool] = [False, True]
     monkeypatch.setattr(
-        control,
+        export_submission,
         "submit_export",
         lambda client, submission: sent.append((client, submission)) or ("x-1", already.pop(0)),
     )
@@ -209,7 +209,7 @@ def test_the_guardian_tells_the_next_attempt_the_gpu_nodes_end(guard, monkeypatc
     assert guard.told_the_deadline(guard.settings.submission) is guard.settings.submission
 
     def refused(api):
-        raise control.JobError("the API server answered HTTP 403 listing the GPU nodes")
+        raise job_client.JobError("the API server answered HTTP 403 listing the GPU nodes")
 
     monkeypatch.setattr(loop, "gpu_nodes_of", refused)
     assert guard.told_the_deadline(guard.settings.submission) is guard.settings.submission

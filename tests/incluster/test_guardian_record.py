@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from incluster import control, record
+from incluster import job_client, readiness, record
 from incluster.attempt import log_path
 from incluster.endpoint import Endpoint
 from incluster.guardian.loop import Guardian, Hooks
@@ -62,14 +62,14 @@ def attempt(settings, status: str, message: str = "", **metadata: str) -> Simple
 def settings(tmp_path, monkeypatch):
     """The dev stack's guardian settings, its run under tmp_path, on a stand-in head with its GPU node up."""
     values = settings_from(guardian_settings(config_of("dev")), "test")
-    monkeypatch.setattr(control, "ray_nodes", lambda endpoint: NODES)
-    monkeypatch.setattr(control, "wait_for_gpus", lambda *args, **kwargs: None)
+    monkeypatch.setattr(readiness, "ray_nodes", lambda endpoint: NODES)
+    monkeypatch.setattr(readiness, "wait_for_gpus", lambda *args, **kwargs: None)
     return replace(values, submission=_with_run_dir(values.submission, tmp_path / "run"))
 
 
 def guard(settings, client, monkeypatch, lines: list[str]) -> Guardian:
     """A guardian of a Ray head on this machine (no API server, so no Lease and no pods to read)."""
-    monkeypatch.setattr(control, "connect", lambda endpoint: client)
+    monkeypatch.setattr(job_client, "connect", lambda endpoint: client)
     return Guardian(settings, Endpoint("http://127.0.0.1:8265"), Hooks(), lines.append, clock=lambda: NOW)
 
 

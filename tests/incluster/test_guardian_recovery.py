@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from incluster import control, record, scaling
+from incluster import job_client, readiness, record, run_submission, scaling
 from incluster.attempt import log_path
 from incluster.endpoint import Endpoint
 from incluster.guardian.cluster import failure_lines, gpu_nodes_of, kube_node_view, pod_view, worker_pods_of
@@ -231,7 +231,7 @@ def test_an_attempt_the_record_knows_and_a_new_head_does_not_is_lost_capacity_an
     action = decide(state)
     assert (action.event, action.details) == ("failed", {"cause": "gpu-capacity-lost"})
     assert action.reason.startswith("attempt 2 is not on the Ray head: a new head")
-    outcome = control.ensure_run(head, local.submission, after=view.number)
+    outcome = run_submission.ensure_run(head, local.submission, after=view.number)
     assert outcome.submission_id == f"{local.run}-3", "attempt 1's id and log would be used again"
     assert guardian_on(local, NewHead())._missing_view([]) is not None  # the log alone tells attempt 2 ran
     assert guardian_on(settings, NewHead())._missing_view([]) is None  # a run with no attempt yet waits
@@ -257,7 +257,7 @@ def test_the_guardians_rbac_is_exactly_the_calls_its_code_makes(settings, tmp_pa
     with stand_in_api_server(server) as api:
         gpu_nodes_of(api.endpoint)  # the deadline of the next attempt; a GPU node's Ready condition
         worker_pods_of(api.endpoint, settings)  # judging a failure
-        control.scale_up_events(Guardian.capacity_of(settings, api.endpoint))  # the gate's rung and why (events)
+        readiness.scale_up_events(Guardian.capacity_of(settings, api.endpoint))  # the gate's rung and why (events)
         scaling.scale_to(api.endpoint, 0)  # scale to zero
         lease = Lease(api.endpoint, "guardian-a")
         assert lease.try_acquire_or_renew() and lease.try_acquire_or_renew()  # create, then renew (update)
@@ -280,13 +280,13 @@ def test_the_guardians_rbac_is_exactly_the_calls_its_code_makes(settings, tmp_pa
 
 
 REQUEST_SITES = {
-    ("incluster/control.py", "api_items"): (
+    ("incluster/readiness.py", "api_items"): (
         "the API server: gpu_nodes_of, worker_pods_of and the gate's scale_up_events, recorded above"
     ),
     ("incluster/scaling.py", "scale_to"): "the API server: scale to zero, recorded above",
     ("incluster/preflight/cordon.py", "_request"): "the API server: cordoning, recorded above",
     ("incluster/scaling.py", "bring_back"): "not the guardian's: pulumi up and the CLI, with the user's credentials",
-    ("incluster/control.py", "ray_nodes"): "the Ray dashboard, not the API server",
+    ("incluster/readiness.py", "ray_nodes"): "the Ray dashboard, not the API server",
     ("incluster/lease.py", "_request"): "the API server: the Lease, recorded above",
 }
 """Every function of the guardian's code that sends an HTTP request with `requests`, and what it reaches."""
@@ -336,8 +336,8 @@ def test_after_a_lost_head_the_guardian_waits_for_the_gpus_preflights_the_new_he
     ]
     head = NewHead()
     ran = Ran(refuse=False)
-    monkeypatch.setattr(control, "connect", lambda endpoint: head)
-    monkeypatch.setattr(control, "ray_nodes", lambda endpoint: new_head)
+    monkeypatch.setattr(job_client, "connect", lambda endpoint: head)
+    monkeypatch.setattr(readiness, "ray_nodes", lambda endpoint: new_head)
     monkeypatch.setattr(gate, "before_first_attempt", ran)
     guard = Guardian(local, Endpoint("http://head:8265"), Hooks(), lambda line: None,
                               backoff=Backoff(0, 0))  # fmt: skip

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import pytest
 
 from core import names
-from incluster import control, lease
+from incluster import job_client, lease
 from incluster.endpoint import Endpoint
 from incluster.guardian.command import hold_the_lease, main
 from incluster.guardian.loop import Guardian, Hooks
@@ -145,7 +145,7 @@ class OneDecision(Guardian):
     """A Guardian whose cluster is one fixed State (a FAILED attempt to judge): its actions are recorded."""
 
     def __init__(self, settings, the_lease: Lease, wait_for_lease: bool, lines: list[str], monkeypatch) -> None:
-        monkeypatch.setattr(control, "connect", lambda endpoint: None)
+        monkeypatch.setattr(job_client, "connect", lambda endpoint: None)
         super().__init__(settings, Endpoint("http://127.0.0.1:9"), Hooks(), lines.append, lease=the_lease,
                          wait_for_lease=wait_for_lease)  # fmt: skip
         self.applied: list[Action] = []

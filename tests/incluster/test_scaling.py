@@ -15,8 +15,8 @@ import pytest
 
 from core import names
 from incluster import scaling
-from incluster.control import JobError
 from incluster.endpoint import Endpoint, service_proxy_url
+from incluster.job_client import JobError
 from plan.blast import blast_radius
 from plan.writer import render_plan_json
 from tests.conftest import combination_config

@@ -1,5 +1,5 @@
 """The recovery tests' foundation against a real two-node Ray cluster in network namespaces: the real
-spec with the stand-in trainer as its entrypoint, submitted through incluster.control from inside the
+spec with the stand-in trainer as its entrypoint, submitted through incluster.run_submission from inside the
 head's namespace. A GPU node lost mid-run and started again, with the guardian submitting the next
 attempt: tests/incluster/test_guardian_on_ray.py, on the same cluster."""
 
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from core.facts.platform import GPUS_PER_NODE
-from incluster import control
+from incluster import job_client, readiness, run_submission
 from incluster.runs import for_attempt
 from jobs.spec.training import on_data_root, submission_of, training_spec
 from tests.ray_fixtures import stand_in_trainer
@@ -39,18 +39,20 @@ class Run:
         self.submission = on_data_root(submission, str(data_root))
         self.id = submission["metadata"]["run"]
         self.dir = Path(self.submission["runtime_env"]["env_vars"]["GRPO_RUN_DIR"])
-        self.client = cluster.call(control.connect, cluster.endpoint)
+        self.client = cluster.call(job_client.connect, cluster.endpoint)
 
-    def submit(self) -> control.Outcome:
-        """Pass the readiness gate, then submit the run's next attempt (incluster.control.ensure_run)."""
-        self.cluster.call(control.wait_for_gpus, self.cluster.endpoint, self.config.gpu.nodes, 60.0, lambda _: None)
-        return self.cluster.call(control.ensure_run, self.client, self.submission)
+    def submit(self) -> run_submission.Outcome:
+        """Pass the readiness gate, then submit the run's next attempt (incluster.run_submission.ensure_run)."""
+        self.cluster.call(readiness.wait_for_gpus, self.cluster.endpoint, self.config.gpu.nodes, 60.0, lambda _: None)
+        return self.cluster.call(run_submission.ensure_run, self.client, self.submission)
 
     def wait(self, attempt: int, timeout: float = 90.0) -> str:
         """The attempt's final status (at most `timeout` seconds)."""
         submission_id = f"{self.id}-{attempt}"
         deadline = time.monotonic() + timeout
-        while (status := self.cluster.call(control.status_of, self.client, submission_id)) not in control.TERMINAL:
+        while (
+            status := self.cluster.call(job_client.status_of, self.client, submission_id)
+        ) not in job_client.TERMINAL:
             assert time.monotonic() < deadline, f"{submission_id} still {status} after {timeout:.0f} s"
             time.sleep(0.5)
         return status

@@ -210,7 +210,7 @@ def cli_run(make_stack, tmp_path, monkeypatch):
     (an id Ray picked, the newest job of the stack) and a job of another stack. Its files lie under DIR/data."""
     from ray.job_submission import JobDetails, JobStatus, JobType
 
-    from incluster import control
+    from incluster import job_client
     from jobs.spec.training import training_spec
     from jobs.submit.target import load_stack
     from tests.jobs.runs.test_observed import T0, stamp, verl_log
@@ -251,7 +251,7 @@ def cli_run(make_stack, tmp_path, monkeypatch):
         f"{run}-2": "step:5 - critic/score/mean:np.float64(0.5)\n",
         "raysubmit_4kX2": "exported step 5\n",
     }
-    monkeypatch.setattr(control, "connect", lambda endpoint: StandInJobs(jobs, ray_logs))
+    monkeypatch.setattr(job_client, "connect", lambda endpoint: StandInJobs(jobs, ray_logs))
     args = ["--stack", name, "--dir", str(directory), "--address", "http://127.0.0.1:8265"]
     return SimpleNamespace(run=run, args=args, data=data, directory=directory)
 
@@ -473,7 +473,7 @@ def test_status_shows_when_the_gpu_workers_scale_to_zero_then_the_idle_bill_the_
     scale to zero is due, then, at 12:10, since when the rest has billed and about how much."""
     from dataclasses import replace
 
-    from incluster import control
+    from incluster import job_client, readiness
     from incluster.endpoint import Endpoint
     from incluster.guardian.loop import Guardian, Hooks
     from incluster.guardian.policy import decide
@@ -489,11 +489,11 @@ def test_status_shows_when_the_gpu_workers_scale_to_zero_then_the_idle_bill_the_
     run_dir = data / "checkpoints" / run
     values = settings_from(guardian_settings(load_stack("cli", cli_run.directory)), "settings.json")
     settings = replace(values, submission=_with_run_dir(values.submission, run_dir))
-    stand_in = control.connect(Endpoint("http://127.0.0.1:8265"))
+    stand_in = job_client.connect(Endpoint("http://127.0.0.1:8265"))
     runs_jobs = type(stand_in)([job for job in stand_in.list_jobs() if job.metadata.get("stack") == "cli"], {})
     clock = [T0 + 2100]
-    monkeypatch.setattr(control, "connect", lambda endpoint: runs_jobs)
-    monkeypatch.setattr(control, "ray_nodes", lambda endpoint: [])
+    monkeypatch.setattr(job_client, "connect", lambda endpoint: runs_jobs)
+    monkeypatch.setattr(readiness, "ray_nodes", lambda endpoint: [])
     patched: list[str] = []
     guardian = Guardian(
         settings, Endpoint("http://127.0.0.1:8265"),
@@ -509,9 +509,9 @@ def test_status_shows_when_the_gpu_workers_scale_to_zero_then_the_idle_bill_the_
 
     def status(at: float) -> tuple[int, list[str], str]:
         monkeypatch.setattr(cli_runs, "now", lambda: at)
-        monkeypatch.setattr(control, "connect", lambda endpoint: stand_in)
+        monkeypatch.setattr(job_client, "connect", lambda endpoint: stand_in)
         code, out, err = cli(capsys, "status", *cli_run.args, "--data-root", str(data))
-        monkeypatch.setattr(control, "connect", lambda endpoint: runs_jobs)
+        monkeypatch.setattr(job_client, "connect", lambda endpoint: runs_jobs)
         return code, out.splitlines(), err
 
     hourly = EXPECTED_IDLE["dev"]  # the head's c2-standard-16 and the bucket's 0.5B model, at the catalog's prices
@@ -544,7 +544,7 @@ def test_status_shows_when_the_gpu_workers_scale_to_zero_then_the_idle_bill_the_
     ]
     assert f"${hourly * 5100 / 3600:.2f}" == "$1.18"
     monkeypatch.setattr(cli_runs, "now", lambda: T0 + 2700 + 5100)
-    monkeypatch.setattr(control, "connect", lambda endpoint: stand_in)
+    monkeypatch.setattr(job_client, "connect", lambda endpoint: stand_in)
     code, out, err = cli(capsys, "status", *cli_run.args, "--data-root", str(data), "--json")
     assert (code, err) == (0, "")
     assert json.loads(out)["idle"] == {

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from incluster import control
+from incluster import job_client
 from jobs.cli.main import main
 from jobs.submit.local_head import refusing_address
 from plan.harness import REPO_ROOT
@@ -21,13 +21,13 @@ from tests.ray_fixtures import stand_in
 pytestmark = pytest.mark.usefixtures("ray_head")
 
 FOLLOW_POLL_S = 0.3
-"""How often a followed job's status is polled in these tests (control.follow's 1 s is a cluster's pace)."""
+"""How often a followed job's status is polled in these tests (job_client.follow's 1 s is a cluster's pace)."""
 
 
 @pytest.fixture(autouse=True)
 def quick_follow(monkeypatch):
     """`--wait` and `logs --follow` poll the job's status every FOLLOW_POLL_S."""
-    monkeypatch.setattr(control, "follow", functools.partial(control.follow, poll=FOLLOW_POLL_S))
+    monkeypatch.setattr(job_client, "follow", functools.partial(job_client.follow, poll=FOLLOW_POLL_S))
 
 
 def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
@@ -50,7 +50,7 @@ def remote(args: list[str]) -> list[str]:
 
 
 def ray_jobs(address: str, stack: str) -> list:
-    from incluster.control import connect, endpoint_for_address, stack_jobs
+    from incluster.job_client import connect, endpoint_for_address, stack_jobs
 
     return stack_jobs(connect(endpoint_for_address(address)), stack)
 
@@ -309,7 +309,7 @@ def test_ctrl_c_in_logs_follow_is_one_line_and_exit_130_with_the_stream_closed(r
             follow.wait(timeout=60)
         finally:
             killer.cancel()
-        log = control.connect(control.endpoint_for_address(ray_head)).get_job_logs(job)
+        log = job_client.connect(job_client.endpoint_for_address(ray_head)).get_job_logs(job)
     finally:
         follow.kill()
         run_cli(capsys, "stop", *remote(args), job)

@@ -59,8 +59,8 @@ def test_with_the_key_every_attempt_logs_its_own_wandb_run_in_the_group_of_the_g
 
 @pytest.mark.parametrize("stack", ["dev", "nemo-rl-standard-b200"])
 def test_the_guardians_next_attempt_built_from_attempt_1_gets_its_own_wandb_run(stack):
-    """The guardian submits attempt N from the settings' attempt-1 submission (control.ensure_run -> for_attempt):
-    attempt N's W&B run is its own, whatever attempt it was built from."""
+    """The guardian submits attempt N from the settings' attempt-1 submission (run_submission.ensure_run ->
+    for_attempt): attempt N's W&B run is its own, whatever attempt it was built from."""
     first = submission_for(config_of(stack, wandb_key=KEY))
     run = first["metadata"]["run"]
     for attempt in (2, 3):

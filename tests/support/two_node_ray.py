@@ -4,8 +4,9 @@ network namespace of its own (tests/support/netns.py), each `ray start --block` 
 Killing the GPU node's process group (and whatever it left in its namespace) is a real node loss:
 its actors fail, the head marks it dead, a node started again joins under a new id
 (../shared/reference/day-two-operations.md, last section, tried with Ray 2.60.0). Clients reach the
-head only from inside its namespace: `call` for functions of this process (incluster.control), `python`
-and `cli` for a snippet or `python -m jobs` in a subprocess there.
+head only from inside its namespace: `call` for functions of this process (incluster.job_client,
+incluster.readiness, incluster.run_submission), `python` and `cli` for a snippet or `python -m jobs` in a subprocess
+there.
 """
 
 from __future__ import annotations
@@ -116,7 +117,7 @@ class TwoNodeRay:
 
     @property
     def endpoint(self) -> Endpoint:
-        """The dashboard as incluster.control takes it."""
+        """The dashboard as incluster.job_client takes it."""
         return Endpoint(address=self.dashboard_url)
 
     def call(self, function: Callable[..., T], *args: Any, **kwargs: Any) -> T:

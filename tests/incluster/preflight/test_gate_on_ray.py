@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from incluster.control import attempts, connect, endpoint_for_address, stop_jobs
+from incluster.job_client import attempts, connect, endpoint_for_address, stop_jobs
 from jobs.preflight.settings import preflight_template
 from jobs.spec.training import run_directory, submission_of, training_spec
 from jobs.submit.provider import JobProvider

@@ -118,11 +118,14 @@ def test_the_code_files_are_import_closed_and_need_neither_pulumi_nor_the_typed_
         "incluster/guardian/__init__.py",
         "incluster/guardian/__main__.py",
         "incluster/attempt.py",
-        "incluster/control.py",
+        "incluster/job_client.py",
+        "incluster/readiness.py",
+        "incluster/run_submission.py",
+        "incluster/export_submission.py",
         "incluster/record.py",
     } <= set(files)
     assert not any(path.startswith(("core/config/", "infra/", "plan/", "jobs/", "workloads/")) for path in files)
-    code = "import sys, json, incluster.guardian, incluster.attempt, incluster.control\nimport pulumi\n"
+    code = "import sys, json, incluster.guardian, incluster.attempt, incluster.job_client\nimport pulumi\n"
     blocked = in_guardian_dir(guardian_dir, "-c", code)
     assert "ImportError: blocked in the guardian's image: pulumi" in blocked.stderr
     loaded = in_guardian_dir(guardian_dir, "-c", (

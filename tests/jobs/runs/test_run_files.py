@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from incluster.control import JobError
+from incluster.job_client import JobError
 from jobs.runs.run_files import (
     MARKER,
     READER_METADATA,
@@ -83,7 +83,7 @@ def test_timed_lines_reads_the_wrappers_utc_times_and_skips_other_lines():
 
 
 def test_a_read_through_a_real_ray_head_returns_the_files_and_deletes_its_job(ray_head, run_dir):
-    from incluster.control import connect, endpoint_for_address
+    from incluster.job_client import connect, endpoint_for_address
 
     client = connect(endpoint_for_address(ray_head))
     before = {job.submission_id for job in client.list_jobs()}

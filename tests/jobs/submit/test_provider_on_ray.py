@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from incluster import control
-from incluster.control import attempts, connect, endpoint_for_address, status_of
+from incluster import job_client
+from incluster.job_client import attempts, connect, endpoint_for_address, status_of
 from jobs.spec.training import on_data_root, submission_of, training_spec
 from jobs.submit.local_head import refusing_address
 from jobs.submit.provider import JobProvider
@@ -106,8 +106,8 @@ def test_an_unreachable_cluster_fails_create_but_not_delete(tmp_path):
 
 @pytest.fixture
 def short_stop(monkeypatch) -> None:
-    """Stopping waits 1 s for an attempt to end instead of control.DEADLINES.stop."""
-    monkeypatch.setattr(control, "DEADLINES", control.Deadlines(stop=1.0))
+    """Stopping waits 1 s for an attempt to end instead of job_client.DEADLINES.stop."""
+    monkeypatch.setattr(job_client, "DEADLINES", job_client.Deadlines(stop=1.0))
 
 
 def submit_pending(address: str, props: dict) -> str:
@@ -154,7 +154,7 @@ def test_update_fails_when_ray_refuses_to_stop_the_old_run(ray_head, monkeypatch
     with pytest.raises(Exception, match=r"cannot stop the old run .*: Ray refused to stop .*-1: Request failed"):
         provider.update("prov-refused", olds, news)
     monkeypatch.undo()
-    assert status_of(client_of(ray_head), olds["submission_id"]) in control.LIVE
+    assert status_of(client_of(ray_head), olds["submission_id"]) in job_client.LIVE
     provider.delete("prov-refused", olds)
 
 

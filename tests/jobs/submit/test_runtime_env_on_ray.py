@@ -5,7 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from incluster.control import connect, endpoint_for_address, ensure_run, follow
+from incluster.job_client import connect, endpoint_for_address, follow
+from incluster.run_submission import ensure_run
 from jobs.spec.training import on_data_root, submission_of, training_spec
 from tests.jobs.spec.test_training import nemo_rl
 
