@@ -170,8 +170,9 @@ def _ladder_problems(cfg: StackConfig) -> list[Problem]:
 
 
 def _image_cache_problems(cfg: StackConfig) -> list[Problem]:
-    """`gpu.imageCacheDisk`: Standard only, with image streaming on the pools (`workload.imageSource: registry`),
-    a disk image of gcp:project (core/facts/imagecache.py; its version floor is in _version_floors)."""
+    """`gpu.imageCacheDisk`: Standard only, with image streaming on the pools (`workload.imageSource: registry`,
+    core/facts/imagecache.py IMAGE_CACHE_NEEDS_STREAMING), a disk image of gcp:project; its version floor is in
+    _version_floors."""
     gpu = cfg.gpu
     if gpu.image_cache_disk is None:
         return []

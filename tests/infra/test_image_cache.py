@@ -12,7 +12,8 @@ import pulumi_gcp as gcp
 import pytest
 
 from core import names
-from core.facts.imagecache import CACHE_MODE
+from core.facts.imagecache import CACHE_MODE, IMAGE_CACHE_NODE_IMAGE
+from core.facts.platform import GPU_MACHINES
 from jobs.spec.load import load_config
 from tests.conftest import GPUS, REPO_ROOT, combination_values, recorded_run, values_of
 from tests.workloads.test_computeclass import CLASS_TYPE, LADDER, class_errors
@@ -57,7 +58,11 @@ def test_the_gpu_pool_takes_the_cache_with_streaming_and_the_head_pool_does_not(
     node_config = by_name["gpu"]["nodeConfig"]
     assert node_config["secondaryBootDisks"] == [{"diskImage": DISK_IMAGE, "mode": CACHE_MODE}]
     assert node_config["gcfsConfig"] == {"enabled": True}
-    assert node_config["imageType"] == "COS_CONTAINERD"
+    assert node_config["imageType"] == IMAGE_CACHE_NODE_IMAGE
+    # The cache disk takes the boot disk's type (IMAGE_CACHE_DISK_TYPE): Hyperdisk Balanced on A3 Ultra, GKE's
+    # default on A4; the API has no type field to get wrong.
+    boot_disk_type = GPU_MACHINES[gpu].boot_disk_type
+    assert node_config.get("bootDisk") == ({"diskType": boot_disk_type} if boot_disk_type else None)
     assert schema_problems(node_config) == []
     assert "secondaryBootDisks" not in by_name["ray-head"]["nodeConfig"]
 
