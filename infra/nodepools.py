@@ -17,6 +17,7 @@ from core.facts.gcp import (
     NODE_IMAGE_TYPE,
     RESERVATION_AFFINITY_KEY,
 )
+from core.facts.imagecache import CACHE_MODE
 from core.facts.platform import GPUS_PER_NODE
 from core.facts.privilege import (
     FLEX_START_LOCATION_POLICY,
@@ -157,6 +158,7 @@ def gpu_pool_args(
         flex_start=flex_start or None,
         reservation_affinity=reservation_affinity(config, provisioning),
         gcfs_config=pool_gcfs_config(config),
+        secondary_boot_disks=image_cache_disks(config),
     )
     return gcp.container.NodePoolArgs(
         name=names.gpu_pool_name(config.gpu.provisioning, provisioning),
@@ -214,6 +216,15 @@ def pool_gcfs_config(config: StackConfig) -> gcp.container.NodePoolNodeConfigGcf
     if not config.streams_images_on_pools():
         return None
     return gcp.container.NodePoolNodeConfigGcfsConfigArgs(enabled=True)
+
+
+def image_cache_disks(config: StackConfig) -> list[gcp.container.NodePoolNodeConfigSecondaryBootDiskArgs] | None:
+    """With `gpu.imageCacheDisk`: the disk image as each GPU node's container image cache (a secondary boot disk
+    of the node's boot disk type, core/facts/imagecache.py); unset otherwise. Every rung's pool takes it."""
+    disk_image = config.image_cache_disk_image()
+    if disk_image is None:
+        return None
+    return [gcp.container.NodePoolNodeConfigSecondaryBootDiskArgs(disk_image=disk_image, mode=CACHE_MODE)]
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from pydantic.alias_generators import to_camel
 from core import names
 from core.facts.capacity import RUNGS, Rung
 from core.facts.gcp import SECRET_VERSION_PATTERN
+from core.facts.imagecache import CACHE_MODE, DISK_IMAGE_NAME_PATTERN, DISK_IMAGE_PATH
 from core.facts.platform import (
     CUDA_MAJOR_DRIVER_BRANCH,
     DEFAULT_IMAGES,
@@ -49,6 +50,11 @@ RFC1918_BLOCKS = tuple(ipaddress.IPv4Network(block) for block in ("10.0.0.0/8", 
 
 RDMA_SPLIT_BITS = (RDMA_SUBNET_COUNT - 1).bit_length()
 """Prefix bits added to `network.rdmaRange` to split it into the RDMA subnets (3 for eight)."""
+
+DISK_IMAGE_FORM = re.compile(
+    rf"(?:(?:projects/(?P<project>[a-z][a-z0-9-]{{4,28}}[a-z0-9])/)?global/images/)?(?P<name>{DISK_IMAGE_NAME_PATTERN})"
+)
+"""`gpu.imageCacheDisk`: a disk image name, `global/images/<name>` or `projects/<project>/global/images/<name>`."""
 
 
 def matching(field: str, pattern: str, expected: str) -> Any:
@@ -174,9 +180,33 @@ class GpuConfig(_Section):
         " gpu.provisioning.",
     )
 
+    image_cache_disk: str | None = Field(
+        None,
+        description="Disk image built with GKE's disk image builder, attached to every GPU node as a container"
+        " image cache: its name, or projects/<gcp:project>/global/images/<name> (Standard, with"
+        " workload.imageSource registry).",
+    )
+
     _reservation_form = matching(
         "reservation", r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?", "a reservation name (lowercase letters, digits, hyphens)"
     )
+
+    @field_validator("image_cache_disk")
+    @classmethod
+    def _disk_image(cls, value: str | None) -> str | None:
+        if value is None:
+            return value
+        if "mode=" in value or "," in value:
+            raise ValueError(
+                f"takes the disk image alone: the stack always attaches it with mode {CACHE_MODE} (a container"
+                f" image cache; GKE's other mode, MODE_UNSPECIFIED, preloads data), got {value!r}"
+            )
+        if not DISK_IMAGE_FORM.fullmatch(value):
+            raise ValueError(
+                "must be a disk image name such as verl-cache (lowercase letters, digits, hyphens, at most 63),"
+                f" global/images/<name> or projects/<project>/global/images/<name>, got {value!r}"
+            )
+        return value
 
     @field_validator("capacity")
     @classmethod
@@ -187,6 +217,19 @@ class GpuConfig(_Section):
             if value is not None and value.count(rung) > 1:
                 raise ValueError(f"lists {rung!r} {value.count(rung)} times; list each rung once, got {value!r}")
         return value
+
+    @property
+    def image_cache_disk_name(self) -> str | None:
+        """The name of `image_cache_disk`'s disk image, without its project."""
+        if self.image_cache_disk is None:
+            return None
+        return DISK_IMAGE_FORM.fullmatch(self.image_cache_disk).group("name")
+
+    def image_cache_disk_project(self, default: str) -> str | None:
+        """The project of `image_cache_disk`'s disk image: the one it names, or `default` (gcp:project)."""
+        if self.image_cache_disk is None:
+            return None
+        return DISK_IMAGE_FORM.fullmatch(self.image_cache_disk).group("project") or default
 
     @property
     def ladder(self) -> tuple[Rung, ...]:
@@ -541,6 +584,13 @@ class StackConfig(_Section):
         """Whether the stack turns image streaming on itself: Standard with `workload.imageSource: registry`
         (Autopilot streams eligible images by itself: core/facts/gcp.py AUTOPILOT_STREAMS_BY_ITSELF)."""
         return self.cluster.mode == "standard" and self.workload.image_source == "registry"
+
+    def image_cache_disk_image(self) -> str | None:
+        """The GPU pools' cache disk image, fully qualified (core/facts/imagecache.py DISK_IMAGE_PATH), or None."""
+        name = self.gpu.image_cache_disk_name
+        if name is None:
+            return None
+        return DISK_IMAGE_PATH.format(project=self.gpu.image_cache_disk_project(self.project), name=name)
 
     def image_upstreams(self) -> tuple[str, ...]:
         """Registry hosts the stack's remote repositories proxy: none with `direct`, else the image's host."""

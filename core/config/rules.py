@@ -19,6 +19,7 @@ from core.config.model import (
 from core.config.problems import Problem
 from core.facts.capacity import AUTOPILOT_LADDER_REFUSAL
 from core.facts.gcp import UPSTREAMS
+from core.facts.imagecache import AUTOPILOT_IMAGE_CACHE_REFUSAL, CROSS_PROJECT_REFUSAL, IMAGE_CACHE_FLOORS
 from core.facts.platform import (
     FLEX_START_FLOOR,
     LATEST_DRIVER_FLOORS,
@@ -47,6 +48,8 @@ def _version_floors(cfg: StackConfig) -> list[tuple[str, str]]:
         floors.append((LUSTRE_CSI_FLOOR, "the Managed Lustre CSI driver"))
     if "flex-start" in cfg.gpu.ladder:
         floors.append((FLEX_START_FLOOR, "flex-start node pools"))
+    if cfg.gpu.image_cache_disk is not None:
+        floors.append((IMAGE_CACHE_FLOORS[cfg.cluster.mode], "secondary boot disks (gpu.imageCacheDisk)"))
     return floors
 
 
@@ -163,6 +166,33 @@ def _ladder_problems(cfg: StackConfig) -> list[Problem]:
         )
     if "reservation" in gpu.capacity and gpu.provisioning != "reservation" and not gpu.reservation:
         problems.append(Problem(f"{ns}:gpu.reservation", "is required when gpu.capacity has the rung 'reservation'"))
+    return problems
+
+
+def _image_cache_problems(cfg: StackConfig) -> list[Problem]:
+    """`gpu.imageCacheDisk`: Standard only, with image streaming on the pools (`workload.imageSource: registry`,
+    core/facts/imagecache.py IMAGE_CACHE_NEEDS_STREAMING), a disk image of gcp:project; its version floor is in
+    _version_floors."""
+    gpu = cfg.gpu
+    if gpu.image_cache_disk is None:
+        return []
+    key = f"{PROJECT_NAMESPACE}:gpu.imageCacheDisk"
+    if cfg.cluster.mode == "autopilot":
+        return [Problem(key, AUTOPILOT_IMAGE_CACHE_REFUSAL)]
+    problems = []
+    if not cfg.streams_images_on_pools():
+        problems.append(
+            Problem(
+                key,
+                "needs image streaming on the GPU pools (GKE's secondary boot disks work only with it), which the"
+                " stack turns on with workload.imageSource 'registry'; set workload.imageSource to 'registry'"
+                " and build the disk image from the image path the pods then pull (docs/configuration.md, Images)",
+            )
+        )
+    project = gpu.image_cache_disk_project(cfg.project)
+    if project != cfg.project:
+        name = gpu.image_cache_disk_name
+        problems.append(Problem(key, CROSS_PROJECT_REFUSAL.format(project=cfg.project, name=name, other=project)))
     return problems
 
 
@@ -467,6 +497,7 @@ CONFIG_RULES = tuple(
         _kms_problems,
         _version_problems,
         _capacity_problems,
+        _image_cache_problems,
         _storage_problems,
         _network_problems,
         _workload_problems,

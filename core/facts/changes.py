@@ -77,6 +77,9 @@ FORCE_NEW_INPUTS: dict[str, tuple[str, ...]] = {
         "nodeConfig.oauthScopes",
         "nodeConfig.preemptible",
         "nodeConfig.reservationAffinity",
+        # node_config.go: secondary_boot_disks and its disk_image and mode are ForceNew (stored copy @00b984c6,
+        # the same in the newest stored copy; core/facts/imagecache.py IMAGE_CACHE_REPLACES_POOL).
+        "nodeConfig.secondaryBootDisks",
         "nodeConfig.serviceAccount",
         "nodeConfig.shieldedInstanceConfig",
         "nodeConfig.spot",

@@ -65,7 +65,7 @@ OPEN_CONTROL_PLANE = (
 KNOWN_TOP = (
     "cluster, gpu, grpo, hfToken, job, network, pricing, secretEnv, storage, tracking, wandbApiKey, workload, zone"
 )
-KNOWN_GPU = "capacity, nodes, provisioning, reservation, type"
+KNOWN_GPU = "capacity, imageCacheDisk, nodes, provisioning, reservation, type"
 
 
 def raw_values(changes: dict[str, Any]) -> dict[str, str]:

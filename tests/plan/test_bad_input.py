@@ -221,7 +221,7 @@ NAMED_MISTAKES = [
      "grpo-gke:zone: is required\n  grpo_gke:zone: unknown namespace 'grpo_gke'; did you mean 'grpo-gke:zone'?"),
     ("flat-key-no-field", DEV + "  grpo-gke:gpu.nodez: 2\n",
      "grpo-gke:gpu.nodez: is a flat key naming no field of grpo-gke:gpu; did you mean 'grpo-gke:gpu.nodes'?"
-     " (known: capacity, nodes, provisioning, reservation, type)"),
+     " (known: capacity, imageCacheDisk, nodes, provisioning, reservation, type)"),
     ("flat-key-field", DEV + "  grpo-gke:gpu.nodes: 2\n",
      "grpo-gke:gpu.nodes: is a flat key, not a field of grpo-gke:gpu: pulumi config rm grpo-gke:gpu.nodes, then"
      " pulumi config set --path grpo-gke:gpu.nodes <value>"),

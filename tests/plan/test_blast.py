@@ -37,6 +37,8 @@ WANDB_BASE = {"wandbApiKey": "wandb-offline-example"}
 """The dev stack with Weights & Biases on."""
 IMAGE_BASE = {"workload": {"image": "example.com/verl:custom", "rayVersion": "2.49.0"}}
 """The dev stack on its own image."""
+REGISTRY_BASE = {"workload": {"imageSource": "registry"}}
+"""The dev stack pulling through its remote repository, streamed (what gpu.imageCacheDisk needs)."""
 NEMO_IMAGE_BASE = {
     "workload": {"image": "example.com/nemo-rl:custom", "rayVersion": "2.49.0", "nemoRlRelease": "v0.7.0"}
 }
@@ -71,6 +73,7 @@ KEY_CHANGES: dict[str, tuple[str, dict, dict]] = {
     "grpo-gke:gpu.provisioning": ("dev", {}, {"gpu": {"provisioning": "on-demand"}}),
     "grpo-gke:gpu.reservation": ("dev", RESERVATION_BASE, {"gpu": {"reservation": "grpo-b"}}),
     "grpo-gke:gpu.capacity": ("dev", {}, {"gpu": {"capacity": ["spot", "on-demand"]}}),
+    "grpo-gke:gpu.imageCacheDisk": ("dev", REGISTRY_BASE, {"gpu": {"imageCacheDisk": "verl-cache"}}),
     "grpo-gke:storage.type": ("dev", {}, {"storage": dict(LUSTRE)}),
     "grpo-gke:storage.bucket": ("dev", {}, {"storage": {"bucket": "my-grpo-data"}}),
     "grpo-gke:storage.capacityGib": ("dev", LUSTRE_BASE, {"storage": {"capacityGib": 27000}}),
@@ -602,3 +605,30 @@ def test_turning_the_ngc_key_on_off_or_to_another_version_replaces_the_nvcr_repo
         assert changes.pop((SECRET_GRANT_TYPE, "grpo-test-nvcr-upstream-key"), (None,))[0] == grant
         assert changes == {}, "nothing else: not the cluster, the pools nor the RayCluster"
         assert effect(blast).endswith("the run goes on")
+
+
+# --- gpu.imageCacheDisk: the cache on every GPU pool -----------------------------------------------
+
+CACHE_ON = {"gpu": {"imageCacheDisk": "verl-cache"}}
+"""The cache of a disk image named verl-cache in the stack's project."""
+
+
+@pytest.mark.parametrize("ladder", [{}, {"gpu": {"capacity": ["spot", "on-demand"]}}], ids=["one-pool", "ladder"])
+def test_the_image_cache_replaces_every_gpu_pool_and_nothing_else(ladder):
+    """Turning the cache on, changing its disk image and turning it off each replace every GPU pool (node_config's
+    secondary_boot_disks is ForceNew, core/facts/imagecache.py IMAGE_CACHE_REPLACES_POOL) and touch nothing else:
+    not the cluster, not the head's pool, not the RayCluster; the run loses its GPU nodes and is resubmitted."""
+    values = _merged(_merged(values_of("dev"), REGISTRY_BASE), ladder)
+    cached = _merged(values, CACHE_ON)
+    other = _merged(values, {"gpu": {"imageCacheDisk": "verl-cache-2"}})
+    gpu_pools = {"grpo-test-gpu"} | ({"grpo-test-gpu-on-demand"} if ladder else set())
+    for old, new, path in (
+        (values, cached, "nodeConfig.secondaryBootDisks"),
+        (cached, other, "nodeConfig.secondaryBootDisks.diskImage"),
+        (cached, values, "nodeConfig.secondaryBootDisks"),
+    ):
+        blast = blast_radius(cached_plan(old), cached_plan(new))
+        assert {(c.name, c.type, c.action, c.reason) for c in blast.changes} == {
+            (pool, "gcp:container/nodePool:NodePool", "replace", path) for pool in gpu_pools
+        }
+        assert blast.job == "the run loses its GPU nodes"

@@ -218,7 +218,7 @@ def test_a_refused_config_exits_2_with_one_line_per_problem_and_writes_nothing(t
     lines = result.stderr.strip().splitlines()
     assert lines[1:] == [
         "  grpo-gke:gpu.nodes: must be at least 1, got 0",
-        "  grpo-gke:gpu.tpye: unknown key; did you mean 'type'? (known: capacity, nodes, provisioning, reservation, type)",
+        "  grpo-gke:gpu.tpye: unknown key; did you mean 'type'? (known: capacity, imageCacheDisk, nodes, provisioning, reservation, type)",
         "  grpo-gke:gpu.type: is required",
     ]
     assert not out.exists()
