@@ -209,13 +209,14 @@ def estimate_startup(
     config: StackConfig,
     resources: Iterable[Recorded],
     streamed: bool | None = None,
-    disk_cache: bool = False,
+    disk_cache: bool | None = None,
 ) -> StartupEstimate:
     """The stack's expected time to its first step from `up` and after a preemption. `streamed`: None for what the
     stack does (streams_image), or forced on or off; `disk_cache`: the GPU nodes carry the image on a secondary boot
-    disk (what `gpu.imageCacheDisk` will set)."""
+    disk, None for what the stack does (`gpu.imageCacheDisk` set), or forced on or off."""
     resources = list(resources)
     streamed = streams_image(config) if streamed is None else streamed
+    disk_cache = config.gpu.image_cache_disk is not None if disk_cache is None else disk_cache
     size = image_size(config)
     boot = Step("GPU node boot", GPU_NODE_BOOT_SECONDS.value, GPU_NODE_BOOT_SECONDS.source)
     join = Step("Ray join", RAY_JOIN_SECONDS.value, RAY_JOIN_SECONDS.source)

@@ -93,6 +93,15 @@ def test_a_disk_cache_takes_the_pull_off_the_first_up_and_every_replacement():
     assert estimate.after_preemption.seconds == BOOT + JOIN
 
 
+def test_a_stack_with_gpu_image_cache_disk_is_estimated_with_its_cache_and_one_without_is_not():
+    """The shipped figure follows the config: gpu.imageCacheDisk set means the nodes pull from their disk cache."""
+    cached = config_of("verl-standard-h200", workload={"imageSource": "registry"}, gpu={"imageCacheDisk": "verl-cache"})
+    plain = config_of("verl-standard-h200", workload={"imageSource": "registry"})
+    assert estimate_startup(cached, small_stack(initial_nodes=2)).disk_cache is True
+    assert estimate_startup(plain, small_stack(initial_nodes=2)).disk_cache is False
+    assert estimate_startup(cached, small_stack(initial_nodes=2)).after_preemption.seconds == BOOT + JOIN
+
+
 def test_nodes_made_for_the_pending_workers_boot_inside_the_rayclusters_readiness():
     # Autopilot, a capacity ladder and flex-start create the pool (if any) without nodes.
     estimate = estimate_startup(config_of("verl-standard-h200"), small_stack(initial_nodes=0))
