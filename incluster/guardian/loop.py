@@ -170,6 +170,12 @@ class Guardian:
             **self.deadline_view(newest, recorded),
         )
 
+    def earliest_end_of(self, nodes: list[dict[str, Any]]) -> Any:
+        """The earliest known end of the GPU node objects `nodes` (a incluster/deadline.py Deadline, or None), each
+        node's flex-start end by its own rung: the settings' `provisioning` and `ladder` (gpu.capacity set)."""
+        raw = self.settings.raw
+        return earliest_end(nodes, str(raw.get("provisioning", "")), bool(raw.get("ladder")))
+
     def known_end(self, attempt: int) -> Any:
         """The earliest known end of the GPU nodes (a incluster/deadline.py Deadline), or None: none known, no API
         server at hand, or it did not answer (a progress line says so)."""
@@ -177,7 +183,7 @@ class Guardian:
         if api is None:
             return None
         try:
-            return earliest_end(gpu_nodes_of(api), bool(self.settings.raw.get("flexStart")))
+            return self.earliest_end_of(gpu_nodes_of(api))
         except control.JobError as error:
             self.report(f"{self.settings.run}: no deadline known for attempt {attempt}: {error}")
             return None
@@ -372,7 +378,7 @@ class Guardian:
         except control.JobError as error:
             self.report(f"{self.settings.run}: no deadline known for the next attempt: {error}")
             return submission
-        ends = earliest_end(nodes, bool(self.settings.raw.get("flexStart")))
+        ends = self.earliest_end_of(nodes)
         if ends is not None:
             self.report(
                 f"{self.settings.run}: GPU capacity ends at {record.utc_stamp(ends.at)} ({ends.source}): saving first"

@@ -38,8 +38,8 @@ def guardian_settings(config: StackConfig) -> dict[str, Any]:
         "gpuWorkerGroup": WORKER_GROUP,
         "preflight": preflight_template(config),
         "export": export_submission(config, training_spec(config)),
-        "flexStart": config.gpu.provisioning == "flex-start",
         "provisioning": config.gpu.provisioning,
+        "ladder": config.gpu.capacity is not None,
         "cluster": config.cluster_name,
         "cordonBadNodes": config.job.cordon_bad_nodes,
     }
