@@ -34,12 +34,17 @@ EVENTS = (
     "preflight-failed",
     "deadline-stop",
     "capacity",
+    "gpu-rungs",
 )
 """Every event a record line may name. `deadline-stop`: the attempt stopped at a known end of its GPU capacity
 after saving (`details.step`) before its schedule's end; the next attempt resumes from it (not a recovery).
 `capacity`: the readiness gate before the next attempt waited on the capacity ladder: `details.rung` (the rung the
 autoscaler last tried), `details.since`, `details.lastFailure` (why the last scale-up failed), read from the
-autoscaler's events on the pending GPU workers (incluster/capacity_events.py); once per attempt."""
+autoscaler's events on the pending GPU workers (incluster/capacity_events.py); once per attempt.
+`gpu-rungs`: the Ready GPU nodes when the guardian first saw the attempt RUNNING, `details.rungs` (nodes per rung of
+the capacity ladder, by each node's pool; without a ladder all on gpu.provisioning) and `details.otherNodes` (GPU
+nodes of no rung's pool, not the run's); once per attempt. `python -m jobs status` prices the attempt's GPU hours by
+it."""
 
 GPU_CAPACITY_LOST = "gpu-capacity-lost"
 """`details.cause` of a `failed` event whose attempt lost its GPU nodes (a preemption): the guardian writes it,

@@ -21,6 +21,7 @@ from incluster.guardian.cluster import (
     failure_error,
     failure_lines,
     gpu_nodes_of,
+    gpu_rungs,
     known_attempt,
     kube_node_view,
     pod_view,
@@ -134,6 +135,8 @@ class Guardian:
         self.client: JobSubmissionClient = control.connect(endpoint)
         self._deadline_read: tuple[int, float, float | None] = (0, float("-inf"), None)
         """For the attempt it was read for: when the GPU nodes' known end was read, and the save-by time it gave."""
+        self._rungs_read: tuple[int, dict[str, Any] | None] = (0, None)
+        """The attempt whose GPU nodes' rungs were read (once per attempt) and what was read (None: it failed)."""
         self.seen_attempt = 0
         """The newest attempt of the run this guardian has seen on the Ray head."""
         self.missed_since: dict[int, float] = {}
@@ -167,8 +170,30 @@ class Guardian:
             settle=self.settle,
             can_export=self.hooks.export is not None,
             can_scale=self.hooks.scale_to_zero is not None,
+            gpu_rungs=self.rungs_view(newest, recorded),
             **self.deadline_view(newest, recorded),
         )
+
+    def rungs_view(self, newest: AttemptView | None, recorded: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
+        """For a RUNNING attempt whose `gpu-rungs` the record lacks: its Ready GPU nodes per rung (cluster.gpu_rungs),
+        read through the API server once per attempt; None otherwise, without an API server, when it refused (a
+        progress line says so), or when it lists no Ready GPU node (nothing to count: no entry). Without an entry
+        `python -m jobs status` prices the attempt at the stack's single price, marked."""
+        if newest is None or newest.status != "RUNNING" or "gpu-rungs" in recorded:
+            return None
+        number, read = self._rungs_read
+        if number == newest.number:
+            return read
+        read = None
+        api = api_endpoint(self.endpoint)
+        if api is not None:
+            try:
+                read = gpu_rungs(gpu_nodes_of(api), self.settings)
+                read = read if read["rungs"] or read["otherNodes"] else None
+            except control.JobError as error:
+                self.report(f"{self.settings.run}: no rungs recorded for attempt {newest.number}: {error}")
+        self._rungs_read = (newest.number, read)
+        return read
 
     def earliest_end_of(self, nodes: list[dict[str, Any]]) -> Any:
         """The earliest known end of the GPU node objects `nodes` (a incluster/deadline.py Deadline, or None), each
