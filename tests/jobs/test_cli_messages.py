@@ -520,3 +520,21 @@ def test_status_prices_each_attempt_by_the_rungs_its_gpu_nodes_ran_on_and_says_w
         {"attempt": 2, "rungs": {"spot": 1, "on-demand": 1}, "hourly": second, "recorded": True},
     ]
     assert document["goodput"]["dollars"] == round(dollars, 4)
+
+
+def test_the_follow_line_of_a_ladder_stack_says_its_dollars_are_at_gpu_provisionings_rate(make_stack, monkeypatch):
+    """The follow line reads no record, so it cannot price by rung: on a ladder it says whose rate it used."""
+    from incluster import control
+    from jobs.cli.follow import cost_so_far
+    from jobs.submit.target import load_stack
+
+    ladder = stand_in_run(make_stack, monkeypatch, gpu={"capacity": ["spot", "on-demand"]})
+    config = load_stack("cli", ladder.directory)
+    client, attempt = control.connect(None), f"{ladder.run}-2"
+    spot = 40.81698  # core/facts/prices.json a3-ultragpu-8g spot in us-central1-b; the attempts ran 890 + 600 s
+    assert (
+        cost_so_far(client, config, attempt)()
+        == f"  ${spot * 1490 / 3600:,.2f} so far at spot's rate (status: by rung)"
+    )
+    plain = config.model_copy(update={"gpu": config.gpu.model_copy(update={"capacity": None})})
+    assert cost_so_far(client, plain, attempt)() == f"  ${spot * 1490 / 3600:,.2f} so far"
