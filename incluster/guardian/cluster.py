@@ -77,7 +77,8 @@ def _moment(stamp: Any) -> float | None:
 def gpu_rungs(nodes: list[dict[str, Any]], settings: Settings) -> dict[str, Any]:
     """A `gpu-rungs` entry's details: the Ready GPU nodes of `nodes` per rung (incluster/capacity_events.py
     rungs_of_nodes, by the settings' `provisioning` and `ladder`) and how many Ready GPU nodes are of no rung's pool
-    (another pool's: not the run's). A node that is not Ready (a preempted one not yet deleted) bills no more."""
+    (another pool's: not the run's). Only Ready nodes count: a node that is not Ready (a preempted one not yet
+    deleted) runs none of the attempt's workers."""
     ready = [node for node in nodes if kube_node_view(node).ready == "True"]
     labels = [(node.get("metadata") or {}).get("labels") or {} for node in ready]
     raw = settings.raw

@@ -514,6 +514,8 @@ def test_status_prices_each_attempt_by_the_rungs_its_gpu_nodes_ran_on_and_says_w
         "  gke-grpo-cli-gpu-1a2b3c4d-k2x9  spot",
         "  gke-grpo-cli-gpu-on-demand-5e6f7a8b-p0q1  on-demand",
     ]
+    example = (REPO_ROOT / "docs" / "cost.md").read_text().split("## What a run cost", 1)[1]
+    assert example.split("```text\n", 1)[1].split("```", 1)[0].splitlines() == out.splitlines()[7:11]
     document = json.loads(text)
     assert document["gpuPrices"] == [
         {"attempt": 1, "rungs": {"spot": 2}, "hourly": first, "recorded": False},
