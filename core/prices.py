@@ -104,6 +104,15 @@ def gpu_hourly(config: StackConfig, prices: PriceCatalog) -> float | None:
     return None if rate is None else config.gpu.nodes * rate
 
 
+def gpu_node_ceiling(config: StackConfig, prices: PriceCatalog, rung: str) -> float | None:
+    """$/h of one of the stack's GPU nodes on `rung` at most: its rate (gpu_node_rate), for flex-start, which has no
+    list price, the on-demand rate it bills at most (flex_start_bounds); None where the catalog has no price."""
+    if rung == "flex-start":
+        bounds = flex_start_bounds(config, prices)
+        return None if bounds is None else bounds[1]
+    return gpu_node_rate(config, prices, rung)
+
+
 def flex_start_bounds(config: StackConfig, prices: PriceCatalog) -> tuple[float, float] | None:
     """($/h low, $/h high) of one flex-start node: at most the on-demand rate, at least the catalog's discount
     ceiling below it (`flex_start_discount_ceiling`); None where on-demand has no price."""

@@ -63,13 +63,21 @@ def rung_of_node(labels: Mapping[str, str], provisioning: str) -> str | None:
     return rung_of_pool(provisioning, labels.get(NODE_POOL_LABEL, ""))
 
 
-def rungs_of_nodes(node_labels: Iterable[Mapping[str, str]], provisioning: str) -> dict[str, int]:
-    """GPU nodes per rung, in the ladder's rung order, from each node's labels (nodes of no ladder pool are left
-    out). One attempt may hold nodes of several rungs: the ladder lets the autoscaler mix them node by node
-    (issue 22 item 4's choice, README "Capacity ladder")."""
+def rung_of_gpu_node(labels: Mapping[str, str], provisioning: str, ladder: bool) -> str | None:
+    """A GPU node's rung in a stack with a ladder (`gpu.capacity` set): its pool label's (rung_of_node), None for a
+    pool of no rung; without one, the stack's single `gpu.provisioning` (every GPU node is, on Standard and on
+    Autopilot, whose nodes have no pool of ours). Every rung's pool name counts, not only the ladder's today, so a
+    rung just taken off the ladder still names its nodes' rung while they drain."""
+    return rung_of_node(labels, provisioning) if ladder else provisioning
+
+
+def rungs_of_nodes(node_labels: Iterable[Mapping[str, str]], provisioning: str, ladder: bool = True) -> dict[str, int]:
+    """GPU nodes per rung, in RUNGS' order, from each node's labels (rung_of_gpu_node; nodes of no ladder pool are
+    left out). One attempt may hold nodes of several rungs: the ladder lets the autoscaler mix them node by node
+    (issue 22 item 4's choice, docs/before-first-up.md "Capacity ladder")."""
     counts = {rung: 0 for rung in RUNGS}
     for labels in node_labels:
-        rung = rung_of_node(labels, provisioning)
+        rung = rung_of_gpu_node(labels, provisioning, ladder)
         if rung is not None:
             counts[rung] += 1
     return {rung: count for rung, count in counts.items() if count}

@@ -1,8 +1,11 @@
 """Save before a known deadline: the earliest known end of the GPU nodes' capacity, and what each framework is
 told so it checkpoints first. Pure: node objects (the Kubernetes API's JSON) and times in, plain data out.
 
-Known ends: a node's `cloud.google.com/scheduled-maintenance-time` label (coming host maintenance), and for
-flex-start capacity at most 7 days from the node's creation (core/facts/job.py). What each framework gets, each
+Known ends: a node's `cloud.google.com/scheduled-maintenance-time` label (coming host maintenance), and for a
+flex-start node at most 7 days from its creation (core/facts/job.py). The rule is per node: with a capacity ladder
+one attempt's nodes may come from several rungs (incluster/capacity_events.py rungs_of_nodes), and only a node whose
+rung is flex-start (its pool label, rung_of_gpu_node) has the 7-day end; without a ladder every GPU node is the
+stack's single gpu.provisioning. What each framework gets, each
 aiming DEADLINE_SAVE_MARGIN_SECONDS before the end:
 - NeMo-RL v0.7.0 offers only a duration counted from grpo_train's start (core/facts/job.py NEMO_RL_SAVE_BY_KEY), not
   from the submission: the guardian appends `checkpointing.checkpoint_must_save_by` counted from the submission less
@@ -28,6 +31,7 @@ from core.facts.job import (
     NEMO_RL_SETUP_BOUND_SECONDS,
     SCHEDULED_MAINTENANCE_LABEL,
 )
+from incluster.capacity_events import rung_of_gpu_node
 from incluster.checkpoints import step_dirs
 
 
@@ -50,17 +54,19 @@ def _created(node: dict[str, Any]) -> float | None:
     return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
 
 
-def node_deadlines(nodes: list[dict[str, Any]], flex_start: bool) -> list[Deadline]:
-    """Every known end of the GPU nodes `nodes` (flex_start: their pool is flex-start capacity), earliest first."""
+def node_deadlines(nodes: list[dict[str, Any]], provisioning: str, ladder: bool) -> list[Deadline]:
+    """Every known end of the GPU nodes `nodes`, earliest first: each node's maintenance label, and flex-start's 7 days
+    for each node whose rung is flex-start (rung_of_gpu_node: by its pool with a ladder, else `provisioning`)."""
     found = []
     for node in nodes:
         metadata = node.get("metadata", {})
         name = metadata.get("name", "")
-        label = (metadata.get("labels") or {}).get(SCHEDULED_MAINTENANCE_LABEL, "")
+        labels = metadata.get("labels") or {}
+        label = labels.get(SCHEDULED_MAINTENANCE_LABEL, "")
         if label.isdigit():
             found.append(Deadline(name, float(label), f"{SCHEDULED_MAINTENANCE_LABEL}={label}"))
         created = _created(node)
-        if flex_start and created is not None:
+        if created is not None and rung_of_gpu_node(labels, provisioning, ladder) == "flex-start":
             found.append(
                 Deadline(
                     name, created + FLEX_START_MAX_SECONDS, "flex-start capacity ends 7 days after the node came up"
@@ -69,9 +75,9 @@ def node_deadlines(nodes: list[dict[str, Any]], flex_start: bool) -> list[Deadli
     return sorted(found, key=lambda item: (item.at, item.node, item.source))
 
 
-def earliest_end(nodes: list[dict[str, Any]], flex_start: bool) -> Deadline | None:
-    """The earliest known end among the GPU nodes, or None when none is known."""
-    found = node_deadlines(nodes, flex_start)
+def earliest_end(nodes: list[dict[str, Any]], provisioning: str, ladder: bool) -> Deadline | None:
+    """The earliest known end among the GPU nodes (node_deadlines), or None when none is known."""
+    found = node_deadlines(nodes, provisioning, ladder)
     return found[0] if found else None
 
 

@@ -34,6 +34,7 @@ EVENTS = (
     "preflight-failed",
     "deadline-stop",
     "capacity",
+    "gpu-rungs",
 )
 """Every event a record line may name. `deadline-stop`: the attempt stopped at a known end of its GPU capacity
 after saving (`details.step`) before its schedule's end; the next attempt resumes from it (not a recovery).
@@ -42,7 +43,11 @@ autoscaler last tried), `details.since`, `details.lastFailure` (why the last sca
 autoscaler's events on the pending GPU workers (incluster/capacity_events.py); once per attempt.
 `scaled-to-zero`: the guardian scaled the GPU workers to zero at the entry's `time`, from when the idle bill runs:
 `details.idleHourly` ($/h of the parts that stay, as `pulumi up` priced them), `details.idleParts`,
-`details.idleUnpriced` (those without a price) and `details.catalogDate`."""
+`details.idleUnpriced` (those without a price) and `details.catalogDate`.
+`gpu-rungs`: the Ready GPU nodes when the guardian first saw the attempt RUNNING, `details.rungs` (nodes per rung of
+the capacity ladder, by each node's pool; without a ladder all on gpu.provisioning) and `details.otherNodes` (GPU
+nodes of no rung's pool, not the run's); once per attempt. `python -m jobs status` prices the attempt's GPU hours by
+it."""
 
 GPU_CAPACITY_LOST = "gpu-capacity-lost"
 """`details.cause` of a `failed` event whose attempt lost its GPU nodes (a preemption): the guardian writes it,

@@ -11,6 +11,7 @@ from typing import Any
 
 from incluster import readiness
 from incluster.attempt import logged_lines
+from incluster.capacity_events import rungs_of_nodes
 from incluster.deadline import attempt_overrides
 from incluster.endpoint import Endpoint, bearer_headers
 from incluster.guardian.policy import KubeNodeView, PodView
@@ -71,6 +72,18 @@ def _moment(stamp: Any) -> float | None:
         return datetime.fromisoformat(str(stamp).replace("Z", "+00:00")).timestamp()
     except ValueError:
         return None
+
+
+def gpu_rungs(nodes: list[dict[str, Any]], settings: Settings) -> dict[str, Any]:
+    """A `gpu-rungs` entry's details: the Ready GPU nodes of `nodes` per rung (incluster/capacity_events.py
+    rungs_of_nodes, by the settings' `provisioning` and `ladder`) and how many Ready GPU nodes are of no rung's pool
+    (another pool's: not the run's). Only Ready nodes count: a node that is not Ready (a preempted one not yet
+    deleted) runs none of the attempt's workers."""
+    ready = [node for node in nodes if kube_node_view(node).ready == "True"]
+    labels = [(node.get("metadata") or {}).get("labels") or {} for node in ready]
+    raw = settings.raw
+    rungs = rungs_of_nodes(labels, str(raw.get("provisioning", "")), bool(raw.get("ladder")))
+    return {"rungs": rungs, "otherNodes": len(ready) - sum(rungs.values())}
 
 
 def pod_view(pod: dict[str, Any]) -> PodView:

@@ -21,6 +21,7 @@ from incluster.guardian.cluster import (
     failure_error,
     failure_lines,
     gpu_nodes_of,
+    gpu_rungs,
     known_attempt,
     kube_node_view,
     pod_view,
@@ -134,6 +135,8 @@ class Guardian:
         self.client: JobSubmissionClient = job_client.connect(endpoint)
         self._deadline_read: tuple[int, float, float | None] = (0, float("-inf"), None)
         """For the attempt it was read for: when the GPU nodes' known end was read, and the save-by time it gave."""
+        self._rungs_read: tuple[int, dict[str, Any] | None] = (0, None)
+        """The attempt whose GPU nodes' rungs were read (once per attempt) and what was read (None: it failed)."""
         self.seen_attempt = 0
         """The newest attempt of the run this guardian has seen on the Ray head."""
         self.missed_since: dict[int, float] = {}
@@ -167,8 +170,36 @@ class Guardian:
             settle=self.settle,
             can_export=self.hooks.export is not None,
             can_scale=self.hooks.scale_to_zero is not None,
+            gpu_rungs=self.rungs_view(newest, recorded),
             **self.deadline_view(newest, recorded),
         )
+
+    def rungs_view(self, newest: AttemptView | None, recorded: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
+        """For a RUNNING attempt whose `gpu-rungs` the record lacks: its Ready GPU nodes per rung (cluster.gpu_rungs),
+        read through the API server once per attempt; None otherwise, without an API server, when it refused (a
+        progress line says so), or when it lists no Ready GPU node (nothing to count: no entry). Without an entry
+        `python -m jobs status` prices the attempt at the stack's single price, marked."""
+        if newest is None or newest.status != "RUNNING" or "gpu-rungs" in recorded:
+            return None
+        number, read = self._rungs_read
+        if number == newest.number:
+            return read
+        read = None
+        api = api_endpoint(self.endpoint)
+        if api is not None:
+            try:
+                read = gpu_rungs(gpu_nodes_of(api), self.settings)
+                read = read if read["rungs"] or read["otherNodes"] else None
+            except job_client.JobError as error:
+                self.report(f"{self.settings.run}: no rungs recorded for attempt {newest.number}: {error}")
+        self._rungs_read = (newest.number, read)
+        return read
+
+    def earliest_end_of(self, nodes: list[dict[str, Any]]) -> Any:
+        """The earliest known end of the GPU node objects `nodes` (a incluster/deadline.py Deadline, or None), each
+        node's flex-start end by its own rung: the settings' `provisioning` and `ladder` (gpu.capacity set)."""
+        raw = self.settings.raw
+        return earliest_end(nodes, str(raw.get("provisioning", "")), bool(raw.get("ladder")))
 
     def known_end(self, attempt: int) -> Any:
         """The earliest known end of the GPU nodes (a incluster/deadline.py Deadline), or None: none known, no API
@@ -177,7 +208,7 @@ class Guardian:
         if api is None:
             return None
         try:
-            return earliest_end(gpu_nodes_of(api), bool(self.settings.raw.get("flexStart")))
+            return self.earliest_end_of(gpu_nodes_of(api))
         except job_client.JobError as error:
             self.report(f"{self.settings.run}: no deadline known for attempt {attempt}: {error}")
             return None
@@ -372,7 +403,7 @@ class Guardian:
         except job_client.JobError as error:
             self.report(f"{self.settings.run}: no deadline known for the next attempt: {error}")
             return submission
-        ends = earliest_end(nodes, bool(self.settings.raw.get("flexStart")))
+        ends = self.earliest_end_of(nodes)
         if ends is not None:
             self.report(
                 f"{self.settings.run}: GPU capacity ends at {record.utc_stamp(ends.at)} ({ends.source}): saving first"

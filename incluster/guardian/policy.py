@@ -169,6 +169,9 @@ class State:
     """With `save_by`: the run's complete checkpoints and when each completed (incluster/deadline.py Saved)."""
     next_capacity_in: float = 0.0
     """After a deadline stop: seconds until the GPU nodes whose known end stopped it are gone (0: resume now)."""
+    gpu_rungs: dict[str, Any] | None = None
+    """For a RUNNING attempt whose `gpu-rungs` the record lacks: its Ready GPU nodes per rung, as the entry's details
+    (incluster/guardian/cluster.py gpu_rungs); None when not read (no API server, or it refused)."""
 
 
 @dataclass(frozen=True)
@@ -337,6 +340,19 @@ def _before_deadline(state: State) -> Action | None:
     return Action("record", newest.number, reason, "deadline-stop", details={"step": due.step})
 
 
+def _rungs_entry(state: State) -> Action | None:
+    """The `gpu-rungs` entry of a RUNNING attempt whose GPU nodes' rungs were read and are not recorded yet."""
+    newest = state.newest
+    assert newest is not None
+    if newest.status != "RUNNING" or state.gpu_rungs is None or "gpu-rungs" in state.recorded:
+        return None
+    rungs = state.gpu_rungs.get("rungs") or {}
+    shown = ", ".join(f"{count} {rung}" for rung, count in rungs.items()) or "none of a rung's pool"
+    other = int(state.gpu_rungs.get("otherNodes") or 0)
+    reason = f"GPU nodes by rung: {shown}" + (f"; {other} of another pool" if other else "")
+    return Action("record", newest.number, reason, "gpu-rungs", details=dict(state.gpu_rungs))
+
+
 def decide(state: State) -> Action:
     """The next thing to do about the run (see the module's rules)."""
     newest, recorded = state.newest, state.recorded
@@ -346,7 +362,8 @@ def decide(state: State) -> Action:
         )
     if newest.status in job_client.LIVE or newest.end is None:
         stopping = _before_deadline(state) if newest.status == "RUNNING" else None
-        return stopping or Action("wait", newest.number, f"attempt {newest.number} is {newest.status}")
+        waiting = Action("wait", newest.number, f"attempt {newest.number} is {newest.status}")
+        return stopping or _rungs_entry(state) or waiting
     if newest.status == "STOPPED" and "deadline-stop" in recorded:
         return _after_deadline_stop(state, int(recorded["deadline-stop"].get("details", {}).get("step", 0)))
     if newest.status == "SUCCEEDED" and newest.deadline_stop is not None:

@@ -52,13 +52,15 @@ def finish(client: JobSubmissionClient, submission_id: str, status: str, show_li
 
 def cost_so_far(client: JobSubmissionClient, config: StackConfig, submission_id: str) -> Callable[[], str]:
     """What the progress line adds while following `submission_id`: the run's GPU dollars so far across its
-    attempts at the catalog's list price (nothing when the catalog has no price for the GPU nodes)."""
+    attempts at the catalog's list price of gpu.nodes on gpu.provisioning (nothing when the catalog has no price for
+    them). The line reads no record, so with a ladder it says so: `status` prices each attempt by its rungs."""
     hourly = gpu_hourly(config, catalog())
     run = (client.get_job_info(submission_id).metadata or {}).get("run")
     if hourly is None or run is None:
         return lambda: ""
     attempts = ray_attempts(job_client.attempts(client, run))
-    return lambda: f"  ${dollars_so_far(attempts, hourly):,.2f} so far"
+    rate = f" at {config.gpu.provisioning}'s rate (status: by rung)" if config.gpu.capacity is not None else ""
+    return lambda: f"  ${dollars_so_far(attempts, hourly):,.2f} so far{rate}"
 
 
 def follow(

@@ -152,6 +152,12 @@ def cmd_status(args: argparse.Namespace, config: StackConfig) -> int:
             "run": run,
             "error": error,
             "gpuHourly": None if view is None else view.gpu_hourly,
+            "gpuPrices": []
+            if view is None
+            else [
+                {"attempt": item.attempt, "rungs": item.rungs, "hourly": item.hourly, "recorded": item.recorded}
+                for item in view.prices()
+            ],
             "goodput": None if figures is None else figures.as_json(),
             "firstSteps": None if starts is None else first_steps_json(starts),
             "record": [] if view is None else list(view.record),
@@ -177,7 +183,10 @@ def cmd_status(args: argparse.Namespace, config: StackConfig) -> int:
         print(f"  error: {error}" if error else f"  no error line in the last {ERROR_SCAN_LINES} log lines")
     if view is not None and figures is not None:
         print(f"run {view.run} across {counted(len(view.attempts), 'attempt')}:")
-        for line in figures.lines(view.unpriced()):
+        unpriced = view.unpriced()
+        for line in figures.lines(unpriced, view.at_most()):
+            print(f"  {line}")
+        for line in [] if unpriced else view.pricing_lines():
             print(f"  {line}")
         print_first_steps(starts or [])
     if exports:

@@ -5,8 +5,9 @@ lost to a preemption runs from the last checkpoint before the failure to the fai
 restart until the next attempt's first new step (what gpu-recipes' goodput guide counts as lost to
 failures and preemptions, ../shared/reference/day-two-operations.md "Goodput").
 
-GPU time is counted while an attempt runs (Ray's start to end, or `now`); the GPU price is the
-stack's dollars per hour for the GPU nodes, passed in as a number. A step counts as done when the
+GPU time is counted while an attempt runs (Ray's start to end, or `now`); the GPU price is dollars per
+hour for the GPU nodes, passed in as numbers: each attempt's own (the rungs its nodes ran on,
+jobs/runs/pricing.py), else the stack's. A step counts as done when the
 framework reports its results: verl's `step:N - ...` line, NeMo-RL's `Avg Reward` line after its
 `Step N/M` banner (both parsed by incluster/progress.py).
 """
@@ -14,7 +15,7 @@ framework reports its results: verl's `step:N - ...` line, NeMo-RL's `Avg Reward
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -143,8 +144,9 @@ class Goodput:
         """The JSON `status --json` prints."""
         return json.dumps(self.as_json(), sort_keys=True, indent=2)
 
-    def lines(self, unpriced: str | None = None) -> list[str]:
-        """The lines `status` prints; `unpriced` (why the GPU nodes have no price) replaces the cost line."""
+    def lines(self, unpriced: str | None = None, at_most: bool = False) -> list[str]:
+        """The lines `status` prints; `unpriced` (why the GPU nodes have no price) replaces the cost line; `at_most`:
+        the dollars are the most they can be (flex-start counted at the on-demand rate)."""
         if self.first_step_after_s is None:
             shown = ["first step: not reached yet", "steps: 0 done"]
         else:
@@ -167,7 +169,8 @@ class Goodput:
             shown.append(f"cost: {unpriced}")
             return shown
         per_step = "-" if self.dollars_per_step is None else f"${self.dollars_per_step:.2f}"
-        shown.append(f"cost: ${self.dollars:.2f} so far, ${self.dollars_lost:.2f} lost, {per_step} per step")
+        most = " at most" if at_most else ""
+        shown.append(f"cost:{most} ${self.dollars:.2f} so far, ${self.dollars_lost:.2f} lost, {per_step} per step")
         return shown
 
 
@@ -214,8 +217,15 @@ def measure(
     checkpoints: Iterable[int],
     gpu_hourly: float,
     now: float,
+    hourly_of: Mapping[int, float] | None = None,
 ) -> Goodput:
-    """The run's figures from its attempts (oldest first), the steps done, its checkpoint steps and the GPU $/h."""
+    """The run's figures from its attempts (oldest first), the steps done, its checkpoint steps and the GPU $/h:
+    `hourly_of` an attempt's own by number (the rungs its nodes ran on), else `gpu_hourly`. A loss's dollars are the
+    failed attempt's time after its checkpoint at its price and the restart at the next attempt's."""
+
+    def rate(number: int) -> float:
+        return (hourly_of or {}).get(number, gpu_hourly)
+
     ordered = sorted(attempts, key=lambda item: item.number)
     timeline = sorted(steps, key=lambda done: (done.time, done.step))
     saved = sorted(set(checkpoints))
@@ -225,6 +235,7 @@ def measure(
     # as its restart, so a failed restart's own loss starts after that startup (nothing is counted twice).
     losses = []
     wasted_s = 0.0
+    dollars_lost = 0.0
     previous_failed = False
     for index, (item, start, end) in enumerate(ran):
         own = _within(timeline, start, end)
@@ -248,20 +259,22 @@ def measure(
             if following is not None:
                 next_steps = _within(timeline, following[1], following[2])
                 restart_s = (next_steps[0].time if next_steps else following[2]) - following[1]
+                dollars_lost += rate(following[0].number) * restart_s / 3600
+            after_checkpoint_s = end - max(waste_from, counted_from)
+            dollars_lost += rate(item.number) * after_checkpoint_s / 3600
             losses.append(
                 Loss(
                     attempt=item.number,
                     failure=item.failure or "other",
                     last_step=last_step,
                     checkpoint=checkpoint,
-                    after_checkpoint_s=end - max(waste_from, counted_from),
+                    after_checkpoint_s=after_checkpoint_s,
                     restart_s=restart_s,
                 )
             )
         wasted_s += (end - start) if waste_from <= startup_end else (startup_end - start) + (end - waste_from)
         previous_failed = failed
     gpu_s = sum(end - start for _, start, end in ran)
-    lost_s = sum(loss.total_s for loss in losses)
     done = max((item.step for item in timeline), default=0)
     first_submitted = min((item.submitted for item in ordered), default=now)
     ends = [item.end for item in ordered if item.end is not None]
@@ -274,6 +287,6 @@ def measure(
         gpu_s=gpu_s,
         progress_s=gpu_s - wasted_s,
         losses=tuple(losses),
-        dollars=gpu_hourly * gpu_s / 3600,
-        dollars_lost=gpu_hourly * lost_s / 3600,
+        dollars=sum(rate(item.number) * (end - start) for item, start, end in ran) / 3600,
+        dollars_lost=dollars_lost,
     )

@@ -4,16 +4,18 @@ through the Ray head, or from `--data-root DIR`), the GPU price, and the goodput
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core.config.model import StackConfig
-from core.prices import CATALOG_NAME, catalog, gpu_hourly
+from core.facts.capacity import RUNGS
+from core.prices import CATALOG_NAME, catalog, gpu_node_ceiling
 from incluster import job_client
 from incluster.record import parse
 from jobs.runs import observed
 from jobs.runs.goodput import Goodput, StepDone, complete_checkpoints, measure
+from jobs.runs.pricing import AttemptPrice, attempt_prices, pricing_lines
 from jobs.runs.run_files import read_local_run_files, read_run_files
 from jobs.spec.training import run_directory, under_data_root
 
@@ -38,22 +40,54 @@ class RunView:
     checkpoints: tuple[int, ...]
     """Steps of the run's complete checkpoints: listed under --data-root, and the steps attempts resumed from."""
     gpu_hourly: float | None
-    """$/h of the stack's GPU nodes at the catalog's list price; None when the catalog has none."""
+    """$/h of the stack's gpu.nodes on gpu.provisioning at the catalog's list price (flex-start: at most, the
+    on-demand rate); None when the catalog has none. The price of an attempt whose rungs the record lacks."""
+    node_hourly: dict[str, float | None] = field(default_factory=dict)
+    """$/h of one GPU node on each rung (flex-start at most, the on-demand rate; None: no price)."""
+    stack_rungs: dict[str, int] = field(default_factory=dict)
+    """The stack's GPU nodes without a record of their rungs: {gpu.provisioning: gpu.nodes}."""
 
     def steps(self) -> list[StepDone]:
         """The steps done across all attempts."""
         return observed.run_steps(self.lines, self.framework)
 
+    def prices(self) -> tuple[AttemptPrice, ...]:
+        """Each started attempt's GPU $/h by the rungs its nodes ran on (jobs/runs/pricing.py), oldest first."""
+        started = [item.number for item in self.attempts if item.start is not None]
+        return attempt_prices(started, self.record, self.node_hourly, self.stack_rungs, self.gpu_hourly)
+
     def goodput(self, now: float) -> Goodput:
-        """The run's goodput figures at `now` (no dollars when the GPU nodes have no price)."""
+        """The run's goodput figures at `now`, each attempt's GPU hours at its own rungs' price (no dollars when the
+        GPU nodes have no price)."""
         attempts = observed.goodput_attempts(self.attempts, self.record, self.lines)
-        return measure(attempts, self.steps(), self.checkpoints, self.gpu_hourly or 0.0, now)
+        hourly = {price.attempt: price.hourly or 0.0 for price in self.prices()}
+        return measure(attempts, self.steps(), self.checkpoints, self.gpu_hourly or 0.0, now, hourly_of=hourly)
 
     def unpriced(self) -> str | None:
-        """Why there are no dollars, or None when the GPU nodes have a price."""
-        if self.gpu_hourly is not None:
-            return None
-        return f"no list price for the stack's GPU nodes in {CATALOG_NAME} (dated {catalog().date})"
+        """Why there are no dollars, or None when every attempt's GPU nodes have a price."""
+        dated = f"in {CATALOG_NAME} (dated {catalog().date})"
+        prices = self.prices()
+        for price in prices:
+            if price.hourly is None and price.recorded:
+                return f"no list price for the rungs attempt {price.attempt} ran on ({', '.join(price.rungs)}) {dated}"
+            if price.hourly is None:
+                return f"no list price for the stack's GPU nodes {dated}"
+        if self.gpu_hourly is None and not prices:
+            return f"no list price for the stack's GPU nodes {dated}"
+        return None
+
+    def at_most(self) -> bool:
+        """Whether flex-start nodes, counted at the on-demand rate, make the dollars the most they can be."""
+        return any(price.at_most for price in self.prices())
+
+    def pricing_lines(self) -> list[str]:
+        """Which rungs the dollars used (jobs/runs/pricing.py pricing_lines), under a heading; none before any attempt
+        started."""
+        prices = self.prices()
+        if not prices:
+            return []
+        heading = f"priced by the rungs each attempt ran on ({CATALOG_NAME} of {catalog().date}):"
+        return [heading, *(f"  {line}" for line in pricing_lines(prices))]
 
 
 def run_view(
@@ -86,8 +120,19 @@ def run_view(
         record=tuple(record),
         lines=lines,
         checkpoints=tuple(sorted({*checkpoints, *resumed})),
-        gpu_hourly=gpu_hourly(config, catalog()),
+        **stack_prices(config),
     )
+
+
+def stack_prices(config: StackConfig) -> dict[str, Any]:
+    """RunView's prices for `config`: each rung's $/h a node, the stack's GPU nodes and their $/h without a record."""
+    node_hourly = {rung: gpu_node_ceiling(config, catalog(), rung) for rung in RUNGS}
+    rate = node_hourly[config.gpu.provisioning]
+    return {
+        "gpu_hourly": None if rate is None else config.gpu.nodes * rate,
+        "node_hourly": node_hourly,
+        "stack_rungs": {config.gpu.provisioning: config.gpu.nodes},
+    }
 
 
 def dollars_so_far(attempts: list[observed.RayAttempt], hourly: float, now: float | None = None) -> float:

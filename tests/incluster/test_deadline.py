@@ -20,20 +20,53 @@ MAINTENANCE = "cloud.google.com/scheduled-maintenance-time"
 def test_the_maintenance_label_and_flex_starts_seven_days_are_known_ends_earliest_first():
     soon = str(int(NOW) + 3600)
     nodes = [node("gpu-a", **{MAINTENANCE: soon}), node("gpu-b", created="2026-11-25T12:30:00Z")]
-    found = deadline.node_deadlines(nodes, flex_start=True)
+    found = deadline.node_deadlines(nodes, "flex-start", ladder=False)
     assert [(item.node, item.at) for item in found] == [
         ("gpu-a", NOW + 3600),
         ("gpu-b", datetime(2026, 12, 2, 12, 30, tzinfo=UTC).timestamp()),
         ("gpu-a", datetime(2026, 12, 8, 10, 0, tzinfo=UTC).timestamp()),
     ]
-    assert deadline.earliest_end(nodes, flex_start=True) == found[0]
+    assert deadline.earliest_end(nodes, "flex-start", ladder=False) == found[0]
     assert found[0].source == f"{MAINTENANCE}={soon}"
 
 
 def test_spot_or_reserved_nodes_without_the_label_have_no_known_end():
     nodes = [node("gpu-a"), node("gpu-b", **{MAINTENANCE: "not-a-time"})]
-    assert deadline.earliest_end(nodes, flex_start=False) is None
+    assert deadline.earliest_end(nodes, "spot", ladder=False) is None
+    assert deadline.earliest_end(nodes, "reservation", ladder=False) is None
     assert deadline.attempt_overrides("nemo-rl", None, NOW) == []
+
+
+POOL = "cloud.google.com/gke-nodepool"
+
+
+def test_with_a_ladder_only_a_flex_start_node_has_the_seven_day_end_and_a_maintenance_label_counts_on_either():
+    """issue 22 items 4-5: one attempt's nodes may come from two rungs; each node's rung is its pool's (the ladder
+    [spot, flex-start] of a spot stack: pool `gpu` is spot, `gpu-flex-start` flex-start, core/names.py)."""
+    created = "2026-11-25T12:30:00Z"
+    seven_days = datetime(2026, 12, 2, 12, 30, tzinfo=UTC).timestamp()
+    flex, spot = node("gpu-flex", created, **{POOL: "gpu-flex-start"}), node("gpu-spot", created, **{POOL: "gpu"})
+    assert [(item.node, item.at) for item in deadline.node_deadlines([spot, flex], "spot", ladder=True)] == [
+        ("gpu-flex", seven_days)
+    ]
+    # the same two nodes in a flex-start stack with a spot rung: the pool names swap, the rule follows each node
+    flex_first = [node("gpu-spot", created, **{POOL: "gpu-spot"}), node("gpu-flex", created, **{POOL: "gpu"})]
+    assert [item.node for item in deadline.node_deadlines(flex_first, "flex-start", ladder=True)] == ["gpu-flex"]
+    soon = str(int(NOW) + 3600)
+    for labelled in ("gpu-spot", "gpu-flex"):
+        nodes = [node(n, created, **{POOL: p, **({MAINTENANCE: soon} if n == labelled else {})})
+                 for n, p in (("gpu-spot", "gpu"), ("gpu-flex", "gpu-flex-start"))]  # fmt: skip
+        assert deadline.earliest_end(nodes, "spot", ladder=True) == deadline.Deadline(
+            labelled, NOW + 3600, f"{MAINTENANCE}={soon}"
+        )
+
+
+def test_a_node_of_no_ladder_pool_has_no_flex_start_end_and_without_a_ladder_every_node_is_the_stacks():
+    created = "2026-11-25T12:30:00Z"
+    other = node("l4-a", created, **{POOL: "l4-pool"})
+    assert deadline.earliest_end([other], "flex-start", ladder=True) is None
+    # no ladder: a flex-start stack's nodes all end after 7 days, whatever their pool (Autopilot has none of ours)
+    assert deadline.earliest_end([other], "flex-start", ladder=False).node == "l4-a"
 
 
 def nemo_rl_seconds(text: str) -> int:

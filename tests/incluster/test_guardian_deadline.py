@@ -77,3 +77,32 @@ def test_the_stop_stops_the_attempt_it_names_only(guard, monkeypatch):
     )
     guard.apply(Action("stop", 2, "attempt 2 stops at its deadline"))
     assert stopped == [["run-2"]]
+
+
+def test_a_ladders_guardian_takes_flex_starts_seven_days_from_the_flex_start_node_only(tmp_path, monkeypatch):
+    """A spot stack with the ladder [spot, flex-start]: one attempt on a spot node and a flex-start node, both up
+    6 days 22 h; only the flex-start node's pool (`gpu-flex-start`) gives the 7-day end, 2 h away."""
+    config = config_of("dev", gpu={"nodes": 2, "capacity": ["spot", "flex-start"]})
+    settings = settings_from(guardian_settings(config), "test")
+    settings = replace(settings, submission=_with_run_dir(settings.submission, tmp_path))
+    created = "2026-11-24T14:00:00Z"  # NOW is 2026-12-01T12:00:00Z: 6 days 22 h before
+    pool = "cloud.google.com/gke-nodepool"
+    nodes = [
+        {"metadata": {"name": "gpu-spot", "creationTimestamp": created, "labels": {pool: "gpu"}}},
+        {"metadata": {"name": "gpu-flex", "creationTimestamp": created, "labels": {pool: "gpu-flex-start"}}},
+    ]
+    monkeypatch.setattr(job_client, "connect", lambda endpoint: object())
+    monkeypatch.setattr(loop, "gpu_nodes_of", lambda api: nodes)
+    proxy = "https://1.2.3.4/api/v1/namespaces/grpo/services/grpo-head-svc:8265/proxy"
+    reported: list[str] = []
+    ladder = Guardian(settings, Endpoint(address=proxy, headers={}, verify=True), Hooks(), reported.append,
+                      clock=lambda: NOW)  # fmt: skip
+    ends = ladder.known_end(1)
+    assert (ends.node, ends.at) == ("gpu-flex", NOW + 2 * 3600)
+    ladder.told_the_deadline(settings.submission)
+    assert reported == [
+        f"{settings.run}: GPU capacity ends at 2026-12-01T14:00:00.000Z"
+        " (flex-start capacity ends 7 days after the node came up): saving first"
+    ]
+    nodes[1]["metadata"]["labels"][pool] = "gpu-on-demand"  # the same node on another rung: no known end
+    assert ladder.known_end(1) is None

@@ -187,7 +187,7 @@ def test_a_known_end_tells_nemo_rl_by_an_override_of_its_command_less_its_setup_
     the 45-minute setup bound."""
     from incluster.deadline import earliest_end
 
-    ends = earliest_end([GPU_NODE], flex_start=False)
+    ends = earliest_end([GPU_NODE], "spot", ladder=False)
     verl = guardian_settings(config_of("dev"))["submission"]
     assert with_deadline(verl, "verl", ends, now=MAINTENANCE_AT - 7200) == verl
     nemo = guardian_settings(config_of("nemo-rl-standard-b200"))["submission"]

@@ -204,10 +204,16 @@ CYAN, RED, RESET = "\x1b[36m", "\x1b[31m", "\x1b[0m"
 
 
 @pytest.fixture
-def cli_run(make_stack, tmp_path, monkeypatch):
-    """A run of stack `cli` on a stand-in cluster, both attempts submitted by the CLI (no record): attempt 1 FAILED
-    after step 4, attempt 2 resumed from step 2 (its own log's resume line) and SUCCEEDED; then an export of the run
-    (an id Ray picked, the newest job of the stack) and a job of another stack. Its files lie under DIR/data."""
+def cli_run(make_stack, monkeypatch):
+    """stand_in_run of stack `cli`, a copy of dev."""
+    return stand_in_run(make_stack, monkeypatch)
+
+
+def stand_in_run(make_stack, monkeypatch, **sections: dict) -> SimpleNamespace:
+    """A run of stack `cli` (dev with `sections` changed) on a stand-in cluster, both attempts submitted by the CLI
+    (no record): attempt 1 FAILED after step 4, attempt 2 resumed from step 2 (its own log's resume line) and
+    SUCCEEDED; then an export of the run (an id Ray picked, the newest job of the stack) and a job of another stack.
+    Its files lie under DIR/data."""
     from ray.job_submission import JobDetails, JobStatus, JobType
 
     from incluster import job_client
@@ -215,7 +221,7 @@ def cli_run(make_stack, tmp_path, monkeypatch):
     from jobs.submit.target import load_stack
     from tests.jobs.runs.test_observed import T0, stamp, verl_log
 
-    name, directory = make_stack("cli")
+    name, directory = make_stack("cli", **sections)
     run = training_spec(load_stack(name, directory)).run
     data = directory / "data"
     logs = data / "checkpoints" / run / "logs"
@@ -284,6 +290,8 @@ def test_status_follows_the_runs_attempts_not_its_export_and_shows_the_export_as
         "  failure of attempt 1 at step 4: lost 9m 10s (4m 10s since checkpoint step 2, 5m 00s restart)",
         "  goodput: 26.8% of 24m 50s GPU time made progress",
         f"  cost: ${hourly * 1490 / 3600:.2f} so far, ${hourly * 550 / 3600:.2f} lost, ${hourly * 1490 / 3600 / 5:.2f} per step",
+        "  priced by the rungs each attempt ran on (core/facts/prices.json of 2026-12-01):",
+        f"    attempts 1-2: 1 spot, ${hourly:.2f}/h (not recorded: gpu.nodes on gpu.provisioning)",
         # No record (the CLI submitted both): each submission is Ray's start. Attempt 1's first step at 600 s; attempt
         # 2's at 1500 s, 300 s after its start and 550 s after attempt 1 ended at 950 s.
         "time to the first step (measured; `up` itself is not visible from the cluster, so each attempt counts from its submission):",
@@ -518,10 +526,10 @@ def test_status_shows_when_the_gpu_workers_scale_to_zero_then_the_idle_bill_the_
     assert (guard(), guard()) == ("record", "wait") and patched == []
     code, out, err = status(T0 + 2100)
     assert (code, err) == (0, "")
-    # The job, its goodput, the measured first steps and the export: 13 lines, the test above holds them.
-    goodput = out[:13]
+    # The job, its goodput priced by rung, the measured first steps and the export: 15 lines, the test above holds them.
+    goodput = out[:15]
     assert goodput[0] == f"{run}-2  SUCCEEDED  run={run}  attempt=2  started=2026-12-01 10:20:00Z"
-    assert out[13:] == [
+    assert out[15:] == [
         f"record of {run} ({data}/checkpoints/{run}/attempts.jsonl):",
         "  2026-12-01T10:35:00.000Z  attempt 2  succeeded",
         "run over since 2026-12-01 10:30:00Z (attempt 2 ended): the GPU workers scale to zero at 2026-12-01"
@@ -533,8 +541,8 @@ def test_status_shows_when_the_gpu_workers_scale_to_zero_then_the_idle_bill_the_
     assert (guard(), guard()) == ("scale-to-zero", "done") and patched == ["0"]
     code, out, err = status(T0 + 2700 + 5100)
     assert (code, err) == (0, "")
-    assert out[:13] == goodput
-    assert out[13:] == [
+    assert out[:15] == goodput
+    assert out[15:] == [
         f"record of {run} ({data}/checkpoints/{run}/attempts.jsonl):",
         "  2026-12-01T10:35:00.000Z  attempt 2  succeeded",
         "  2026-12-01T10:45:00.000Z  attempt 2  scaled-to-zero: attempt 2 SUCCEEDED; idle for job.idleMinutes=15:"
@@ -552,3 +560,86 @@ def test_status_shows_when_the_gpu_workers_scale_to_zero_then_the_idle_bill_the_
         "idleSince": "2026-12-01 10:45:00Z", "idleHourly": round(hourly, 8), "idleParts": ["head", "storage"],
         "idleUnpriced": [], "dollarsSoFar": 1.18,
     }  # fmt: skip
+
+
+def test_status_prices_each_attempt_by_the_rungs_its_gpu_nodes_ran_on_and_says_which(make_stack, monkeypatch, capsys):
+    """issue 22 item 6: a ladder [spot, on-demand] of 2 nodes. The guardian recorded attempt 2's nodes, one on each
+    rung (its gpu-rungs entry); attempt 1 has no entry, so it is priced at the stack's 2 spot nodes, and says so.
+    Through the stand-in API server (tests/support/kube_stand_in.py) status also lists the nodes' rungs now."""
+    from incluster import record
+    from tests.jobs.runs.test_observed import T0
+    from tests.support.kube_stand_in import StandInApiServer, gpu_node, stand_in_api_server
+
+    ladder = stand_in_run(make_stack, monkeypatch, gpu={"nodes": 2, "capacity": ["spot", "on-demand"]})
+    run, spot, on_demand = ladder.run, 40.81698, 86.75992  # core/facts/prices.json a3-ultragpu-8g us-central1-b
+    run_dir = ladder.data / "checkpoints" / run
+    details = {"rungs": {"spot": 1, "on-demand": 1}, "otherNodes": 0}
+    reason = "GPU nodes by rung: 1 spot, 1 on-demand"
+    record.append(run_dir, record.entry(T0 + 1210, 2, "gpu-rungs", reason, details=details))
+    nodes = []
+    for name, pool in (
+        ("gke-grpo-cli-gpu-1a2b3c4d-k2x9", "gpu"),
+        ("gke-grpo-cli-gpu-on-demand-5e6f7a8b-p0q1", "gpu-on-demand"),
+    ):
+        nodes.append(gpu_node(name))
+        nodes[-1]["metadata"]["labels"]["cloud.google.com/gke-nodepool"] = pool
+    args = [arg for arg in ladder.args if arg not in ("--address", "http://127.0.0.1:8265")]
+    with stand_in_api_server(StandInApiServer(nodes=nodes)) as api:
+        proxy = f"{api.address}/api/v1/namespaces/grpo/services/grpo-head-svc:8265/proxy"
+        code, out, err = cli(capsys, "status", *args, "--address", proxy, "--data-root", str(ladder.data))
+        _, text, _ = cli(capsys, "status", *args, "--address", proxy, "--data-root", str(ladder.data), "--json")
+    # Attempt 1 ran 890 s on 2 spot nodes (not recorded); attempt 2 ran 600 s on 1 spot + 1 on-demand. Lost: attempt 1's
+    # 250 s after its checkpoint at its price, and attempt 2's 300 s restart at attempt 2's.
+    first, second = 2 * spot, spot + on_demand
+    dollars = (first * 890 + second * 600) / 3600
+    lost = (first * 250 + second * 300) / 3600
+    assert (code, err) == (0, "")
+    assert out.splitlines() == [
+        f"{run}-2  SUCCEEDED  run={run}  attempt=2  started=2026-12-01 10:20:00Z",
+        "  Job finished successfully.",
+        f"run {run} across 2 attempts:",
+        "  first step: 9m 00s after submission",
+        "  steps: 5 done, 10.3 per hour",
+        "  failure of attempt 1 at step 4: lost 9m 10s (4m 10s since checkpoint step 2, 5m 00s restart)",
+        "  goodput: 26.8% of 24m 50s GPU time made progress",
+        f"  cost: ${dollars:.2f} so far, ${lost:.2f} lost, ${dollars / 5:.2f} per step",
+        "  priced by the rungs each attempt ran on (core/facts/prices.json of 2026-12-01):",
+        f"    attempt 1: 2 spot, ${first:,.2f}/h (not recorded: gpu.nodes on gpu.provisioning)",
+        f"    attempt 2: 1 spot + 1 on-demand, ${second:,.2f}/h (the guardian's record)",
+        "time to the first step (measured; `up` itself is not visible from the cluster, so each attempt counts from its submission):",
+        "  attempt 1: 9m 00s from its submission to its first step line",
+        "  attempt 2: 9m 10s from attempt 1's end to its first step line (5m 00s from its submission)",
+        f"export of {run}:",
+        f"  raysubmit_4kX2  SUCCEEDED  export of run={run}  step=newest  started=2026-12-01 10:31:40Z",
+        f"record of {run} ({ladder.data}/checkpoints/{run}/attempts.jsonl):",
+        f"  2026-12-01T10:20:10.000Z  attempt 2  gpu-rungs: {reason}",
+        "GPU nodes by rung (their cloud.google.com/gke-nodepool label):",
+        "  gke-grpo-cli-gpu-1a2b3c4d-k2x9  spot",
+        "  gke-grpo-cli-gpu-on-demand-5e6f7a8b-p0q1  on-demand",
+    ]
+    example = (REPO_ROOT / "docs" / "cost.md").read_text().split("## What a run cost", 1)[1]
+    assert example.split("```text\n", 1)[1].split("```", 1)[0].splitlines() == out.splitlines()[7:11]
+    document = json.loads(text)
+    assert document["gpuPrices"] == [
+        {"attempt": 1, "rungs": {"spot": 2}, "hourly": first, "recorded": False},
+        {"attempt": 2, "rungs": {"spot": 1, "on-demand": 1}, "hourly": second, "recorded": True},
+    ]
+    assert document["goodput"]["dollars"] == round(dollars, 4)
+
+
+def test_the_follow_line_of_a_ladder_stack_says_its_dollars_are_at_gpu_provisionings_rate(make_stack, monkeypatch):
+    """The follow line reads no record, so it cannot price by rung: on a ladder it says whose rate it used."""
+    from incluster import job_client
+    from jobs.cli.follow import cost_so_far
+    from jobs.submit.target import load_stack
+
+    ladder = stand_in_run(make_stack, monkeypatch, gpu={"capacity": ["spot", "on-demand"]})
+    config = load_stack("cli", ladder.directory)
+    client, attempt = job_client.connect(None), f"{ladder.run}-2"
+    spot = 40.81698  # core/facts/prices.json a3-ultragpu-8g spot in us-central1-b; the attempts ran 890 + 600 s
+    assert (
+        cost_so_far(client, config, attempt)()
+        == f"  ${spot * 1490 / 3600:,.2f} so far at spot's rate (status: by rung)"
+    )
+    plain = config.model_copy(update={"gpu": config.gpu.model_copy(update={"capacity": None})})
+    assert cost_so_far(client, plain, attempt)() == f"  ${spot * 1490 / 3600:,.2f} so far"

@@ -16,6 +16,7 @@ from core.prices import (
     catalog,
     gcs_gib_month,
     gpu_hourly,
+    gpu_node_ceiling,
     gpu_node_hourly,
     gpu_node_rate,
     lustre_gib_month,
@@ -140,6 +141,18 @@ def test_the_gpu_rate_of_a_reservation_is_the_users_else_on_demand():
     own = config_of("dev", gpu={**reservation, "nodes": 2}, pricing={"reservationHourly": 61.5})
     assert gpu_node_rate(own, catalog()) == 61.5
     assert gpu_hourly(own, catalog()) == 123.0
+
+
+def test_a_rungs_most_per_node_is_its_rate_and_flex_starts_the_on_demand_rate():
+    """What status prices each GPU node's hours at (jobs/runs/pricing.py): flex-start has no list price, so at most
+    the on-demand rate; a zone the catalog lacks has none on any rung."""
+    b200 = config_of("dev", gpu={"type": "b200"})
+    assert gpu_node_ceiling(b200, catalog(), "spot") == B200_SPOT_US_CENTRAL1_B
+    assert gpu_node_ceiling(b200, catalog(), "flex-start") == B200_ON_DEMAND_US_CENTRAL1_B
+    assert gpu_node_ceiling(b200, catalog(), "reservation") == B200_ON_DEMAND_US_CENTRAL1_B
+    elsewhere = config_of("dev").model_copy(update={"zone": "us-central1-a"})  # no A3 Ultra row in that zone
+    assert gpu_node_ceiling(elsewhere, catalog(), "flex-start") is None
+    assert gpu_node_ceiling(elsewhere, catalog(), "spot") is None
 
 
 def test_flex_start_and_a_zone_the_catalog_lacks_have_no_gpu_rate():

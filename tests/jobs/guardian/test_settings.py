@@ -49,7 +49,7 @@ def test_the_settings_are_the_stacks_run_and_knobs_as_plain_deterministic_data(s
         "readyTimeoutSeconds": config.job.ready_timeout_seconds, "framework": config.workload.framework,
         "worldSize": 8 * config.gpu.nodes, "namespace": "grpo", "rayCluster": "grpo", "gpuWorkerGroup": "gpu",
         "preflight": preflight_template(config), "cordonBadNodes": False,
-        "export": export_submission(config, training_spec(config)), "flexStart": False,
+        "export": export_submission(config, training_spec(config)), "ladder": False,
         "provisioning": "spot", "cluster": f"grpo-{stack}", "idleBill": values["idleBill"],
     }  # fmt: skip
     assert values["preflight"]["mode"] == ("full" if config.gpu.nodes >= 2 else "gpu")
@@ -92,6 +92,16 @@ def test_a_bad_idle_bill_in_the_settings_is_one_line_naming_its_field(bill, mess
     missing = {key: value for key, value in guardian_settings(config_of("dev")).items() if key != "idleBill"}
     with pytest.raises(GuardError, match="the key 'idleBill' is missing"):
         settings_from(missing, "settings.json")
+
+
+def test_a_ladder_is_one_flag_so_adding_or_removing_a_rung_leaves_the_guardian_as_it_is():
+    """Each GPU node's rung comes from its pool's name, which gpu.provisioning and the rung give
+    (core/names.py gpu_pool_name): the settings need only whether gpu.capacity is set, not its rungs."""
+    two = guardian_settings(config_of("dev", gpu={"capacity": ["spot", "on-demand"]}))
+    three = guardian_settings(config_of("dev", gpu={"capacity": ["spot", "on-demand", "flex-start"]}))
+    assert (two["ladder"], two["provisioning"]) == (True, "spot")
+    assert two == three
+    assert "flexStart" not in two
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,130 @@
+"""The guardian records, once per attempt, the rungs its GPU nodes ran on (issue 22 item 6: status prices each
+attempt by them): the Ready GPU nodes per rung when it first sees the attempt RUNNING, read through a stand-in API
+server with Kubernetes' own node shapes and GKE's `cloud.google.com/gke-nodepool` label."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from types import SimpleNamespace
+
+from incluster import job_client, readiness, record
+from incluster.endpoint import Endpoint
+from incluster.guardian.cluster import gpu_rungs
+from incluster.guardian.loop import Guardian, Hooks
+from incluster.guardian.policy import AttemptView, State, decide
+from incluster.guardian.settings import settings_from
+from jobs.guardian.settings import guardian_settings
+from tests.conftest import config_of
+from tests.incluster.test_guardian_preflight import _with_run_dir
+from tests.support.kube_stand_in import StandInApiServer, gpu_node, stand_in_api_server
+
+T0 = 1796126400.0
+"""When the attempt started."""
+
+POOL = "cloud.google.com/gke-nodepool"
+
+
+def on_pool(name: str, pool: str, ready: str = "True") -> dict:
+    """A GPU node of GKE node pool `pool`."""
+    node = gpu_node(name, ready, T0 - 300)
+    node["metadata"]["labels"][POOL] = pool
+    return node
+
+
+LADDER_NODES = [
+    on_pool("gke-grpo-dev-gpu-1a2b3c4d-k2x9", "gpu"),
+    on_pool("gke-grpo-dev-gpu-on-demand-5e6f7a8b-p0q1", "gpu-on-demand"),
+    on_pool("gke-grpo-dev-gpu-1a2b3c4d-gone", "gpu", ready="Unknown"),  # preempted, not yet deleted
+    on_pool("gke-grpo-dev-l4-pool-0f0f0f0f-zzzz", "l4-pool"),  # another pool's GPU node
+]
+"""A spot stack with the ladder [spot, on-demand]: one Ready node on each rung, a spot node no longer Ready, and a
+GPU node of a pool that is no rung's."""
+
+
+def ladder_settings(tmp_path, **gpu):
+    config = config_of("dev", gpu={"nodes": 2, **gpu})
+    settings = settings_from(guardian_settings(config), "test")
+    return replace(settings, submission=_with_run_dir(settings.submission, tmp_path))
+
+
+def test_the_ready_gpu_nodes_count_per_rung_and_another_pools_apart(tmp_path):
+    ladder = ladder_settings(tmp_path, capacity=["spot", "on-demand"])
+    assert gpu_rungs(LADDER_NODES, ladder) == {"rungs": {"spot": 1, "on-demand": 1}, "otherNodes": 1}
+    # without a ladder every GPU node is gpu.provisioning's, whatever its pool (Autopilot's nodes are in none of ours)
+    single = ladder_settings(tmp_path)
+    assert gpu_rungs(LADDER_NODES, single) == {"rungs": {"spot": 3}, "otherNodes": 0}
+
+
+def test_decide_records_a_running_attempts_rungs_once_and_a_deadline_stop_comes_first(tmp_path):
+    settings = ladder_settings(tmp_path, capacity=["spot", "on-demand"])
+    running = AttemptView(1, "RUNNING", start=T0)
+    read = {"rungs": {"spot": 1, "on-demand": 1}, "otherNodes": 1}
+    state = State(now=T0 + 10, settings=settings, newest=running, gpu_rungs=read)
+    action = decide(state)
+    assert (action.kind, action.event, action.details) == ("record", "gpu-rungs", read)
+    assert action.reason == "GPU nodes by rung: 1 spot, 1 on-demand; 1 of another pool"
+    assert decide(replace(state, recorded={"gpu-rungs": {}})).kind == "wait"
+    assert decide(replace(state, gpu_rungs=None)).kind == "wait"
+    assert decide(replace(state, newest=replace(running, status="PENDING"))).kind == "wait"
+    stopping = replace(state, recorded={"deadline-stop": {"details": {"step": 4}}})
+    assert decide(stopping).kind == "stop"
+
+
+class RunningHead:
+    """A stand-in Jobs API client whose one job is the run's attempt 1, RUNNING since T0."""
+
+    def __init__(self, run: str) -> None:
+        metadata = {"stack": "dev", "run": run, "attempt": "1"}
+        self.jobs = [SimpleNamespace(submission_id=f"{run}-1", status="RUNNING", metadata=metadata,
+                                     start_time=int(T0 * 1000), end_time=None, message="")]  # fmt: skip
+
+    def list_jobs(self) -> list[SimpleNamespace]:
+        return list(self.jobs)
+
+
+def test_the_guardian_reads_the_nodes_once_records_the_rungs_once_and_says_when_it_cannot(tmp_path, monkeypatch):
+    settings = ladder_settings(tmp_path, capacity=["spot", "on-demand"])
+    monkeypatch.setattr(job_client, "connect", lambda endpoint: RunningHead(settings.run))
+    monkeypatch.setattr(readiness, "ray_nodes", lambda endpoint: [])
+    server = StandInApiServer(nodes=LADDER_NODES)
+    reports: list[str] = []
+    with stand_in_api_server(server) as api:
+        proxy = f"{api.address}/api/v1/namespaces/grpo/services/grpo-head-svc:8265/proxy"
+        guard = Guardian(settings, Endpoint(proxy, api.endpoint.headers, True), Hooks(), reports.append,
+                         clock=lambda: T0 + 10)  # fmt: skip
+        for _ in range(3):
+            action = decide(guard.observe())
+            if action.kind == "record":
+                guard.apply(action)
+        node_reads = [call for call in server.calls if call[1] == "nodes"]
+    (entry,) = record.read(settings.run_dir)
+    assert (entry["attempt"], entry["event"]) == (1, "gpu-rungs")
+    assert entry["details"] == {"rungs": {"spot": 1, "on-demand": 1}, "otherNodes": 1}
+    # two reads on the first look, none after: the rungs' and the verl attempt's known end (refreshed every 5 min)
+    assert action.kind == "wait" and len(node_reads) == 2
+    assert reports == [
+        f"{settings.run}: attempt 1 gpu-rungs: GPU nodes by rung: 1 spot, 1 on-demand; 1 of another pool"
+    ]
+
+    # an API server that is gone: one progress line, nothing recorded, no second read for the same attempt
+    other = ladder_settings(tmp_path / "other", capacity=["spot", "on-demand"])
+    reports.clear()
+    guard = Guardian(other, Endpoint(proxy, api.endpoint.headers, True), Hooks(), reports.append,
+                     clock=lambda: T0 + 10)  # fmt: skip
+    assert decide(guard.observe()).kind == "wait" and decide(guard.observe()).kind == "wait"
+    assert record.read(other.run_dir) == []
+    (said,) = [line for line in reports if "rungs" in line]  # beside the deadline's own line
+    assert said.startswith(f"{other.run}: no rungs recorded for attempt 1: the API server at ")
+
+
+def test_no_ready_gpu_node_is_nothing_to_record(tmp_path, monkeypatch):
+    settings = ladder_settings(tmp_path, capacity=["spot", "on-demand"])
+    monkeypatch.setattr(job_client, "connect", lambda endpoint: RunningHead(settings.run))
+    monkeypatch.setattr(readiness, "ray_nodes", lambda endpoint: [])
+    server = StandInApiServer(nodes=[on_pool("gke-grpo-dev-gpu-1a2b3c4d-gone", "gpu", ready="False")])
+    with stand_in_api_server(server) as api:
+        proxy = f"{api.address}/api/v1/namespaces/grpo/services/grpo-head-svc:8265/proxy"
+        guard = Guardian(settings, Endpoint(proxy, api.endpoint.headers, True), Hooks(), lambda line: None,
+                         clock=lambda: T0 + 10)  # fmt: skip
+        assert guard.observe().gpu_rungs is None
+    assert record.read(settings.run_dir) == []
