@@ -35,6 +35,11 @@ TYPICAL_SECONDS: dict[str, tuple[float, str]] = {
     "kubernetes:batch/v1:Job": (15 * 60, f"{ESTIMATE}: the model, data and verl download of the staging Job"),
     "kubernetes:ray.io/v1:RayCluster": (10 * 60, f"{ESTIMATE}: Ray pods ready, a multi-GB image pulled on fresh nodes"),
     "pulumi-python:dynamic:Resource": (60, f"{ESTIMATE}: the GPU readiness gate and the submission"),
+    "restored-run": (
+        5,
+        f"{ESTIMATE}: the import of a parked run reads the parked bucket's marker; nothing is parked on a first up"
+        " (an import after parking takes as long as its bytes at the instance's throughput)",
+    ),
     "other": (5, ESTIMATE),
 }
 """Typical creation time and its source per kind of resource (see kind_of)."""
@@ -51,6 +56,8 @@ def kind_of(resource: Recorded) -> str:
         return "cluster"
     if resource.type.startswith(NETWORK_TYPES):
         return "network"
+    if resource.type == "pulumi-python:dynamic:Resource" and resource.name == "restored-run":
+        return "restored-run"
     return resource.type if resource.type in TYPICAL_SECONDS else "other"
 
 
