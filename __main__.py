@@ -5,7 +5,7 @@ import pulumi
 from core.config.problems import ConfigError
 from infra.stack import build_infra
 from jobs.spec.load import load_running_stack
-from jobs.stack import build_job
+from jobs.stack import build_job, with_restored_run
 from workloads.stack import build_workloads
 
 try:
@@ -16,6 +16,7 @@ for warning in loaded.warnings:
     pulumi.warn(warning)
 
 config = loaded.config
-infra = build_infra(config)
+infra = with_restored_run(config, build_infra(config))
 workloads = build_workloads(config, infra)
-build_job(config, infra, workloads)
+if workloads is not None:  # None while the Lustre storage is parked: no RayCluster, no guardian, no run
+    build_job(config, infra, workloads)

@@ -188,6 +188,14 @@ def lustre_names(prefix: str) -> LustreNames:
     )
 
 
+PARK_PREFIX = "parked/data/"
+"""Where the parked run lies in the stack's parked bucket: `/<path>` on Lustre is `parked/data/<path>/`."""
+
+PARK_MARKER = "parked/marker.json"
+"""The parked bucket's marker object: what `python -m jobs park` exported, when, at which step, and whether
+it has been imported back (jobs/runs/park.py)."""
+
+
 def gcloud_context_name(project: str, location: str, cluster: str) -> str:
     """The name `gcloud container clusters get-credentials` gives a cluster's kubeconfig entries."""
     return f"gke_{project}_{location}_{cluster}"

@@ -148,8 +148,11 @@ def head_hourly(config: StackConfig, prices: PriceCatalog) -> float | None:
 def storage_hourly(config: StackConfig, prices: PriceCatalog, model_size_b: float | None) -> float | None:
     """$/h of the stack's storage: a Lustre instance's whole capacity at its tier's price; a bucket's Standard
     storage of the model's bf16 weights (`model_size_b` billion parameters); each per GiB-month over the catalog's
-    hours a month. None where the catalog lacks the price or the model's size is unknown."""
+    hours a month; a parked Lustre stack (storage.parked) has no instance: 0 beside what its parked bucket holds,
+    which the plan cannot know. None where the catalog lacks the price or the model's size is unknown."""
     storage, region = config.storage, config.region
+    if storage.type == "lustre" and storage.parked:
+        return 0.0
     if storage.type == "lustre":
         rate = lustre_gib_month(prices, storage.throughput, region)
         return None if rate is None else storage.capacity_gib * rate / prices.hours_per_month

@@ -55,6 +55,12 @@ _STEP_NAMES = {
 }
 
 
+def step_of(name: str, framework: str) -> int | None:
+    """The step a directory named `name` holds for the framework (`global_step_<N>`, `step_<N>`), else None."""
+    match = _STEP_NAMES[framework].fullmatch(name)
+    return int(match.group(1)) if match is not None else None
+
+
 class CheckpointError(Exception):
     """Checkpoints exist but none is complete; the message is one line naming what is missing."""
 

@@ -49,10 +49,23 @@ class LustreStorage:
     """The filesystem name."""
     capacity_gib: int
     """The instance's capacity in GiB."""
+    instance_name: pulumi.Input[str] = ""
+    """`projects/<project>/locations/<zone>/instances/<id>`: the instance as Managed Lustre's API names it."""
+    uid: pulumi.Input[str] | None = None
+    """The instance's unique id: another instance has another."""
 
 
-StorageHandOff = GcsStorage | LustreStorage
-"""The shared storage the infrastructure created: a bucket or a Lustre instance."""
+@dataclass(frozen=True)
+class ParkedStorage:
+    """A Lustre stack's storage while parked (storage.parked): no instance, the run in the parked bucket; nothing
+    mounts it."""
+
+    bucket_name: pulumi.Input[str]
+    """The parked bucket's name."""
+
+
+StorageHandOff = GcsStorage | LustreStorage | ParkedStorage
+"""The shared storage the infrastructure created: a bucket, a Lustre instance, or a parked Lustre stack's bucket."""
 
 
 @dataclass(frozen=True)

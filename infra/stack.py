@@ -107,8 +107,10 @@ def build_infra(config: StackConfig) -> InfraOutputs:
     pulumi.export("kubeconfig", access.kubeconfig)
     if storage.bucket is not None:
         pulumi.export("bucket", storage.bucket.url)
-    else:
+    if storage.lustre is not None:
         pulumi.export("lustreMountPoint", storage.lustre.mount_point)
+    if storage.parked_bucket is not None:
+        pulumi.export("parkedBucket", storage.parked_bucket.url)
     pulumi.export("monitoringDashboardUrl", dashboard.url)
     pulumi.export(
         "dashboardCommand",

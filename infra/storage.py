@@ -3,6 +3,7 @@ instance on the cluster VPC. Either is kept on `pulumi destroy` when storage.kee
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 import pulumi
@@ -10,13 +11,13 @@ import pulumi_gcp as gcp
 
 from core import names
 from core.config.model import StackConfig
-from core.facts.gcp import BUCKET_OBJECT_ROLE, WORKLOAD_PRINCIPAL
+from core.facts.gcp import BUCKET_OBJECT_ROLE, LUSTRE_SERVICE_AGENT, LUSTRE_TRANSFER_ROLE, WORKLOAD_PRINCIPAL
 from core.facts.platform import PSA_DELETION_POLICY
 from core.resource_options import fixed_name_options
 from infra.apis import project_number
 from infra.cluster import lustre_port
 from infra.network import cidr_address, ingress_firewall_args
-from infra.outputs import GcsStorage, LustreStorage, StorageHandOff
+from infra.outputs import GcsStorage, LustreStorage, ParkedStorage, StorageHandOff
 
 
 def workload_principal(project: str, project_number: str, ksa: str = names.RAY_SERVICE_ACCOUNT) -> str:
@@ -31,6 +32,43 @@ def bucket_accounts(config: StackConfig) -> dict[str, str]:
     if config.job.recover:
         accounts["guardian"] = names.GUARDIAN
     return accounts
+
+
+def lustre_agent_member(project_number: str) -> str:
+    """The IAM member of the project's Managed Lustre service agent, which moves exportData's and importData's data."""
+    return f"serviceAccount:{LUSTRE_SERVICE_AGENT.format(number=project_number)}"
+
+
+def park_refusal(marker_text: str | None, config: StackConfig) -> str | None:
+    """Why `pulumi up` with storage.parked true must not delete the Lustre instance: no marker in the parked bucket,
+    or one that does not say parked (the run was imported back since); None when the run is parked."""
+    command = f"python -m jobs park --stack {config.stack}"
+    where = f"gs://{config.parked_bucket_name}/{names.PARK_MARKER}"
+    if marker_text is None:
+        return (
+            f"grpo-gke:storage.parked is true but {where} does not exist: the run is not parked, and deleting the"
+            f" Lustre instance would lose it; run {command} first (or set storage.parked false)"
+        )
+    try:
+        state = json.loads(marker_text).get("state")
+    except (ValueError, AttributeError):
+        state = None
+    if state != "parked":
+        return (
+            f"grpo-gke:storage.parked is true but {where} says {state!r}, not 'parked': the run on the instance is"
+            f" newer than the bucket's; run {command} first (or set storage.parked false)"
+        )
+    return None
+
+
+def read_park_marker(config: StackConfig) -> str | None:
+    """The parked bucket's marker object, read at `pulumi up` through the provider (getBucketObjectContent); None when
+    the provider cannot read it (no bucket or no object: the Terraform data source fails for either)."""
+    try:
+        result = gcp.storage.get_bucket_object_content(bucket=config.parked_bucket_name, name=names.PARK_MARKER)
+    except Exception:  # noqa: BLE001 - a failed invoke raises a plain Exception naming the provider's error
+        return None
+    return result.content
 
 
 @dataclass(frozen=True)
@@ -61,6 +99,9 @@ class Storage(pulumi.ComponentResource):
     hand_off: StorageHandOff
     """What the workloads mount: the bucket, or the Lustre instance."""
 
+    parked_bucket: gcp.storage.Bucket | None = None
+    lustre_agent_grant: gcp.storage.BucketIAMMember | None = None
+
     def __init__(self, name: str, args: StorageArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("grpo-gke:infra:Storage", name, None, opts)
         if args.config.storage.type == "gcs":
@@ -71,10 +112,12 @@ class Storage(pulumi.ComponentResource):
 
     @property
     def ready(self) -> list[pulumi.Resource]:
-        """What a pod mounting the storage waits for."""
+        """What a pod mounting the storage waits for (nothing while parked: no pod mounts it)."""
         if self.bucket_grants:
             return list(self.bucket_grants)
-        return [self.lustre, self.lustre_firewall]
+        if self.lustre is None:
+            return []
+        return [self.lustre, self.lustre_firewall, self.lustre_agent_grant]
 
     def _bucket(self, args: StorageArgs) -> None:
         config = args.config
@@ -157,6 +200,14 @@ class Storage(pulumi.ComponentResource):
             ),
             opts=fixed_name_options(parent=self),
         )
+        self._parked_bucket(args)
+        if config.storage.parked:
+            refusal = park_refusal(read_park_marker(config), config)
+            if refusal is not None:
+                raise pulumi.RunError(refusal)
+            self._agent_grant(args, [])
+            self.hand_off = ParkedStorage(bucket_name=self.parked_bucket.name)
+            return
         self.lustre = gcp.lustre.Instance(
             lustre.instance_id,
             gcp.lustre.InstanceArgs(
@@ -175,9 +226,50 @@ class Storage(pulumi.ComponentResource):
                 retain_on_delete=keep,
             ),
         )
+        self._agent_grant(args, [self.lustre])
         self.hand_off = LustreStorage(
             instance_id=self.lustre.instance_id,
             mount_point=self.lustre.mount_point,
             filesystem=lustre.filesystem,
             capacity_gib=config.storage.capacity_gib,
+            instance_name=self.lustre.instance_id.apply(
+                lambda instance: f"projects/{config.project}/locations/{config.zone}/instances/{instance}"
+            ),
+            uid=self.lustre.uid,
+        )
+
+    def _parked_bucket(self, args: StorageArgs) -> None:
+        """The bucket `python -m jobs park` exports the run to. Always
+        kept on `pulumi destroy` (retainOnDelete, no forceDestroy): it may hold the only copy of a parked run.
+        Hierarchical namespace: such buckets transfer faster to and from Managed Lustre (transfer-data page)."""
+        config = args.config
+        self.parked_bucket = gcp.storage.Bucket(
+            config.parked_bucket_name,
+            gcp.storage.BucketArgs(
+                name=config.parked_bucket_name,
+                project=config.project,
+                location=config.region,
+                uniform_bucket_level_access=True,
+                hierarchical_namespace=gcp.storage.BucketHierarchicalNamespaceArgs(enabled=True),
+                public_access_prevention="enforced",
+                force_destroy=False,
+            ),
+            opts=fixed_name_options(
+                parent=self, depends_on=[args.apis["storage.googleapis.com"]], retain_on_delete=True
+            ),
+        )
+
+    def _agent_grant(self, args: StorageArgs, waits_for: list[pulumi.Resource]) -> None:
+        """The Lustre service agent's role on the parked bucket. The agent exists once the project's first instance
+        does (transfer-data page): the grant waits for ours, and stays while parked."""
+        config = args.config
+        number = project_number(config.project, args.apis, self)
+        self.lustre_agent_grant = gcp.storage.BucketIAMMember(
+            f"{config.parked_bucket_name}-lustre-agent",
+            gcp.storage.BucketIAMMemberArgs(
+                bucket=self.parked_bucket.name,
+                role=LUSTRE_TRANSFER_ROLE,
+                member=number.apply(lustre_agent_member),
+            ),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=waits_for),
         )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pulumi
@@ -10,11 +10,12 @@ import pulumi.dynamic
 
 from core.config.model import StackConfig
 from incluster.shipping import shipped_files
-from infra.outputs import GcsStorage, InfraOutputs
+from infra.outputs import GcsStorage, InfraOutputs, LustreStorage
 from jobs.guardian.objects import RunGuardian, RunGuardianArgs
 from jobs.guardian.settings import guardian_settings
 from jobs.preflight.settings import preflight_template
 from jobs.runs.export import export_uri
+from jobs.runs.restore_provider import RestoredRun, RestoredRunArgs
 from jobs.spec.training import submission_for
 from jobs.submit.provider import JobProvider
 from jobs.submit.target import job_command
@@ -108,6 +109,23 @@ def build_guardian(config: StackConfig, infra: InfraOutputs, workloads: Workload
         deployment_needs=[workloads.ray_cluster, *infra.storage_ready],
     )
     return RunGuardian("guardian", args)
+
+
+def with_restored_run(config: StackConfig, infra: InfraOutputs) -> InfraOutputs:
+    """On a Lustre stack, the import of a parked run (jobs/runs/restore_provider.py) after the instance and the Lustre
+    agent's grant, and `infra` with it among what a pod mounting the storage waits for; `infra` unchanged otherwise."""
+    if not isinstance(infra.storage, LustreStorage):
+        return infra
+    restored = RestoredRun(
+        "restored-run",
+        RestoredRunArgs(
+            bucket=config.parked_bucket_name,
+            instance=infra.storage.instance_name,
+            instance_uid=infra.storage.uid,
+        ),
+        pulumi.ResourceOptions(depends_on=list(infra.storage_ready)),
+    )
+    return replace(infra, storage_ready=[*infra.storage_ready, restored])
 
 
 def build_job(config: StackConfig, infra: InfraOutputs, workloads: WorkloadOutputs) -> None:

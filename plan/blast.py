@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -218,6 +219,13 @@ def _property_dependencies(resource: Mapping[str, Any]) -> dict[str, list[str]]:
     return {key: list(resource.get("dependsOn", ())) for key in resource.get("inputs", {})}
 
 
+PARKED_LABELS = {
+    "gcp:storage/bucket:Bucket": "the parked bucket",
+    "gcp:storage/bucketIAMMember:BucketIAMMember": "the parked bucket's Lustre grant",
+}
+"""How the one-line effect names a Lustre stack's parked bucket (core/config/model.py parked_bucket_name) and the
+Lustre service agent's grant on it (infra/storage.py)."""
+
 GUARDIAN_LABEL = "the run guardian"
 """How the one-line effect names every Kubernetes object of the run guardian (their names start with
 names.GUARDIAN)."""
@@ -228,6 +236,8 @@ def _label(resource: Mapping[str, Any]) -> str:
         return GUARDIAN_LABEL
     if resource["type"] == NODE_POOL_TYPE:
         return f"the {resource['inputs'].get('name', resource['name'])} node pool"
+    if resource["type"] in PARKED_LABELS and re.search(r"-parked-[0-9a-f]{8}(-lustre-agent)?$", resource["name"]):
+        return PARKED_LABELS[resource["type"]]
     return LABELS.get(resource["type"], resource["type"])
 
 
@@ -363,7 +373,10 @@ def _job_verdict(
 ) -> tuple[str, str]:
     """What becomes of the running job (one of JOB_OUTCOMES), and the clause that says why."""
     restarts, stops, starts, loses, goes_on = JOB_OUTCOMES
-    jobs = sorted(urn for urn, r in (old | new).items() if r["type"] == DYNAMIC_TYPE)
+    # The run's submission, not the import of a parked run (jobs/runs/restore_provider.py), the other dynamic resource.
+    jobs = sorted(
+        urn for urn, r in (old | new).items() if r["type"] == DYNAMIC_TYPE and "submission" in r.get("inputs", {})
+    )
     if not jobs:
         return goes_on, "the stack submits no job (job.submit is false)"
     urn = jobs[0]

@@ -15,7 +15,7 @@ from pulumi.runtime.sync_await import _sync_await
 
 from core.config.model import PROJECT_NAMESPACE
 from core.stackfile import read_stack_file, stack_file
-from plan.mocks import OfflineMocks
+from plan.mocks import FAKE_PARK_MARKER, OfflineMocks
 from plan.monitor import SECRET_PLACEHOLDER, Recorded, RecordingMonitor, wire_value
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -85,12 +85,18 @@ class _EngineLog(logging.Handler):
         self.messages.append(record.getMessage())
 
 
-def run_values(values: Mapping[str, str], secret_keys: Iterable[str] = (), stack: str = "test") -> Recording:
-    """Run `__main__.py` for raw config values (`ns:key` -> string) and return what it registered.
+def run_values(
+    values: Mapping[str, str],
+    secret_keys: Iterable[str] = (),
+    stack: str = "test",
+    park_marker: str | None = FAKE_PARK_MARKER,
+) -> Recording:
+    """Run `__main__.py` for raw config values (`ns:key` -> string) and return what it registered; `park_marker`
+    is the parked bucket's marker as the mocked provider reads it (None: there is none).
 
     A refused config raises `pulumi.RunError` from the program, before any resource.
     """
-    mocks = OfflineMocks()
+    mocks = OfflineMocks(park_marker)
     monitor = RecordingMonitor(mocks, project=PROJECT_NAMESPACE, stack=stack)
     engine_log = _EngineLog()
     logger = logging.getLogger(f"grpo-gke.plan.{stack}")

@@ -62,12 +62,21 @@ def _merged(computed: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
     return state
 
 
+FAKE_PARK_MARKER = '{"run": "offline", "state": "parked", "step": 1}\n'
+"""The parked bucket's marker offline (jobs/runs/park.py writes the real one): a parked stack plans as parked."""
+
+PARK_MARKER_TOKEN = "gcp:storage/getBucketObjectContent:getBucketObjectContent"
+"""The provider function the program reads the park marker with (infra/storage.py read_park_marker)."""
+
+
 class OfflineMocks(pulumi.runtime.Mocks):
     """Mocks that echo inputs and add fixed computed outputs per resource type."""
 
-    def __init__(self) -> None:
+    def __init__(self, park_marker: str | None = FAKE_PARK_MARKER) -> None:
         self.invoked: set[str] = set()
         """Tokens of the provider functions the program called."""
+        self.park_marker = park_marker
+        """The parked bucket's marker object's text; None: there is none (the provider's read fails)."""
 
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict]:
         """Give every resource a stable id and its inputs plus computed outputs."""
@@ -84,4 +93,10 @@ class OfflineMocks(pulumi.runtime.Mocks):
                 "name": project,
                 "id": f"projects/{project}",
             }, []
+        if args.token == PARK_MARKER_TOKEN:
+            if self.park_marker is None:
+                # As the engine answers a failed provider function: a failure, which the SDK raises in the program.
+                missing = f"googleapi: Error 404: No such object: {args.args.get('bucket')}/{args.args.get('name')}"
+                return {}, [("name", missing)]
+            return {"bucket": args.args.get("bucket"), "name": args.args.get("name"), "content": self.park_marker}, []
         return {}, []

@@ -75,6 +75,9 @@ class CostEstimate:
     """Where the catalog prices the same GPU node lower and the stack could move, or None."""
     rungs: tuple[RungCost, ...] = ()
     """With `gpu.capacity`: the GPU nodes' $/h on each rung, in the ladder's order; empty without a ladder."""
+    parked_per_tib: float | None = None
+    """A Lustre stack: $/h per TiB its parked bucket holds while parked (storage.parked), None without a price or
+    for a bucket stack (nothing to park)."""
 
     @property
     def best_hourly(self) -> float | None:
@@ -159,9 +162,29 @@ def _head_line(config: StackConfig, prices: PriceCatalog) -> CostLine:
     return CostLine("head", f"1 x {machine} on-demand in {config.region}", rate)
 
 
+def parked_per_tib(config: StackConfig, prices: PriceCatalog) -> float | None:
+    """$/h per TiB a Lustre stack's parked bucket holds (Cloud Storage Standard in its region: the bucket sets no class,
+    infra/storage.py); None for a bucket stack or without a price."""
+    rate = gcs_gib_month(prices, config.region)
+    if config.storage.type != "lustre" or rate is None:
+        return None
+    return 1024 * rate / prices.hours_per_month
+
+
 def _storage_line(config: StackConfig, prices: PriceCatalog) -> CostLine:
     hours, region = prices.hours_per_month, config.region
     storage = config.storage
+    if storage.parked:
+        per_tib = parked_per_tib(config, prices)
+        if per_tib is None:
+            return CostLine(
+                "storage", no_price(f"the parked bucket (Cloud Storage Standard in {region})", prices), None
+            )
+        what = (
+            f"parked: no Lustre instance; the parked bucket bills what it holds, {_dollars(per_tib)}/h per TiB"
+            f" (Cloud Storage Standard in {region} at ${gcs_gib_month(prices, region)}/GiB-month over {hours} h)"
+        )
+        return CostLine("storage", what, 0.0)
     if storage.type == "lustre":
         tier = f"Managed Lustre at {storage.throughput} MB/s/TiB in {region}"
         rate = lustre_gib_month(prices, storage.throughput, region)
@@ -253,7 +276,14 @@ def estimate(config: StackConfig, prices: PriceCatalog) -> CostEstimate:
     lines = (_gpu_line(config, prices), _head_line(config, prices), _storage_line(config, prices))
     rungs = tuple(_rung_cost(config, prices, rung) for rung in config.gpu.capacity or ())
     idle = idle_bill(config, prices, model_size_b(config.workload))
-    return CostEstimate(prices.date, lines, idle, elsewhere=cheaper_elsewhere(config, prices), rungs=rungs)
+    return CostEstimate(
+        catalog_date=prices.date,
+        lines=lines,
+        idle=idle,
+        elsewhere=cheaper_elsewhere(config, prices),
+        rungs=rungs,
+        parked_per_tib=parked_per_tib(config, prices),
+    )
 
 
 def ladder_lines(cost: CostEstimate) -> list[str]:
@@ -340,6 +370,9 @@ def render_cost_json(cost: CostEstimate) -> str:
         "idleParts": list(IDLE_PARTS),
         "idleUnpriced": list(cost.idle_unpriced),
     }
+    if cost.parked_per_tib is not None:
+        # A Lustre stack: what its parked bucket bills per TiB it holds, once parked (docs/up-and-destroy.md).
+        document["parkedHourlyPerTib"] = round(cost.parked_per_tib, 8)
     if cost.rungs:
         document["ladder"] = {
             "rungs": [

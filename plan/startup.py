@@ -82,6 +82,8 @@ def kind_of(resource: Recorded) -> str:
         return RAYCLUSTER_READY
     if resource.type.startswith(NETWORK_TYPES):
         return "network"
+    if resource.type == "pulumi-python:dynamic:Resource" and resource.name == "restored-run":
+        return "restored-run"
     return resource.type if resource.type in RESOURCE_CREATION_SECONDS else "other"
 
 

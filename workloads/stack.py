@@ -5,7 +5,7 @@ from __future__ import annotations
 import pulumi
 
 from core.config.model import StackConfig
-from infra.outputs import InfraOutputs
+from infra.outputs import InfraOutputs, ParkedStorage
 from workloads.computeclass import GpuComputeClass, GpuComputeClassArgs
 from workloads.gib import GibInstaller, GibInstallerArgs
 from workloads.identity import Identity, IdentityArgs
@@ -33,9 +33,10 @@ def _secret_env(config: StackConfig) -> dict[str, pulumi.Output[str]]:
     return {name: pulumi.Output.secret(value.get_secret_value()) for name, value in config.secret_env.items()}
 
 
-def build_workloads(config: StackConfig, infra: InfraOutputs) -> WorkloadOutputs:
+def build_workloads(config: StackConfig, infra: InfraOutputs) -> WorkloadOutputs | None:
     """Network objects, gIB installer, identity, NetworkPolicies, storage, staging Job and RayCluster, in
-    that order of need."""
+    that order of need; while the Lustre storage is parked (storage.parked) nothing that mounts it (the volume and
+    its claim, the staging Job, the RayCluster): None."""
     provider = infra.k8s_provider
     cluster = list(infra.cluster_ready)
     networks = GkeNetworks(
@@ -59,6 +60,8 @@ def build_workloads(config: StackConfig, infra: InfraOutputs) -> WorkloadOutputs
     )
     # The namespace is closed before any pod starts in it: the head's ports are never open to the cluster.
     policies = NetworkPolicies("network-policies", NetworkPoliciesArgs(provider=provider, namespace=identity.namespace))
+    if isinstance(infra.storage, ParkedStorage):
+        return None
     shared = SharedStorage(
         "shared-storage",
         SharedStorageArgs(

@@ -4,6 +4,7 @@ provider's own keys; every key under `grpo-gke:` must be known to `StackConfig`.
 
 from __future__ import annotations
 
+import hashlib
 import ipaddress
 import re
 from collections.abc import Mapping
@@ -245,6 +246,11 @@ class StorageConfig(_Section):
     capacity_gib: int | None = Field(None, description="Lustre capacity in GiB (lustre).")
     throughput: int | None = Field(None, description="Lustre MB/s per TiB (lustre): 125, 250, 500 or 1000.")
     keep_on_destroy: bool = Field(True, description="Keep the bucket or Lustre instance on `pulumi destroy`.")
+    parked: bool = Field(
+        False,
+        description="Lustre parked: the instance and what mounts it deleted, the run kept in the parked bucket"
+        " (run `python -m jobs park` first); false again recreates them and imports the run back.",
+    )
 
     @field_validator("throughput")
     @classmethod
@@ -602,6 +608,13 @@ class StackConfig(_Section):
     def bucket_name(self) -> str:
         """The bucket name (gcs): configured, or derived from project and stack."""
         return self.storage.bucket or sanitize_name(f"{self.project}-grpo-{self.stack}", 63)
+
+    @property
+    def parked_bucket_name(self) -> str:
+        """The bucket a Lustre stack parks its run in: `<cluster>-parked-<8 hex of the project id's SHA-256>` (bucket
+        names are global; the project id itself may hold words a bucket name must not, such as `google`)."""
+        digest = hashlib.sha256(self.project.encode()).hexdigest()[:8]
+        return sanitize_name(f"{self.cluster_name}-parked-{digest}", 63)
 
     @property
     def gpu_machine(self) -> GpuMachine:

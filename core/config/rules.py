@@ -227,6 +227,24 @@ def _storage_problems(cfg: StackConfig) -> list[Problem]:
                     "storage.capacityGib",
                     f"must be a multiple of {tier.step_gib} at {storage.throughput} MB/s per TiB, got {storage.capacity_gib}",
                 )
+    if storage.parked and storage.type != "lustre":
+        add(
+            "storage.parked",
+            "is only for storage.type 'lustre': a bucket bills only what it holds, so there is nothing to park",
+        )
+    elif storage.parked and storage.keep_on_destroy:
+        # pulumi v3.259.0 pkg/resource/deploy/step.go L661: a resource dropped from the program is deleted unless
+        # its *recorded* retainOnDelete says keep, so the up before parking must already have recorded false.
+        add(
+            "storage.parked",
+            "needs storage.keepOnDestroy false, recorded by an earlier pulumi up: with it true Pulumi drops the"
+            " Lustre instance from the state and leaves it billing; set keepOnDestroy false and run pulumi up"
+            " (an in-place update), then set parked true",
+        )
+    if storage.type == "lustre":
+        problem = bucket_name_problem(cfg.parked_bucket_name)
+        if problem:
+            add("cluster.name", f"the parked bucket's name derived from project and cluster is invalid ({problem})")
     if storage.type == "gcs" and storage.bucket is None:
         problem = bucket_name_problem(cfg.bucket_name)
         if problem:

@@ -39,6 +39,27 @@ WORKLOAD_PRINCIPAL = (
 BUCKET_OBJECT_ROLE = "roles/storage.objectUser"
 """Role of the Ray pods on the bucket (DOC-VERL; gcp-infrastructure.md §1 row 12)."""
 
+LUSTRE_SERVICE_AGENT = "service-{number}@gcp-sa-lustre.iam.gserviceaccount.com"
+"""The Managed Lustre service agent, made when the project's first instance is created; it moves the data of
+exportData and importData (managed-lustre/docs/transfer-data, "Permissions for the Managed Lustre service agent",
+read 2026-12-02)."""
+
+LUSTRE_TRANSFER_ROLE = "roles/storage.objectUser"
+"""The role the Lustre service agent needs on a bucket to transfer both ways (roles/storage.objectViewer only
+imports; managed-lustre/docs/transfer-data, "Grant permissions", read 2026-12-02)."""
+
+LUSTRE_API = "https://lustre.googleapis.com/v1"
+"""Managed Lustre's REST endpoint: `POST {name}:exportData` and `:importData` answer a long-running Operation,
+read with `GET {operation name}` (managed-lustre/docs/reference/rest/v1/projects.locations.instances/exportData,
+importData; projects.locations.operations/get; read 2026-12-02)."""
+
+STORAGE_API = "https://storage.googleapis.com/storage/v1"
+"""Cloud Storage's JSON API: objects.list, objects.get with `alt=media`; uploads under
+`https://storage.googleapis.com/upload/storage/v1` (cloud.google.com/storage/docs/json_api/v1/objects)."""
+
+STORAGE_UPLOAD_API = "https://storage.googleapis.com/upload/storage/v1"
+"""Cloud Storage's JSON API for uploads (`uploadType=media`; storage/docs/json_api/v1/objects/insert)."""
+
 GPU_TAINT_KEY = "nvidia.com/gpu"
 """Taint of GPU nodes that the Ray workers tolerate (KES ray-cluster-*.yaml; K8 in
 gcp-infrastructure.md §2)."""

@@ -50,6 +50,12 @@ RESOURCE_CREATION_SECONDS: dict[str, Figure] = {
         15 * 60, f"{ESTIMATE}: the model, data and verl download of the staging Job", False
     ),
     "pulumi-python:dynamic:Resource": Figure(60, f"{ESTIMATE}: the GPU readiness gate and the submission", False),
+    "restored-run": Figure(
+        5,
+        f"{ESTIMATE}: the import of a parked run reads the parked bucket's marker; nothing is parked on a first up"
+        " (an import after parking takes as long as its bytes at the instance's throughput)",
+        False,
+    ),
     "other": Figure(5, ESTIMATE, False),
 }
 """Typical creation time per kind of resource (plan/startup.py kind_of). The RayCluster is not here: `pulumi up`

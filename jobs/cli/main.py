@@ -1,6 +1,6 @@
 """Submit, follow, inspect, plot and export the stack's GRPO run on its Ray cluster, and guard it.
 
-`.venv/bin/python -m jobs validate|submit|status|logs|list|stop|plot|export|preflight|guard --stack NAME [--address URL]`.
+`.venv/bin/python -m jobs validate|submit|status|logs|list|stop|plot|export|preflight|park|guard --stack NAME [--address URL]`.
 Without `--address` the CLI reaches the stack's cluster the way the post-deploy step does:
 the API server's service proxy to the Ray head service, with the cluster and Google access
 token of the kubeconfig's `gke_<project>_<region>_<cluster>` context (`--kubeconfig`, default
@@ -23,7 +23,9 @@ from incluster import guardian, job_client
 from jobs.cli.checks import cmd_preflight, cmd_validate
 from jobs.cli.follow import Interrupted, cmd_list, cmd_logs, cmd_stop, cmd_submit
 from jobs.cli.lines import first_line
+from jobs.cli.park import DEFAULT_DEADLINE_SECONDS, cmd_park
 from jobs.cli.runs import cmd_export, cmd_plot, cmd_status
+from jobs.runs.lustre_transfer import TransferError
 from jobs.submit import access
 from jobs.submit.target import PROGRAM, UsageError, load_stack
 
@@ -56,13 +58,14 @@ COMMANDS = {
     "plot": cmd_plot,
     "export": cmd_export,
     "preflight": cmd_preflight,
+    "park": cmd_park,
 }
 """Handler of each subcommand, in the order `--help` lists them (then `guard`, the run guardian)."""
 
 REACHES_THE_CLUSTER = frozenset(COMMANDS) - {"validate"}
 """Subcommands that talk to the Ray dashboard: they take --address, --kubeconfig and --context."""
 
-USES_DATA_ROOT = frozenset({"submit", "status", "list", "plot", "export", "preflight"})
+USES_DATA_ROOT = frozenset({"submit", "status", "list", "plot", "export", "preflight", "park"})
 """Subcommands that read or place the run's files on the shared storage: they take --data-root."""
 
 
@@ -123,6 +126,12 @@ def parser() -> argparse.ArgumentParser:
     made["preflight"].add_argument(
         "--mode", choices=("full", "gpu"), help="default: job.preflight, else full on 2+ nodes"
     )
+    made["park"].add_argument(
+        "--deadline",
+        type=float,
+        default=DEFAULT_DEADLINE_SECONDS,
+        help=f"seconds to wait for each transfer (default: {DEFAULT_DEADLINE_SECONDS:g})",
+    )
     return top
 
 
@@ -137,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
             args.data_root = checked_data_root(args.data_root)
         config = load_stack(args.stack, Path(args.dir), checks_the_job(args))
         return COMMANDS[args.command](args, config)
-    except (UsageError, StackFileError, access.AccessError, job_client.JobError) as error:
+    except (UsageError, StackFileError, access.AccessError, job_client.JobError, TransferError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     except ConfigError as error:

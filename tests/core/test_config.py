@@ -634,6 +634,30 @@ STORAGE = [
         "grpo-gke:storage.keepOnDestroy: must be true or false, got 1",
     ),
     ok("keep-on-destroy-text-false", {"grpo-gke:storage.keepOnDestroy": "false"}),
+    ok(
+        "lustre-parked",
+        {"grpo-gke:storage": {**LUSTRE["grpo-gke:storage"], "keepOnDestroy": False, "parked": True}},
+    ),
+    ok("lustre-unparked", {"grpo-gke:storage": {**LUSTRE["grpo-gke:storage"], "parked": False}}),
+    bad(
+        "gcs-parked",
+        {"grpo-gke:storage.parked": True, "grpo-gke:storage.keepOnDestroy": False},
+        "grpo-gke:storage.parked: is only for storage.type 'lustre': a bucket bills only what it holds, so there is"
+        " nothing to park",
+    ),
+    bad(
+        "lustre-parked-kept-on-destroy",
+        {"grpo-gke:storage": {**LUSTRE["grpo-gke:storage"], "parked": True}},
+        "grpo-gke:storage.parked: needs storage.keepOnDestroy false, recorded by an earlier pulumi up: with it true"
+        " Pulumi drops the Lustre instance from the state and leaves it billing; set keepOnDestroy false and run"
+        " pulumi up (an in-place update), then set parked true",
+    ),
+    bad(
+        "lustre-parked-bucket-name",
+        {**LUSTRE, "grpo-gke:cluster": {"name": "my-google-grpo"}},
+        "grpo-gke:cluster.name: the parked bucket's name derived from project and cluster is invalid (must not start"
+        " with 'goog' or contain 'google', got 'my-google-grpo-parked-7b5ca2ad')",
+    ),
 ]
 
 LUSTRE_TIERS = [

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from infra.apis import required_services, service_resource_name
-from tests.conftest import COMBINATIONS
+from tests.conftest import COMBINATIONS, combination_config
 from tests.infra.conftest import depends_on
 
 SERVICE = "gcp:projects/service:Service"
@@ -67,4 +67,8 @@ def test_only_the_resources_that_call_an_api_wait_for_it(infra_run, storage):
     else:
         expected["servicenetworking"] = {"Connection/grpo-test-lustre-peering"}
         expected["lustre"] = {"Instance/grpo-test-lustre"}
+        # The bucket a Lustre stack parks its run in (storage.parked), and the Lustre service agent's grant on it.
+        parked = combination_config("standard", "h200", "lustre").parked_bucket_name
+        expected["storage"] = {f"Bucket/{parked}"}
+        expected["cloudresourcemanager"] |= {f"BucketIAMMember/{parked}-lustre-agent"}
     assert waiting == expected

@@ -131,6 +131,13 @@ def test_every_edge_has_a_reason_autopilot_lustre(infra_run):
         ("Connection", "grpo-test-lustre-peering"): {"grpo-test-lustre-psa", "grpo-test-net", "servicenetworking"},
         ("Firewall", "grpo-test-lustre-lnet"): {"grpo-test-net"},
         ("Instance", "grpo-test-lustre"): {"grpo-test-lustre-peering", "grpo-test-net", "lustre"},
+        # The parked bucket; the Lustre agent's grant waits for the instance, whose creation makes the agent.
+        ("Bucket", "grpo-test-parked-7b5ca2ad"): {"storage"},
+        ("BucketIAMMember", "grpo-test-parked-7b5ca2ad-lustre-agent"): {
+            "cloudresourcemanager",
+            "grpo-test-lustre",
+            "grpo-test-parked-7b5ca2ad",
+        },
         ("kubernetes", "gke"): {"grpo-test", "grpo-test-nat"},
         # Autopilot's own GPU nodes attach to these subnets: destroy must remove the cluster first.
         ("Cluster", "grpo-test"): NETWORK_EDGES[("Cluster", "grpo-test")] | {"grpo-test-gvnic-sub", *RDMA_SUBNETS},

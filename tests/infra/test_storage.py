@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import re
 
+import pulumi
 import pytest
 
 from core import names
+from core.config.model import StackConfig
 from core.names import lustre_names
-from infra.storage import workload_principal
+from infra.storage import park_refusal, workload_principal
+from plan.harness import run_values
 from plan.mocks import FAKE_PROJECT_NUMBER
-from tests.conftest import MODES
+from tests.conftest import MODES, combination_values
 from tests.infra.conftest import all_dependencies, depends_on
 
 BUCKET = "gcp:storage/bucket:Bucket"
@@ -22,6 +25,8 @@ FIREWALL = "gcp:compute/firewall:Firewall"
 LUSTRE = "gcp:lustre/instance:Instance"
 NETWORK = "gcp:compute/network:Network"
 CLUSTER_URN_SUFFIX = "gcp:container/cluster:Cluster::grpo-test"
+PARKED_BUCKET = "grpo-test-parked-7b5ca2ad"
+"""The parked bucket of the test stack (cluster grpo-test, project my-grpo-project)."""
 
 
 def test_workload_principal_names_the_ray_service_account_in_its_namespace():
@@ -128,7 +133,21 @@ def test_lustre_private_service_access_firewall_and_instance(infra_run, mode):
         "perUnitStorageThroughput": "1000",
         "project": "my-grpo-project",
     }
-    assert not recording.by_type(BUCKET) and not recording.by_type(GRANT)
+    parked = recording.one(BUCKET)
+    assert (parked.name, parked.inputs["location"], parked.inputs["forceDestroy"]) == (
+        PARKED_BUCKET,
+        "us-central1",
+        False,
+    )
+    assert parked.inputs["hierarchicalNamespace"] == {"enabled": True}
+    assert parked.inputs["publicAccessPrevention"] == "enforced"
+    grant = recording.one(GRANT)
+    assert grant.inputs == {
+        "bucket": PARKED_BUCKET,
+        "member": f"serviceAccount:service-{FAKE_PROJECT_NUMBER}@gcp-sa-lustre.iam.gserviceaccount.com",
+        "role": "roles/storage.objectUser",
+    }
+    assert instance.urn in grant.depends_on, "the service agent exists once the project's first instance does"
 
 
 def test_lustre_uses_the_legacy_port_below_the_default_port_floor(infra_run):
@@ -147,7 +166,7 @@ def test_a_kept_lustre_instance_keeps_what_it_needs_to_stay_reachable(infra_run,
         (PEERING, "grpo-test-lustre-peering"),
         (NETWORK, "grpo-test-net"),
     }
-    assert kept == (expected if keep else set())
+    assert kept == (expected if keep else set()) | {(BUCKET, PARKED_BUCKET)}, "the parked bucket is always kept"
     assert not any(resource.protect for resource in recording.resources)
 
 
@@ -172,3 +191,82 @@ def test_destroy_deletes_lustre_then_its_connection_then_the_range_and_the_vpc(i
     assert {address.urn, vpc.urn} <= all_dependencies(recording, peering)
     assert instance.urn not in all_dependencies(recording, peering)
     assert peering.inputs.get("deletionPolicy") == (None if keep else "REMOVE_PEERING")
+
+
+PARKED = {"keepOnDestroy": False, "parked": True}
+"""storage.parked on a Lustre stack whose instance is no longer kept on destroy."""
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_parked_stack_has_no_instance_nor_anything_mounting_it_and_keeps_the_rest(infra_run, mode):
+    running = infra_run(mode, "b200", "lustre", storage={"keepOnDestroy": False})
+    parked = infra_run(mode, "b200", "lustre", storage=PARKED)
+    gone = {(r.type, r.name) for r in running.resources} - {(r.type, r.name) for r in parked.resources}
+    assert {(kind, name) for kind, name in gone if not kind.startswith("grpo-gke:")} == {
+        (LUSTRE, "grpo-test-lustre"),
+        # what mounts it: the volume and its claim, the staging Job, the RayCluster
+        ("kubernetes:core/v1:PersistentVolume", "grpo-data-volume"),
+        ("kubernetes:core/v1:PersistentVolumeClaim", "grpo-data"),
+        ("kubernetes:batch/v1:Job", "grpo-staging"),
+        ("kubernetes:core/v1:ConfigMap", "grpo-staging-script"),
+        ("kubernetes:ray.io/v1:RayCluster", "grpo"),
+        # the run guardian (it mounts the claim) and the run's submission (it needs the RayCluster)
+        ("kubernetes:apps/v1:Deployment", "grpo-guardian"),
+        ("kubernetes:core/v1:ConfigMap", "grpo-guardian-code"),
+        ("kubernetes:core/v1:ConfigMap", "grpo-guardian-settings"),
+        ("kubernetes:core/v1:ServiceAccount", "grpo-guardian"),
+        ("kubernetes:rbac.authorization.k8s.io/v1:ClusterRole", "grpo-guardian-nodes"),
+        ("kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding", "grpo-guardian-nodes"),
+        ("kubernetes:rbac.authorization.k8s.io/v1:Role", "grpo-guardian"),
+        ("kubernetes:rbac.authorization.k8s.io/v1:RoleBinding", "grpo-guardian"),
+        ("pulumi-python:dynamic:Resource", "grpo-job-submission"),
+        # the import of a parked run into a new instance (jobs/runs/restore_provider.py)
+        ("pulumi-python:dynamic:Resource", "restored-run"),
+    }
+    assert not {(r.type, r.name) for r in parked.resources} - {(r.type, r.name) for r in running.resources}
+    assert parked.one(BUCKET).name == PARKED_BUCKET and parked.one(GRANT).inputs["bucket"] == PARKED_BUCKET
+    assert parked.outputs["parkedBucket"] == f"gs://{PARKED_BUCKET}"
+    assert "lustreMountPoint" not in parked.outputs and "jobRun" not in parked.outputs
+
+
+def test_parking_without_the_marker_is_refused_naming_the_key_and_the_command():
+    values = combination_values("standard", "b200", "lustre", storage=PARKED)
+    with pytest.raises(pulumi.RunError) as refused:
+        run_values(values, park_marker=None)
+    assert str(refused.value) == (
+        f"grpo-gke:storage.parked is true but gs://{PARKED_BUCKET}/parked/marker.json does not exist: the run is not"
+        " parked, and deleting the Lustre instance would lose it; run python -m jobs park --stack test first (or set"
+        " storage.parked false)"
+    )
+
+
+def test_parking_after_the_run_came_back_is_refused_until_it_is_parked_again():
+    values = combination_values("standard", "b200", "lustre", storage=PARKED)
+    with pytest.raises(Exception, match="says 'restored', not 'parked'"):
+        run_values(values, park_marker='{"state": "restored"}')
+
+
+def test_park_refusal_reads_the_marker():
+    config = StackConfig.model_validate(
+        {"stack": "s", "project": "my-grpo-project", "region": "us-central1", "zone": "us-central1-b",
+         "gpu": {"type": "h200", "nodes": 1}, "storage": {"type": "lustre", "capacityGib": 9000, "throughput": 1000},
+         "workload": {"framework": "verl", "model": "Qwen/Qwen2.5-0.5B-Instruct", "dataset": "gsm8k"}}
+    )  # fmt: skip
+    assert park_refusal('{"state": "parked"}', config) is None
+    assert "says None" in park_refusal("not json", config)
+
+
+def test_the_run_is_imported_back_before_anything_mounts_the_instance(infra_run):
+    recording = infra_run("standard", "b200", "lustre")
+    restored = recording.one("pulumi-python:dynamic:Resource", "restored-run")
+    assert depends_on(recording, restored) >= {
+        "grpo-test-lustre",
+        "grpo-test-lustre-lnet",
+        f"{PARKED_BUCKET}-lustre-agent",
+    }
+    assert restored.inputs["bucket"] == PARKED_BUCKET
+    assert restored.inputs["instance"] == "projects/my-grpo-project/locations/us-central1-b/instances/grpo-test-lustre"
+    volume = recording.one("kubernetes:core/v1:PersistentVolume")
+    assert restored.urn in volume.depends_on, "the claim, and so every pod mounting it, waits for the import"
+    gcs = infra_run("standard", "b200", "gcs")
+    assert not [r for r in gcs.by_type("pulumi-python:dynamic:Resource") if r.name == "restored-run"]

@@ -359,7 +359,7 @@ def test_plot_marks_the_resume_of_an_attempt_the_cli_submitted_from_its_own_log(
 
 def test_every_subcommand_uses_the_same_data_root_and_refuses_a_missing_one(cli_run, capsys):
     missing = cli_run.directory / "absent"
-    for command in ("submit", "status", "list", "plot", "export", "preflight"):
+    for command in ("submit", "status", "list", "plot", "export", "preflight", "park"):
         code, out, err = cli(capsys, command, *cli_run.args, "--data-root", str(missing))
         assert (code, out) == (2, ""), command
         assert err == f"error: --data-root {missing}: no such directory; name the directory that stands for /data\n"
@@ -392,6 +392,8 @@ positional arguments:
     preflight
               Check every GPU node (and, in full, the fabric between them); a
               table per node and a verdict.
+    park      Export the run from Managed Lustre to the stack's parked bucket
+              and mark it parked (then storage.parked).
     guard     The run guardian: it follows the run's newest attempt and
               decides what comes next.
 
@@ -413,7 +415,7 @@ def test_the_help_lists_every_subcommand_with_one_line_and_validate_is_offline(t
         "  --stack STACK  stack name: reads Pulumi.<stack>.yaml in --dir\n"
         "  --dir DIR      directory of the stack files (default: .)\n"
     )
-    for command in ("submit", "status", "logs", "list", "stop", "plot", "export", "preflight"):
+    for command in ("submit", "status", "logs", "list", "stop", "plot", "export", "preflight", "park"):
         shown = jobs_cli(command, "--help", home=tmp_path).stdout.split("\n\n")
         assert len(shown[1].splitlines()) <= 2 and shown[1].endswith("."), (command, shown[1])
         assert ("--data-root DIR" in shown[0]) == (command not in ("logs", "stop")), command

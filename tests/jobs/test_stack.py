@@ -16,7 +16,7 @@ DYNAMIC = "pulumi-python:dynamic:Resource"
 @pytest.mark.parametrize("stack", SHIPPED_STACKS)
 def test_the_submission_is_registered_after_the_raycluster_and_staging(plan_of, stack):
     recording = plan_of(stack)
-    job = recording.one(DYNAMIC)
+    job = recording.one(DYNAMIC, "grpo-job-submission")
     component = recording.one("grpo-gke:jobs:GrpoJob")
     assert job.parent == component.urn
     assert job.inputs["submission"] == submission_for(config_of(stack))

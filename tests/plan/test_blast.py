@@ -79,6 +79,7 @@ KEY_CHANGES: dict[str, tuple[str, dict, dict]] = {
     "grpo-gke:storage.capacityGib": ("dev", LUSTRE_BASE, {"storage": {"capacityGib": 27000}}),
     "grpo-gke:storage.throughput": ("dev", LUSTRE_BASE, {"storage": {"throughput": 500}}),
     "grpo-gke:storage.keepOnDestroy": ("dev", {}, {"storage": {"keepOnDestroy": False}}),
+    "grpo-gke:storage.parked": ("dev", {"storage": {**LUSTRE, "keepOnDestroy": False}}, {"storage": {"parked": True}}),
     "grpo-gke:network.nodeRange": ("dev", {}, {"network": {"nodeRange": "172.16.0.0/18"}}),
     "grpo-gke:network.podRange": ("dev", {}, {"network": {"podRange": "10.8.0.0/14"}}),
     "grpo-gke:network.serviceRange": ("dev", {}, {"network": {"serviceRange": "10.0.48.0/20"}}),
@@ -632,3 +633,39 @@ def test_the_image_cache_replaces_every_gpu_pool_and_nothing_else(ladder):
             (pool, "gcp:container/nodePool:NodePool", "replace", path) for pool in gpu_pools
         }
         assert blast.job == "the run loses its GPU nodes"
+
+
+# --- parking Managed Lustre: only the instance and what mounts it go, and come back ---------------
+
+UNPARKED = {"storage": {**LUSTRE, "keepOnDestroy": False}}
+"""The dev stack on Lustre, not kept on destroy (what parking needs recorded first)."""
+
+PARKED_NAMES = {
+    "grpo-test-lustre",
+    "grpo",
+    "grpo-data",
+    "grpo-data-volume",
+    "grpo-staging",
+    "grpo-staging-script",
+    "grpo-guardian",
+    "grpo-guardian-code",
+    "grpo-guardian-settings",
+    "grpo-guardian-nodes",
+    "grpo-job-submission",
+    "restored-run",
+}
+"""What parking deletes and unparking creates again: the instance, the volume and claim holding its address, the
+staging Job, the RayCluster, the run guardian's objects, the run's submission and the import of a parked run."""
+
+
+def test_parking_deletes_only_the_instance_and_what_mounts_it_and_unparking_brings_them_back():
+    values = _merged(values_of("dev"), UNPARKED)
+    parked = _merged(values, {"storage": {"parked": True}})
+    park = blast_radius(cached_plan(values), cached_plan(parked))
+    assert not park.of("create") and not park.of("replace") and not park.of("update")
+    assert {change.name for change in park.of("delete")} == PARKED_NAMES
+    assert not any(change.type.startswith(("gcp:container/", "gcp:compute/")) for change in park.changes)
+    unpark = blast_radius(cached_plan(parked), cached_plan(values))
+    assert not unpark.of("delete") and not unpark.of("replace") and not unpark.of("update")
+    assert {change.name for change in unpark.of("create")} == PARKED_NAMES
+    assert effect(unpark).endswith("; starts the run")

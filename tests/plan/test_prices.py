@@ -478,3 +478,20 @@ def test_the_idle_bill_names_lustre_outside_the_priced_region_instead_of_guessin
     assert idle_line(cost) == (
         "  idle, GPUs at zero: at least $0.94/h for the head and storage (without the storage: no price)"
     )
+
+
+def test_a_parked_lustre_stack_bills_its_bucket_per_tib_instead_of_the_instance():
+    """Issue 23 item 4, parked: the instance is gone; the parked bucket (Standard, us-central1, $0.02/GiB-month) bills
+    1024 x 0.02 / 730 = $0.028/h per TiB it holds; cost.json says so for every Lustre stack, parked or not."""
+    per_tib = 1024 * 0.02 / 730
+    running = estimate(config_of("nemo-rl-standard-b200"), catalog())
+    assert json.loads(render_cost_json(running))["parkedHourlyPerTib"] == round(per_tib, 8)
+    parked = estimate(config_of("nemo-rl-standard-b200", storage={"keepOnDestroy": False, "parked": True}), catalog())
+    storage = parked.lines[2]
+    assert (storage.part, storage.hourly) == ("storage", 0.0)
+    assert storage.what == (
+        "parked: no Lustre instance; the parked bucket bills what it holds, $0.03/h per TiB (Cloud Storage Standard in"
+        " us-central1 at $0.02/GiB-month over 730 h)"
+    )
+    assert parked.idle_hourly == pytest.approx(0.83523, rel=1e-12), "the head alone, besides the bucket's bytes"
+    assert "parkedHourlyPerTib" not in json.loads(render_cost_json(estimate(config_of("dev"), catalog())))

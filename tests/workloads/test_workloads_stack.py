@@ -233,7 +233,7 @@ def test_only_the_ray_cluster_and_the_job_wait_for_the_gpu_pool(mode, gpu, stora
     gpu_pools = {r.urn for r in recording.by_type(GPU_POOL) if r.inputs["name"] == GPU_NODE_POOL}
     head_pools = {r.urn for r in recording.by_type(GPU_POOL) if r.inputs["name"] == names.HEAD_NODE_POOL}
     assert len(gpu_pools) == len(head_pools) == (1 if mode == "standard" else 0)
-    ray, staging, job = recording.one(RAY), recording.one(JOB), recording.one(GRPO_JOB)
+    ray, staging, job = recording.one(RAY), recording.one(JOB), recording.one(GRPO_JOB, "grpo-job-submission")
     # The new edge: the RayCluster waits for the GPU pool itself, not through the provider.
     assert gpu_pools <= set(ray.depends_on)
     assert {ray.urn, staging.urn} <= set(job.depends_on)

@@ -1,0 +1,231 @@
+"""Managed Lustre's transfers to and from Cloud Storage, and the few Cloud Storage calls parking needs, as the client
+side makes them: every request with a deadline, every wait with one and a progress line.
+
+Managed Lustre API v1 (managed-lustre/docs/reference/rest/v1, read 2026-12-02):
+- `POST https://lustre.googleapis.com/v1/{name=projects/*/locations/*/instances/*}:exportData`, body
+  `{"lustrePath": {"path": "/dir"}, "gcsPath": {"uri": "gs://bucket/prefix/"}, "requestId": ...}`; a path inside the
+  bucket must end with `/`; the Lustre path starts with `/`, default `/` (projects.locations.instances/exportData).
+- `POST ...:importData`, body `{"gcsPath": {"uri": ...}, "lustrePath": {"path": ...}, "requestId": ...}`; a Lustre
+  path other than `/` must already exist on the file system (google.cloud.lustre.v1 LustrePath.path).
+- Both answer a long-running Operation `{"name", "metadata", "done", "error" | "response"}`: while `done` is false
+  (or absent) it runs; once true it holds either `error` (a google.rpc.Status `{"code", "message"}`) or `response`
+  (projects.locations.operations/get, google.longrunning.Operation). The metadata (ExportDataMetadata,
+  ImportDataMetadata) carries `operationMetadata.counters` (TransferCounters) for the progress line.
+- The caller needs `lustre.instances.exportData` / `lustre.instances.importData` (roles/lustre.admin,
+  managed-lustre/docs/access-control); the data moves as the Managed Lustre service agent, which needs
+  roles/storage.objectUser on the bucket (core/facts/gcp.py LUSTRE_TRANSFER_ROLE). One transfer per instance at a
+  time: a second is refused with ABORTED "unable to queue the operation" (managed-lustre/docs/transfer-data,
+  Limitations), so the transfers here run one after the other.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+from urllib.parse import quote
+
+import requests
+
+from core.facts.gcp import LUSTRE_API, STORAGE_API, STORAGE_UPLOAD_API
+
+REQUEST_SECONDS = 30.0
+"""Deadline of each HTTP request."""
+
+POLL_SECONDS = 10.0
+"""Pause between two reads of a running operation."""
+
+
+class TransferError(Exception):
+    """A transfer or a Cloud Storage call failed; the message is one line saying which and why."""
+
+
+class Transfers(Protocol):
+    """Managed Lustre's exportData, importData and operations.get, as the API documents them."""
+
+    def export_data(self, instance: str, lustre_path: str, gcs_uri: str) -> dict[str, Any]:
+        """Start an export of `lustre_path` into `gcs_uri`; the Operation."""
+        ...
+
+    def import_data(self, instance: str, gcs_uri: str, lustre_path: str) -> dict[str, Any]:
+        """Start an import of `gcs_uri` into `lustre_path`; the Operation."""
+        ...
+
+    def get_operation(self, name: str) -> dict[str, Any]:
+        """The Operation `name` as it stands."""
+        ...
+
+
+class Objects(Protocol):
+    """The Cloud Storage objects of one bucket: list by prefix, read and write a small text object."""
+
+    def names(self, prefix: str) -> list[str]:
+        """Names of the objects under `prefix`, sorted."""
+        ...
+
+    def read_text(self, name: str) -> str | None:
+        """The text of object `name`; None when there is none."""
+        ...
+
+    def write_text(self, name: str, text: str) -> None:
+        """Write `text` as object `name` (JSON content)."""
+        ...
+
+
+def instance_name(project: str, zone: str, instance_id: str) -> str:
+    """`projects/<project>/locations/<zone>/instances/<id>`: the instance as the API names it."""
+    return f"projects/{project}/locations/{zone}/instances/{instance_id}"
+
+
+def gcs_uri(bucket: str, prefix: str) -> str:
+    """`gs://<bucket>/<prefix>`, ending with `/` as the API requires for a path inside a bucket."""
+    return f"gs://{bucket}/{prefix.strip('/')}/" if prefix.strip("/") else f"gs://{bucket}/"
+
+
+def _checked(response: requests.Response, what: str) -> dict[str, Any]:
+    if response.status_code >= 400:
+        try:
+            message = response.json()["error"]["message"]
+        except (ValueError, KeyError, TypeError):
+            message = response.text.strip()[:200] or response.reason
+        raise TransferError(f"{what}: HTTP {response.status_code}: {str(message).splitlines()[0][:200]}")
+    return response.json() if response.content else {}
+
+
+@dataclass
+class RestTransfers:
+    """Transfers through the REST API with a bearer token (every request within REQUEST_SECONDS)."""
+
+    token: str
+    """A Google access token of the caller."""
+
+    def _post(self, url: str, body: dict[str, Any], what: str) -> dict[str, Any]:
+        try:
+            response = requests.post(
+                url, json=body, headers={"Authorization": f"Bearer {self.token}"}, timeout=REQUEST_SECONDS
+            )
+        except requests.RequestException as error:
+            raise TransferError(f"{what}: no answer from {LUSTRE_API}: {type(error).__name__}") from None
+        return _checked(response, what)
+
+    def export_data(self, instance: str, lustre_path: str, gcs_uri: str) -> dict[str, Any]:
+        """POST `<instance>:exportData`."""
+        body = {"lustrePath": {"path": lustre_path}, "gcsPath": {"uri": gcs_uri}, "requestId": str(uuid.uuid4())}
+        return self._post(f"{LUSTRE_API}/{instance}:exportData", body, f"exporting {lustre_path}")
+
+    def import_data(self, instance: str, gcs_uri: str, lustre_path: str) -> dict[str, Any]:
+        """POST `<instance>:importData`."""
+        body = {"gcsPath": {"uri": gcs_uri}, "lustrePath": {"path": lustre_path}, "requestId": str(uuid.uuid4())}
+        return self._post(f"{LUSTRE_API}/{instance}:importData", body, f"importing {gcs_uri}")
+
+    def get_operation(self, name: str) -> dict[str, Any]:
+        """GET the operation."""
+        try:
+            response = requests.get(
+                f"{LUSTRE_API}/{name}", headers={"Authorization": f"Bearer {self.token}"}, timeout=REQUEST_SECONDS
+            )
+        except requests.RequestException as error:
+            raise TransferError(f"reading {name}: no answer: {type(error).__name__}") from None
+        return _checked(response, f"reading {name}")
+
+
+@dataclass
+class RestObjects:
+    """One bucket's objects through Cloud Storage's JSON API (every request within REQUEST_SECONDS)."""
+
+    bucket: str
+    """The bucket."""
+    token: str
+    """A Google access token of the caller."""
+
+    def _get(self, url: str, params: dict[str, str], what: str) -> requests.Response:
+        try:
+            return requests.get(
+                url, params=params, headers={"Authorization": f"Bearer {self.token}"}, timeout=REQUEST_SECONDS
+            )
+        except requests.RequestException as error:
+            raise TransferError(f"{what}: no answer from Cloud Storage: {type(error).__name__}") from None
+
+    def names(self, prefix: str) -> list[str]:
+        """objects.list with `prefix`, every page."""
+        found: list[str] = []
+        params = {"prefix": prefix, "fields": "items(name),nextPageToken"}
+        while True:
+            page = _checked(
+                self._get(f"{STORAGE_API}/b/{self.bucket}/o", params, f"listing gs://{self.bucket}"), "list"
+            )
+            found += [item["name"] for item in page.get("items", [])]
+            if not page.get("nextPageToken"):
+                return sorted(found)
+            params = {**params, "pageToken": page["nextPageToken"]}
+
+    def read_text(self, name: str) -> str | None:
+        """objects.get with `alt=media`; None on 404."""
+        url = f"{STORAGE_API}/b/{self.bucket}/o/{quote(name, safe='')}"
+        response = self._get(url, {"alt": "media"}, f"reading gs://{self.bucket}/{name}")
+        if response.status_code == 404:
+            return None
+        if response.status_code >= 400:
+            _checked(response, f"reading gs://{self.bucket}/{name}")
+        return response.text
+
+    def write_text(self, name: str, text: str) -> None:
+        """objects.insert with `uploadType=media`."""
+        try:
+            response = requests.post(
+                f"{STORAGE_UPLOAD_API}/b/{self.bucket}/o",
+                params={"uploadType": "media", "name": name},
+                data=text.encode(),
+                headers={"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"},
+                timeout=REQUEST_SECONDS,
+            )
+        except requests.RequestException as error:
+            raise TransferError(f"writing gs://{self.bucket}/{name}: no answer: {type(error).__name__}") from None
+        _checked(response, f"writing gs://{self.bucket}/{name}")
+
+
+def progress_of(operation: dict[str, Any]) -> str:
+    """What an Operation's metadata says of its progress: the TransferCounters' bytes copied of bytes found, else
+    its status message, else nothing."""
+    metadata = operation.get("metadata") or {}
+    counters = (metadata.get("operationMetadata") or {}).get("counters") or {}
+    copied, found = counters.get("bytesCopied"), counters.get("bytesFound")
+    if copied is not None and found:
+        return f"{int(copied) / 2**30:.1f} of {int(found) / 2**30:.1f} GiB"
+    return str(metadata.get("statusMessage") or "")
+
+
+def wait_for(
+    transfers: Transfers,
+    operation: dict[str, Any],
+    what: str,
+    deadline_seconds: float,
+    report: Callable[[str], None],
+    poll: float = POLL_SECONDS,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> dict[str, Any]:
+    """Poll the Operation until `done`, with a progress line per read; its `response`. TransferError when it ends
+    with `error` or is still running after `deadline_seconds` (it then keeps running in the cloud: the message
+    names it)."""
+    name = operation.get("name", "")
+    start = clock()
+    while not operation.get("done"):
+        elapsed = clock() - start
+        if elapsed > deadline_seconds:
+            raise TransferError(
+                f"{what} still running after {deadline_seconds:g} s; it goes on in the cloud as {name}"
+                " (gcloud lustre operations describe); run the command again once it is done"
+            )
+        shown = progress_of(operation)
+        report(f"{what}: running for {elapsed:.0f} s{f', {shown}' if shown else ''}")
+        sleep(poll)
+        operation = transfers.get_operation(name)
+    if operation.get("error"):
+        error = operation["error"]
+        message = str(error.get("message") or json.dumps(error, sort_keys=True)).splitlines()[0][:200]
+        raise TransferError(f"{what} failed (code {error.get('code')}): {message}")
+    return operation.get("response") or {}
