@@ -1,0 +1,23 @@
+"""The test suite. Importing it (pytest does so before tests/conftest.py) keeps compiled modules for the session.
+
+With PYTHONDONTWRITEBYTECODE set (as on this project's shared machines) and packages installed by uv, which writes no
+`.pyc` files (uv `pip install` compiles only with `--compile-bytecode`), every Python process of the suite compiled
+every module it imported that had none: each test process, each `python -m plan` or `python -m jobs` it starts, each
+Ray node's and job's process (they inherit the environment). Collecting the suite took 6.5 s of CPU per test process,
+3.7 s with the compiled modules kept. They are kept under build/.cache/pycache (Python's PYTHONPYCACHEPREFIX), so the
+checkout and the venv gain no `__pycache__`, and the incluster package that Ray's py_modules zips stays as it is.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+PYCACHE = Path(__file__).resolve().parents[1] / "build" / ".cache" / "pycache"
+"""Where the suite's processes keep compiled modules; `make clean` removes it with build/."""
+
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+os.environ["PYTHONPYCACHEPREFIX"] = str(PYCACHE)
+sys.dont_write_bytecode = False
+sys.pycache_prefix = str(PYCACHE)
