@@ -17,9 +17,11 @@ import sys
 from pathlib import Path
 
 PYCACHE = Path(__file__).resolve().parents[1] / "build" / ".cache" / "pycache"
-"""Where the suite's processes keep compiled modules; `make clean` removes it with build/."""
+"""Where the suite's processes keep compiled modules (unless PYTHONPYCACHEPREFIX names another place); `make clean`
+removes it with build/."""
 
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
-os.environ["PYTHONPYCACHEPREFIX"] = str(PYCACHE)
+# One already set is kept: tests/test_user_stacks.py's pytest in a copy of the checkout then reuses this one's cache.
+os.environ.setdefault("PYTHONPYCACHEPREFIX", str(PYCACHE))
 sys.dont_write_bytecode = False
-sys.pycache_prefix = str(PYCACHE)
+sys.pycache_prefix = os.environ["PYTHONPYCACHEPREFIX"]
