@@ -189,6 +189,11 @@ TWO_NODE_CLUSTER_FILES = ("tests/incluster/test_two_node_ray.py", "tests/inclust
 """The test files that use the two-node Ray cluster (tests/ray_fixtures.py `two_node_cluster`): one worker runs
 them all, so the session starts that cluster once instead of once per worker."""
 
+LONG_FILES = ("tests/jobs/test_demo.py", "tests/test_user_stacks.py")
+"""Test files that take long without either Ray session fixture (`make demo` twice: 57 s; a pytest and a plan in a copy
+of the checkout: 19 s; --durations of `make test` on 2026-12-02): handed out right after the two-node cluster's, so
+that neither is the last unit of work while the other test process has nothing left."""
+
 RAY_SESSION_FIXTURES = ("two_node_cluster", "ray_head")
 """Session fixtures that keep Ray nodes running (an idle Ray node takes about 9% of a core): the files that use
 them run first, and each is stopped after its last test in the test process (stop_after_last_use)."""
@@ -202,14 +207,20 @@ def _file_rank(items: list[pytest.Item]) -> dict[str, int]:
     ranks: dict[str, int] = {}
     for item in items:
         path = item.nodeid.split("::", 1)[0]
-        rank = 0 if path in TWO_NODE_CLUSTER_FILES else 1 if "ray_head" in item.fixturenames else 2
-        ranks[path] = min(rank, ranks.get(path, 2))
+        if path in TWO_NODE_CLUSTER_FILES:
+            rank = 0
+        elif path in LONG_FILES:
+            rank = 1
+        else:
+            rank = 2 if "ray_head" in item.fixturenames else 3
+        ranks[path] = min(rank, ranks.get(path, 3))
     return ranks
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The files of the two-node cluster first, then those of the local Ray head, then the rest, each file whole
-    and in its order: the longest units of work start first, and the Ray nodes are done with early."""
+    """The files of the two-node cluster first, then the other long ones, then those of the local Ray head, then the
+    rest, each file whole and in its order: the longest units of work start first, and the Ray nodes are done with
+    early."""
     ranks = _file_rank(items)
     items.sort(key=lambda item: ranks[item.nodeid.split("::", 1)[0]])
 
