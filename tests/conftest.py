@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import fcntl
 import gc
 import itertools
 import json
@@ -292,21 +293,39 @@ class PlanCommand:
     """The directory it wrote the plan to: read it, never write into it (other tests read the same run)."""
 
 
+def session_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The session's temp dir, one for all its test processes (under xdist, each worker's base temp dir sits in it)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
 @pytest.fixture(scope="session")
 def shipped_plan_command(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., PlanCommand]:
-    """A function (stack, command=("plan",)) -> that command's run on the shipped stack, run once per
-    test process: several tests check different parts of the same command's output and files."""
+    """A function (stack, command=("plan",)) -> that command's run on the shipped stack, run once per session:
+    several tests, in either test process, check different parts of the same command's output and files (a full
+    plan takes about 4 s of CPU). The first process to ask runs it and keeps its result beside its files, under a
+    lock; the others read that."""
     runs: dict[tuple[str, tuple[str, ...]], PlanCommand] = {}
+    shared = session_dir(tmp_path_factory) / "shipped-plans"
 
     def run(stack: str, command: tuple[str, ...] = ("plan",)) -> PlanCommand:
         key = (stack, command)
         if key not in runs:
-            out = tmp_path_factory.mktemp(f"{'-'.join(command)}-{stack}") / "out"
-            result = subprocess.run(
-                [sys.executable, "-m", *command, "--config", str(shipped_stack_file(stack)), "--out", str(out)],
-                cwd=REPO_ROOT, env={**os.environ, "PYTHONPATH": str(REPO_ROOT)}, capture_output=True, text=True, timeout=300,
-            )  # fmt: skip
-            runs[key] = PlanCommand(result, out)
+            folder = shared / f"{'-'.join(command)}-{stack}"
+            folder.mkdir(parents=True, exist_ok=True)
+            out = folder / "out"
+            argv = [sys.executable, "-m", *command, "--config", str(shipped_stack_file(stack)), "--out", str(out)]
+            with open(folder / "lock", "w") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                kept = folder / "result.json"
+                if not kept.exists():
+                    result = subprocess.run(
+                        argv, cwd=REPO_ROOT, env={**os.environ, "PYTHONPATH": str(REPO_ROOT)}, capture_output=True,
+                        text=True, timeout=300,
+                    )  # fmt: skip
+                    kept.write_text(json.dumps([result.returncode, result.stdout, result.stderr]))
+                returncode, stdout, stderr = json.loads(kept.read_text())
+            runs[key] = PlanCommand(subprocess.CompletedProcess(argv, returncode, stdout, stderr), out)
         return runs[key]
 
     return run
@@ -319,9 +338,7 @@ def fresh_verl_check_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
     so overrides one worker composed are not composed again by another."""
     import jobs.spec.validate
 
-    base = tmp_path_factory.getbasetemp()
-    session = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
-    jobs.spec.validate.VERL_CHECK_CACHE = session / "verl-overrides"
+    jobs.spec.validate.VERL_CHECK_CACHE = session_dir(tmp_path_factory) / "verl-overrides"
     jobs.spec.validate.verl_problems.cache_clear()
 
 
