@@ -1,7 +1,7 @@
 """The test suite. Importing it (pytest does so before tests/conftest.py) keeps compiled modules for the session.
 
 With PYTHONDONTWRITEBYTECODE set (as on this project's shared machines) and packages installed by uv, which writes no
-`.pyc` files (uv `pip install` compiles only with `--compile-bytecode`), every Python process of the suite compiled
+`.pyc` files (docs/relies-on.md, the test suite's speed), every Python process of the suite compiled
 every module it imported that had none: each test process, each `python -m plan` or `python -m jobs` it starts, each
 Ray node's and job's process (they inherit the environment): pulumi_gcp and pulumi_kubernetes alone are hundreds of
 modules. Measured in a cpuacct cgroup with the compiled modules kept: a `python -m plan` of the dev stack 7.7 -> 3.9 s
