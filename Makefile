@@ -33,6 +33,10 @@ plan: $(INSTALLED)  ## Render the $(STACK) stack offline into build/$(STACK)/; A
 demo: $(INSTALLED)  ## The whole run lifecycle offline on a local Ray cluster: submit, lose a GPU node, resume, status, plot
 	$(PY) -m jobs.demo
 
+# The suite keeps compiled modules under build/.cache/pycache even where PYTHONDONTWRITEBYTECODE is set (see
+# tests/__init__.py); set here too, pytest's own modules and lint-imports' are kept before tests/ is imported.
+test: export PYTHONPYCACHEPREFIX := $(CURDIR)/build/.cache/pycache
+test: export PYTHONDONTWRITEBYTECODE :=
 test: $(INSTALLED_TEST)  ## The import contracts (pyproject.toml), ruff's lint and format check, then the whole test suite
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/ruff check .

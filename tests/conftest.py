@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import fcntl
 import gc
 import itertools
 import json
@@ -189,6 +190,11 @@ TWO_NODE_CLUSTER_FILES = ("tests/incluster/test_two_node_ray.py", "tests/inclust
 """The test files that use the two-node Ray cluster (tests/ray_fixtures.py `two_node_cluster`): one worker runs
 them all, so the session starts that cluster once instead of once per worker."""
 
+LONG_FILES = ("tests/jobs/test_demo.py", "tests/test_user_stacks.py")
+"""Test files that take long without either Ray session fixture (`make demo` twice: 57 s; a pytest and a plan in a copy
+of the checkout: 19 s; --durations of `make test` on 2026-12-02): handed out right after the two-node cluster's, so
+that neither is the last unit of work while the other test process has nothing left."""
+
 RAY_SESSION_FIXTURES = ("two_node_cluster", "ray_head")
 """Session fixtures that keep Ray nodes running (an idle Ray node takes about 9% of a core): the files that use
 them run first, and each is stopped after its last test in the test process (stop_after_last_use)."""
@@ -202,14 +208,20 @@ def _file_rank(items: list[pytest.Item]) -> dict[str, int]:
     ranks: dict[str, int] = {}
     for item in items:
         path = item.nodeid.split("::", 1)[0]
-        rank = 0 if path in TWO_NODE_CLUSTER_FILES else 1 if "ray_head" in item.fixturenames else 2
-        ranks[path] = min(rank, ranks.get(path, 2))
+        if path in TWO_NODE_CLUSTER_FILES:
+            rank = 0
+        elif path in LONG_FILES:
+            rank = 1
+        else:
+            rank = 2 if "ray_head" in item.fixturenames else 3
+        ranks[path] = min(rank, ranks.get(path, 3))
     return ranks
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The files of the two-node cluster first, then those of the local Ray head, then the rest, each file whole
-    and in its order: the longest units of work start first, and the Ray nodes are done with early."""
+    """The files of the two-node cluster first, then the other long ones, then those of the local Ray head, then the
+    rest, each file whole and in its order: the longest units of work start first, and the Ray nodes are done with
+    early."""
     ranks = _file_rank(items)
     items.sort(key=lambda item: ranks[item.nodeid.split("::", 1)[0]])
 
@@ -281,21 +293,39 @@ class PlanCommand:
     """The directory it wrote the plan to: read it, never write into it (other tests read the same run)."""
 
 
+def session_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The session's temp dir, one for all its test processes (under xdist, each worker's base temp dir sits in it)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
 @pytest.fixture(scope="session")
 def shipped_plan_command(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., PlanCommand]:
-    """A function (stack, command=("plan",)) -> that command's run on the shipped stack, run once per
-    test process: several tests check different parts of the same command's output and files."""
+    """A function (stack, command=("plan",)) -> that command's run on the shipped stack, run once per session:
+    several tests, in either test process, check different parts of the same command's output and files (a full
+    plan takes about 4 s of CPU). The first process to ask runs it and keeps its result beside its files, under a
+    lock; the others read that."""
     runs: dict[tuple[str, tuple[str, ...]], PlanCommand] = {}
+    shared = session_dir(tmp_path_factory) / "shipped-plans"
 
     def run(stack: str, command: tuple[str, ...] = ("plan",)) -> PlanCommand:
         key = (stack, command)
         if key not in runs:
-            out = tmp_path_factory.mktemp(f"{'-'.join(command)}-{stack}") / "out"
-            result = subprocess.run(
-                [sys.executable, "-m", *command, "--config", str(shipped_stack_file(stack)), "--out", str(out)],
-                cwd=REPO_ROOT, env={**os.environ, "PYTHONPATH": str(REPO_ROOT)}, capture_output=True, text=True, timeout=300,
-            )  # fmt: skip
-            runs[key] = PlanCommand(result, out)
+            folder = shared / f"{'-'.join(command)}-{stack}"
+            folder.mkdir(parents=True, exist_ok=True)
+            out = folder / "out"
+            argv = [sys.executable, "-m", *command, "--config", str(shipped_stack_file(stack)), "--out", str(out)]
+            with open(folder / "lock", "w") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                kept = folder / "result.json"
+                if not kept.exists():
+                    result = subprocess.run(
+                        argv, cwd=REPO_ROOT, env={**os.environ, "PYTHONPATH": str(REPO_ROOT)}, capture_output=True,
+                        text=True, timeout=300,
+                    )  # fmt: skip
+                    kept.write_text(json.dumps([result.returncode, result.stdout, result.stderr]))
+                returncode, stdout, stderr = json.loads(kept.read_text())
+            runs[key] = PlanCommand(subprocess.CompletedProcess(argv, returncode, stdout, stderr), out)
         return runs[key]
 
     return run
@@ -308,9 +338,7 @@ def fresh_verl_check_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
     so overrides one worker composed are not composed again by another."""
     import jobs.spec.validate
 
-    base = tmp_path_factory.getbasetemp()
-    session = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
-    jobs.spec.validate.VERL_CHECK_CACHE = session / "verl-overrides"
+    jobs.spec.validate.VERL_CHECK_CACHE = session_dir(tmp_path_factory) / "verl-overrides"
     jobs.spec.validate.verl_problems.cache_clear()
 
 
