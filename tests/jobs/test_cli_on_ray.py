@@ -359,7 +359,14 @@ def test_status_and_list_show_the_runs_record_from_the_data_root(ray_head, make_
         "  2026-12-01T12:01:00.000Z  attempt 1  succeeded",
     ]
     code, out, _ = run_cli(capsys, "status", *args)
-    assert code == 0 and out.splitlines()[0].startswith(f"{job}  SUCCEEDED") and out.splitlines()[-3:] == shown
+    lines = out.splitlines()
+    assert code == 0 and lines[0].startswith(f"{job}  SUCCEEDED") and shown[0] in lines
+    at = lines.index(shown[0])
+    assert lines[at : at + 3] == shown
+    # The record says the run succeeded, so status ends with its idle bill (jobs/runs/idle.py), counted from the
+    # attempt's end on the Ray head.
+    assert lines[at + 3 :] == [lines[-1]] and lines[-1].startswith("run over since "), lines[at + 3 :]
+    assert "(attempt 1 ended): the GPU workers scale to zero at" in lines[-1]
     assert f"run {run} across 1 attempt:" in out.splitlines()
     code, out, _ = run_cli(capsys, "list", *args)
     assert code == 0 and out.splitlines()[1:] == shown
