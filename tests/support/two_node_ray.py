@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 
 from core.facts.platform import GPUS_PER_NODE
 from incluster.endpoint import Endpoint
+from jobs.submit.local_head import NO_PRESTARTED_WORKERS
 from tests.support.netns import Namespace
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -43,8 +44,9 @@ CPUS_PER_NODE = 2
 OBJECT_STORE_BYTES = 100 * 1024**2
 """Each node's object store (Ray's minimum is 75 MiB; the tests pass small values only)."""
 
-NODE_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "1", "RAY_USAGE_STATS_ENABLED": "0"}
-"""Inside the namespaces Ray must allow a multi-node cluster; no usage report is sent."""
+NODE_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "1", "RAY_USAGE_STATS_ENABLED": "0", **NO_PRESTARTED_WORKERS}
+"""Inside the namespaces Ray must allow a multi-node cluster; no usage report is sent; no idle workers are prestarted
+(jobs/submit/local_head.py NO_PRESTARTED_WORKERS)."""
 
 HEAD_ENV = {
     "RAY_health_check_initial_delay_ms": "1000",
