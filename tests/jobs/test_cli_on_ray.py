@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import subprocess
@@ -249,14 +250,22 @@ def test_status_of_a_failed_attempt_shows_its_error_line(ray_head, make_stack, c
     assert goodput[4].startswith("  goodput: 0.0% of ") and goodput[5].startswith("  cost: $")
 
 
-def test_the_head_dying_during_logs_follow_is_one_line_and_exit_2(make_stack, capsys):
+def test_the_head_dying_during_logs_follow_is_one_line_and_exit_2(make_stack, capsys, tmp_path):
+    """The job outlives its head (Ray does not end a job's processes when the head dies): its entrypoint writes its
+    process group, which the test ends once the follow has exited."""
+    import signal
+
     from jobs.submit import local_head
 
     head = local_head.start(num_cpus=1, num_gpus=8)
+    group_file = tmp_path / "entrypoint.pgid"
     try:
         name, directory = make_stack("cli-dying")
         args = common(name, directory, head.dashboard_url)
-        entrypoint = f"{sys.executable} -c \"import time; print('started', flush=True); time.sleep(120)\""
+        entrypoint = (
+            f"{sys.executable} -c \"import os, time; open('{group_file}', 'w').write(str(os.getpgid(0)));"
+            " print('started', flush=True); time.sleep(120)\""
+        )
         code, out, err = run_cli(capsys, "submit", *args, "--entrypoint", entrypoint)
         assert code == 0, err
         job = out.strip()
@@ -270,6 +279,8 @@ def test_the_head_dying_during_logs_follow_is_one_line_and_exit_2(make_stack, ca
     finally:
         head.stop()
     _, err = follow.communicate(timeout=120)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(int(group_file.read_text()), signal.SIGTERM)
     assert follow.returncode == 2, err
     prefix = f"error: lost the Ray dashboard at {head.dashboard_url} while following {job} ("
     suffix = f"); the job may still be running: .venv/bin/python -m jobs status --stack cli-dying {job}\n"
