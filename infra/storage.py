@@ -34,6 +34,20 @@ def bucket_accounts(config: StackConfig) -> dict[str, str]:
     return accounts
 
 
+def private_bucket_args(config: StackConfig, name: str, force_destroy: bool) -> gcp.storage.BucketArgs:
+    """A bucket `name` of the stack in its region: uniform access, hierarchical namespace, no public access;
+    `force_destroy`: `pulumi destroy` deletes it with its objects (the run's bucket without keepOnDestroy)."""
+    return gcp.storage.BucketArgs(
+        name=name,
+        project=config.project,
+        location=config.region,
+        uniform_bucket_level_access=True,
+        hierarchical_namespace=gcp.storage.BucketHierarchicalNamespaceArgs(enabled=True),
+        public_access_prevention="enforced",
+        force_destroy=force_destroy,
+    )
+
+
 def lustre_agent_member(project_number: str) -> str:
     """The IAM member of the project's Managed Lustre service agent, which moves exportData's and importData's data."""
     return f"serviceAccount:{LUSTRE_SERVICE_AGENT.format(number=project_number)}"
@@ -124,15 +138,7 @@ class Storage(pulumi.ComponentResource):
         keep = config.storage.keep_on_destroy
         self.bucket = gcp.storage.Bucket(
             config.bucket_name,
-            gcp.storage.BucketArgs(
-                name=config.bucket_name,
-                project=config.project,
-                location=config.region,
-                uniform_bucket_level_access=True,
-                hierarchical_namespace=gcp.storage.BucketHierarchicalNamespaceArgs(enabled=True),
-                public_access_prevention="enforced",
-                force_destroy=not keep,
-            ),
+            private_bucket_args(config, config.bucket_name, force_destroy=not keep),
             opts=fixed_name_options(
                 parent=self,
                 depends_on=[args.apis["storage.googleapis.com"]],
@@ -245,15 +251,7 @@ class Storage(pulumi.ComponentResource):
         config = args.config
         self.parked_bucket = gcp.storage.Bucket(
             config.parked_bucket_name,
-            gcp.storage.BucketArgs(
-                name=config.parked_bucket_name,
-                project=config.project,
-                location=config.region,
-                uniform_bucket_level_access=True,
-                hierarchical_namespace=gcp.storage.BucketHierarchicalNamespaceArgs(enabled=True),
-                public_access_prevention="enforced",
-                force_destroy=False,
-            ),
+            private_bucket_args(config, config.parked_bucket_name, force_destroy=False),
             opts=fixed_name_options(
                 parent=self, depends_on=[args.apis["storage.googleapis.com"]], retain_on_delete=True
             ),
