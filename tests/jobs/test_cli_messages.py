@@ -262,6 +262,31 @@ def stand_in_run(make_stack, monkeypatch, **sections: dict) -> SimpleNamespace:
     return SimpleNamespace(run=run, args=args, data=data, directory=directory)
 
 
+def status_head(run: str) -> list[str]:
+    """The first lines of `status` for stand_in_run's run: its newest attempt and the goodput figures above the cost.
+    Attempt 1 ran 60..950 s, its first step at 600 s, step 2 at 700 s; attempt 2 ran 1200..1800 s from checkpoint
+    step 2 (its log's resume line), its first step at 1500 s; 5 steps done."""
+    return [
+        f"{run}-2  SUCCEEDED  run={run}  attempt=2  started=2026-12-01 10:20:00Z",
+        "  Job finished successfully.",
+        f"run {run} across 2 attempts:",
+        "  first step: 9m 00s after submission",
+        "  steps: 5 done, 10.3 per hour",
+        "  failure of attempt 1 at step 4: lost 9m 10s (4m 10s since checkpoint step 2, 5m 00s restart)",
+        "  goodput: 26.8% of 24m 50s GPU time made progress",
+    ]
+
+
+FIRST_STEP_LINES = [
+    "time to the first step (measured; `up` itself is not visible from the cluster, so each attempt counts from its"
+    " submission):",
+    "  attempt 1: 9m 00s from its submission to its first step line",
+    "  attempt 2: 9m 10s from attempt 1's end to its first step line (5m 00s from its submission)",
+]
+"""`status`'s measured first steps of stand_in_run's run: no `submitted` record, so each submission is Ray's start;
+attempt 2's first step 300 s after its start and 550 s after attempt 1 ended at 950 s."""
+
+
 def cli(capsys, *argv: str) -> tuple[int, str, str]:
     """Exit code, stdout and stderr of the CLI run with `argv`."""
     from jobs.cli.main import main
@@ -282,21 +307,13 @@ def test_status_follows_the_runs_attempts_not_its_export_and_shows_the_export_as
     # step 2 (its log's resume line), its first step at 1500 s. GPU time 890 + 600 = 1490 s; lost: 950 - 700 = 250 s
     # after the checkpoint and 300 s of restart; no progress: 540 + 250 s of attempt 1, 300 s of attempt 2.
     assert out.splitlines() == [
-        f"{run}-2  SUCCEEDED  run={run}  attempt=2  started=2026-12-01 10:20:00Z",
-        "  Job finished successfully.",
-        f"run {run} across 2 attempts:",
-        "  first step: 9m 00s after submission",
-        "  steps: 5 done, 10.3 per hour",
-        "  failure of attempt 1 at step 4: lost 9m 10s (4m 10s since checkpoint step 2, 5m 00s restart)",
-        "  goodput: 26.8% of 24m 50s GPU time made progress",
+        *status_head(run),
         f"  cost: ${hourly * 1490 / 3600:.2f} so far, ${hourly * 550 / 3600:.2f} lost, ${hourly * 1490 / 3600 / 5:.2f} per step",
         "  priced by the rungs each attempt ran on (core/facts/prices.json of 2026-12-01):",
         f"    attempts 1-2: 1 spot, ${hourly:.2f}/h (not recorded: gpu.nodes on gpu.provisioning)",
         # No record (the CLI submitted both): each submission is Ray's start. Attempt 1's first step at 600 s; attempt
         # 2's at 1500 s, 300 s after its start and 550 s after attempt 1 ended at 950 s.
-        "time to the first step (measured; `up` itself is not visible from the cluster, so each attempt counts from its submission):",
-        "  attempt 1: 9m 00s from its submission to its first step line",
-        "  attempt 2: 9m 10s from attempt 1's end to its first step line (5m 00s from its submission)",
+        *FIRST_STEP_LINES,
         f"export of {run}:",
         f"  raysubmit_4kX2  SUCCEEDED  export of run={run}  step=newest  started=2026-12-01 10:31:40Z",
     ]
@@ -597,20 +614,12 @@ def test_status_prices_each_attempt_by_the_rungs_its_gpu_nodes_ran_on_and_says_w
     lost = (first * 250 + second * 300) / 3600
     assert (code, err) == (0, "")
     assert out.splitlines() == [
-        f"{run}-2  SUCCEEDED  run={run}  attempt=2  started=2026-12-01 10:20:00Z",
-        "  Job finished successfully.",
-        f"run {run} across 2 attempts:",
-        "  first step: 9m 00s after submission",
-        "  steps: 5 done, 10.3 per hour",
-        "  failure of attempt 1 at step 4: lost 9m 10s (4m 10s since checkpoint step 2, 5m 00s restart)",
-        "  goodput: 26.8% of 24m 50s GPU time made progress",
+        *status_head(run),
         f"  cost: ${dollars:.2f} so far, ${lost:.2f} lost, ${dollars / 5:.2f} per step",
         "  priced by the rungs each attempt ran on (core/facts/prices.json of 2026-12-01):",
         f"    attempt 1: 2 spot, ${first:,.2f}/h (not recorded: gpu.nodes on gpu.provisioning)",
         f"    attempt 2: 1 spot + 1 on-demand, ${second:,.2f}/h (the guardian's record)",
-        "time to the first step (measured; `up` itself is not visible from the cluster, so each attempt counts from its submission):",
-        "  attempt 1: 9m 00s from its submission to its first step line",
-        "  attempt 2: 9m 10s from attempt 1's end to its first step line (5m 00s from its submission)",
+        *FIRST_STEP_LINES,
         f"export of {run}:",
         f"  raysubmit_4kX2  SUCCEEDED  export of run={run}  step=newest  started=2026-12-01 10:31:40Z",
         f"record of {run} ({ladder.data}/checkpoints/{run}/attempts.jsonl):",
