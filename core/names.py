@@ -188,6 +188,9 @@ def lustre_names(prefix: str) -> LustreNames:
     )
 
 
+RESTORED_RUN = "restored-run"
+"""The dynamic resource that imports a parked run back into a recreated Managed Lustre instance (jobs/stack.py)."""
+
 PARK_PREFIX = "parked/data/"
 """Where the parked run lies in the stack's parked bucket: `/<path>` on Lustre is `parked/data/<path>/`."""
 

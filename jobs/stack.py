@@ -8,6 +8,7 @@ from typing import Any
 import pulumi
 import pulumi.dynamic
 
+from core import names
 from core.config.model import StackConfig
 from incluster.shipping import shipped_files
 from infra.outputs import GcsStorage, InfraOutputs, LustreStorage
@@ -117,7 +118,7 @@ def with_restored_run(config: StackConfig, infra: InfraOutputs) -> InfraOutputs:
     if not isinstance(infra.storage, LustreStorage):
         return infra
     restored = RestoredRun(
-        "restored-run",
+        names.RESTORED_RUN,
         RestoredRunArgs(
             bucket=config.parked_bucket_name,
             instance=infra.storage.instance_name,

@@ -32,7 +32,7 @@ from core.facts.startup import (
     WHOLE_PULL_SECONDS_PER_GB,
     Figure,
 )
-from core.names import HEAD_NODE_POOL, parse_image
+from core.names import HEAD_NODE_POOL, RESTORED_RUN, parse_image
 from jobs.runs.goodput import duration
 from jobs.spec.training import model_size_b
 from plan.graph import critical_path, waits_for
@@ -82,8 +82,8 @@ def kind_of(resource: Recorded) -> str:
         return RAYCLUSTER_READY
     if resource.type.startswith(NETWORK_TYPES):
         return "network"
-    if resource.type == "pulumi-python:dynamic:Resource" and resource.name == "restored-run":
-        return "restored-run"
+    if resource.type == "pulumi-python:dynamic:Resource" and resource.name == RESTORED_RUN:
+        return RESTORED_RUN
     return resource.type if resource.type in RESOURCE_CREATION_SECONDS else "other"
 
 
