@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import socket
+import subprocess
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -49,17 +52,41 @@ def test_a_taken_client_server_port_starts_the_head_again_on_another(monkeypatch
 
     monkeypatch.setattr(local_head, "client_server_port", taken_first)
     monkeypatch.setattr(local_head, "_published_dashboard", with_deadline(local_head._published_dashboard))
+    started: list[subprocess.Popen] = []
+    real_popen = subprocess.Popen
+
+    def recorded_popen(*args, **kwargs) -> subprocess.Popen:
+        started.append(real_popen(*args, **kwargs))
+        return started[-1]
+
+    monkeypatch.setattr(local_head.subprocess, "Popen", recorded_popen)
     try:
         head = local_head.start(num_cpus=1)
     finally:
         taken.close()
     try:
         assert len(picked) == 2, "the first attempt died on the taken port"
+        assert group_gone(started[0].pid), "every process of the failed attempt's group is ended, its agents too"
         assert local_head._group_listens(head.process.pid, picked[-1]), "the head's own client server holds its port"
         assert head.process.poll() is None
         assert local_head._answers(f"{head.dashboard_url}/api/version")
     finally:
         head.stop()
+    assert group_gone(head.process.pid), "stop ends every process of the head's group"
+    assert not head.temp_dir.exists()
+
+
+def group_gone(group: int, within: float = 10.0) -> bool:
+    """Whether process group `group` has no process left within `within` seconds (a SIGKILLed process lingers
+    as a zombie until its parent, or init, reaps it)."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(group, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.1)
+    return False
 
 
 def test_the_client_server_port_lies_below_the_ephemeral_range():
