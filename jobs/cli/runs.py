@@ -67,9 +67,18 @@ def cmd_export(args: argparse.Namespace, config: StackConfig) -> int:
     endpoint = endpoint_of(args, config)
     client = job_client.connect(endpoint)
     progress = ProgressLine()
+    brought_back = False
     try:
-        scaling.bring_back(endpoint, config.gpu.nodes, progress)
+        brought_back = scaling.bring_back(endpoint, config.gpu.nodes, progress)
         readiness.wait_for_gpus(endpoint, 1, config.job.ready_timeout_seconds, progress)
+    except BaseException:
+        progress.close()
+        if brought_back:  # nothing was submitted: the workers this command brought back go again
+            try:
+                print(back_to_zero(client, endpoint), file=sys.stderr)
+            except job_client.JobError as error:
+                print(f"the GPU workers stay up: {error}", file=sys.stderr)
+        raise
     finally:
         progress.close()
     # The driver (incluster/export_run.py) reaches the cluster as py_modules, added at submission and never stored.
@@ -78,7 +87,26 @@ def cmd_export(args: argparse.Namespace, config: StackConfig) -> int:
     exports = under_data_root(exports_dir(spec.run), args.data_root) if args.data_root else exports_dir(spec.run)
     print(f"{done} {submission_id}: the export of {spec.run} into {exports}/", file=sys.stderr)
     print(submission_id, flush=True)
-    return follow(client, config, submission_id, spec.framework, stream=False)
+    code = follow(client, config, submission_id, spec.framework, stream=False)
+    if brought_back:
+        print(back_to_zero(client, endpoint), file=sys.stderr)
+    return code
+
+
+def back_to_zero(client: JobSubmissionClient, endpoint: Endpoint) -> str:
+    """Scale the GPU workers to zero again after this command brought them back for an export, unless a job is live
+    on the cluster; the line saying which.
+
+    The guardian scaled them to zero once the run was over and, having recorded that, does not look at them again
+    (incluster/guardian/policy.py `_idle`): left up, they would bill at the running rate with nothing to do.
+    """
+    live = [job for job in client.list_jobs() if job_client.status_text(job.status) in job_client.LIVE]
+    if live:
+        return f"the GPU workers stay up: {live[0].submission_id} is {job_client.status_text(live[0].status)} on the cluster"
+    server = scaling.api_server(endpoint)
+    assert server is not None, "bring_back scales through the API server only"
+    scaling.scale_to(Endpoint(server, endpoint.headers, endpoint.verify), 0)
+    return "the GPU workers were at zero before this export: scaled back to zero"
 
 
 def gpu_node_rungs(endpoint: Endpoint, config: StackConfig) -> tuple[list[dict[str, str | None]] | None, str] | None:

@@ -9,11 +9,17 @@ import sys
 
 import pytest
 
+from core import names
+from incluster import readiness, scaling
+from incluster.job_client import JobError
 from jobs.cli.main import main
 from jobs.spec.training import training_spec
 from jobs.submit.target import load_stack
+from tests.incluster.test_scaling import apply_json_patch
 from tests.jobs.runs.test_export import STAND_IN, _verl_step
 from tests.jobs.test_cli_on_ray import common, run_cli
+from tests.support.service_proxy_stand_in import ProxyStandIn, service_proxy_stand_in
+from workloads.raycluster import render_manifest
 
 pytestmark = pytest.mark.usefixtures("ray_head")
 
@@ -52,6 +58,54 @@ def test_a_second_export_of_a_step_follows_the_first_by_its_submission_id(ray_he
     code, out, err = run_cli(capsys, "export", *args)
     assert code == 0 and out.strip() == f"{run}-export-step-10", err
     assert f"already submitted, following it {run}-export-step-10:" in err and "SUCCEEDED" in err
+
+
+def test_an_export_after_the_scale_to_zero_brings_the_workers_back_and_scales_them_to_zero_again(
+    ray_head, make_stack, tmp_path, capsys
+):
+    """Once the guardian has scaled the GPU workers to zero the run is over and it looks at them no more
+    (incluster/guardian/policy.py `_idle`). An export brings them back for itself through the API server and, once it
+    ends with nothing else live, scales them to zero again: left up they would bill at the running rate."""
+    name, directory = make_stack("cli-export-idle")
+    config = load_stack(name, directory)
+    run = training_spec(config).run
+    data_root = tmp_path / "root"
+    _verl_step(data_root / "checkpoints" / run, 10, world_size=8)
+    converter = shlex.join([sys.executable, "-c", STAND_IN, "@STEP_DIR@/actor", "@TARGET_DIR@"])
+    scaled_down = apply_json_patch(render_manifest(config), scaling.worker_patch(0))
+    with service_proxy_stand_in(ProxyStandIn(ray_head, scaled_down)) as api:
+        args = ["--stack", name, "--dir", str(directory), "--address", api.dashboard_url, "--data-root", str(data_root)]
+        code, out, err = run_cli(capsys, "export", *args, "--converter", converter)
+    assert code == 0, err
+    assert api.patches == [scaling.worker_patch(names.WORKER_REPLICAS), scaling.worker_patch(0)]
+    assert api.replicas() == 0
+    assert f"the GPU workers were scaled to zero: scaling them back to {config.gpu.nodes}" in err
+    assert out.strip().startswith("raysubmit_") and f"the export of {run} into {data_root}/exports/{run}/" in err
+    assert "SUCCEEDED" in err
+    assert err.splitlines()[-1] == "the GPU workers were at zero before this export: scaled back to zero"
+
+
+def test_an_export_whose_gpu_nodes_never_come_scales_the_workers_it_brought_back_to_zero_again(
+    ray_head, make_stack, tmp_path, capsys, monkeypatch
+):
+    name, directory = make_stack("cli-export-no-gpus")
+    config = load_stack(name, directory)
+    refusal = "refused: the job can never be placed: 0 of 1 Ray nodes with 8 GPUs are up after 600 s."
+
+    def never(*_: object, **__: object) -> None:
+        raise JobError(refusal)
+
+    monkeypatch.setattr(readiness, "wait_for_gpus", never)
+    scaled_down = apply_json_patch(render_manifest(config), scaling.worker_patch(0))
+    with service_proxy_stand_in(ProxyStandIn(ray_head, scaled_down)) as api:
+        args = ["--stack", name, "--dir", str(directory), "--address", api.dashboard_url, "--data-root", str(tmp_path)]
+        code, out, err = run_cli(capsys, "export", *args, "--converter", "true")
+    assert (code, out) == (2, "")
+    assert api.patches == [scaling.worker_patch(names.WORKER_REPLICAS), scaling.worker_patch(0)]
+    assert err.splitlines()[-2:] == [
+        "the GPU workers were at zero before this export: scaled back to zero",
+        f"error: {refusal}",
+    ]
 
 
 def test_export_of_a_step_that_is_not_there_fails_with_its_reason(ray_head, make_stack, tmp_path, capsys):
