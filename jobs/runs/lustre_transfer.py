@@ -24,7 +24,7 @@ import json
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import quote
 
@@ -37,6 +37,34 @@ REQUEST_SECONDS = 30.0
 
 POLL_SECONDS = 10.0
 """Pause between two reads of a running operation."""
+
+
+TOKEN_LIFETIME_SECONDS = 3600.0
+"""How long a Google access token from `gcloud auth print-access-token` lasts: "The default access token lifetime is
+3600 seconds" (cloud.google.com/sdk/gcloud/reference/auth/print-access-token, --lifetime, read 2026-12-02). A
+transfer may run for hours (park's default deadline is 6 h), far past one token."""
+
+TOKEN_REFRESH_SECONDS = TOKEN_LIFETIME_SECONDS / 2
+"""Age at which FreshToken fetches a new token: half the lifetime, so no request goes out with one about to end."""
+
+
+@dataclass
+class FreshToken:
+    """A Google access token, fetched again with `fetch` once it is TOKEN_REFRESH_SECONDS old: every request of a
+    long wait goes out with a live token."""
+
+    fetch: Callable[[], str]
+    """Gets a new token (jobs/submit/access.py user_token)."""
+    clock: Callable[[], float] = time.monotonic
+    """Seconds, for the token's age."""
+    _token: str = field(default="", init=False)
+    _fetched_at: float = field(default=float("-inf"), init=False)
+
+    def __call__(self) -> str:
+        """The current token, fetched first when there is none yet or it is TOKEN_REFRESH_SECONDS old."""
+        if not self._token or self.clock() - self._fetched_at >= TOKEN_REFRESH_SECONDS:
+            self._token, self._fetched_at = self.fetch(), self.clock()
+        return self._token
 
 
 class TransferError(Exception):
@@ -99,13 +127,13 @@ def _checked(response: requests.Response, what: str) -> dict[str, Any]:
 class RestTransfers:
     """Transfers through the REST API with a bearer token (every request within REQUEST_SECONDS)."""
 
-    token: str
-    """A Google access token of the caller."""
+    token: Callable[[], str]
+    """The caller's Google access token, asked for at each request (a FreshToken)."""
 
     def _post(self, url: str, body: dict[str, Any], what: str) -> dict[str, Any]:
         try:
             response = requests.post(
-                url, json=body, headers={"Authorization": f"Bearer {self.token}"}, timeout=REQUEST_SECONDS
+                url, json=body, headers={"Authorization": f"Bearer {self.token()}"}, timeout=REQUEST_SECONDS
             )
         except requests.RequestException as error:
             raise TransferError(f"{what}: no answer from {LUSTRE_API}: {type(error).__name__}") from None
@@ -125,7 +153,7 @@ class RestTransfers:
         """GET the operation."""
         try:
             response = requests.get(
-                f"{LUSTRE_API}/{name}", headers={"Authorization": f"Bearer {self.token}"}, timeout=REQUEST_SECONDS
+                f"{LUSTRE_API}/{name}", headers={"Authorization": f"Bearer {self.token()}"}, timeout=REQUEST_SECONDS
             )
         except requests.RequestException as error:
             raise TransferError(f"reading {name}: no answer: {type(error).__name__}") from None
@@ -138,13 +166,13 @@ class RestObjects:
 
     bucket: str
     """The bucket."""
-    token: str
-    """A Google access token of the caller."""
+    token: Callable[[], str]
+    """The caller's Google access token, asked for at each request (a FreshToken)."""
 
     def _get(self, url: str, params: dict[str, str], what: str) -> requests.Response:
         try:
             return requests.get(
-                url, params=params, headers={"Authorization": f"Bearer {self.token}"}, timeout=REQUEST_SECONDS
+                url, params=params, headers={"Authorization": f"Bearer {self.token()}"}, timeout=REQUEST_SECONDS
             )
         except requests.RequestException as error:
             raise TransferError(f"{what}: no answer from Cloud Storage: {type(error).__name__}") from None
@@ -179,7 +207,7 @@ class RestObjects:
                 f"{STORAGE_UPLOAD_API}/b/{self.bucket}/o",
                 params={"uploadType": "media", "name": name},
                 data=text.encode(),
-                headers={"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"},
+                headers={"Authorization": f"Bearer {self.token()}", "Content-Type": "application/json"},
                 timeout=REQUEST_SECONDS,
             )
         except requests.RequestException as error:

@@ -28,7 +28,7 @@ import pulumi.dynamic
 from pulumi.dynamic import CreateResult, DiffResult, ResourceProvider
 
 from jobs.runs import lustre_transfer
-from jobs.runs.lustre_transfer import RestObjects, RestTransfers
+from jobs.runs.lustre_transfer import FreshToken, RestObjects, RestTransfers
 from jobs.runs.park import restore_run
 from jobs.submit.access import user_token
 from jobs.submit.provider import PROJECT_DIR, _Call
@@ -55,7 +55,7 @@ class RestoreProvider(ResourceProvider):
 
     def create(self, props: dict[str, Any]) -> CreateResult:
         """Import the parked run when the marker says parked; record what the marker says afterwards."""
-        token = user_token({})
+        token = FreshToken(lambda: user_token({}))
         marker = restore_run(
             RestTransfers(token),
             RestObjects(props["bucket"], token),
