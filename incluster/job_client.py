@@ -127,7 +127,9 @@ def connect(endpoint: Endpoint) -> JobSubmissionClient:
         logging.getLogger(logger).setLevel(logging.WARNING)
     try:
         with _explicit_address():
-            return client_type(endpoint.address, headers=dict(endpoint.headers), verify=endpoint.verify)
+            # The headers themselves, not a copy: a client's FreshBearer (jobs/submit/access.py) renews its token
+            # as Ray reads it for each request of a long follow.
+            return client_type(endpoint.address, headers=endpoint.headers, verify=endpoint.verify)
     except JobError:
         raise
     except Exception as error:  # noqa: BLE001 - requests/ray raise many types for one cause

@@ -77,6 +77,10 @@ GKE_AUTH_PLUGIN_API = "client.authentication.k8s.io/v1beta1"
 """ExecCredential API version of the plugin's user entry, as `gcloud container clusters get-credentials`
 writes it (GKE docs, "Install kubectl and configure cluster access")."""
 
+GCLOUD_TOKEN_LIFETIME_SECONDS = 3600.0
+"""How long a Google access token from `gcloud auth print-access-token` lasts: "The default access token lifetime is
+3600 seconds" (cloud.google.com/sdk/gcloud/reference/auth/print-access-token, --lifetime, read 2026-12-02)."""
+
 GCLOUD_NOT_LOGGED_IN = ("You do not currently have an active account selected",)
 """What gcloud (and the auth plugin, which runs it) prints on stderr when no account is logged in,
 in a multi-line message that the plugin ends with a lone `)` after the `gcloud auth login` advice

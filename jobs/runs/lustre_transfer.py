@@ -30,7 +30,7 @@ from urllib.parse import quote
 
 import requests
 
-from core.facts.gcp import LUSTRE_API, STORAGE_API, STORAGE_UPLOAD_API
+from core.facts.gcp import GCLOUD_TOKEN_LIFETIME_SECONDS, LUSTRE_API, STORAGE_API, STORAGE_UPLOAD_API
 
 REQUEST_SECONDS = 30.0
 """Deadline of each HTTP request."""
@@ -39,13 +39,9 @@ POLL_SECONDS = 10.0
 """Pause between two reads of a running operation."""
 
 
-TOKEN_LIFETIME_SECONDS = 3600.0
-"""How long a Google access token from `gcloud auth print-access-token` lasts: "The default access token lifetime is
-3600 seconds" (cloud.google.com/sdk/gcloud/reference/auth/print-access-token, --lifetime, read 2026-12-02). A
-transfer may run for hours (park's default deadline is 6 h), far past one token."""
-
-TOKEN_REFRESH_SECONDS = TOKEN_LIFETIME_SECONDS / 2
-"""Age at which FreshToken fetches a new token: half the lifetime, so no request goes out with one about to end."""
+TOKEN_REFRESH_SECONDS = GCLOUD_TOKEN_LIFETIME_SECONDS / 2
+"""Age at which FreshToken fetches a new token: half a gcloud token's lifetime (a transfer may run for hours, park's
+default deadline is 6 h, far past one token), so no request goes out with one about to end."""
 
 
 @dataclass

@@ -15,13 +15,16 @@ import json
 import os
 import subprocess
 import tempfile
-from dataclasses import dataclass
+import time
+from collections.abc import Callable, ItemsView, Iterator, KeysView, ValuesView
+from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from core.facts.gcp import GCLOUD_NOT_LOGGED_IN, GKE_AUTH_PLUGIN
+from core.facts.gcp import GCLOUD_NOT_LOGGED_IN, GCLOUD_TOKEN_LIFETIME_SECONDS, GKE_AUTH_PLUGIN
 from incluster.endpoint import AccessError, Endpoint, bearer_headers, service_proxy_url
 
 
@@ -77,15 +80,32 @@ def kube_target(kubeconfig: dict[str, Any], context: str | None = None) -> KubeT
     )
 
 
-def exec_credential_token(output: str) -> str:
-    """The token of a client-go ExecCredential (`status.token`) printed by a credential plugin."""
+@dataclass(frozen=True)
+class Credential:
+    """A bearer token and when it stops being accepted."""
+
+    token: str = field(repr=False)
+    """The token; never printed."""
+    expires_at: float | None = None
+    """Its expiry in seconds since the epoch, where its source states one; None otherwise."""
+
+
+def exec_credential(output: str) -> Credential:
+    """The token of a client-go ExecCredential printed by a credential plugin (`status.token`) and its
+    `status.expirationTimestamp`, "a time when the provided credentials expire" (kubernetes/client-go
+    pkg/apis/clientauthentication/v1beta1/types.go; RFC 3339, optional)."""
     try:
-        token = json.loads(output)["status"]["token"]
-    except (ValueError, KeyError, TypeError):
+        status = json.loads(output)["status"]
+        token, expiry = status["token"], status.get("expirationTimestamp")
+    except (ValueError, KeyError, TypeError, AttributeError):
         raise AccessError("the kubeconfig's credential plugin printed no ExecCredential token") from None
     if not token:
         raise AccessError("the kubeconfig's credential plugin returned an empty token")
-    return token
+    try:
+        expires_at = datetime.fromisoformat(expiry.replace("Z", "+00:00")).timestamp() if expiry else None
+    except (ValueError, AttributeError):
+        raise AccessError(f"the kubeconfig's credential plugin printed an unreadable expiry {expiry!r}") from None
+    return Credential(token, expires_at)
 
 
 def _run(command: list[str], env: dict[str, str] | None = None) -> str:
@@ -112,15 +132,100 @@ def credential_failure(command: str, stderr: str) -> str:
     return f"{command} got no Google access token: {reason[:200]}; check gcloud auth login"
 
 
-def user_token(user: dict[str, Any]) -> str:
-    """A bearer token for the kubeconfig `user`: its token, its exec plugin's, or gcloud's."""
+def user_credential(user: dict[str, Any]) -> Credential:
+    """A bearer token for the kubeconfig `user` with its expiry where known: its token, its exec plugin's (with the
+    expiry the plugin states), or gcloud's (GCLOUD_TOKEN_LIFETIME_SECONDS from now)."""
     if user.get("token"):
-        return user["token"]
+        return Credential(user["token"], None)
     plugin = user.get("exec")
     if plugin:
         env = {**os.environ, **{item["name"]: item["value"] for item in plugin.get("env") or []}}
-        return exec_credential_token(_run([plugin["command"], *(plugin.get("args") or [])], env))
-    return _run(["gcloud", "auth", "print-access-token"]).strip()
+        return exec_credential(_run([plugin["command"], *(plugin.get("args") or [])], env))
+    return Credential(
+        _run(["gcloud", "auth", "print-access-token"]).strip(), time.time() + GCLOUD_TOKEN_LIFETIME_SECONDS
+    )
+
+
+def user_token(user: dict[str, Any]) -> str:
+    """A bearer token for the kubeconfig `user`: its token, its exec plugin's, or gcloud's."""
+    return user_credential(user).token
+
+
+RENEW_BEFORE_SECONDS = 300.0
+"""How long before its stated expiry FreshBearer fetches a new token: more than a request's deadline and a status
+poll's interval, so no request of a long follow goes out with a token about to end."""
+
+
+class FreshBearer(dict):
+    """`{"Authorization": "Bearer <token>"}` whose token is fetched again, whenever the header is read, once it is
+    within RENEW_BEFORE_SECONDS of its expiry: a follow, a wait or the foreground guardian that talks to the API server
+    for hours keeps a live token (gke-gcloud-auth-plugin's and gcloud's last an hour, GCLOUD_TOKEN_LIFETIME_SECONDS).
+
+    A dict, because Ray's JobSubmissionClient refuses any other type for its headers (ray 2.60.0
+    dashboard/modules/job/sdk.py L97) and keeps the very object (dashboard_sdk.py L242, `self._headers =
+    cluster_info.headers or {}`) for every request (L332) and each log stream's session (job/sdk.py L505-510).
+    Every Python-level read renews: requests' header preparation (items), dict() and `{**...}` (keys and
+    __getitem__, since __iter__ is overridden), get. A reader in C that walks the dict's storage (aiohttp's
+    CIMultiDict) sees the value the last read left, which the status polls of a follow renew every second.
+    """
+
+    def __init__(self, fetch: Callable[[], Credential], clock: Callable[[], float] = time.time) -> None:
+        super().__init__()
+        self._fetch, self._clock = fetch, clock
+        self._renew_at = float("-inf")
+        self._renew()
+
+    def _renew(self) -> None:
+        if self._clock() < self._renew_at:
+            return
+        credential = self._fetch()
+        dict.__setitem__(self, "Authorization", f"Bearer {credential.token}")
+        fetched = self._clock()
+        expiry = credential.expires_at if credential.expires_at is not None else fetched + GCLOUD_TOKEN_LIFETIME_SECONDS
+        self._renew_at = max(fetched, expiry - RENEW_BEFORE_SECONDS)
+
+    def __getitem__(self, key: str) -> str:
+        self._renew()
+        return dict.__getitem__(self, key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """The header `key`, the token renewed first when due."""
+        self._renew()
+        return dict.get(self, key, default)
+
+    def __iter__(self) -> Iterator[str]:
+        self._renew()
+        return dict.__iter__(self)
+
+    def keys(self) -> KeysView[str]:
+        """The header names, the token renewed first when due."""
+        self._renew()
+        return dict.keys(self)
+
+    def values(self) -> ValuesView[str]:
+        """The header values, the token renewed first when due."""
+        self._renew()
+        return dict.values(self)
+
+    def items(self) -> ItemsView[str, str]:
+        """The headers, the token renewed first when due."""
+        self._renew()
+        return dict.items(self)
+
+    def copy(self) -> dict[str, str]:
+        """A plain dict of the headers as they are now (renewed first when due)."""
+        return dict(self.items())
+
+    def __repr__(self) -> str:
+        return "FreshBearer(Authorization=<hidden>)"
+
+
+def user_headers(user: dict[str, Any]) -> dict[str, str]:
+    """The Authorization header for the kubeconfig `user`: fixed for a token written in the kubeconfig, renewed
+    before it ends (FreshBearer) for an exec plugin's or gcloud's."""
+    if user.get("token"):
+        return bearer_headers(user["token"])
+    return FreshBearer(lambda: user_credential(user))
 
 
 def ca_bundle(ca_data: str) -> str:
@@ -142,9 +247,7 @@ def endpoint_from_kubeconfig(text: str, context: str | None = None) -> Endpoint:
         raise AccessError("the kubeconfig is not a kubeconfig mapping")
     target = kube_target(kubeconfig, context)
     verify: str | bool = ca_bundle(target.ca_data) if target.ca_data else not target.insecure
-    return Endpoint(
-        address=service_proxy_url(target.server), headers=bearer_headers(user_token(target.user)), verify=verify
-    )
+    return Endpoint(address=service_proxy_url(target.server), headers=user_headers(target.user), verify=verify)
 
 
 def endpoint_from_kubeconfig_file(path: Path, context: str | None = None) -> Endpoint:

@@ -45,6 +45,8 @@ class ProxyStandIn:
     """The RayCluster object as the API server holds it."""
     patches: list[list[dict[str, Any]]] = field(default_factory=list)
     """Each JSON patch of the RayCluster, in order."""
+    authorizations: list[str] = field(default_factory=list)
+    """The Authorization header of each request forwarded to the dashboard, in order."""
     address: str = ""
     """Its base URL once started."""
 
@@ -99,6 +101,7 @@ def _handler(state: ProxyStandIn) -> type[BaseHTTPRequestHandler]:
 
         def _forward(self, method: str) -> None:
             rest = self.path[len(prefix) :]
+            state.authorizations.append(self.headers.get("Authorization", ""))
             if self.headers.get("Upgrade", "").lower() == "websocket":
                 self._tunnel(rest)
                 return

@@ -6,8 +6,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from core.facts.gcp import GCLOUD_TOKEN_LIFETIME_SECONDS
 from jobs.runs import lustre_transfer
-from jobs.runs.lustre_transfer import TOKEN_LIFETIME_SECONDS, TOKEN_REFRESH_SECONDS, FreshToken, RestTransfers, wait_for
+from jobs.runs.lustre_transfer import TOKEN_REFRESH_SECONDS, FreshToken, RestTransfers, wait_for
 
 
 class Clock:
@@ -54,7 +55,7 @@ def test_a_token_is_fetched_once_and_again_when_it_is_half_its_lifetime_old():
     clock.now = TOKEN_REFRESH_SECONDS
     assert token() == "token-2"
     assert fetched == [0.0, TOKEN_REFRESH_SECONDS]
-    assert TOKEN_REFRESH_SECONDS < TOKEN_LIFETIME_SECONDS
+    assert TOKEN_REFRESH_SECONDS < GCLOUD_TOKEN_LIFETIME_SECONDS
 
 
 def test_a_transfer_waited_on_for_three_hours_reads_its_operation_with_a_live_token_every_time(monkeypatch):
@@ -75,5 +76,5 @@ def test_a_transfer_waited_on_for_three_hours_reads_its_operation_with_a_live_to
     wait_for(transfers, started, "exporting /checkpoints/run", 6 * 3600, lines.append, 600, clock, clock.sleep)
     assert len(sent) == polls and clock.now == polls * 600
     issued = dict(zip((f"Bearer token-{n}" for n in range(1, len(fetched) + 1)), fetched, strict=True))
-    assert all(at - issued[header] < TOKEN_LIFETIME_SECONDS for at, header in sent)
+    assert all(at - issued[header] < GCLOUD_TOKEN_LIFETIME_SECONDS for at, header in sent)
     assert len(fetched) == 6

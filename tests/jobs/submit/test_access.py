@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import stat
+import time
 from pathlib import Path
 
 import pytest
+import requests
 import yaml
 
 from infra.kubernetes import gke_kubeconfig
@@ -46,12 +48,70 @@ def test_kube_target_reads_the_current_or_the_named_context():
         access.kube_target({**document, "current-context": ""})
 
 
-def test_exec_credential_token_is_read_from_status():
-    output = json.dumps({"kind": "ExecCredential", "status": {"token": "ya29.abc", "expirationTimestamp": "x"}})
-    assert access.exec_credential_token(output) == "ya29.abc"
-    for bad in ("not json", json.dumps({"status": {}}), json.dumps({"status": {"token": ""}})):
+def test_exec_credential_token_and_its_expiry_are_read_from_status():
+    expiry = "2026-12-02T05:00:00Z"
+    output = json.dumps({"kind": "ExecCredential", "status": {"token": "ya29.abc", "expirationTimestamp": expiry}})
+    assert access.exec_credential(output) == access.Credential("ya29.abc", 1796187600.0)
+    assert "ya29" not in repr(access.exec_credential(output))
+    unstated = json.dumps({"kind": "ExecCredential", "status": {"token": "ya29.abc"}})
+    assert access.exec_credential(unstated) == access.Credential("ya29.abc", None)
+    unreadable = json.dumps({"status": {"token": "ya29.abc", "expirationTimestamp": "x"}})
+    for bad in ("not json", json.dumps({"status": {}}), json.dumps({"status": {"token": ""}}), unreadable):
         with pytest.raises(access.AccessError):
-            access.exec_credential_token(bad)
+            access.exec_credential(bad)
+
+
+class Clock:
+    """Seconds since the epoch that move only when a test says so."""
+
+    def __init__(self) -> None:
+        self.now = 1_800_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_fresh_bearer_renews_its_token_shortly_before_the_expiry_it_was_given_whoever_reads_it():
+    clock, issued = Clock(), []
+
+    def fetch() -> access.Credential:
+        issued.append(clock())
+        return access.Credential(f"token-{len(issued)}", clock() + 3600)
+
+    headers = access.FreshBearer(fetch, clock)
+    assert headers["Authorization"] == "Bearer token-1" and dict(headers) == {"Authorization": "Bearer token-1"}
+    clock.now += 3600 - access.RENEW_BEFORE_SECONDS - 1
+    assert {**headers} == {"Authorization": "Bearer token-1"} and len(issued) == 1
+    clock.now += 1
+    assert requests.Request("GET", "https://api", headers=headers).prepare().headers["Authorization"] == (
+        "Bearer token-2"
+    )
+    clock.now += 3600
+    assert list(headers.items()) == [("Authorization", "Bearer token-3")]
+    assert {**headers, "Content-Type": "application/json"}["Authorization"] == "Bearer token-3"
+    assert "token" not in repr(headers) and isinstance(headers, dict)
+
+
+def test_a_plugin_token_near_its_stated_expiry_is_fetched_again_from_the_plugin_at_the_next_read(tmp_path):
+    """gke-gcloud-auth-plugin states when its token ends (ExecCredential status.expirationTimestamp); a token within
+    RENEW_BEFORE_SECONDS of it is not used again: the next read of the header runs the plugin again."""
+    count = tmp_path / "count"
+    soon = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 60))
+    plugin = fake_plugin(
+        tmp_path,
+        f'n=$(($(cat {count} 2>/dev/null || echo 0) + 1)); echo $n > {count}; echo \'{{"apiVersion":'
+        f'"client.authentication.k8s.io/v1beta1","status":{{"token":"ya29.t\'$n\'",'
+        f'"expirationTimestamp":"{soon}"}}}}\'',
+    )
+    endpoint = access.endpoint_from_kubeconfig(kubeconfig_with_plugin(plugin))
+    assert endpoint.headers["Authorization"] == "Bearer ya29.t2"
+    assert endpoint.headers.get("Authorization") == "Bearer ya29.t3"
+    assert count.read_text().strip() == "3"
+
+
+def test_a_token_written_in_the_kubeconfig_is_used_as_it_is():
+    assert access.user_headers({"token": "ya29.static"}) == {"Authorization": "Bearer ya29.static"}
+    assert type(access.user_headers({"token": "ya29.static"})) is dict
 
 
 def fake_plugin(directory: Path, body: str) -> Path:
