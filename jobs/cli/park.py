@@ -22,7 +22,7 @@ from incluster.record import RECORD_FILE, parse
 from jobs.cli.lines import ProgressLine, counted
 from jobs.runs import lustre_transfer
 from jobs.runs.export import exports_dir
-from jobs.runs.lustre_transfer import FreshToken, Objects, RestObjects, RestTransfers, Transfers, instance_name
+from jobs.runs.lustre_transfer import Objects, RestObjects, RestTransfers, Transfers, instance_name
 from jobs.runs.park import lustre_path, park_run
 from jobs.runs.run_files import read_local_run_files, read_run_files
 from jobs.spec.training import training_spec, under_data_root
@@ -36,9 +36,9 @@ DEFAULT_DEADLINE_SECONDS = 6 * 3600.0
 
 def transfer_clients(config: StackConfig) -> tuple[Transfers, Objects]:
     """Managed Lustre's transfers and the parked bucket's objects, with the caller's Google access token
-    (`gcloud auth print-access-token`, jobs/submit/access.py user_token), fetched again before it ends."""
-    token = FreshToken(lambda: access.user_token({}))
-    return RestTransfers(token), RestObjects(config.parked_bucket_name, token)
+    (`gcloud auth print-access-token`), fetched again before it ends (jobs/submit/access.py FreshBearer)."""
+    headers = access.FreshBearer(lambda: access.user_credential({}))
+    return RestTransfers(headers), RestObjects(config.parked_bucket_name, headers)
 
 
 def _record_text(args: argparse.Namespace, config: StackConfig, run: str, run_dir: str) -> str | None:

@@ -23,44 +23,20 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import quote
 
 import requests
 
-from core.facts.gcp import GCLOUD_TOKEN_LIFETIME_SECONDS, LUSTRE_API, STORAGE_API, STORAGE_UPLOAD_API
+from core.facts.gcp import LUSTRE_API, STORAGE_API, STORAGE_UPLOAD_API
 
 REQUEST_SECONDS = 30.0
 """Deadline of each HTTP request."""
 
 POLL_SECONDS = 10.0
 """Pause between two reads of a running operation."""
-
-
-TOKEN_REFRESH_SECONDS = GCLOUD_TOKEN_LIFETIME_SECONDS / 2
-"""Age at which FreshToken fetches a new token: half a gcloud token's lifetime (a transfer may run for hours, park's
-default deadline is 6 h, far past one token), so no request goes out with one about to end."""
-
-
-@dataclass
-class FreshToken:
-    """A Google access token, fetched again with `fetch` once it is TOKEN_REFRESH_SECONDS old: every request of a
-    long wait goes out with a live token."""
-
-    fetch: Callable[[], str]
-    """Gets a new token (jobs/submit/access.py user_token)."""
-    clock: Callable[[], float] = time.monotonic
-    """Seconds, for the token's age."""
-    _token: str = field(default="", init=False)
-    _fetched_at: float = field(default=float("-inf"), init=False)
-
-    def __call__(self) -> str:
-        """The current token, fetched first when there is none yet or it is TOKEN_REFRESH_SECONDS old."""
-        if not self._token or self.clock() - self._fetched_at >= TOKEN_REFRESH_SECONDS:
-            self._token, self._fetched_at = self.fetch(), self.clock()
-        return self._token
 
 
 class TransferError(Exception):
@@ -121,16 +97,15 @@ def _checked(response: requests.Response, what: str) -> dict[str, Any]:
 
 @dataclass
 class RestTransfers:
-    """Transfers through the REST API with a bearer token (every request within REQUEST_SECONDS)."""
+    """Transfers through the REST API with the caller's bearer token (every request within REQUEST_SECONDS)."""
 
-    token: Callable[[], str]
-    """The caller's Google access token, asked for at each request (a FreshToken)."""
+    headers: Mapping[str, str]
+    """The caller's Authorization header, read at each request (jobs/submit/access.py FreshBearer: renewed before
+    the token ends, as a transfer may be waited on for hours)."""
 
     def _post(self, url: str, body: dict[str, Any], what: str) -> dict[str, Any]:
         try:
-            response = requests.post(
-                url, json=body, headers={"Authorization": f"Bearer {self.token()}"}, timeout=REQUEST_SECONDS
-            )
+            response = requests.post(url, json=body, headers={**self.headers}, timeout=REQUEST_SECONDS)
         except requests.RequestException as error:
             raise TransferError(f"{what}: no answer from {LUSTRE_API}: {type(error).__name__}") from None
         return _checked(response, what)
@@ -148,9 +123,7 @@ class RestTransfers:
     def get_operation(self, name: str) -> dict[str, Any]:
         """GET the operation."""
         try:
-            response = requests.get(
-                f"{LUSTRE_API}/{name}", headers={"Authorization": f"Bearer {self.token()}"}, timeout=REQUEST_SECONDS
-            )
+            response = requests.get(f"{LUSTRE_API}/{name}", headers={**self.headers}, timeout=REQUEST_SECONDS)
         except requests.RequestException as error:
             raise TransferError(f"reading {name}: no answer: {type(error).__name__}") from None
         return _checked(response, f"reading {name}")
@@ -162,14 +135,13 @@ class RestObjects:
 
     bucket: str
     """The bucket."""
-    token: Callable[[], str]
-    """The caller's Google access token, asked for at each request (a FreshToken)."""
+    headers: Mapping[str, str]
+    """The caller's Authorization header, read at each request (jobs/submit/access.py FreshBearer: renewed before
+    the token ends, as a transfer may be waited on for hours)."""
 
     def _get(self, url: str, params: dict[str, str], what: str) -> requests.Response:
         try:
-            return requests.get(
-                url, params=params, headers={"Authorization": f"Bearer {self.token()}"}, timeout=REQUEST_SECONDS
-            )
+            return requests.get(url, params=params, headers={**self.headers}, timeout=REQUEST_SECONDS)
         except requests.RequestException as error:
             raise TransferError(f"{what}: no answer from Cloud Storage: {type(error).__name__}") from None
 
@@ -203,7 +175,7 @@ class RestObjects:
                 f"{STORAGE_UPLOAD_API}/b/{self.bucket}/o",
                 params={"uploadType": "media", "name": name},
                 data=text.encode(),
-                headers={"Authorization": f"Bearer {self.token()}", "Content-Type": "application/json"},
+                headers={**self.headers, "Content-Type": "application/json"},
                 timeout=REQUEST_SECONDS,
             )
         except requests.RequestException as error:

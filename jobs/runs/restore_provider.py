@@ -28,9 +28,9 @@ import pulumi.dynamic
 from pulumi.dynamic import CreateResult, DiffResult, ResourceProvider
 
 from jobs.runs import lustre_transfer
-from jobs.runs.lustre_transfer import FreshToken, RestObjects, RestTransfers
+from jobs.runs.lustre_transfer import RestObjects, RestTransfers
 from jobs.runs.park import restore_run
-from jobs.submit.access import user_token
+from jobs.submit.access import FreshBearer, user_credential
 from jobs.submit.provider import PROJECT_DIR, _Call
 
 RESTORE_DEADLINE_SECONDS = 6 * 3600
@@ -55,10 +55,10 @@ class RestoreProvider(ResourceProvider):
 
     def create(self, props: dict[str, Any]) -> CreateResult:
         """Import the parked run when the marker says parked; record what the marker says afterwards."""
-        token = FreshToken(lambda: user_token({}))
+        headers = FreshBearer(lambda: user_credential({}))
         marker = restore_run(
-            RestTransfers(token),
-            RestObjects(props["bucket"], token),
+            RestTransfers(headers),
+            RestObjects(props["bucket"], headers),
             props["instance"],
             props["bucket"],
             float(props["deadline_seconds"]),

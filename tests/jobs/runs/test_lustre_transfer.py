@@ -1,5 +1,5 @@
 """The Lustre transfers' REST clients: a wait longer than one Google access token's lifetime keeps every request
-authorised, because the token is fetched again before it ends (jobs/runs/lustre_transfer.py FreshToken)."""
+authorised, because the Authorization header they read at each request is a FreshBearer (jobs/submit/access.py)."""
 
 from __future__ import annotations
 
@@ -8,14 +8,15 @@ from typing import Any
 
 from core.facts.gcp import GCLOUD_TOKEN_LIFETIME_SECONDS
 from jobs.runs import lustre_transfer
-from jobs.runs.lustre_transfer import TOKEN_REFRESH_SECONDS, FreshToken, RestTransfers, wait_for
+from jobs.runs.lustre_transfer import RestObjects, RestTransfers, wait_for
+from jobs.submit.access import Credential, FreshBearer
 
 
 class Clock:
-    """Seconds that move only when a test says so."""
+    """Seconds since the epoch that move only when a test says so."""
 
     def __init__(self) -> None:
-        self.now = 0.0
+        self.now = 1_800_000_000.0
 
     def __call__(self) -> float:
         return self.now
@@ -36,31 +37,19 @@ class Answer:
         return self._body
 
 
-def numbered_tokens(clock: Clock, fetched: list[float]) -> FreshToken:
-    """A FreshToken whose n-th fetch is `token-n`, recording when each was fetched."""
+def gcloud_tokens(clock: Clock, fetched: list[float]) -> FreshBearer:
+    """The header of tokens as gcloud hands them out, each for GCLOUD_TOKEN_LIFETIME_SECONDS; the n-th is `ya29.t<n>`."""
 
-    def fetch() -> str:
+    def fetch() -> Credential:
         fetched.append(clock())
-        return f"token-{len(fetched)}"
+        return Credential(f"ya29.t{len(fetched)}", clock() + GCLOUD_TOKEN_LIFETIME_SECONDS)
 
-    return FreshToken(fetch, clock)
-
-
-def test_a_token_is_fetched_once_and_again_when_it_is_half_its_lifetime_old():
-    clock, fetched = Clock(), []
-    token = numbered_tokens(clock, fetched)
-    assert [token(), token()] == ["token-1", "token-1"]
-    clock.now = TOKEN_REFRESH_SECONDS - 1
-    assert token() == "token-1"
-    clock.now = TOKEN_REFRESH_SECONDS
-    assert token() == "token-2"
-    assert fetched == [0.0, TOKEN_REFRESH_SECONDS]
-    assert TOKEN_REFRESH_SECONDS < GCLOUD_TOKEN_LIFETIME_SECONDS
+    return FreshBearer(fetch, clock)
 
 
 def test_a_transfer_waited_on_for_three_hours_reads_its_operation_with_a_live_token_every_time(monkeypatch):
-    """Each operations.get of a 3-hour export, one every 10 minutes, goes out with a token younger than its
-    3600 s lifetime; a token fetched once at the start would have been 50 minutes dead by the end."""
+    """Each operations.get of a 3-hour export, one every 10 minutes, goes out with a token that has not ended; one
+    token fetched at the start would have been two hours dead by the end."""
     clock, fetched = Clock(), []
     sent: list[tuple[float, str]] = []
     polls = 18
@@ -70,11 +59,29 @@ def test_a_transfer_waited_on_for_three_hours_reads_its_operation_with_a_live_to
         return Answer({"name": "operations/export-1", "done": len(sent) >= polls, "response": {}})
 
     monkeypatch.setattr(lustre_transfer.requests, "get", get)
-    transfers = RestTransfers(numbered_tokens(clock, fetched))
+    transfers = RestTransfers(gcloud_tokens(clock, fetched))
     started = {"name": "operations/export-1", "done": False}
-    lines: list[str] = []
-    wait_for(transfers, started, "exporting /checkpoints/run", 6 * 3600, lines.append, 600, clock, clock.sleep)
-    assert len(sent) == polls and clock.now == polls * 600
-    issued = dict(zip((f"Bearer token-{n}" for n in range(1, len(fetched) + 1)), fetched, strict=True))
+    wait_for(transfers, started, "exporting /checkpoints/run", 6 * 3600, lambda _: None, 600, clock, clock.sleep)
+    assert len(sent) == polls and clock.now - fetched[0] == polls * 600
+    issued = {f"Bearer ya29.t{number}": at for number, at in enumerate(fetched, start=1)}
     assert all(at - issued[header] < GCLOUD_TOKEN_LIFETIME_SECONDS for at, header in sent)
-    assert len(fetched) == 6
+    assert len(fetched) == 4
+
+
+def test_the_marker_is_written_with_the_token_of_the_moment_and_its_content_type(monkeypatch):
+    clock, fetched = Clock(), []
+    posted: list[dict[str, str]] = []
+
+    def post(url: str, params: dict[str, str], data: bytes, headers: dict[str, str], timeout: float) -> Answer:
+        posted.append(headers)
+        return Answer({"name": params["name"]})
+
+    monkeypatch.setattr(lustre_transfer.requests, "post", post)
+    objects = RestObjects("parked", gcloud_tokens(clock, fetched))
+    objects.write_text("parked/marker.json", "{}")
+    clock.now += GCLOUD_TOKEN_LIFETIME_SECONDS
+    objects.write_text("parked/marker.json", "{}")
+    assert posted == [
+        {"Authorization": "Bearer ya29.t1", "Content-Type": "application/json"},
+        {"Authorization": "Bearer ya29.t2", "Content-Type": "application/json"},
+    ]

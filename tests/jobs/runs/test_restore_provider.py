@@ -9,6 +9,7 @@ import shutil
 from jobs.runs import restore_provider
 from jobs.runs.park import park_run
 from jobs.runs.restore_provider import RestoreProvider
+from jobs.submit.access import Credential
 from tests.jobs.runs.lustre_stand_in import StandInLustre, StandInObjects
 from tests.jobs.runs.test_park import BUCKET, INSTANCE, PATHS, RUN, a_run, tree
 
@@ -17,7 +18,7 @@ PROPS = {"bucket": BUCKET, "instance": INSTANCE, "instance_uid": "u-1", "deadlin
 
 def patched(monkeypatch, lustre, bucket):
     stand_in = StandInLustre(lustre, bucket, BUCKET, INSTANCE)
-    monkeypatch.setattr(restore_provider, "user_token", lambda user: "token")
+    monkeypatch.setattr(restore_provider, "user_credential", lambda user: Credential("token"))
     monkeypatch.setattr(restore_provider, "RestTransfers", lambda token: stand_in)
     monkeypatch.setattr(restore_provider, "RestObjects", lambda bucket_name, token: StandInObjects(bucket))
     monkeypatch.setattr("jobs.runs.lustre_transfer.POLL_SECONDS", 0)
