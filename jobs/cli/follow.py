@@ -138,7 +138,15 @@ def fresh_run(args: argparse.Namespace, config: StackConfig) -> tuple[StackConfi
         raise UsageError(str(error)) from None
     print(f"a fresh run: {PROJECT_NAMESPACE}:job.runGeneration is now {generation} in {path.name}", file=sys.stderr)
     fresh = load_stack(args.stack, Path(args.dir))
-    return fresh, training_spec(fresh, args.entrypoint)
+    spec = training_spec(fresh, args.entrypoint)
+    if config.job.recover and not args.address:
+        # The guardian's settings name the run (jobs/guardian/settings.py); only `pulumi up` rewrites them.
+        print(
+            f"the run guardian in the cluster guards generation {generation} once pulumi up --stack {args.stack} has"
+            " updated it; until then nothing recovers the new run or scales its GPU workers to zero after it",
+            file=sys.stderr,
+        )
+    return fresh, spec
 
 
 def cmd_logs(args: argparse.Namespace, config: StackConfig) -> int:

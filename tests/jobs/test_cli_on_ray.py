@@ -346,10 +346,51 @@ def test_fresh_starts_a_new_run_that_the_next_submit_keeps(ray_head, make_stack,
     fresh = out.strip()
     assert fresh.endswith("-1") and fresh != first and fresh.startswith(f"{name}-")
     assert f"a fresh run: grpo-gke:job.runGeneration is now 1 in Pulumi.{name}.yaml" in err
+    assert "run guardian" not in err, "through --address there is no guardian in a cluster to speak of"
     assert "runGeneration: 1" in (directory / f"Pulumi.{name}.yaml").read_text()
 
     code, out, err = run_cli(capsys, "submit", *args, "--entrypoint", stand_in(steps=1))
     assert (code, out.strip()) == (0, fresh) and "nothing submitted" in err
+
+
+def test_a_fresh_run_through_the_kubeconfig_says_the_guardian_guards_it_only_after_pulumi_up(
+    ray_head, make_stack, capsys, tmp_path
+):
+    """The guardian's settings name the run and only `pulumi up` rewrites them: a fresh run submitted through the
+    cluster (the kubeconfig, here a stand-in API server forwarding to a real head) says so, naming the generation."""
+    import yaml
+
+    from jobs.spec.training import training_spec
+    from jobs.submit.target import load_stack, stack_context
+    from tests.support.service_proxy_stand_in import ProxyStandIn, service_proxy_stand_in
+    from workloads.raycluster import render_manifest
+
+    name, directory = make_stack("cli-fresh-cluster")
+    config = load_stack(name, directory)
+    context = stack_context(config)
+    with service_proxy_stand_in(ProxyStandIn(ray_head, render_manifest(config))) as api:
+        kubeconfig = tmp_path / "kubeconfig"
+        kubeconfig.write_text(
+            yaml.safe_dump({
+                "apiVersion": "v1", "kind": "Config", "current-context": context,
+                "clusters": [{"name": context, "cluster": {"server": api.address}}],
+                "users": [{"name": context, "user": {"token": "ya29.static"}}],
+                "contexts": [{"name": context, "context": {"cluster": context, "user": context}}],
+            })
+        )  # fmt: skip
+        args = ["--stack", name, "--dir", str(directory), "--kubeconfig", str(kubeconfig)]
+        (tmp_path / "data").mkdir()
+        data = ["--data-root", str(tmp_path / "data")]
+        code, out, err = run_cli(capsys, "submit", *args, *data, "--entrypoint", stand_in(steps=1), "--fresh")
+    assert code == 0, err
+    run = training_spec(load_stack(name, directory), stand_in(steps=1)).run
+    assert out.strip() == f"{run}-1"
+    assert err.splitlines()[:2] == [
+        f"a fresh run: grpo-gke:job.runGeneration is now 1 in Pulumi.{name}.yaml",
+        f"the run guardian in the cluster guards generation 1 once pulumi up --stack {name} has updated it; until"
+        " then nothing recovers the new run or scales its GPU workers to zero after it",
+    ]
+    assert api.patches == [] and set(api.authorizations) == {"Bearer ya29.static"}
 
 
 def test_status_and_list_show_the_runs_record_from_the_data_root(ray_head, make_stack, capsys):
