@@ -146,11 +146,6 @@ def user_credential(user: dict[str, Any]) -> Credential:
     )
 
 
-def user_token(user: dict[str, Any]) -> str:
-    """A bearer token for the kubeconfig `user`: its token, its exec plugin's, or gcloud's."""
-    return user_credential(user).token
-
-
 RENEW_BEFORE_SECONDS = 300.0
 """How long before its stated expiry FreshBearer fetches a new token: more than a request's deadline and a status
 poll's interval, so no request of a long follow goes out with a token about to end."""
