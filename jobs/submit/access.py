@@ -4,7 +4,7 @@
 service's dashboard port, authorised by the caller's Google access token (the kubeconfig's
 exec plugin, `gke-gcloud-auth-plugin`, or `gcloud auth print-access-token`). The cluster CA
 comes from the kubeconfig. URL and header construction are pure; only getting a token runs a
-command.
+command, when the header is made and again shortly before the token ends (FreshBearer).
 """
 
 from __future__ import annotations
