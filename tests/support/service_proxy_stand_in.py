@@ -1,12 +1,13 @@
 """A stand-in API server on the loopback for the CLI's way into a cluster: the Ray dashboard through the API server's
 service proxy, and the RayCluster object the GPU workers scale by.
 
-- `/api/v1/namespaces/grpo/services/grpo-head-svc:8265/proxy/<rest>` is forwarded (GET, POST, PUT: the Jobs
-  client uploads py_modules with PUT; DELETE; a websocket upgrade, the log tail, as a byte tunnel), method, query
-  and body, to a real
-  local Ray head's dashboard as `<dashboard>/<rest>`, and its answer handed back: what the API server's proxy
+- `/api/v1/namespaces/grpo/services/grpo-head-svc:8265/proxy/<rest>` is forwarded, method, query and body, to a
+  real local Ray head's dashboard as `<dashboard>/<rest>`, and its answer handed back: what the API server's proxy
   subresource does for a Service port (Kubernetes 1.33 `services/proxy`, the path incluster/endpoint.py
-  service_proxy_url builds).
+  service_proxy_url builds). GET, POST, PUT (the Jobs client uploads py_modules with PUT) and DELETE; a websocket
+  upgrade (the Jobs client's log tail) becomes a byte tunnel, as the API server's upgrade-aware proxy passes one on
+  (k8s.io/apimachinery pkg/util/proxy/upgradeaware.go). The Authorization header of each forwarded request is
+  recorded, not checked.
 - `/apis/ray.io/v1/namespaces/grpo/rayclusters/grpo` answers GET with the object it holds and applies a PATCH of
   type `application/json-patch+json` (RFC 6902 `test` and `replace`, tests/incluster/test_scaling.py
   apply_json_patch) to it, recording each patch.
