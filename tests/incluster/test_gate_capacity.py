@@ -9,7 +9,8 @@ import pytest
 
 from incluster import job_client, readiness
 from incluster.endpoint import Endpoint
-from tests.incluster.test_readiness import FakeClock, scripted_nodes
+from tests.incluster.test_readiness import scripted_nodes
+from tests.support.clock import Clock
 from tests.support.kube_stand_in import (
     StandInApiServer,
     autoscaler_event,
@@ -38,7 +39,7 @@ def capacity(server: StandInApiServer) -> readiness.Capacity:
 
 def refusal(server: StandInApiServer, monkeypatch) -> tuple[str, list[str]]:
     """The gate's lines and refusal after 60 s with no GPU node up."""
-    monkeypatch.setattr(readiness, "time", FakeClock())
+    monkeypatch.setattr(readiness, "time", Clock())
     scripted_nodes(monkeypatch, [0.0])
     lines: list[str] = []
     with stand_in_api_server(server), pytest.raises(job_client.JobError) as refused:
@@ -106,7 +107,7 @@ def test_a_stockout_on_the_first_rung_then_a_scale_up_on_the_second_is_each_a_li
         return nodes
 
     monkeypatch.setattr(readiness, "gpu_nodes", gpu_nodes)
-    monkeypatch.setattr(readiness, "time", FakeClock())
+    monkeypatch.setattr(readiness, "time", Clock())
     lines: list[str] = []
     with stand_in_api_server(server):
         poll = readiness.LADDER_READ_SECONDS  # the events are read again at each poll
@@ -176,7 +177,7 @@ def test_the_gate_polls_ray_every_2_s_but_reads_the_events_every_10_s(monkeypatc
     server = StandInApiServer(
         pods=[pending_worker_pod(WORKERS[0])], events=[triggered_scale_up(WORKERS[0], SPOT_MIG, T0)]
     )
-    monkeypatch.setattr(readiness, "time", FakeClock())
+    monkeypatch.setattr(readiness, "time", Clock())
     polls = scripted_nodes(monkeypatch, [0.0])
     with stand_in_api_server(server), pytest.raises(job_client.JobError):
         readiness.wait_for_gpus(Endpoint("http://ray"), 1, 30, lambda _: None, poll=2, capacity=capacity(server))

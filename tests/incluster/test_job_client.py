@@ -8,7 +8,7 @@ import asyncio
 import pytest
 
 from incluster import job_client
-from tests.incluster.test_readiness import FakeClock
+from tests.support.clock import Clock
 
 
 class DeadStreamClient:
@@ -90,7 +90,7 @@ def test_stop_stops_pending_and_running_attempts_and_nothing_else():
 
 
 def test_a_stop_that_ray_ignores_ends_after_the_stop_deadline(monkeypatch):
-    clock = FakeClock()
+    clock = Clock()
     monkeypatch.setattr(job_client, "time", clock)
     client = StoppingClient(ATTEMPTS[1:2], ignores_stop=True)
     with pytest.raises(job_client.JobError, match=r"^r-2 did not stop within 30 s; Ray still shows it live$"):

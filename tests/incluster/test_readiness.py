@@ -8,6 +8,7 @@ import pytest
 from incluster import readiness
 from incluster.endpoint import Endpoint
 from incluster.job_client import JobError
+from tests.support.clock import Clock
 
 
 def scripted_nodes(monkeypatch, *answers: list[float]) -> list[int]:
@@ -34,21 +35,8 @@ def test_the_gate_reports_progress_until_every_node_shows_8_gpus(monkeypatch):
     ]
 
 
-class FakeClock:
-    """Stands in for the `time` module in incluster.readiness or incluster.job_client: sleeping advances the clock at once."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def monotonic(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.now += seconds
-
-
 def test_an_unchanged_progress_line_is_repeated_every_30_s_not_every_poll(monkeypatch):
-    clock = FakeClock()
+    clock = Clock()
     monkeypatch.setattr(readiness, "time", clock)
     scripted_nodes(monkeypatch, [0.0, 8.0])
     lines: list[str] = []
@@ -75,7 +63,7 @@ def test_readiness_counts_nodes_with_8_gpus_not_the_total_of_gpus():
 
 
 def test_the_gate_does_not_take_two_nodes_of_4_gpus_for_one_of_8(monkeypatch):
-    monkeypatch.setattr(readiness, "time", FakeClock())
+    monkeypatch.setattr(readiness, "time", Clock())
     calls = scripted_nodes(monkeypatch, [4.0, 4.0])
     with pytest.raises(JobError, match=r"can never be placed: 0 of 1 Ray nodes with 8 GPUs are up"):
         readiness.wait_for_gpus(Endpoint("http://ray"), 1, timeout=10, report=lambda _line: None, poll=2)

@@ -10,19 +10,7 @@ from core.facts.gcp import GCLOUD_TOKEN_LIFETIME_SECONDS
 from jobs.runs import lustre_transfer
 from jobs.runs.lustre_transfer import RestObjects, RestTransfers, wait_for
 from jobs.submit.access import Credential, FreshBearer
-
-
-class Clock:
-    """Seconds since the epoch that move only when a test says so."""
-
-    def __init__(self) -> None:
-        self.now = 1_800_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.now += seconds
+from tests.support.clock import Clock
 
 
 class Answer:
@@ -50,7 +38,7 @@ def gcloud_tokens(clock: Clock, fetched: list[float]) -> FreshBearer:
 def test_a_transfer_waited_on_for_three_hours_reads_its_operation_with_a_live_token_every_time(monkeypatch):
     """Each operations.get of a 3-hour export, one every 10 minutes, goes out with a token that has not ended; one
     token fetched at the start would have been two hours dead by the end."""
-    clock, fetched = Clock(), []
+    clock, fetched = Clock(1_800_000_000.0), []
     sent: list[tuple[float, str]] = []
     polls = 18
 
@@ -69,7 +57,7 @@ def test_a_transfer_waited_on_for_three_hours_reads_its_operation_with_a_live_to
 
 
 def test_the_marker_is_written_with_the_token_of_the_moment_and_its_content_type(monkeypatch):
-    clock, fetched = Clock(), []
+    clock, fetched = Clock(1_800_000_000.0), []
     posted: list[dict[str, str]] = []
 
     def post(url: str, params: dict[str, str], data: bytes, headers: dict[str, str], timeout: float) -> Answer:

@@ -16,6 +16,7 @@ from jobs.cli.main import parser
 from jobs.submit import access
 from jobs.submit.target import endpoint_of
 from tests.conftest import STACKS_DIR, config_of
+from tests.support.clock import Clock
 
 CA = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUJ0ZXN0Ci0tLS0tRU5EIENFUlRJRklDQVRFLS0tLS0K"
 
@@ -61,18 +62,8 @@ def test_exec_credential_token_and_its_expiry_are_read_from_status():
             access.exec_credential(bad)
 
 
-class Clock:
-    """Seconds since the epoch that move only when a test says so."""
-
-    def __init__(self) -> None:
-        self.now = 1_800_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def test_a_fresh_bearer_renews_its_token_shortly_before_the_expiry_it_was_given_whoever_reads_it():
-    clock, issued = Clock(), []
+    clock, issued = Clock(1_800_000_000.0), []
 
     def fetch() -> access.Credential:
         issued.append(clock())
