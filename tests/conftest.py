@@ -20,6 +20,7 @@ import pytest
 from core.config.model import PROJECT_NAMESPACE, StackConfig
 from core.stackfile import StackValues, read_stack_file, stack_file
 from jobs.spec.load import load_config
+from plan.cli import EXIT_BAD_INPUT
 from plan.harness import REPO_ROOT, Recording, run_values
 
 pytest_plugins = ["tests.ray_fixtures"]
@@ -69,6 +70,32 @@ def values_of(stack: str, **sections: dict) -> dict[str, str]:
                 current[name] = value
         values[key] = json.dumps(current)
     return values
+
+
+def plan_of_edited_stack(
+    directory: Path, name: str, *edits: tuple[str, str], base: str = "dev"
+) -> subprocess.CompletedProcess:
+    """`python -m plan --config Pulumi.<name>.yaml --out out`, run from `directory` as the user runs it, on the tests'
+    copy of the shipped `base` stack file with each (old, new) text edit made; an edit whose old text the file lacks
+    fails the test instead of planning the stack unchanged."""
+    text = shipped_stack_file(base).read_text()
+    for old, new in edits:
+        assert old in text, f"the {base} stack file has no {old!r} to edit"
+        text = text.replace(old, new)
+    (directory / f"Pulumi.{name}.yaml").write_text(text)
+    return subprocess.run(
+        [sys.executable, "-m", "plan", "--config", f"Pulumi.{name}.yaml", "--out", "out"],
+        cwd=directory, env={**os.environ, "PYTHONPATH": str(REPO_ROOT)}, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+
+
+def clean_refusal(result: subprocess.CompletedProcess, directory: Path) -> str:
+    """The whole stderr of a plan command's clean refusal: exit 2, nothing on stdout, no traceback, nothing written
+    under `directory`/out."""
+    assert result.returncode == EXIT_BAD_INPUT, result.stderr
+    assert result.stdout == "" and "Traceback" not in result.stderr
+    assert not (directory / "out").exists()
+    return result.stderr
 
 
 MODES = ("standard", "autopilot")

@@ -4,17 +4,13 @@ written). Facts and sources: core/facts/imagecache.py."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from typing import Any
 
 import pytest
 
 from core.facts.imagecache import IMAGE_CACHE_FLOORS
 from core.facts.platform import GPU_MACHINES, GkeVersion
-from plan.cli import EXIT_BAD_INPUT
-from tests.conftest import REPO_ROOT, shipped_stack_file
+from tests.conftest import clean_refusal, plan_of_edited_stack
 from tests.core.test_config import _below, bad, ok, problem_lines
 
 KEY = "grpo-gke:gpu.imageCacheDisk"
@@ -107,16 +103,8 @@ def test_a_version_below_the_caches_floor_is_refused_naming_it():
 
 
 def test_the_plan_refuses_a_cache_without_streaming_the_way_the_user_meets_it(tmp_path):
-    text = shipped_stack_file("dev").read_text()
-    text = text.replace("    provisioning: spot\n", "    provisioning: spot\n    imageCacheDisk: verl-cache\n")
-    (tmp_path / "Pulumi.cache.yaml").write_text(text)
-    result = subprocess.run(
-        [sys.executable, "-m", "plan", "--config", "Pulumi.cache.yaml", "--out", "out"],
-        cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO_ROOT)}, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert result.returncode == EXIT_BAD_INPUT
-    assert result.stdout == "" and not (tmp_path / "out").exists()
-    assert result.stderr == (
+    edit = ("    provisioning: spot\n", "    provisioning: spot\n    imageCacheDisk: verl-cache\n")
+    assert clean_refusal(plan_of_edited_stack(tmp_path, "cache", edit), tmp_path) == (
         "error: the config of stack 'cache' (Pulumi.cache.yaml) was refused:\n"
         f"  grpo-gke:{STREAMING_NEEDED.removeprefix('grpo-gke:')}\n"
     )

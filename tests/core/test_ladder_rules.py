@@ -4,39 +4,26 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from plan.cli import EXIT_BAD_INPUT
-from tests.conftest import REPO_ROOT, shipped_stack_file
+from tests.conftest import clean_refusal, plan_of_edited_stack
 
 REFUSED = "error: the config of stack 'ladder' (Pulumi.ladder.yaml) was refused:\n"
 """The first line of every refusal below."""
 
 
 def plan_with(tmp_path: Path, gpu_lines: str, cluster_lines: str = "") -> subprocess.CompletedProcess:
-    """`python -m plan --config Pulumi.ladder.yaml --out out` on the dev stack with lines added under
-    `grpo-gke:gpu` (and `grpo-gke:cluster`)."""
-    text = shipped_stack_file("dev").read_text()
-    text = text.replace("    provisioning: spot\n", f"    provisioning: spot\n{gpu_lines}")
-    text = text.replace("    mode: standard\n", f"    mode: standard\n{cluster_lines}")
-    (tmp_path / "Pulumi.ladder.yaml").write_text(text)
-    return subprocess.run(
-        [sys.executable, "-m", "plan", "--config", "Pulumi.ladder.yaml", "--out", "out"],
-        cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO_ROOT)}, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-
-
-def refused(result: subprocess.CompletedProcess, tmp_path: Path) -> str:
-    """The whole stderr of a clean refusal: exit 2, nothing on stdout, no traceback, nothing written."""
-    assert result.returncode == EXIT_BAD_INPUT, result.stderr
-    assert result.stdout == "" and "Traceback" not in result.stderr
-    assert not (tmp_path / "out").exists()
-    return result.stderr
+    """The plan command on the dev stack as `Pulumi.ladder.yaml`, with lines added under `grpo-gke:gpu` (and
+    `grpo-gke:cluster`)."""
+    return plan_of_edited_stack(
+        tmp_path,
+        "ladder",
+        ("    provisioning: spot\n", f"    provisioning: spot\n{gpu_lines}"),
+        ("    mode: standard\n", f"    mode: standard\n{cluster_lines}"),
+    )
 
 
 @pytest.mark.parametrize(
@@ -66,18 +53,17 @@ def refused(result: subprocess.CompletedProcess, tmp_path: Path) -> str:
          "flex-start-below-its-version"],
 )  # fmt: skip
 def test_a_ladder_that_cannot_work_is_refused_naming_the_key(tmp_path, gpu_lines, cluster_lines, expected):
-    assert refused(plan_with(tmp_path, gpu_lines, cluster_lines), tmp_path) == REFUSED + expected
+    assert clean_refusal(plan_with(tmp_path, gpu_lines, cluster_lines), tmp_path) == REFUSED + expected
 
 
 def test_a_ladder_on_autopilot_is_refused_with_the_reason(tmp_path):
-    text = shipped_stack_file("dev").read_text().replace("mode: standard", "mode: autopilot")
-    text = text.replace("    provisioning: spot\n", "    provisioning: spot\n    capacity: [spot, on-demand]\n")
-    (tmp_path / "Pulumi.ladder.yaml").write_text(text)
-    result = subprocess.run(
-        [sys.executable, "-m", "plan", "--config", "Pulumi.ladder.yaml", "--out", "out"],
-        cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO_ROOT)}, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert refused(result, tmp_path) == REFUSED + (
+    result = plan_of_edited_stack(
+        tmp_path,
+        "ladder",
+        ("mode: standard", "mode: autopilot"),
+        ("    provisioning: spot\n", "    provisioning: spot\n    capacity: [spot, on-demand]\n"),
+    )
+    assert clean_refusal(result, tmp_path) == REFUSED + (
         "  grpo-gke:gpu.capacity: is only for cluster.mode 'standard': no GKE document read on 2026-12-01 (the"
         " ComputeClass CRD reference, About custom compute classes, Consuming reservations, About flex-start"
         " provisioning) shows an Autopilot ComputeClass priority making A4 or A3 Ultra nodes with their RDMA"
