@@ -196,7 +196,7 @@ PARK_PREFIX = "parked/data/"
 
 PARK_MARKER = "parked/marker.json"
 """The parked bucket's marker object: what `python -m jobs park` exported, when, at which step, and whether
-it has been imported back (jobs/runs/park.py)."""
+it has been imported back (incluster/park.py)."""
 
 
 def gcloud_context_name(project: str, location: str, cluster: str) -> str:

@@ -127,7 +127,7 @@ def connect(endpoint: Endpoint) -> JobSubmissionClient:
         logging.getLogger(logger).setLevel(logging.WARNING)
     try:
         with _explicit_address():
-            # The headers themselves, not a copy: a client's FreshBearer (jobs/submit/access.py) renews its token
+            # The headers themselves, not a copy: a client's FreshBearer (incluster/google_token.py) renews its token
             # as Ray reads it for each request of a long follow.
             return client_type(endpoint.address, headers=endpoint.headers, verify=endpoint.verify)
     except JobError:

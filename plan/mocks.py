@@ -63,7 +63,7 @@ def _merged(computed: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
 
 
 FAKE_PARK_MARKER = '{"run": "offline", "state": "parked", "step": 1}\n'
-"""The parked bucket's marker offline (jobs/runs/park.py writes the real one): a parked stack plans as parked."""
+"""The parked bucket's marker offline (incluster/park.py writes the real one): a parked stack plans as parked."""
 
 PARK_MARKER_TOKEN = "gcp:storage/getBucketObjectContent:getBucketObjectContent"
 """The provider function the program reads the park marker with (infra/storage.py read_park_marker)."""

@@ -40,6 +40,35 @@ def ray_head(request: pytest.FixtureRequest) -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
+def pending_ray_head(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Dashboard URL of a second local head (1 CPU, no GPU) for the tests that leave a job PENDING: it ignores
+    stop_job until Ray's job start timeout (15 min), so on the session's head it would stay live under every later
+    test that needs nothing else live (quiet_ray_head)."""
+    if importlib.util.find_spec("ray") is None:
+        pytest.skip("ray is not installed: pip install 'ray[default]' (requirements.txt) for the job tests")
+    from jobs.submit import local_head
+
+    head = local_head.start(num_cpus=1)
+    stop = stop_after_last_use(request, head.stop)
+    try:
+        yield head.dashboard_url
+    finally:
+        stop()
+
+
+@pytest.fixture
+def quiet_ray_head(ray_head: str) -> str:
+    """The session's Ray head with no live job: a job an earlier test of this process left PENDING or RUNNING (those
+    tests are over) is stopped and waited for, for a test whose outcome depends on nothing else being live."""
+    from incluster import job_client
+
+    client = job_client.connect(job_client.endpoint_for_address(ray_head))
+    live = [job for job in client.list_jobs() if job_client.status_text(job.status) in job_client.LIVE]
+    job_client.stop_jobs(client, live)
+    return ray_head
+
+
+@pytest.fixture(scope="session")
 def two_node_cluster(request: pytest.FixtureRequest):
     """A real two-node Ray cluster: a head and a node declaring 8 GPUs, each in a network namespace of its own,
     stopped after the last test that uses it.

@@ -20,12 +20,12 @@ from typing import NoReturn
 from core.config.problems import ConfigError
 from core.stackfile import StackFileError
 from incluster import guardian, job_client
+from incluster.lustre_transfer import TransferError
 from jobs.cli.checks import cmd_preflight, cmd_validate
 from jobs.cli.follow import Interrupted, cmd_list, cmd_logs, cmd_stop, cmd_submit
 from jobs.cli.lines import first_line
 from jobs.cli.park import DEFAULT_DEADLINE_SECONDS, cmd_park
 from jobs.cli.runs import cmd_export, cmd_plot, cmd_status
-from jobs.runs.lustre_transfer import TransferError
 from jobs.submit import access
 from jobs.submit.target import PROGRAM, UsageError, load_stack
 

@@ -3,7 +3,7 @@
 
 It reads the run's record to learn whether the run has exports, exports the run's directory and its exports directory
 with Managed Lustre's exportData, one after the other, waits for each with a progress line and a deadline, verifies
-the bucket and writes the marker (jobs/runs/park.py). The export runs here, not in `pulumi up`: it can take long, and
+the bucket and writes the marker (incluster/park.py). The export runs here, not in `pulumi up`: it can take long, and
 the instance must still exist while it runs.
 """
 
@@ -16,14 +16,14 @@ from pathlib import Path
 
 from core import names
 from core.config.model import StackConfig
-from incluster import job_client
+from incluster import job_client, lustre_transfer
+from incluster.google_token import FreshBearer
 from incluster.job_client import LIVE
+from incluster.lustre_transfer import Objects, RestObjects, RestTransfers, Transfers, instance_name
+from incluster.park import lustre_path, park_run
 from incluster.record import RECORD_FILE, parse
 from jobs.cli.lines import ProgressLine, counted
-from jobs.runs import lustre_transfer
 from jobs.runs.export import exports_dir
-from jobs.runs.lustre_transfer import Objects, RestObjects, RestTransfers, Transfers, instance_name
-from jobs.runs.park import lustre_path, park_run
 from jobs.runs.run_files import read_local_run_files, read_run_files
 from jobs.spec.training import training_spec, under_data_root
 from jobs.submit import access
@@ -36,8 +36,8 @@ DEFAULT_DEADLINE_SECONDS = 6 * 3600.0
 
 def transfer_clients(config: StackConfig) -> tuple[Transfers, Objects]:
     """Managed Lustre's transfers and the parked bucket's objects, with the caller's Google access token
-    (`gcloud auth print-access-token`), fetched again before it ends (jobs/submit/access.py FreshBearer)."""
-    headers = access.FreshBearer(lambda: access.user_credential({}))
+    (`gcloud auth print-access-token`), fetched again before it ends (incluster/google_token.py FreshBearer)."""
+    headers = FreshBearer(lambda: access.user_credential({}))
     return RestTransfers(headers), RestObjects(config.parked_bucket_name, headers)
 
 

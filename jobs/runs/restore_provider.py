@@ -4,7 +4,7 @@ the run guardian and the run's submission wait for the volume's claim).
 
 create: read the parked bucket's marker; when it says parked, import the bucket's parked prefix into the instance's
 root with importData, wait for the Operation (a deadline, a line per read on the provider's stderr, which `pulumi up`
-shows) and mark the marker restored (jobs/runs/park.py restore_run); without a marker, or one already restored, it
+shows) and mark the marker restored (incluster/park.py restore_run); without a marker, or one already restored, it
 imports nothing. It runs once per instance: a new instance (its uid) replaces it; delete does nothing (the data is on
 the instance, and the bucket keeps its copy). It is here and not a separate command so that the import comes before
 the next attempt by the graph's own order: `storage.parked: false` and one `pulumi up` bring the run back.
@@ -27,10 +27,11 @@ import pulumi
 import pulumi.dynamic
 from pulumi.dynamic import CreateResult, DiffResult, ResourceProvider
 
-from jobs.runs import lustre_transfer
-from jobs.runs.lustre_transfer import RestObjects, RestTransfers
-from jobs.runs.park import restore_run
-from jobs.submit.access import FreshBearer, user_credential
+from incluster import lustre_transfer
+from incluster.google_token import FreshBearer
+from incluster.lustre_transfer import RestObjects, RestTransfers
+from incluster.park import restore_run
+from jobs.submit.access import user_credential
 from jobs.submit.provider import PROJECT_DIR, _Call
 
 RESTORE_DEADLINE_SECONDS = 6 * 3600

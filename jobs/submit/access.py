@@ -16,8 +16,7 @@ import os
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, ItemsView, Iterator, KeysView, ValuesView
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ import yaml
 
 from core.facts.gcp import GCLOUD_NOT_LOGGED_IN, GCLOUD_TOKEN_LIFETIME_SECONDS, GKE_AUTH_PLUGIN
 from incluster.endpoint import AccessError, Endpoint, bearer_headers, service_proxy_url
+from incluster.google_token import Credential, FreshBearer
 
 
 class KubeconfigUnreadable(AccessError):
@@ -78,16 +78,6 @@ def kube_target(kubeconfig: dict[str, Any], context: str | None = None) -> KubeT
         user=user or {},
         insecure=bool(cluster.get("insecure-skip-tls-verify")),
     )
-
-
-@dataclass(frozen=True)
-class Credential:
-    """A bearer token and when it stops being accepted."""
-
-    token: str = field(repr=False)
-    """The token; never printed."""
-    expires_at: float | None = None
-    """Its expiry in seconds since the epoch, where its source states one; None otherwise."""
 
 
 def exec_credential(output: str) -> Credential:
@@ -144,75 +134,6 @@ def user_credential(user: dict[str, Any]) -> Credential:
     return Credential(
         _run(["gcloud", "auth", "print-access-token"]).strip(), time.time() + GCLOUD_TOKEN_LIFETIME_SECONDS
     )
-
-
-RENEW_BEFORE_SECONDS = 300.0
-"""How long before its stated expiry FreshBearer fetches a new token: more than a request's deadline and a status
-poll's interval, so no request of a long follow goes out with a token about to end."""
-
-
-class FreshBearer(dict):
-    """`{"Authorization": "Bearer <token>"}` whose token is fetched again, whenever the header is read, once it is
-    within RENEW_BEFORE_SECONDS of its expiry: a follow, a wait or the foreground guardian that talks to the API server
-    for hours keeps a live token (gke-gcloud-auth-plugin's and gcloud's last an hour, GCLOUD_TOKEN_LIFETIME_SECONDS).
-
-    A dict, because Ray's JobSubmissionClient refuses any other type for its headers (ray 2.60.0
-    dashboard/modules/job/sdk.py L97) and keeps the very object (dashboard_sdk.py L242, `self._headers =
-    cluster_info.headers or {}`) for every request (L332) and each log stream's session (job/sdk.py L505-510).
-    Every Python-level read renews: requests' header preparation (items), dict() and `{**...}` (keys and
-    __getitem__, since __iter__ is overridden), get. A reader in C that walks the dict's storage (aiohttp's
-    CIMultiDict) sees the value the last read left, which the status polls of a follow renew every second.
-    """
-
-    def __init__(self, fetch: Callable[[], Credential], clock: Callable[[], float] = time.time) -> None:
-        super().__init__()
-        self._fetch, self._clock = fetch, clock
-        self._renew_at = float("-inf")
-        self._renew()
-
-    def _renew(self) -> None:
-        if self._clock() < self._renew_at:
-            return
-        credential = self._fetch()
-        dict.__setitem__(self, "Authorization", f"Bearer {credential.token}")
-        fetched = self._clock()
-        expiry = credential.expires_at if credential.expires_at is not None else fetched + GCLOUD_TOKEN_LIFETIME_SECONDS
-        self._renew_at = max(fetched, expiry - RENEW_BEFORE_SECONDS)
-
-    def __getitem__(self, key: str) -> str:
-        self._renew()
-        return dict.__getitem__(self, key)
-
-    def get(self, key: str, default: Any = None) -> Any:
-        """The header `key`, the token renewed first when due."""
-        self._renew()
-        return dict.get(self, key, default)
-
-    def __iter__(self) -> Iterator[str]:
-        self._renew()
-        return dict.__iter__(self)
-
-    def keys(self) -> KeysView[str]:
-        """The header names, the token renewed first when due."""
-        self._renew()
-        return dict.keys(self)
-
-    def values(self) -> ValuesView[str]:
-        """The header values, the token renewed first when due."""
-        self._renew()
-        return dict.values(self)
-
-    def items(self) -> ItemsView[str, str]:
-        """The headers, the token renewed first when due."""
-        self._renew()
-        return dict.items(self)
-
-    def copy(self) -> dict[str, str]:
-        """A plain dict of the headers as they are now (renewed first when due)."""
-        return dict(self.items())
-
-    def __repr__(self) -> str:
-        return "FreshBearer(Authorization=<hidden>)"
 
 
 def user_headers(user: dict[str, Any]) -> dict[str, str]:

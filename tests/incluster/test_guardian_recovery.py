@@ -288,6 +288,12 @@ REQUEST_SITES = {
     ("incluster/scaling.py", "bring_back"): "not the guardian's: pulumi up and the CLI, with the user's credentials",
     ("incluster/readiness.py", "ray_nodes"): "the Ray dashboard, not the API server",
     ("incluster/lease.py", "_request"): "the API server: the Lease, recorded above",
+    ("incluster/lustre_transfer.py", "_post"): "Managed Lustre's API (exportData, importData), not the API server",
+    ("incluster/lustre_transfer.py", "get_operation"): "Managed Lustre's API (operations.get), not the API server",
+    ("incluster/lustre_transfer.py", "_get"): "Cloud Storage (the parked bucket's objects), not the API server",
+    ("incluster/lustre_transfer.py", "write_text"): "Cloud Storage (the park marker), not the API server",
+    ("incluster/google_token.py", "metadata_credential"): "the node's metadata server (a Google token), not the API"
+    " server",
 }
 """Every function of the guardian's code that sends an HTTP request with `requests`, and what it reaches."""
 

@@ -10,9 +10,8 @@ import pytest
 from jobs.cli import park
 from jobs.spec.training import training_spec
 from jobs.submit.target import load_stack
-from tests.jobs.runs.lustre_stand_in import StandInLustre, StandInObjects
-from tests.jobs.runs.test_park import a_run, tree
 from tests.jobs.test_cli_messages import cli
+from tests.support.lustre_stand_in import StandInLustre, StandInObjects, a_run, tree
 
 LUSTRE = {"type": "lustre", "capacityGib": 18000, "throughput": 1000, "keepOnDestroy": False}
 """The storage section of a Lustre stack whose instance is not kept on destroy."""
@@ -31,7 +30,7 @@ def parked_stack(make_stack, tmp_path, monkeypatch):
     instance = f"projects/my-grpo-project/locations/{config.zone}/instances/grpo-lus-lustre"
     stand_in = StandInLustre(data, bucket, config.parked_bucket_name, instance)
     monkeypatch.setattr(park, "transfer_clients", lambda config: (stand_in, StandInObjects(bucket)))
-    monkeypatch.setattr("jobs.runs.lustre_transfer.POLL_SECONDS", 0)
+    monkeypatch.setattr("incluster.lustre_transfer.POLL_SECONDS", 0)
     args = ["park", "--stack", name, "--dir", str(directory), "--data-root", str(data)]
     return config, run, data, bucket, stand_in, args
 

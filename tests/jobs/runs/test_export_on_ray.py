@@ -61,7 +61,7 @@ def test_a_second_export_of_a_step_follows_the_first_by_its_submission_id(ray_he
 
 
 def test_an_export_after_the_scale_to_zero_brings_the_workers_back_and_scales_them_to_zero_again(
-    ray_head, make_stack, tmp_path, capsys
+    quiet_ray_head, make_stack, tmp_path, capsys
 ):
     """Once the guardian has scaled the GPU workers to zero the run is over and it looks at them no more
     (incluster/guardian/policy.py `_idle`). An export brings them back for itself through the API server and, once it
@@ -73,7 +73,7 @@ def test_an_export_after_the_scale_to_zero_brings_the_workers_back_and_scales_th
     _verl_step(data_root / "checkpoints" / run, 10, world_size=8)
     converter = shlex.join([sys.executable, "-c", STAND_IN, "@STEP_DIR@/actor", "@TARGET_DIR@"])
     scaled_down = apply_json_patch(render_manifest(config), scaling.worker_patch(0))
-    with service_proxy_stand_in(ProxyStandIn(ray_head, scaled_down)) as api:
+    with service_proxy_stand_in(ProxyStandIn(quiet_ray_head, scaled_down)) as api:
         args = ["--stack", name, "--dir", str(directory), "--address", api.dashboard_url, "--data-root", str(data_root)]
         code, out, err = run_cli(capsys, "export", *args, "--converter", converter)
     assert code == 0, err
@@ -86,7 +86,7 @@ def test_an_export_after_the_scale_to_zero_brings_the_workers_back_and_scales_th
 
 
 def test_an_export_whose_gpu_nodes_never_come_scales_the_workers_it_brought_back_to_zero_again(
-    ray_head, make_stack, tmp_path, capsys, monkeypatch
+    quiet_ray_head, make_stack, tmp_path, capsys, monkeypatch
 ):
     name, directory = make_stack("cli-export-no-gpus")
     config = load_stack(name, directory)
@@ -97,7 +97,7 @@ def test_an_export_whose_gpu_nodes_never_come_scales_the_workers_it_brought_back
 
     monkeypatch.setattr(readiness, "wait_for_gpus", never)
     scaled_down = apply_json_patch(render_manifest(config), scaling.worker_patch(0))
-    with service_proxy_stand_in(ProxyStandIn(ray_head, scaled_down)) as api:
+    with service_proxy_stand_in(ProxyStandIn(quiet_ray_head, scaled_down)) as api:
         args = ["--stack", name, "--dir", str(directory), "--address", api.dashboard_url, "--data-root", str(tmp_path)]
         code, out, err = run_cli(capsys, "export", *args, "--converter", "true")
     assert (code, out) == (2, "")

@@ -6,12 +6,11 @@ import json
 import pickle
 import shutil
 
+from incluster.google_token import Credential
+from incluster.park import park_run
 from jobs.runs import restore_provider
-from jobs.runs.park import park_run
 from jobs.runs.restore_provider import RestoreProvider
-from jobs.submit.access import Credential
-from tests.jobs.runs.lustre_stand_in import StandInLustre, StandInObjects
-from tests.jobs.runs.test_park import BUCKET, INSTANCE, PATHS, RUN, a_run, tree
+from tests.support.lustre_stand_in import BUCKET, INSTANCE, PATHS, RUN, StandInLustre, StandInObjects, a_run, tree
 
 PROPS = {"bucket": BUCKET, "instance": INSTANCE, "instance_uid": "u-1", "deadline_seconds": 60, "marker_state": None}
 
@@ -21,7 +20,7 @@ def patched(monkeypatch, lustre, bucket):
     monkeypatch.setattr(restore_provider, "user_credential", lambda user: Credential("token"))
     monkeypatch.setattr(restore_provider, "RestTransfers", lambda token: stand_in)
     monkeypatch.setattr(restore_provider, "RestObjects", lambda bucket_name, token: StandInObjects(bucket))
-    monkeypatch.setattr("jobs.runs.lustre_transfer.POLL_SECONDS", 0)
+    monkeypatch.setattr("incluster.lustre_transfer.POLL_SECONDS", 0)
     return stand_in
 
 

@@ -8,15 +8,14 @@ import time
 from pathlib import Path
 
 import pytest
-import requests
 import yaml
 
+from incluster.google_token import Credential
 from infra.kubernetes import gke_kubeconfig
 from jobs.cli.main import parser
 from jobs.submit import access
 from jobs.submit.target import endpoint_of
 from tests.conftest import STACKS_DIR, config_of
-from tests.support.clock import Clock
 
 CA = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUJ0ZXN0Ci0tLS0tRU5EIENFUlRJRklDQVRFLS0tLS0K"
 
@@ -52,35 +51,14 @@ def test_kube_target_reads_the_current_or_the_named_context():
 def test_exec_credential_token_and_its_expiry_are_read_from_status():
     expiry = "2026-12-02T05:00:00Z"
     output = json.dumps({"kind": "ExecCredential", "status": {"token": "ya29.abc", "expirationTimestamp": expiry}})
-    assert access.exec_credential(output) == access.Credential("ya29.abc", 1796187600.0)
+    assert access.exec_credential(output) == Credential("ya29.abc", 1796187600.0)
     assert "ya29" not in repr(access.exec_credential(output))
     unstated = json.dumps({"kind": "ExecCredential", "status": {"token": "ya29.abc"}})
-    assert access.exec_credential(unstated) == access.Credential("ya29.abc", None)
+    assert access.exec_credential(unstated) == Credential("ya29.abc", None)
     unreadable = json.dumps({"status": {"token": "ya29.abc", "expirationTimestamp": "x"}})
     for bad in ("not json", json.dumps({"status": {}}), json.dumps({"status": {"token": ""}}), unreadable):
         with pytest.raises(access.AccessError):
             access.exec_credential(bad)
-
-
-def test_a_fresh_bearer_renews_its_token_shortly_before_the_expiry_it_was_given_whoever_reads_it():
-    clock, issued = Clock(1_800_000_000.0), []
-
-    def fetch() -> access.Credential:
-        issued.append(clock())
-        return access.Credential(f"token-{len(issued)}", clock() + 3600)
-
-    headers = access.FreshBearer(fetch, clock)
-    assert headers["Authorization"] == "Bearer token-1" and dict(headers) == {"Authorization": "Bearer token-1"}
-    clock.now += 3600 - access.RENEW_BEFORE_SECONDS - 1
-    assert {**headers} == {"Authorization": "Bearer token-1"} and len(issued) == 1
-    clock.now += 1
-    assert requests.Request("GET", "https://api", headers=headers).prepare().headers["Authorization"] == (
-        "Bearer token-2"
-    )
-    clock.now += 3600
-    assert list(headers.items()) == [("Authorization", "Bearer token-3")]
-    assert {**headers, "Content-Type": "application/json"}["Authorization"] == "Bearer token-3"
-    assert "token" not in repr(headers) and isinstance(headers, dict)
 
 
 def test_a_plugin_token_near_its_stated_expiry_is_fetched_again_from_the_plugin_at_the_next_read(tmp_path):

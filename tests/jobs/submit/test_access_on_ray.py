@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from incluster import job_client
 from incluster.endpoint import Endpoint
-from jobs.submit.access import Credential, FreshBearer
+from incluster.google_token import Credential, FreshBearer
 from tests.support.clock import Clock
 from tests.support.service_proxy_stand_in import ProxyStandIn, service_proxy_stand_in
 

@@ -126,18 +126,18 @@ def test_update_stops_the_old_run_through_the_new_inputs_not_the_stale_state(ray
     provider.delete("prov-stale", updated.outs)
 
 
-def test_update_fails_naming_an_old_attempt_that_does_not_stop_in_time(ray_head, short_stop, tmp_path):
-    olds = props_for(tmp_path, ray_head, "prov-pending-update", "sleep 60")
-    pending = submit_pending(ray_head, olds)
-    news = props_for(tmp_path, ray_head, "prov-pending-update", "sleep 61")
+def test_update_fails_naming_an_old_attempt_that_does_not_stop_in_time(pending_ray_head, short_stop, tmp_path):
+    olds = props_for(tmp_path, pending_ray_head, "prov-pending-update", "sleep 60")
+    pending = submit_pending(pending_ray_head, olds)
+    news = props_for(tmp_path, pending_ray_head, "prov-pending-update", "sleep 61")
     with pytest.raises(Exception) as raised:
         JobProvider().update("prov-pending-update", olds, news)
     assert str(raised.value) == (
         f"grpo-gke job {news['submission']['metadata']['run']}: cannot stop the old run"
         f" {olds['submission']['metadata']['run']}: {pending} did not stop within 1 s; Ray still shows it live"
     )
-    assert status_of(client_of(ray_head), pending) == "PENDING"
-    assert attempts(client_of(ray_head), news["submission"]["metadata"]["run"]) == []
+    assert status_of(client_of(pending_ray_head), pending) == "PENDING"
+    assert attempts(client_of(pending_ray_head), news["submission"]["metadata"]["run"]) == []
 
 
 def test_update_fails_when_ray_refuses_to_stop_the_old_run(ray_head, monkeypatch, tmp_path):
@@ -158,9 +158,9 @@ def test_update_fails_when_ray_refuses_to_stop_the_old_run(ray_head, monkeypatch
     provider.delete("prov-refused", olds)
 
 
-def test_delete_warns_and_returns_when_an_attempt_does_not_stop_in_time(ray_head, short_stop, capsys, tmp_path):
-    props = props_for(tmp_path, ray_head, "prov-pending-delete", "sleep 60")
-    pending = submit_pending(ray_head, props)
+def test_delete_warns_and_returns_when_an_attempt_does_not_stop_in_time(pending_ray_head, short_stop, capsys, tmp_path):
+    props = props_for(tmp_path, pending_ray_head, "prov-pending-delete", "sleep 60")
+    pending = submit_pending(pending_ray_head, props)
     JobProvider().delete("prov-pending-delete", props)
     assert capsys.readouterr().err == (
         f"grpo-gke job: warning: {props['submission']['metadata']['run']} not stopped ({pending} did not stop"

@@ -1,5 +1,5 @@
 """The Lustre transfers' REST clients: a wait longer than one Google access token's lifetime keeps every request
-authorised, because the Authorization header they read at each request is a FreshBearer (jobs/submit/access.py)."""
+authorised, because the Authorization header they read at each request is a FreshBearer (incluster/google_token.py)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import json
 from typing import Any
 
 from core.facts.gcp import GCLOUD_TOKEN_LIFETIME_SECONDS
-from jobs.runs import lustre_transfer
-from jobs.runs.lustre_transfer import RestObjects, RestTransfers, wait_for
-from jobs.submit.access import Credential, FreshBearer
+from incluster import lustre_transfer
+from incluster.google_token import Credential, FreshBearer
+from incluster.lustre_transfer import RestObjects, RestTransfers, wait_for
 from tests.support.clock import Clock
 
 

@@ -100,7 +100,7 @@ class RestTransfers:
     """Transfers through the REST API with the caller's bearer token (every request within REQUEST_SECONDS)."""
 
     headers: Mapping[str, str]
-    """The caller's Authorization header, read at each request (jobs/submit/access.py FreshBearer: renewed before
+    """The caller's Authorization header, read at each request (incluster/google_token.py FreshBearer: renewed before
     the token ends, as a transfer may be waited on for hours)."""
 
     def _post(self, url: str, body: dict[str, Any], what: str) -> dict[str, Any]:
@@ -136,7 +136,7 @@ class RestObjects:
     bucket: str
     """The bucket."""
     headers: Mapping[str, str]
-    """The caller's Authorization header, read at each request (jobs/submit/access.py FreshBearer: renewed before
+    """The caller's Authorization header, read at each request (incluster/google_token.py FreshBearer: renewed before
     the token ends, as a transfer may be waited on for hours)."""
 
     def _get(self, url: str, params: dict[str, str], what: str) -> requests.Response:

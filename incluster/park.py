@@ -20,8 +20,8 @@ from typing import Any
 
 from core import names
 from incluster.checkpoints import step_of
+from incluster.lustre_transfer import POLL_SECONDS, Objects, TransferError, Transfers, gcs_uri, wait_for
 from incluster.record import RECORD_FILE
-from jobs.runs.lustre_transfer import POLL_SECONDS, Objects, TransferError, Transfers, gcs_uri, wait_for
 
 PARKED = "parked"
 """Marker state: the run lies in the bucket; the instance may be deleted."""

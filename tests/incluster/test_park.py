@@ -4,51 +4,13 @@ from __future__ import annotations
 
 import json
 import shutil
-from pathlib import Path
 
 import pytest
 
 from core import names
-from jobs.runs.lustre_transfer import TransferError, wait_for
-from jobs.runs.park import PARKED, RESTORED, lustre_path, newest_step, park_run, restore_run
-from tests.jobs.runs.lustre_stand_in import StandInLustre, StandInObjects
-
-RUN = "verl-qwen-0123456789ab"
-INSTANCE = "projects/p/locations/us-central1-b/instances/grpo-dev-lustre"
-BUCKET = "grpo-dev-parked-1234abcd"
-
-
-def write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-
-
-def a_run(root: Path) -> None:
-    """A verl run on the instance: its record, logs, metrics, two complete steps, verl's rotated remains of an
-    older one, the tracker, and one export; beside it what staging put there (not the run's)."""
-    run_dir = root / "checkpoints" / RUN
-    write(run_dir / "attempts.jsonl", '{"attempt": 1, "event": "submitted"}\n{"attempt": 1, "event": "exported"}\n')
-    write(run_dir / "logs" / "attempt-1.log", "2026-12-02T00:00:00.000Z\tstep:4\n")
-    write(run_dir / "metrics" / "attempt-1" / "grpo" / "run.jsonl", '{"step": 4}\n')
-    write(run_dir / "global_step_2" / "data.pt", "rotated")
-    for step in (4, 6):
-        for rank in range(8):
-            for shard in ("model", "optim", "extra_state"):
-                write(
-                    run_dir / f"global_step_{step}" / "actor" / f"{shard}_world_size_8_rank_{rank}.pt", f"{step}{rank}"
-                )
-        write(run_dir / f"global_step_{step}" / "data.pt", f"data {step}")
-    write(run_dir / "latest_checkpointed_iteration.txt", "6")
-    write(root / "exports" / RUN / "step-6" / "lineage.json", '{"step": 6}')
-    write(root / "exports" / RUN / "step-6" / "model.safetensors", "weights")
-    write(root / "models" / "Qwen" / "Qwen2.5-0.5B-Instruct" / "config.json", "{}")
-
-
-def tree(root: Path) -> dict[str, bytes]:
-    return {path.relative_to(root).as_posix(): path.read_bytes() for path in sorted(root.rglob("*")) if path.is_file()}
-
-
-PATHS = [lustre_path(f"{names.DATA_MOUNT}/checkpoints/{RUN}"), lustre_path(f"{names.DATA_MOUNT}/exports/{RUN}")]
+from incluster.lustre_transfer import TransferError, wait_for
+from incluster.park import PARKED, RESTORED, newest_step, park_run, restore_run
+from tests.support.lustre_stand_in import BUCKET, INSTANCE, PATHS, RUN, StandInLustre, StandInObjects, a_run, tree
 
 
 def test_every_file_of_the_run_is_there_after_a_park_and_an_unpark(tmp_path):
