@@ -14,11 +14,12 @@ from core.facts.gcp import (
     ARTIFACT_REGISTRY_HOST_SUFFIX,
     DOCKER_HUB_HOST,
     DOCKER_HUB_OFFICIAL_NAMESPACE,
+    SERVICE_ACCOUNT_EMAIL,
     UPSTREAMS,
 )
 from core.facts.platform import RDMA_SUBNET_COUNT
 from core.facts.pods import RAY_PORTS
-from core.facts.privilege import LUSTRE_FILESYSTEM_MAX, SERVICE_ACCOUNT_ID_MAX
+from core.facts.privilege import CUSTOM_ROLE_ID_MAX, LUSTRE_FILESYSTEM_MAX, SERVICE_ACCOUNT_ID_MAX
 
 NAMESPACE = "grpo"
 """Namespace of the RayCluster, its service account, the storage claim and the staging Job."""
@@ -208,6 +209,42 @@ def node_service_account_id(cluster: str) -> str:
     """Account id of the nodes' service account: the cluster name, cut to fit, then `-node-sa`."""
     stem = cluster[: SERVICE_ACCOUNT_ID_MAX - len(NODE_SERVICE_ACCOUNT_SUFFIX)].rstrip("-")
     return f"{stem}{NODE_SERVICE_ACCOUNT_SUFFIX}"
+
+
+GUARDIAN_ACCOUNT_SUFFIX = "-guardian"
+"""Suffix of the Google service account the run guardian acts as to park the run (storage.parkWhenIdle)."""
+
+
+def guardian_account_id(cluster: str) -> str:
+    """Account id of the guardian's Google service account: the cluster name, cut to fit, then `-guardian`."""
+    stem = cluster[: SERVICE_ACCOUNT_ID_MAX - len(GUARDIAN_ACCOUNT_SUFFIX)].rstrip("-")
+    return f"{stem}{GUARDIAN_ACCOUNT_SUFFIX}"
+
+
+def guardian_account_email(cluster: str, project: str) -> str:
+    """The email of the guardian's Google service account (guardian_account_id in `project`)."""
+    return SERVICE_ACCOUNT_EMAIL.format(account_id=guardian_account_id(cluster), project=project)
+
+
+GUARDIAN_GRANTS = {"park": "-park", "bucket": "-parked-bucket", "link": "-workload-identity"}
+"""Suffixes, after the guardian's account id, of its grants' logical names: the park role on the project, the parked
+bucket's objects, its Kubernetes service account's link."""
+
+PARK_ROLE_SUFFIX = "-park-role"
+"""Suffix of the park role's logical name (`<cluster>-park-role`; its role id is park_role_id)."""
+
+PARK_ROLE_PREFIX = "grpoGkePark"
+"""Prefix of the custom role id that lets the guardian export from the stack's Lustre instance."""
+
+
+def park_role_id(cluster: str, instance_uid: str) -> str:
+    """Id of the guardian's park role: `grpoGkePark_<cluster>_<the instance uid's first 12 hex>`, the cluster's
+    other characters as `_`, cut to fit. Bound to one instance: a deleted custom role's id cannot be reused for up to
+    37 days (pulumi-gcp 10.2.0 projects/iam_custom_role.py L343-348), so a new instance after a destroy or an unpark
+    gets a new role rather than the old id."""
+    uid = re.sub(r"[^0-9a-f]", "", instance_uid.lower())[:12]
+    stem = re.sub(r"[^A-Za-z0-9]", "_", cluster)[: CUSTOM_ROLE_ID_MAX - len(PARK_ROLE_PREFIX) - len(uid) - 2]
+    return f"{PARK_ROLE_PREFIX}_{stem}_{uid}"
 
 
 def get_credentials_command(cluster: str, location: str, project: str, dns_endpoint: bool = False) -> str:

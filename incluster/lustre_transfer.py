@@ -38,6 +38,11 @@ REQUEST_SECONDS = 30.0
 POLL_SECONDS = 10.0
 """Pause between two reads of a running operation."""
 
+TRANSFER_DEADLINE_SECONDS = 6 * 3600.0
+"""How long a park or an unpark waits for each transfer by default: at the documented ceiling of 100 GB/s for files
+over 32 MB (transfer-data page, Performance) this bounds nothing a run holds; the instance's own throughput limits it
+first."""
+
 
 class TransferError(Exception):
     """A transfer or a Cloud Storage call failed; the message is one line saying which and why."""

@@ -35,6 +35,8 @@ EVENTS = (
     "deadline-stop",
     "capacity",
     "gpu-rungs",
+    "parked",
+    "park-failed",
 )
 """Every event a record line may name. `deadline-stop`: the attempt stopped at a known end of its GPU capacity
 after saving (`details.step`) before its schedule's end; the next attempt resumes from it (not a recovery).
@@ -47,7 +49,11 @@ autoscaler's events on the pending GPU workers (incluster/capacity_events.py); o
 `gpu-rungs`: the Ready GPU nodes when the guardian first saw the attempt RUNNING, `details.rungs` (nodes per rung of
 the capacity ladder, by each node's pool; without a ladder all on gpu.provisioning) and `details.otherNodes` (GPU
 nodes of no rung's pool, not the run's); once per attempt. `python -m jobs status` prices the attempt's GPU hours by
-it."""
+it.
+`parked`: after the scale to zero the guardian exported the run to the parked bucket and wrote the park marker
+(storage.parkWhenIdle; incluster/park.py): `details.bucket`, `details.step` (the newest step exported, null without a
+checkpoint) and `details.objects`; the Lustre instance bills on until `storage.parked: true` and `pulumi up` delete
+it. `park-failed`: that export failed (the reason); `python -m jobs park` parks by hand."""
 
 GPU_CAPACITY_LOST = "gpu-capacity-lost"
 """`details.cause` of a `failed` event whose attempt lost its GPU nodes (a preemption): the guardian writes it,

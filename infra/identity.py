@@ -1,5 +1,7 @@
-"""The nodes' own Google identity and the grants the cluster needs before it exists: the node service
-account with GKE's node role only, and, with `cluster.secretsKmsKey`, the GKE service agent's use of the key."""
+"""The stack's Google identities: the nodes' (the node service account with GKE's node role only, and, with
+`cluster.secretsKmsKey`, the GKE service agent's use of the key) and, with `storage.parkWhenIdle`, the run guardian's
+(a Google service account its Kubernetes one acts as, that may export from the Lustre instance into the parked
+bucket and nothing more)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import pulumi_gcp as gcp
 
 from core import names
 from core.config.model import StackConfig
+from core.facts.gcp import BUCKET_OBJECT_ROLE, PARK_PERMISSIONS, WORKLOAD_IDENTITY_USER_ROLE, WORKLOAD_KSA_MEMBER
 from core.facts.privilege import GKE_SERVICE_AGENT, KMS_ENCRYPTER_ROLE, NODE_SERVICE_ACCOUNT_ROLES
 from core.resource_options import fixed_name_options
 from infra.apis import project_number
@@ -84,3 +87,87 @@ class ClusterIdentity(pulumi.ComponentResource):
     def cluster_waits_for(self) -> list[pulumi.Resource]:
         """What the cluster and its pools wait for: the node roles and the key grant."""
         return [*self.node_grants, *([self.kms_grant] if self.kms_grant is not None else [])]
+
+
+def guardian_ksa_member(project: str) -> str:
+    """The IAM member of the guardian's Kubernetes service account in its workload identity grant."""
+    return WORKLOAD_KSA_MEMBER.format(project=project, namespace=names.NAMESPACE, ksa=names.GUARDIAN)
+
+
+@dataclass(frozen=True)
+class GuardianIdentityArgs:
+    """Inputs of the GuardianIdentity component."""
+
+    config: StackConfig
+    """The stack config (storage.parkWhenIdle on a Lustre stack)."""
+    apis: dict[str, pulumi.Resource]
+    """The project's Service resources by API name: the account waits for IAM."""
+    cluster: pulumi.Resource
+    """The cluster: the workload identity grant waits for its pool."""
+    instance_uid: pulumi.Output[str]
+    """The Lustre instance's uid: the park role is bound to this instance (names.park_role_id)."""
+    parked_bucket: pulumi.Input[str]
+    """The parked bucket's name: the guardian lists it and writes the park marker there."""
+
+
+class GuardianIdentity(pulumi.ComponentResource):
+    """The run guardian's Google service account, acted as by its Kubernetes service account (Workload Identity
+    Federation for GKE), with a custom role of PARK_PERMISSIONS on the project (no predefined role holds
+    exportData without delete, core/facts/gcp.py) and object use of the parked bucket."""
+
+    account: gcp.serviceaccount.Account
+    park_role: gcp.projects.IAMCustomRole
+    grants: list[pulumi.Resource]
+
+    def __init__(self, name: str, args: GuardianIdentityArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("grpo-gke:infra:GuardianIdentity", name, None, opts)
+        config = args.config
+        cluster = config.cluster_name
+        account_id = names.guardian_account_id(cluster)
+        self.account = gcp.serviceaccount.Account(
+            account_id,
+            gcp.serviceaccount.AccountArgs(
+                project=config.project,
+                account_id=account_id,
+                display_name=f"Run guardian of {cluster}",
+                description="The grpo-gke run guardian parks the run: Managed Lustre export into the parked bucket.",
+            ),
+            opts=fixed_name_options(parent=self, depends_on=[args.apis["iam.googleapis.com"]]),
+        )
+        self.park_role = gcp.projects.IAMCustomRole(
+            f"{cluster}{names.PARK_ROLE_SUFFIX}",
+            gcp.projects.IAMCustomRoleArgs(
+                project=config.project,
+                role_id=args.instance_uid.apply(lambda uid: names.park_role_id(cluster, uid)),
+                title=f"grpo-gke park ({cluster})",
+                description="Export from the stack's Managed Lustre instance and read the transfer's operation.",
+                permissions=list(PARK_PERMISSIONS),
+            ),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[args.apis["iam.googleapis.com"]]),
+        )
+        self.grants = [
+            gcp.projects.IAMMember(
+                f"{account_id}{names.GUARDIAN_GRANTS['park']}",
+                gcp.projects.IAMMemberArgs(
+                    project=config.project, role=self.park_role.name, member=self.account.member
+                ),
+                opts=pulumi.ResourceOptions(parent=self),
+            ),
+            gcp.storage.BucketIAMMember(
+                f"{account_id}{names.GUARDIAN_GRANTS['bucket']}",
+                gcp.storage.BucketIAMMemberArgs(
+                    bucket=args.parked_bucket, role=BUCKET_OBJECT_ROLE, member=self.account.member
+                ),
+                opts=pulumi.ResourceOptions(parent=self),
+            ),
+            gcp.serviceaccount.IAMMember(
+                f"{account_id}{names.GUARDIAN_GRANTS['link']}",
+                gcp.serviceaccount.IAMMemberArgs(
+                    service_account_id=self.account.name,
+                    role=WORKLOAD_IDENTITY_USER_ROLE,
+                    member=guardian_ksa_member(config.project),
+                ),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[args.cluster]),
+            ),
+        ]
+        self.register_outputs({"account": self.account.email, "parkRole": self.park_role.name})

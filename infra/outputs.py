@@ -88,3 +88,9 @@ class InfraOutputs:
     for the pods)."""
     storage_ready: list[pulumi.Resource] = field(default_factory=list)
     """What a pod mounting the storage waits for (bucket grant; Lustre instance)."""
+    guardian_account: str | None = None
+    """The email of the Google service account the run guardian acts as (storage.parkWhenIdle), known before it
+    exists: the Kubernetes service account names it without waiting (a computed input would replace that account);
+    None: it has none."""
+    guardian_grants: list[pulumi.Resource] = field(default_factory=list)
+    """What the guardian waits for to park: its account's grants (the park role, the parked bucket, its link)."""

@@ -10,7 +10,7 @@ from core.config.model import StackConfig
 from infra.apis import Apis, ApisArgs, required_services
 from infra.cluster import Cluster, ClusterArgs
 from infra.dashboard import RunDashboard, RunDashboardArgs
-from infra.identity import ClusterIdentity, ClusterIdentityArgs
+from infra.identity import ClusterIdentity, ClusterIdentityArgs, GuardianIdentity, GuardianIdentityArgs
 from infra.kubernetes import KubernetesAccess, KubernetesAccessArgs
 from infra.network import Networks, NetworksArgs
 from infra.nodepools import NodePools, NodePoolsArgs
@@ -78,6 +78,18 @@ def build_infra(config: StackConfig) -> InfraOutputs:
             cluster_vpc_id=networks.cluster_vpc_id,
         ),
     )
+    guardian = None
+    if config.storage.park_when_idle and storage.lustre is not None and storage.parked_bucket is not None:
+        guardian = GuardianIdentity(
+            "guardian-identity",
+            GuardianIdentityArgs(
+                config=config,
+                apis=dict(apis.services),
+                cluster=cluster,
+                instance_uid=storage.lustre.uid,
+                parked_bucket=storage.parked_bucket.name,
+            ),
+        )
     access = KubernetesAccess(
         "gke",
         KubernetesAccessArgs(
@@ -125,4 +137,6 @@ def build_infra(config: StackConfig) -> InfraOutputs:
         cluster_ready=[*cluster_ready, *images_ready],
         gpu_ready=gpu_ready,
         storage_ready=storage.ready,
+        guardian_account=names.guardian_account_email(prefix, config.project) if guardian is not None else None,
+        guardian_grants=list(guardian.grants) if guardian is not None else [],
     )

@@ -57,6 +57,8 @@ def park_refusal(marker_text: str | None, config: StackConfig) -> str | None:
     """Why `pulumi up` with storage.parked true must not delete the Lustre instance: no marker in the parked bucket,
     or one that does not say parked (the run was imported back since); None when the run is parked."""
     command = f"python -m jobs park --stack {config.stack}"
+    if config.storage.park_when_idle:
+        command += f" or wait for the guardian's parked entry (python -m jobs status --stack {config.stack})"
     where = f"gs://{config.parked_bucket_name}/{names.PARK_MARKER}"
     if marker_text is None:
         return (

@@ -107,7 +107,8 @@ def build_guardian(config: StackConfig, infra: InfraOutputs, workloads: Workload
         cordon_bad_nodes=config.job.cordon_bad_nodes,
         provider=infra.k8s_provider,
         depends_on=[workloads.data_claim],
-        deployment_needs=[workloads.ray_cluster, *infra.storage_ready],
+        deployment_needs=[workloads.ray_cluster, *infra.storage_ready, *infra.guardian_grants],
+        google_account=infra.guardian_account,
     )
     return RunGuardian("guardian", args)
 

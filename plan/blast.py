@@ -231,9 +231,21 @@ GUARDIAN_LABEL = "the run guardian"
 names.GUARDIAN)."""
 
 
+GUARDIAN_IDENTITY_LABEL = "the run guardian's Google account and its grants"
+"""How the one-line effect names the guardian's Google service account, its park role and their grants
+(storage.parkWhenIdle, infra/identity.py GuardianIdentity: their names start with the account id)."""
+
+
 def _label(resource: Mapping[str, Any]) -> str:
     if resource["type"].startswith("kubernetes:") and resource["name"].startswith(names.GUARDIAN):
         return GUARDIAN_LABEL
+    suffixes = (
+        names.PARK_ROLE_SUFFIX,
+        *(names.GUARDIAN_ACCOUNT_SUFFIX + grant for grant in names.GUARDIAN_GRANTS.values()),
+    )
+    account = resource["type"] == "gcp:serviceaccount/account:Account"
+    if resource["name"].endswith(suffixes) or (account and resource["name"].endswith(names.GUARDIAN_ACCOUNT_SUFFIX)):
+        return GUARDIAN_IDENTITY_LABEL
     if resource["type"] == NODE_POOL_TYPE:
         return f"the {resource['inputs'].get('name', resource['name'])} node pool"
     if resource["type"] in PARKED_LABELS and re.search(r"-parked-[0-9a-f]{8}(-lustre-agent)?$", resource["name"]):

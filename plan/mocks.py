@@ -41,14 +41,24 @@ def _computed_outputs(type_: str, name: str, inputs: dict[str, Any]) -> dict[str
     elif type_.startswith("gcp:compute/"):
         outputs["selfLink"] = f"https://www.googleapis.com/compute/v1/projects/offline/{physical}"
     elif type_ == "gcp:lustre/instance:Instance":
-        outputs |= {"mountPoint": f"{FAKE_LUSTRE_IP}@tcp:/{inputs.get('filesystem', 'lustre')}", "state": "ACTIVE"}
+        outputs |= {
+            "mountPoint": f"{FAKE_LUSTRE_IP}@tcp:/{inputs.get('filesystem', 'lustre')}",
+            "state": "ACTIVE",
+            "uid": str(uuid.uuid5(uuid.NAMESPACE_URL, f"{type_}/{name}")),
+        }
+    elif type_ == "gcp:projects/iAMCustomRole:IAMCustomRole":
+        outputs["name"] = f"projects/{inputs.get('project', 'offline')}/roles/{inputs.get('roleId', name)}"
     elif type_ == "gcp:storage/bucket:Bucket":
         outputs["url"] = f"gs://{physical}"
     elif type_.startswith("kubernetes:") and isinstance(inputs.get("metadata"), dict):
         outputs["metadata"] = {**inputs["metadata"], "uid": str(uuid.uuid5(uuid.NAMESPACE_URL, f"{type_}/{name}"))}
     elif type_ == "gcp:serviceaccount/account:Account":
         email = f"{inputs.get('accountId', name)}@offline.iam.gserviceaccount.com"
-        outputs |= {"email": email, "member": f"serviceAccount:{email}"}
+        outputs |= {
+            "email": email,
+            "member": f"serviceAccount:{email}",
+            "name": f"projects/{inputs.get('project', 'offline')}/serviceAccounts/{email}",
+        }
     return outputs
 
 

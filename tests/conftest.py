@@ -222,7 +222,7 @@ LONG_FILES = ("tests/jobs/test_demo.py", "tests/test_user_stacks.py")
 of the checkout: 19 s; --durations of `make test` on 2026-12-02): handed out right after the two-node cluster's, so
 that neither is the last unit of work while the other test process has nothing left."""
 
-RAY_SESSION_FIXTURES = ("two_node_cluster", "ray_head")
+RAY_SESSION_FIXTURES = ("two_node_cluster", "ray_head", "pending_ray_head")
 """Session fixtures that keep Ray nodes running (an idle Ray node takes about 9% of a core): the files that use
 them run first, and each is stopped after its last test in the test process (stop_after_last_use)."""
 

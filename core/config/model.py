@@ -251,6 +251,12 @@ class StorageConfig(_Section):
         description="Lustre parked: the instance and what mounts it deleted, the run kept in the parked bucket"
         " (run `python -m jobs park` first); false again recreates them and imports the run back.",
     )
+    park_when_idle: bool = Field(
+        False,
+        description="Lustre: once the guardian has scaled the GPU workers to zero, it parks the run in the parked"
+        " bucket as `python -m jobs park` does, as a Google service account that may export from the instance;"
+        " then storage.parked true and pulumi up stop the instance's bill.",
+    )
 
     @field_validator("throughput")
     @classmethod

@@ -241,6 +241,19 @@ def _storage_problems(cfg: StackConfig) -> list[Problem]:
             " Lustre instance from the state and leaves it billing; set keepOnDestroy false and run pulumi up"
             " (an in-place update), then set parked true",
         )
+    if storage.park_when_idle and storage.type != "lustre":
+        add(
+            "storage.parkWhenIdle",
+            "is only for storage.type 'lustre': a bucket bills only what it holds, so there is nothing to park",
+        )
+    elif storage.park_when_idle and not cfg.job.recover:
+        add("storage.parkWhenIdle", "needs job.recover true: the run guardian parks the run; set one of them")
+    elif storage.park_when_idle and cfg.job.idle_minutes == 0:
+        add(
+            "storage.parkWhenIdle",
+            "needs job.idleMinutes above 0: the guardian parks the run after it scales the GPU workers to zero,"
+            " which idleMinutes 0 never does",
+        )
     if storage.type == "lustre":
         problem = bucket_name_problem(cfg.parked_bucket_name)
         if problem:

@@ -36,6 +36,31 @@ WORKLOAD_PRINCIPAL = (
 """IAM principal of a Kubernetes service account under workload identity federation
 (DOC-VERL; gcp-infrastructure.md §1 row 12)."""
 
+GOOGLE_ACCOUNT_ANNOTATION = "iam.gke.io/gcp-service-account"
+"""The Kubernetes service account annotation that links it to a Google service account: its pods get that account's
+tokens from the GKE metadata server (GKE "Authenticate to Google Cloud APIs from GKE workloads",
+kubernetes-engine/docs/how-to/workload-identity, "Alternative: link Kubernetes ServiceAccounts to IAM"; Google's page
+was not readable here, its steps read 2026-12-02 in the copies at adaptive-enforcement-lab.com/secure/cloud-native/
+workload-identity/service-account-binding and spring-gcp.saturnism.me/deployment/kubernetes/workload-identity)."""
+
+SERVICE_ACCOUNT_EMAIL = "{account_id}@{project}.iam.gserviceaccount.com"
+"""A user-managed service account's email, known before it exists (IAM "Create service accounts": the email is
+derived from the account id and the project id), so a manifest can name it without waiting for it."""
+
+WORKLOAD_IDENTITY_USER_ROLE = "roles/iam.workloadIdentityUser"
+"""The role on a Google service account that lets a linked Kubernetes service account act as it (same sources as
+GOOGLE_ACCOUNT_ANNOTATION)."""
+
+WORKLOAD_KSA_MEMBER = "serviceAccount:{project}.svc.id.goog[{namespace}/{ksa}]"
+"""The IAM member of a Kubernetes service account in a WORKLOAD_IDENTITY_USER_ROLE grant (same sources); the pool
+exists once the cluster with workload identity does, so the grant waits for the cluster."""
+
+PARK_PERMISSIONS = ("lustre.instances.exportData", "lustre.operations.get")
+"""What the guardian's parking calls need on Managed Lustre: exportData (`POST {instance}:exportData`) and the
+Operation's reads. Only roles/lustre.admin holds exportData among the predefined roles, with delete and create too
+(cloud.google.com/iam/docs/roles-permissions/lustre, read 2026-12-01), so the guardian gets a custom role of these
+two alone."""
+
 BUCKET_OBJECT_ROLE = "roles/storage.objectUser"
 """Role of the Ray pods on the bucket (DOC-VERL; gcp-infrastructure.md §1 row 12)."""
 

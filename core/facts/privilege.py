@@ -62,6 +62,10 @@ GKE_SERVICE_AGENT = "serviceAccount:service-{number}@container-engine-robot.iam.
 """The GKE service agent of a project, by project number (GKE docs, "Encrypt secrets at the application
 layer", "Grant permission to use the key")."""
 
+CUSTOM_ROLE_ID_MAX = 64
+"""Longest custom role id IAM accepts: 3 to 64 letters, digits, underscores and periods (IAM REST reference,
+projects.roles.create `roleId`)."""
+
 LUSTRE_FILESYSTEM_MAX = 8
 """A Lustre filesystem name has at most 8 alphanumeric characters (DOC-LUS; CT managed-lustre)."""
 
@@ -103,6 +107,12 @@ DEPLOYER_ROLES: dict[str, tuple[tuple[str, ...], str]] = {
     "gcp:projects/iAMMember:IAMMember": (
         ("roles/resourcemanager.projectIamAdmin",),
         "resourcemanager.projects.setIamPolicy",
+    ),
+    # storage.parkWhenIdle: the guardian's park role, and its Kubernetes service account's use of its Google one.
+    "gcp:projects/iAMCustomRole:IAMCustomRole": (("roles/iam.roleAdmin",), "iam.roles.create, iam.roles.undelete"),
+    "gcp:serviceaccount/iAMMember:IAMMember": (
+        ("roles/iam.serviceAccountAdmin",),
+        "iam.serviceAccounts.setIamPolicy",
     ),
     # Nodes run as <cluster>-node-sa: creating them needs actAs on that account as well.
     "gcp:container/cluster:Cluster": (

@@ -7,11 +7,12 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
-from typing import NoReturn
+from typing import Any, NoReturn
 
-from incluster import export_submission, guardian, job_client, scaling
+from incluster import export_submission, guardian, job_client, lustre_transfer, record, scaling
 from incluster.endpoint import AccessError, Endpoint
 from incluster.export_run import for_step
+from incluster.google_token import Credential, FreshBearer, metadata_credential
 from incluster.guardian.cluster import api_endpoint
 from incluster.guardian.loop import ExportRequest, Guardian, Hooks
 from incluster.guardian.settings import GuardError, Settings, read_settings
@@ -24,13 +25,29 @@ from incluster.lease import (
     foreground_identity,
     in_cluster_identity,
 )
+from incluster.lustre_transfer import RestObjects, RestTransfers
+from incluster.park import park_run
 
 
-def cluster_hooks(settings: Settings, endpoint: Endpoint) -> Hooks:
-    """The stack's export (the settings' export submission, jobs/runs/export.py) and scale to zero (the JSON patch
-    of incluster/scaling.py through the API server); no scale to zero without an API server at hand."""
+def cluster_hooks(
+    settings: Settings, endpoint: Endpoint, google_credential: Callable[[], Credential], report: Callable[[str], None]
+) -> Hooks:
+    """The stack's export (the settings' export submission, jobs/runs/export.py), scale to zero (the JSON patch
+    of incluster/scaling.py through the API server) and park (the settings' `park`: incluster/park.py park_run with
+    the Google tokens of `google_credential`); no scale to zero without an API server at hand."""
     export = settings.raw.get("export")
     api = api_endpoint(endpoint)
+    target = settings.park
+
+    def park(_: Settings) -> dict[str, Any]:
+        assert target is not None
+        exported = any(entry.get("event") == "exported" for entry in record.read(settings.run_dir))
+        paths = [target.run_path, *([target.exports_path] if exported else [])]
+        headers = FreshBearer(google_credential)
+        return park_run(
+            RestTransfers(headers), RestObjects(target.bucket, headers), target.instance, target.bucket,
+            settings.run, settings.framework, paths, target.deadline_seconds, report, poll=lustre_transfer.POLL_SECONDS,
+        )  # fmt: skip
 
     def submit_export(request: ExportRequest) -> str:
         # Pinned to the step, the export has its deterministic submission id: a second guardian's is followed.
@@ -44,7 +61,11 @@ def cluster_hooks(settings: Settings, endpoint: Endpoint) -> Hooks:
         scaling.scale_to(api, 0)
         return f"the GPU worker group {settings.raw.get('gpuWorkerGroup', '')} of {api.address} patched to 0 replicas"
 
-    return Hooks(export=submit_export if export else None, scale_to_zero=scale_to_zero if api else None)
+    return Hooks(
+        export=submit_export if export else None,
+        scale_to_zero=scale_to_zero if api else None,
+        park=park if target is not None else None,
+    )
 
 
 def _report(line: str) -> None:
@@ -100,9 +121,14 @@ def hold_the_lease(settings: Settings, endpoint: Endpoint, in_cluster: bool, tak
     return lease
 
 
-def main(argv: list[str] | None = None, from_stack: StackSettings | None = None) -> int:
-    """`python3 -m incluster.guardian --settings FILE --address URL` (in the cluster), or with `from_stack` the
-    foreground `python -m jobs guard --stack NAME`; return the exit code."""
+def main(
+    argv: list[str] | None = None,
+    from_stack: StackSettings | None = None,
+    google_credential: Callable[[], Credential] = metadata_credential,
+) -> int:
+    """`python3 -m incluster.guardian --settings FILE --address URL` (in the cluster: Google tokens from the metadata
+    server), or with `from_stack` and the user's `google_credential` the foreground `python -m jobs guard --stack
+    NAME`; return the exit code."""
 
     try:
         args = _parser().parse_args(argv)
@@ -122,8 +148,8 @@ def main(argv: list[str] | None = None, from_stack: StackSettings | None = None)
             follow = args.follow
         lease = hold_the_lease(settings, endpoint, in_cluster=bool(args.settings), take_over=args.take_over)
         try:
-            guardian = Guardian(settings, endpoint, cluster_hooks(settings, endpoint), _report, lease=lease,
-                                wait_for_lease=bool(args.settings))  # fmt: skip
+            hooks = cluster_hooks(settings, endpoint, google_credential, _report)
+            guardian = Guardian(settings, endpoint, hooks, _report, lease=lease, wait_for_lease=bool(args.settings))
             guardian.run(follow=follow)
         finally:
             if lease is not None:

@@ -16,6 +16,7 @@ from incluster.capacity_events import ladder_state
 from incluster.checkpoints import CheckpointError, newest_complete
 from incluster.deadline import earliest_end, next_capacity_in, save_by, verl_saves
 from incluster.endpoint import Endpoint
+from incluster.google_token import TokenError
 from incluster.guardian.cluster import (
     api_endpoint,
     failure_error,
@@ -43,6 +44,7 @@ from incluster.guardian.policy import (
 )
 from incluster.guardian.settings import GuardError, Settings
 from incluster.lease import RENEW_INTERVAL_SECONDS, Lease
+from incluster.lustre_transfer import TransferError
 from incluster.preflight import gate
 from incluster.preflight.driver import NEWEST
 
@@ -81,6 +83,9 @@ class Hooks:
     """Submit the export job; None: no export is decided."""
     scale_to_zero: Callable[[Settings], str] | None = None
     """Scale the GPU workers to zero; None: no scale-to-zero is decided."""
+    park: Callable[[Settings], dict[str, Any]] | None = None
+    """Park the run in the parked bucket and return the park marker (incluster/park.py park_run); None: no park is
+    decided. It raises TransferError or TokenError when it fails."""
 
 
 def node_view(node: dict[str, Any]) -> NodeView:
@@ -170,6 +175,7 @@ class Guardian:
             settle=self.settle,
             can_export=self.hooks.export is not None,
             can_scale=self.hooks.scale_to_zero is not None,
+            can_park=self.hooks.park is not None,
             gpu_rungs=self.rungs_view(newest, recorded),
             **self.deadline_view(newest, recorded),
         )
@@ -448,6 +454,27 @@ class Guardian:
             done = self.hooks.scale_to_zero(self.settings)
             # The entry's time is the moment the idle bill starts: status counts it from there.
             self.append(action.attempt, "scaled-to-zero", one_line(f"{action.reason}: {done}"), details=action.details)
+        elif action.kind == "park":
+            self.park(action)
+
+    def park(self, action: Action) -> None:
+        """Park the run through the park hook and record `parked` with what the marker says, or `park-failed` with
+        why (a failed park is not tried again by itself: `python -m jobs park` parks by hand)."""
+        assert self.hooks.park is not None
+        try:
+            marker = self.hooks.park(self.settings)
+        except (TransferError, TokenError) as error:
+            self.append(action.attempt, "park-failed", one_line(f"{error}; python -m jobs park parks it by hand"))
+            return
+        objects = sum(int(item.get("objects", 0)) for item in (marker.get("exported") or {}).values())
+        step = "no checkpoint" if marker.get("step") is None else f"step {marker['step']}"
+        bucket = self.settings.park.bucket if self.settings.park is not None else ""
+        reason = (
+            f"{objects} objects ({step}) in gs://{bucket}/; the Lustre instance bills on until storage.parked true"
+            " and pulumi up delete it"
+        )
+        details = {"bucket": bucket, "step": marker.get("step"), "objects": objects}
+        self.append(action.attempt, "parked", reason, details=details)
 
     def run(
         self, follow: bool = False, poll: float = POLL_SECONDS, sleep: Callable[[float], None] = time.sleep

@@ -163,6 +163,8 @@ class State:
     """Whether an export hook is wired."""
     can_scale: bool = False
     """Whether a scale-to-zero hook is wired."""
+    can_park: bool = False
+    """Whether a park hook is wired (storage.parkWhenIdle)."""
     save_by: float | None = None
     """For a live verl attempt: when it must have saved (a known end of its GPU nodes less the margin); else None."""
     saves: tuple[Any, ...] = ()
@@ -177,10 +179,10 @@ class State:
 @dataclass(frozen=True)
 class Action:
     """One decision: `wait` or `done` (nothing to do now), `record` (append `event`), or one of `recover`,
-    `extend`, `resume`, `stop`, `export`, `scale-to-zero` (act, then record)."""
+    `extend`, `resume`, `stop`, `export`, `scale-to-zero`, `park` (act, then record)."""
 
     kind: str
-    """wait, done, record, recover, extend, resume, stop, export or scale-to-zero."""
+    """wait, done, record, recover, extend, resume, stop, export, scale-to-zero or park."""
     attempt: int
     """The attempt it is about (0 before the first)."""
     reason: str
@@ -288,11 +290,14 @@ def _after_failure(state: State) -> Action:
 
 
 def _idle(state: State, why: str) -> Action:
-    """After the run is over: scale to zero once nothing has been live for idleMinutes, else done. The scale to
-    zero carries the idle bill that bills on from then (Settings.idle_rate) for the `scaled-to-zero` entry."""
+    """After the run is over: scale to zero once nothing has been live for idleMinutes, then park (`_park`), else
+    done. The scale to zero carries the idle bill that bills on from then (Settings.idle_rate) for the
+    `scaled-to-zero` entry."""
     newest, settings = state.newest, state.settings
     assert newest is not None and newest.end is not None
-    if not state.can_scale or settings.idle_minutes <= 0 or "scaled-to-zero" in state.recorded:
+    if "scaled-to-zero" in state.recorded:
+        return _park(state, why)
+    if not state.can_scale or settings.idle_minutes <= 0:
         return Action("done", newest.number, why)
     if state.anything_live:
         return Action("wait", newest.number, f"{why}; a job is live on the cluster, so the GPU workers stay")
@@ -301,6 +306,19 @@ def _idle(state: State, why: str) -> Action:
         return Action("wait", newest.number, f"{why}; GPU workers scale to zero in {left:.0f} s", wait_s=left)
     reason = f"{why}; idle for job.idleMinutes={settings.idle_minutes:g}"
     return Action("scale-to-zero", newest.number, reason, details=settings.idle_rate.details())
+
+
+def _park(state: State, why: str) -> Action:
+    """With the GPU workers at zero: park the run (storage.parkWhenIdle) once, while no job is live (a live job may
+    still write to the run's directory); done without a park hook, once parked, or once parking failed (it is not
+    tried again by itself: the `park-failed` entry says why, `python -m jobs park` parks by hand)."""
+    newest, recorded = state.newest, state.recorded
+    assert newest is not None
+    if not state.can_park or "parked" in recorded or "park-failed" in recorded:
+        return Action("done", newest.number, why)
+    if state.anything_live:
+        return Action("wait", newest.number, f"{why}; a job is live on the cluster, so the run is not parked yet")
+    return Action("park", newest.number, f"{why}; the GPU workers are at zero: parking the run (storage.parkWhenIdle)")
 
 
 def _after_deadline_stop(state: State, step: int) -> Action:

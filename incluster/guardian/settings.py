@@ -40,6 +40,23 @@ class IdleRate:
 
 
 @dataclass(frozen=True)
+class ParkTarget:
+    """What the guardian parks once the GPU workers are at zero (storage.parkWhenIdle; jobs/guardian/settings.py
+    park_setting writes it)."""
+
+    instance: str
+    """The Lustre instance as the API names it (`projects/<p>/locations/<zone>/instances/<id>`)."""
+    bucket: str
+    """The parked bucket."""
+    run_path: str
+    """The run's directory on the instance (`/checkpoints/<run>`)."""
+    exports_path: str
+    """The run's exports directory on the instance, parked once the record has an `exported` entry."""
+    deadline_seconds: float
+    """How long it waits for each transfer."""
+
+
+@dataclass(frozen=True)
 class Settings:
     """What the guardian follows (jobs/guardian/settings.py `guardian_settings` writes it as JSON)."""
 
@@ -63,6 +80,8 @@ class Settings:
     """Ranks of the run (8 x gpu.nodes)."""
     idle_rate: IdleRate
     """What bills on once the GPUs are at zero (the settings' `idleBill`)."""
+    park: ParkTarget | None = None
+    """What it parks after the scale to zero (the settings' `park`); None: it does not park."""
     raw: dict[str, Any] = field(default_factory=dict, compare=False)
     """Every key of the settings, for the hooks (namespace, RayCluster and worker group names, ...)."""
 
@@ -109,7 +128,32 @@ def settings_from(values: dict[str, Any], source: str) -> Settings:
         framework=values["framework"],
         world_size=values["worldSize"],
         idle_rate=idle_rate_from(values["idleBill"], source),
+        park=park_from(values.get("park"), source),
         raw=dict(values),
+    )
+
+
+PARK_KEYS = {"instance": str, "bucket": str, "runPath": str, "exportsPath": str, "deadlineSeconds": (int, float)}
+"""The keys of the settings' `park` object, with their JSON types."""
+
+
+def park_from(park: Any, source: str) -> ParkTarget | None:
+    """The ParkTarget of the settings' `park` object (null or absent: None); GuardError names a missing or mistyped
+    field."""
+    if park is None:
+        return None
+    if not isinstance(park, dict):
+        raise GuardError(f"{source}: 'park' must be an object or null, got {park!r}")
+    for key, kind in PARK_KEYS.items():
+        value = park.get(key)
+        if not isinstance(value, kind) or isinstance(value, bool) or not value:
+            raise GuardError(f"{source}: 'park.{key}' must be {getattr(kind, '__name__', 'a number')}, got {value!r}")
+    return ParkTarget(
+        instance=park["instance"],
+        bucket=park["bucket"],
+        run_path=park["runPath"],
+        exports_path=park["exportsPath"],
+        deadline_seconds=float(park["deadlineSeconds"]),
     )
 
 

@@ -20,11 +20,11 @@ from typing import NoReturn
 from core.config.problems import ConfigError
 from core.stackfile import StackFileError
 from incluster import guardian, job_client
-from incluster.lustre_transfer import TransferError
+from incluster.lustre_transfer import TRANSFER_DEADLINE_SECONDS, TransferError
 from jobs.cli.checks import cmd_preflight, cmd_validate
 from jobs.cli.follow import Interrupted, cmd_list, cmd_logs, cmd_stop, cmd_submit
 from jobs.cli.lines import first_line
-from jobs.cli.park import DEFAULT_DEADLINE_SECONDS, cmd_park
+from jobs.cli.park import cmd_park
 from jobs.cli.runs import cmd_export, cmd_plot, cmd_status
 from jobs.submit import access
 from jobs.submit.target import PROGRAM, UsageError, load_stack
@@ -129,8 +129,8 @@ def parser() -> argparse.ArgumentParser:
     made["park"].add_argument(
         "--deadline",
         type=float,
-        default=DEFAULT_DEADLINE_SECONDS,
-        help=f"seconds to wait for each transfer (default: {DEFAULT_DEADLINE_SECONDS:g})",
+        default=TRANSFER_DEADLINE_SECONDS,
+        help=f"seconds to wait for each transfer (default: {TRANSFER_DEADLINE_SECONDS:g})",
     )
     return top
 

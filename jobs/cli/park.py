@@ -19,7 +19,13 @@ from core.config.model import StackConfig
 from incluster import job_client, lustre_transfer
 from incluster.google_token import FreshBearer
 from incluster.job_client import LIVE
-from incluster.lustre_transfer import Objects, RestObjects, RestTransfers, Transfers, instance_name
+from incluster.lustre_transfer import (
+    Objects,
+    RestObjects,
+    RestTransfers,
+    Transfers,
+    instance_name,
+)
 from incluster.park import lustre_path, park_run
 from incluster.record import RECORD_FILE, parse
 from jobs.cli.lines import ProgressLine, counted
@@ -28,10 +34,6 @@ from jobs.runs.run_files import read_local_run_files, read_run_files
 from jobs.spec.training import training_spec, under_data_root
 from jobs.submit import access
 from jobs.submit.target import UsageError, endpoint_of
-
-DEFAULT_DEADLINE_SECONDS = 6 * 3600.0
-"""How long `park` waits for each transfer by default: at the documented ceiling of 100 GB/s for files over 32 MB
-(transfer-data page, Performance) this bounds nothing a run holds; the instance's own throughput limits it first."""
 
 
 def transfer_clients(config: StackConfig) -> tuple[Transfers, Objects]:

@@ -13,6 +13,7 @@ from incluster.endpoint import Endpoint
 from incluster.guardian.command import main as guardian_main
 from incluster.guardian.settings import GuardError, Settings, settings_from
 from jobs.guardian.settings import guardian_settings
+from jobs.submit.access import user_credential
 from jobs.submit.target import UsageError, endpoint_of, load_stack, local_submission
 
 
@@ -37,5 +38,6 @@ def from_stack(args: argparse.Namespace) -> tuple[Settings, Endpoint]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m jobs guard ...`; return the exit code."""
-    return guardian_main(argv, from_stack)
+    """`python -m jobs guard ...`; return the exit code. It parks (storage.parkWhenIdle) with the user's Google
+    token, as `python -m jobs park` does."""
+    return guardian_main(argv, from_stack, lambda: user_credential({}))

@@ -35,6 +35,7 @@ from pulumi_kubernetes.rbac.v1.RoleBinding import RoleBindingInitArgs
 
 from core import names
 from core.config.model import StackConfig
+from core.facts.gcp import GOOGLE_ACCOUNT_ANNOTATION
 from core.resource_options import fixed_name_options
 from incluster.lease import LEASE_NAME
 from workloads import placement, pods, storage
@@ -81,9 +82,19 @@ def _digest(data: Mapping[str, str]) -> str:
     return hashlib.sha256(json.dumps(dict(sorted(data.items())), separators=(",", ":")).encode()).hexdigest()
 
 
-def render_service_account() -> ServiceAccountInitArgs:
-    """The guardian's own service account (the bucket grant names it through workload identity)."""
-    return ServiceAccountInitArgs(metadata=_metadata(names.GUARDIAN))
+def render_service_account(google_account: str | None = None) -> ServiceAccountInitArgs:
+    """The guardian's own service account (the bucket grant names it through workload identity); with
+    `google_account` (storage.parkWhenIdle), linked to that Google service account, whose tokens the GKE metadata
+    server then gives its pod (core/facts/gcp.py GOOGLE_ACCOUNT_ANNOTATION)."""
+    metadata = _metadata(names.GUARDIAN)
+    if google_account is not None:
+        metadata = k8s.meta.v1.ObjectMetaArgs(
+            name=metadata.name,
+            namespace=metadata.namespace,
+            labels=metadata.labels,
+            annotations={GOOGLE_ACCOUNT_ANNOTATION: google_account},
+        )
+    return ServiceAccountInitArgs(metadata=metadata)
 
 
 NAMESPACED_CALLS = {
@@ -295,7 +306,11 @@ class RunGuardianArgs:
     depends_on: Sequence[pulumi.Resource]
     """What every object waits for: the namespace (through the data claim)."""
     deployment_needs: Sequence[pulumi.Resource]
-    """What the Deployment also waits for: the RayCluster it follows and the storage grants of its mount."""
+    """What the Deployment also waits for: the RayCluster it follows, the storage grants of its mount and, with a
+    Google account, that account's grants."""
+    google_account: str | None = None
+    """The email of the Google service account its Kubernetes one acts as to park the run (storage.parkWhenIdle);
+    None: none."""
 
 
 class RunGuardian(pulumi.ComponentResource):
@@ -306,7 +321,7 @@ class RunGuardian(pulumi.ComponentResource):
     def __init__(self, name: str, args: RunGuardianArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("grpo-gke:jobs:RunGuardian", name, None, opts)
         child = fixed_name_options(parent=self, provider=args.provider, depends_on=list(args.depends_on))
-        account = k8s.core.v1.ServiceAccount(names.GUARDIAN, render_service_account(), opts=child)
+        account = k8s.core.v1.ServiceAccount(names.GUARDIAN, render_service_account(args.google_account), opts=child)
         bound = fixed_name_options(parent=self, provider=args.provider, depends_on=[account])
         role = k8s.rbac.v1.Role(names.GUARDIAN, render_role(args.cordon_bad_nodes), opts=child)
         cluster_role = k8s.rbac.v1.ClusterRole(

@@ -15,8 +15,10 @@ from core import names
 from core.config.model import StackConfig
 from core.facts.platform import GPUS_PER_NODE
 from core.prices import IDLE_PARTS, catalog, idle_bill
+from incluster.lustre_transfer import TRANSFER_DEADLINE_SECONDS, instance_name
+from incluster.park import lustre_path
 from jobs.preflight.settings import preflight_template
-from jobs.runs.export import export_submission
+from jobs.runs.export import export_submission, exports_dir
 from jobs.spec.training import model_size_b, submission_for, training_spec
 from workloads.raycluster import WORKER_GROUP
 
@@ -44,6 +46,23 @@ def guardian_settings(config: StackConfig) -> dict[str, Any]:
         "cluster": config.cluster_name,
         "cordonBadNodes": config.job.cordon_bad_nodes,
         "idleBill": idle_bill_setting(config),
+        "park": park_setting(config),
+    }
+
+
+def park_setting(config: StackConfig) -> dict[str, Any] | None:
+    """What the guardian parks once the GPU workers are at zero (storage.parkWhenIdle), as `python -m jobs park`
+    does (jobs/cli/park.py): the instance as the API names it, the parked bucket, the run's directory and its exports
+    directory as instance paths, and how long it waits for each transfer; None without parking."""
+    if not config.storage.park_when_idle or config.storage.type != "lustre":
+        return None
+    spec = training_spec(config)
+    return {
+        "instance": instance_name(config.project, config.zone, names.lustre_names(config.cluster_name).instance_id),
+        "bucket": config.parked_bucket_name,
+        "runPath": lustre_path(spec.run_dir),
+        "exportsPath": lustre_path(exports_dir(spec.run)),
+        "deadlineSeconds": TRANSFER_DEADLINE_SECONDS,
     }
 
 

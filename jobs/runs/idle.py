@@ -1,6 +1,7 @@
 """The idle bill as `status` shows it: once the run is over, when the GPU workers scale to zero (job.idleMinutes
 counting down from the newest attempt's end, as the guardian's policy does: incluster/guardian/policy.py `_idle`),
-and after the guardian's `scaled-to-zero` entry, since when the parts that stay bill and about how much so far.
+and after the guardian's `scaled-to-zero` entry, since when the parts that stay bill and about how much so far, and
+whether the guardian then parked the run (storage.parkWhenIdle).
 
 Pure: the run's record, Ray's attempts, job.idleMinutes, the plan's idle bill (for the countdown: the record holds
 the guardian's own figure only from the scale to zero on) and the time in; an IdleView out.
@@ -45,6 +46,8 @@ class IdleView:
     """When the guardian scaled the GPU workers to zero (its `scaled-to-zero` entry); None before."""
     recorded_rate: bool = True
     """Whether the rate is the one the guardian recorded (else the plan's: a record from before it kept one)."""
+    park: Mapping[str, Any] | None = None
+    """The guardian's `parked` or `park-failed` entry after the scale to zero (storage.parkWhenIdle); None: none."""
 
     @property
     def due(self) -> float | None:
@@ -67,7 +70,7 @@ class IdleView:
             )
             if not self.recorded_rate:
                 shown += " (the plan's rate: the guardian's entry keeps none)"
-            return [shown]
+            return [shown, *self._park_lines()]
         over = f"run over since {_utc(self.over_since)} (attempt {self.attempt} ended)"
         if self.due is None:
             return [f"{over}: job.idleMinutes is 0, so the GPU workers stay"]
@@ -95,7 +98,23 @@ class IdleView:
             "idleParts": list(self.parts),
             "idleUnpriced": list(self.unpriced),
             "dollarsSoFar": None if self.dollars is None else round(self.dollars, 2),
-        }
+            "park": None if self.park is None else {"event": self.park.get("event"), "time": self.park.get("time"),
+                                                     "reason": self.park.get("reason", "")},
+        }  # fmt: skip
+
+    def _park_lines(self) -> list[str]:
+        """What the guardian's park did: parked (what stops the Lustre bill then) or failed (and parking by hand)."""
+        if self.park is None:
+            return []
+        at = _utc(_seconds(self.park["time"]))
+        if self.park.get("event") == "parked":
+            details = self.park.get("details") or {}
+            step = "no checkpoint" if details.get("step") is None else f"step {details['step']}"
+            return [
+                f"parked at {at} in gs://{details.get('bucket', '')}/ ({step}): set grpo-gke:storage.parked true and"
+                " run pulumi up to delete the Lustre instance and stop its bill"
+            ]
+        return [f"parking failed at {at}: {self.park.get('reason', '')}"]
 
     def _parts(self) -> str:
         stays = " and ".join(self.parts)
@@ -142,6 +161,7 @@ def idle_view(
     scaled = own.get("scaled-to-zero")
     if scaled is None:
         return base
+    base = replace(base, park=own.get("parked") or own.get("park-failed"))
     since = _seconds(scaled["time"])
     details = scaled.get("details") or {}
     if not isinstance(details.get("idleHourly"), (int, float)):

@@ -29,13 +29,10 @@ from pulumi.dynamic import CreateResult, DiffResult, ResourceProvider
 
 from incluster import lustre_transfer
 from incluster.google_token import FreshBearer
-from incluster.lustre_transfer import RestObjects, RestTransfers
+from incluster.lustre_transfer import TRANSFER_DEADLINE_SECONDS, RestObjects, RestTransfers
 from incluster.park import restore_run
 from jobs.submit.access import user_credential
 from jobs.submit.provider import PROJECT_DIR, _Call
-
-RESTORE_DEADLINE_SECONDS = 6 * 3600
-"""How long `pulumi up` waits for the import (jobs/cli/park.py DEFAULT_DEADLINE_SECONDS: the same bound)."""
 
 REPLACING_INPUTS = ("bucket", "instance", "instance_uid")
 """Inputs whose change makes a new import resource: another bucket or another instance."""
@@ -101,7 +98,7 @@ class RestoredRun(pulumi.dynamic.Resource):
             "bucket": args.bucket,
             "instance": args.instance,
             "instance_uid": args.instance_uid,
-            "deadline_seconds": RESTORE_DEADLINE_SECONDS,
+            "deadline_seconds": TRANSFER_DEADLINE_SECONDS,
             "marker_state": None,
         }
         super().__init__(RestoreProvider(), name, props, opts)

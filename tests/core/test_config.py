@@ -652,6 +652,24 @@ STORAGE = [
         " Pulumi drops the Lustre instance from the state and leaves it billing; set keepOnDestroy false and run"
         " pulumi up (an in-place update), then set parked true",
     ),
+    ok("lustre-park-when-idle", {"grpo-gke:storage": {**LUSTRE["grpo-gke:storage"], "parkWhenIdle": True}}),
+    bad(
+        "gcs-park-when-idle",
+        {"grpo-gke:storage.parkWhenIdle": True},
+        "grpo-gke:storage.parkWhenIdle: is only for storage.type 'lustre': a bucket bills only what it holds, so"
+        " there is nothing to park",
+    ),
+    bad(
+        "lustre-park-when-idle-without-guardian",
+        {"grpo-gke:storage": {**LUSTRE["grpo-gke:storage"], "parkWhenIdle": True}, "grpo-gke:job.recover": False},
+        "grpo-gke:storage.parkWhenIdle: needs job.recover true: the run guardian parks the run; set one of them",
+    ),
+    bad(
+        "lustre-park-when-idle-never-idle",
+        {"grpo-gke:storage": {**LUSTRE["grpo-gke:storage"], "parkWhenIdle": True}, "grpo-gke:job.idleMinutes": 0},
+        "grpo-gke:storage.parkWhenIdle: needs job.idleMinutes above 0: the guardian parks the run after it scales"
+        " the GPU workers to zero, which idleMinutes 0 never does",
+    ),
     bad(
         "lustre-parked-bucket-name",
         {**LUSTRE, "grpo-gke:cluster": {"name": "my-google-grpo"}},

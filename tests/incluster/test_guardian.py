@@ -10,9 +10,9 @@ import pytest
 
 from incluster.guardian.command import main
 from incluster.guardian.policy import Action, AttemptView, Backoff, NodeView, State, decide
-from incluster.guardian.settings import GuardError, Settings, read_settings, settings_from
+from incluster.guardian.settings import GuardError, ParkTarget, Settings, read_settings, settings_from
 from jobs.guardian.settings import guardian_settings
-from tests.conftest import config_of
+from tests.conftest import LUSTRE, config_of
 
 T0 = 1796126400.0
 """When the attempts of these cases started."""
@@ -150,6 +150,28 @@ def test_nothing_scales_to_zero_while_a_job_is_live_nor_with_idle_minutes_0_nor_
     assert decide(state(settings, "SUCCEEDED", recorded=[("succeeded", {})], can_export=False)).kind == "wait"
 
 
+def test_with_the_gpu_workers_at_zero_the_run_is_parked_once_while_nothing_is_live(settings):
+    scaled = [("succeeded", {}), ("export-submitted", {}), ("scaled-to-zero", {})]
+    late = END + 16 * 60
+    park = decide(state(settings, "SUCCEEDED", now=late, recorded=scaled, can_park=True))
+    assert (park.kind, park.attempt) == ("park", 1)
+    assert park.reason == ("attempt 1 SUCCEEDED; the GPU workers are at zero: parking the run (storage.parkWhenIdle)")
+    live = decide(state(settings, "SUCCEEDED", now=late, recorded=scaled, can_park=True, anything_live=True))
+    assert (live.kind, live.reason) == (
+        "wait",
+        "attempt 1 SUCCEEDED; a job is live on the cluster, so the run is not parked yet",
+    )
+    for over in ("parked", "park-failed"):
+        assert decide(state(settings, "SUCCEEDED", now=late, recorded=[*scaled, (over, {})], can_park=True)).kind == (
+            "done"
+        )
+    assert decide(state(settings, "SUCCEEDED", now=late, recorded=scaled, can_park=False)).kind == "done"
+    failed = [OTHER, ("not-retried", {}), ("scaled-to-zero", {})]
+    assert decide(state(settings, now=late, recorded=failed, can_park=True)).kind == "park"
+    not_yet = [("succeeded", {}), ("export-submitted", {})]
+    assert decide(state(settings, "SUCCEEDED", now=END + 60, recorded=not_yet, can_park=True)).kind == "wait"
+
+
 def test_a_run_that_is_not_retried_or_gave_up_scales_to_zero_too(settings):
     for over in ("not-retried", "gave-up"):
         recorded = [OTHER, (over, {})]
@@ -230,6 +252,7 @@ def test_every_action_is_one_of_the_known_kinds_and_every_record_event_is_known(
             "stop",
             "export",
             "scale-to-zero",
+            "park",
         )
         assert action.kind != "record" or action.event in EVENTS
 
@@ -241,16 +264,34 @@ def test_every_action_is_one_of_the_known_kinds_and_every_record_event_is_known(
         (lambda values: values.update(gpuNodes="1"), "'gpuNodes' must be int, got '1'"),
         (lambda values: values.update(idleMinutes=True), "'idleMinutes' must be a number, got True"),
         (lambda values: values["submission"]["runtime_env"].pop("env_vars"), "'submission' has no runtime_env"),
+        (lambda values: values.update(park=[]), r"'park' must be an object or null, got \[\]"),
+        (lambda values: values["park"].pop("bucket"), "'park.bucket' must be str, got None"),
+        (lambda values: values["park"].update(deadlineSeconds="6h"), "'park.deadlineSeconds' must be a number"),
     ],
 )
 def test_bad_settings_are_one_line_naming_the_file_and_key(tmp_path, change, message):
-    values = guardian_settings(config_of("dev"))
+    values = guardian_settings(config_of("dev", storage={**LUSTRE, "parkWhenIdle": True}))
     change(values)
     path = tmp_path / "settings.json"
     path.write_text(json.dumps(values))
     with pytest.raises(GuardError, match=message) as caught:
         read_settings(str(path))
     assert str(caught.value).startswith(f"{path}: ") and "\n" not in str(caught.value)
+
+
+def test_a_lustre_stack_that_parks_when_idle_tells_the_guardian_what_to_export_and_where():
+    settings = settings_from(guardian_settings(config_of("dev", storage={**LUSTRE, "parkWhenIdle": True})), "t")
+    run = settings.run
+    assert settings.park == ParkTarget(
+        instance="projects/my-grpo-project/locations/us-central1-b/instances/grpo-dev-lustre",
+        bucket=config_of("dev", storage=LUSTRE).parked_bucket_name,
+        run_path=f"/checkpoints/{run}",
+        exports_path=f"/exports/{run}",
+        deadline_seconds=6 * 3600,
+    )
+    assert str(settings.run_dir) == f"/data/checkpoints/{run}"
+    for other in ({"storage": LUSTRE}, {}):
+        assert settings_from(guardian_settings(config_of("dev", **other)), "t").park is None
 
 
 def test_the_in_cluster_command_refuses_the_foreground_form_in_one_line(capsys):

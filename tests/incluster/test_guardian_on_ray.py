@@ -39,11 +39,13 @@ QUICK = Backoff(1, 1)
 
 
 class Recorded:
-    """Recording stand-ins for the export job and the scale-to-zero (the stack's deployment wires the real ones)."""
+    """Recording stand-ins for the export job, the scale-to-zero and the park (the stack's deployment wires the real
+    ones; tests/incluster/test_guardian_park.py runs the real park hook against the Lustre stand-in)."""
 
     def __init__(self) -> None:
         self.exports: list[tuple[int, int | None]] = []
         self.scaled: list[str] = []
+        self.parked: list[str] = []
 
     def export(self, request: ExportRequest) -> str:
         self.exports.append((request.attempt, request.step))
@@ -53,8 +55,12 @@ class Recorded:
         self.scaled.append(settings.run)
         return "GPU workers at 0"
 
-    def hooks(self) -> Hooks:
-        return Hooks(export=self.export, scale_to_zero=self.scale_to_zero)
+    def park(self, settings: Settings) -> dict:
+        self.parked.append(settings.run)
+        return {"state": "parked", "run": settings.run, "step": None, "exported": {"/checkpoints/r": {"objects": 3}}}
+
+    def hooks(self, park: bool = False) -> Hooks:
+        return Hooks(export=self.export, scale_to_zero=self.scale_to_zero, park=self.park if park else None)
 
 
 class GuardedRun:
@@ -209,17 +215,22 @@ def test_a_refused_attempt_is_not_retried(two_nodes, tmp_path):
     assert run.attempt_ids() == [f"{run.id}-1"] and stand_ins.exports == [] and stand_ins.scaled == []
 
 
-def test_a_deterministic_failure_is_not_retried_and_the_workers_scale_to_zero_after_the_idle_minutes(
+def test_a_deterministic_failure_is_not_retried_and_the_workers_scale_to_zero_after_the_idle_minutes_then_it_parks(
     two_nodes, tmp_path
 ):
     """The crash logs verl's evicted-samples metric on every step (verl 0.9.1 V1 trainer, replay_buffer.py L367) and
-    the text of a preemption: words are no evidence of lost capacity, so it is not retried."""
+    the text of a preemption: words are no evidence of lost capacity, so it is not retried. With a park hook
+    (storage.parkWhenIdle) the run is parked once the workers are at zero, and then nothing is left to do."""
     run = GuardedRun(two_nodes, "guard-bug", tmp_path, stand_in_trainer("--save-every", "2", "--fail-at", "3",
                      "--exit-code", "7", "--evicted-samples", "3"), steps=4)  # fmt: skip
     stand_ins = Recorded()
     run.submit_first()
-    run.guard(stand_ins.hooks(), settle=1.0, idleMinutes=0.02)
-    assert run.events() == [(1, "failed"), (1, "not-retried"), (1, "scaled-to-zero")]
+    target = {"instance": "projects/p/locations/z/instances/i", "bucket": "b", "runPath": "/checkpoints/r",
+              "exportsPath": "/exports/r", "deadlineSeconds": 60}  # fmt: skip
+    run.guard(stand_ins.hooks(park=True), settle=1.0, idleMinutes=0.02, park=target)
+    assert run.events() == [(1, "failed"), (1, "not-retried"), (1, "scaled-to-zero"), (1, "parked")]
+    assert run.entry(1, "parked")["details"] == {"bucket": "b", "step": None, "objects": 3}
+    assert stand_ins.parked == [run.id]
     not_retried = run.entry(1, "not-retried")
     assert "exit code 7" in not_retried["reason"]
     assert "stand-in trainer: deterministic failure at step 3 (exit code 7)" in not_retried["last_lines"]

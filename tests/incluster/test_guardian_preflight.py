@@ -12,6 +12,7 @@ import pytest
 from incluster import export_submission, job_client, readiness, record
 from incluster.endpoint import Endpoint
 from incluster.export_run import for_step
+from incluster.google_token import Credential
 from incluster.guardian import cluster, loop
 from incluster.guardian.cluster import IN_CLUSTER_API, with_deadline
 from incluster.guardian.command import cluster_hooks
@@ -156,7 +157,7 @@ def test_the_guardians_hooks_export_and_scale_to_zero_through_the_api_server(mon
     )
     monkeypatch.setattr(scaling, "scale_to", lambda api, replicas: sent.append((api.address, replicas)))
     proxy = Endpoint(address="https://1.2.3.4/api/v1/namespaces/grpo/services/grpo-head-svc:8265/proxy")
-    hooks = cluster_hooks(settings, proxy)
+    hooks = cluster_hooks(settings, proxy, no_google_token, print)
     assert hooks.export(ExportRequest(settings, 1, 8)).startswith("x-1 exports")
     hooks.scale_to_zero(settings)
     # Pinned to the step, with the step's deterministic submission id: a second guardian's export follows the first.
@@ -165,12 +166,17 @@ def test_the_guardians_hooks_export_and_scale_to_zero_through_the_api_server(mon
     assert sent == [("client", pinned), ("https://1.2.3.4", 0)]
     assert hooks.export(ExportRequest(settings, 1, 8)).startswith("x-1 (already submitted) exports")
     sent.clear()
-    local = cluster_hooks(settings, Endpoint(address="http://127.0.0.1:8265"))
-    assert local.export is not None and local.scale_to_zero is None
+    local = cluster_hooks(settings, Endpoint(address="http://127.0.0.1:8265"), no_google_token, print)
+    assert local.export is not None and local.scale_to_zero is None and local.park is None
     (tmp_path / "token").write_text("pod-token\n")
-    in_cluster = cluster_hooks(settings, Endpoint(address="http://grpo-head-svc:8265"))
+    in_cluster = cluster_hooks(settings, Endpoint(address="http://grpo-head-svc:8265"), no_google_token, print)
     in_cluster.scale_to_zero(settings)
     assert sent[-1] == (IN_CLUSTER_API, 0)
+
+
+def no_google_token() -> Credential:
+    """A Google token source for a stack that does not park: asking it is a failure of the test."""
+    raise AssertionError("a stack without storage.parkWhenIdle asked for a Google token")
 
 
 MAINTENANCE_AT = 1796130000

@@ -3,6 +3,8 @@ service agent's grant on the Secrets key."""
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 
 from core import names
@@ -107,3 +109,59 @@ def test_the_secrets_key_is_granted_to_the_gke_service_agent_before_the_cluster_
 @pytest.mark.parametrize("mode", MODES)
 def test_without_a_key_secrets_keep_google_managed_encryption(infra_run, mode):
     assert "databaseEncryption" not in infra_run(mode, "b200", "gcs").one(CLUSTER).inputs
+
+
+GUARDIAN_EMAIL = "grpo-test-guardian@offline.iam.gserviceaccount.com"
+"""The guardian's Google service account's email as the offline mocks compute it."""
+
+PARKING = {"storage": {"parkWhenIdle": True}}
+"""A Lustre stack's change that lets the guardian park the run."""
+
+
+def test_the_guardians_account_id_and_park_role_id_fit_iam_and_follow_the_instance():
+    assert names.guardian_account_id("grpo-dev") == "grpo-dev-guardian"
+    longest = names.guardian_account_id("g" * 20 + "-" + "x" * 9)
+    assert longest == "g" * 20 + "-guardian" and len(longest) == 29, "no double hyphen"
+    uid = "0b5c4f1e-9d2a-4c3b-8e7f-112233445566"
+    assert names.park_role_id("grpo-dev", uid) == "grpoGkePark_grpo_dev_0b5c4f1e9d2a"
+    role = names.park_role_id("c" * 80, uid)
+    assert len(role) == 64 and role.endswith("_0b5c4f1e9d2a")
+    assert names.park_role_id("grpo-dev", "11111111-0000-0000-0000-000000000000") != names.park_role_id("grpo-dev", uid)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_parking_lustre_stack_gives_the_guardian_a_google_account_that_may_export_and_nothing_more(infra_run, mode):
+    recording = infra_run(mode, "b200", "lustre", **PARKING)
+    account = recording.one(ACCOUNT, "grpo-test-guardian")
+    assert (account.inputs["accountId"], account.inputs["project"]) == ("grpo-test-guardian", "my-grpo-project")
+    role = recording.one("gcp:projects/iAMCustomRole:IAMCustomRole")
+    lustre = recording.one("gcp:lustre/instance:Instance")
+    assert role.inputs["permissions"] == ["lustre.instances.exportData", "lustre.operations.get"]
+    offline_uid = str(uuid.uuid5(uuid.NAMESPACE_URL, f"gcp:lustre/instance:Instance/{lustre.name}"))  # plan/mocks.py
+    assert role.inputs["roleId"] == names.park_role_id("grpo-test", offline_uid)
+    assert lustre.name in depends_on(recording, role)
+    member = f"serviceAccount:{GUARDIAN_EMAIL}"
+    naming_it = {r.type: r for r in recording.resources if r.inputs.get("member") == member}
+    assert naming_it.keys() == {PROJECT_MEMBER, "gcp:storage/bucketIAMMember:BucketIAMMember"}
+    assert naming_it[PROJECT_MEMBER].inputs["role"] == f"projects/my-grpo-project/roles/{role.inputs['roleId']}"
+    bucket_grant = naming_it["gcp:storage/bucketIAMMember:BucketIAMMember"]
+    assert bucket_grant.inputs["bucket"] == recording.one("gcp:storage/bucket:Bucket").inputs["name"]
+    assert bucket_grant.inputs["role"] == "roles/storage.objectUser"
+    link = recording.one("gcp:serviceaccount/iAMMember:IAMMember")
+    assert link.inputs == {
+        "serviceAccountId": f"projects/my-grpo-project/serviceAccounts/{GUARDIAN_EMAIL}",
+        "role": "roles/iam.workloadIdentityUser",
+        "member": "serviceAccount:my-grpo-project.svc.id.goog[grpo/grpo-guardian]",
+    }
+    assert recording.one(CLUSTER).name in depends_on(recording, link), "the workload pool exists once the cluster does"
+
+
+@pytest.mark.parametrize(
+    "storage,sections",
+    [("lustre", {}), ("lustre", {"storage": {"parkWhenIdle": True, "parked": True, "keepOnDestroy": False}})],
+)
+def test_no_guardian_account_without_parking_or_while_parked(infra_run, storage, sections):
+    recording = infra_run("standard", "h200", storage, **sections)
+    assert [account.inputs["accountId"] for account in recording.by_type(ACCOUNT)] == ["grpo-test-node-sa"]
+    assert recording.by_type("gcp:projects/iAMCustomRole:IAMCustomRole") == []
+    assert recording.by_type("gcp:serviceaccount/iAMMember:IAMMember") == []

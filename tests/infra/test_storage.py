@@ -254,6 +254,14 @@ def test_park_refusal_reads_the_marker():
     )  # fmt: skip
     assert park_refusal('{"state": "parked"}', config) is None
     assert "says None" in park_refusal("not json", config)
+    assert park_refusal(None, config).endswith(
+        "; run python -m jobs park --stack s first (or set storage.parked false)"
+    )
+    parking = config.model_copy(update={"storage": config.storage.model_copy(update={"park_when_idle": True})})
+    assert park_refusal(None, parking).endswith(
+        "; run python -m jobs park --stack s or wait for the guardian's parked entry (python -m jobs status --stack s)"
+        " first (or set storage.parked false)"
+    )
 
 
 def test_the_run_is_imported_back_before_anything_mounts_the_instance(infra_run):

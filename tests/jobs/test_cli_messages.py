@@ -577,7 +577,7 @@ def test_status_shows_when_the_gpu_workers_scale_to_zero_then_the_idle_bill_the_
     assert json.loads(out)["idle"] == {
         "attempt": 2, "overSince": "2026-12-01 10:30:00Z", "scaleToZeroDue": "2026-12-01 10:45:00Z",
         "idleSince": "2026-12-01 10:45:00Z", "idleHourly": round(hourly, 8), "idleParts": ["head", "storage"],
-        "idleUnpriced": [], "dollarsSoFar": 1.18,
+        "idleUnpriced": [], "dollarsSoFar": 1.18, "park": None,
     }  # fmt: skip
 
 

@@ -80,6 +80,7 @@ KEY_CHANGES: dict[str, tuple[str, dict, dict]] = {
     "grpo-gke:storage.throughput": ("dev", LUSTRE_BASE, {"storage": {"throughput": 500}}),
     "grpo-gke:storage.keepOnDestroy": ("dev", {}, {"storage": {"keepOnDestroy": False}}),
     "grpo-gke:storage.parked": ("dev", {"storage": {**LUSTRE, "keepOnDestroy": False}}, {"storage": {"parked": True}}),
+    "grpo-gke:storage.parkWhenIdle": ("dev", LUSTRE_BASE, {"storage": {"parkWhenIdle": True}}),
     "grpo-gke:network.nodeRange": ("dev", {}, {"network": {"nodeRange": "172.16.0.0/18"}}),
     "grpo-gke:network.podRange": ("dev", {}, {"network": {"podRange": "10.8.0.0/14"}}),
     "grpo-gke:network.serviceRange": ("dev", {}, {"network": {"serviceRange": "10.0.48.0/20"}}),

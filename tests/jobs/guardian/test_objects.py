@@ -215,3 +215,30 @@ def test_the_stacks_code_config_map_holds_every_guardian_module_and_the_pod_its_
         assert code[f"incluster__guardian__{path.name}"] == path.read_text()
     template = objects[("kubernetes:apps/v1:Deployment", names.GUARDIAN)].inputs["spec"]["template"]
     assert template["metadata"]["annotations"][guardian_objects.CODE_CHECKSUM] == guardian_objects._digest(code)
+
+
+@pytest.mark.parametrize("mode", ["standard", "autopilot"])
+def test_a_parking_guardians_service_account_is_linked_to_its_google_account_and_it_waits_for_its_grants(
+    infra_run, mode
+):
+    """storage.parkWhenIdle: the Kubernetes service account names the Google one (core/facts/gcp.py
+    GOOGLE_ACCOUNT_ANNOTATION), whose tokens the metadata server then gives the guardian's pod; the Deployment
+    waits for that account's grants (its park role, the parked bucket, the link)."""
+    recording = infra_run(mode, "b200", "lustre", storage={"parkWhenIdle": True})
+    objects = _guardian(recording)
+    account = objects[("kubernetes:core/v1:ServiceAccount", names.GUARDIAN)]
+    assert account.inputs["metadata"]["annotations"] == {
+        "iam.gke.io/gcp-service-account": "grpo-test-guardian@my-grpo-project.iam.gserviceaccount.com"
+    }
+    for resource in objects.values():
+        assert k8s_schema_errors(_manifest(resource)) == [], resource.name
+    deployment = objects[("kubernetes:apps/v1:Deployment", names.GUARDIAN)]
+    identity = {r.urn for r in recording.resources if r.parent and "GuardianIdentity" in r.parent}
+    grants = {
+        r.urn
+        for r in recording.resources
+        if r.urn in identity and r.type != "gcp:serviceaccount/account:Account" and "iAMCustomRole" not in r.type
+    }
+    assert len(grants) == 3 and grants <= set(deployment.depends_on)
+    plain = _guardian(mocked_run(mode, "b200", "lustre"))[("kubernetes:core/v1:ServiceAccount", names.GUARDIAN)]
+    assert "annotations" not in plain.inputs["metadata"]

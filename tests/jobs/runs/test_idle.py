@@ -100,3 +100,21 @@ def test_a_newer_attempt_after_the_scale_to_zero_ends_the_idle_and_an_attempt_ra
     over = [*resumed, entry(7200, 3, "failed"), entry(7260, 3, "not-retried")]
     view = idle_view(over, ATTEMPTS, 15, PLANNED, END + 7300)
     assert view is not None and view.attempt == 3 and view.over_since == END + 7200
+
+
+def test_after_the_scale_to_zero_a_parked_run_says_what_stops_the_lustre_bill_and_a_failed_park_why():
+    parked = entry(960, 2, "parked", reason="57 objects (step 6) in gs://b/; ...",
+                   details={"bucket": "grpo-dev-parked-1234abcd", "step": 6, "objects": 57})  # fmt: skip
+    view = idle_view([*SUCCEEDED, SCALED, parked], ATTEMPTS, 15, PLANNED, END + 900 + 3600)
+    assert view is not None and view.lines() == [
+        "idle since 2026-12-01 10:45:00Z (1h 00m), about $0.84 at $0.84/h for the head and storage",
+        "parked at 2026-12-01 10:46:00Z in gs://grpo-dev-parked-1234abcd/ (step 6): set grpo-gke:storage.parked true"
+        " and run pulumi up to delete the Lustre instance and stop its bill",
+    ]
+    assert view.as_json()["park"] == {"event": "parked", "time": parked["time"], "reason": parked["reason"]}
+    failed = entry(960, 2, "park-failed", reason="exporting /checkpoints/r failed (code 7): denied")
+    view = idle_view([*SUCCEEDED, SCALED, failed], ATTEMPTS, 15, PLANNED, END + 900 + 3600)
+    assert view is not None and view.lines()[1:] == [
+        "parking failed at 2026-12-01 10:46:00Z: exporting /checkpoints/r failed (code 7): denied"
+    ]
+    assert idle_view([*SUCCEEDED, SCALED], ATTEMPTS, 15, PLANNED, END + 3600).as_json()["park"] is None
