@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from core.config.model import StackConfig
+from core.facts.imagecache import IMAGE_CACHE_DISK_GB
 from core.facts.platform import BF16_BYTES_PER_PARAMETER
 
 CATALOG_PATH = Path(__file__).parent / "facts" / "prices.json"
@@ -29,6 +30,10 @@ IDLE_PARTS = ("head", "storage")
 no nodes (infra/nodepools.py L98 total_min_node_count=0), while the head's CPU pool keeps its node
 (infra/nodepools.py L194 node_count=HEAD_NODE_COUNT; the guardian runs there too, jobs/guardian/objects.py L236)
 and the bucket or the Lustre instance keeps its capacity."""
+
+IMAGE_CACHE_PART = "image cache"
+"""The idle part `gpu.imageCacheDisk` adds: its disk image bills as image storage for as long as it exists, GPUs at
+zero or not (each GPU node's own disk made from it goes with the node)."""
 
 
 @dataclass(frozen=True)
@@ -55,6 +60,8 @@ class PriceCatalog:
     """$ per GB-month of Artifact Registry storage above the free amount, in any location."""
     artifact_registry_free_gb: float
     """GB of Artifact Registry storage free per billing account."""
+    image_storage_gib_month: dict[str, float]
+    """$ per GiB-month of a Compute Engine disk image (SKU "Storage Image", multi-regional), by the regions it covers."""
 
 
 def read_catalog(document: dict[str, Any]) -> PriceCatalog:
@@ -70,6 +77,7 @@ def read_catalog(document: dict[str, Any]) -> PriceCatalog:
         gcs_gib_month=document["gcs_gib_month"]["prices"],
         artifact_registry_gb_month=document["artifact_registry_gb_month"]["value"],
         artifact_registry_free_gb=document["artifact_registry_gb_month"]["free_gb"],
+        image_storage_gib_month=document["image_storage_gib_month"]["prices"],
     )
 
 
@@ -162,21 +170,39 @@ def storage_hourly(config: StackConfig, prices: PriceCatalog, model_size_b: floa
     return model_size_b * 1e9 * BF16_BYTES_PER_PARAMETER / GIB * rate / prices.hours_per_month
 
 
+def listed(parts: tuple[str, ...] | list[str]) -> str:
+    """`parts` as a sentence lists them: `head`, `head and storage`, `head, storage and image cache`."""
+    return " and ".join(parts) if len(parts) < 3 else f"{', '.join(parts[:-1])} and {parts[-1]}"
+
+
+def image_cache_hourly(config: StackConfig, prices: PriceCatalog) -> float | None:
+    """$/h of keeping `gpu.imageCacheDisk`'s disk image, at IMAGE_CACHE_DISK_GB and the image storage rate of the
+    stack's region over the catalog's hours a month; None where the catalog has no rate for the region."""
+    rate = prices.image_storage_gib_month.get(config.region)
+    return None if rate is None else IMAGE_CACHE_DISK_GB * rate / prices.hours_per_month
+
+
 @dataclass(frozen=True)
 class IdleBill:
     """What bills on once the GPUs are at zero: the priced parts' $/h and the parts the catalog cannot price."""
 
     hourly: float
-    """$/h of the parts of IDLE_PARTS that have a price."""
+    """$/h of the parts that have a price."""
     unpriced: tuple[str, ...]
-    """The parts of IDLE_PARTS without a price (their $/h is not in `hourly`)."""
+    """The parts without a price (their $/h is not in `hourly`)."""
+    parts: tuple[str, ...] = IDLE_PARTS
+    """Every part that bills on: IDLE_PARTS, and IMAGE_CACHE_PART with `gpu.imageCacheDisk`."""
 
 
 def idle_bill(config: StackConfig, prices: PriceCatalog, model_size_b: float | None) -> IdleBill:
-    """The idle bill of the stack: head_hourly and storage_hourly (IDLE_PARTS). cost.json's `idleHourly` and the
-    run guardian's settings (`idleBill`, recorded when it scales the GPUs to zero) both come from here."""
+    """The idle bill of the stack: head_hourly, storage_hourly (IDLE_PARTS) and, with `gpu.imageCacheDisk`,
+    image_cache_hourly. cost.json's `idleHourly` and the run guardian's settings (`idleBill`, recorded when it scales
+    the GPUs to zero) both come from here."""
     rates = {"head": head_hourly(config, prices), "storage": storage_hourly(config, prices, model_size_b)}
+    if config.gpu.image_cache_disk is not None:
+        rates[IMAGE_CACHE_PART] = image_cache_hourly(config, prices)
     return IdleBill(
         hourly=sum(rate for rate in rates.values() if rate is not None),
-        unpriced=tuple(part for part in IDLE_PARTS if rates[part] is None),
+        unpriced=tuple(part for part, rate in rates.items() if rate is None),
+        parts=tuple(rates),
     )

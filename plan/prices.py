@@ -17,7 +17,6 @@ from core.facts.zones import region_of, zones_with
 from core.prices import (
     CATALOG_NAME,
     GIB,
-    IDLE_PARTS,
     IdleBill,
     PriceCatalog,
     flex_start_bounds,
@@ -26,6 +25,7 @@ from core.prices import (
     gpu_node_rate,
     head_hourly,
     idle_bill,
+    listed,
     lustre_gib_month,
     storage_hourly,
 )
@@ -102,7 +102,7 @@ class CostEstimate:
 
     @property
     def idle_hourly(self) -> float:
-        """$/h of the priced parts that bill on with the GPUs at zero (IDLE_PARTS)."""
+        """$/h of the priced parts that bill on with the GPUs at zero (IdleBill.parts)."""
         return self.idle.hourly
 
     @property
@@ -344,10 +344,10 @@ def summary_lines(cost: CostEstimate) -> list[str]:
 
 
 def idle_line(cost: CostEstimate) -> str:
-    """The summary's idle line: $/h once the GPUs are at zero, of the parts that stay (IDLE_PARTS)."""
-    stays = " and ".join(IDLE_PARTS)
+    """The summary's idle line: $/h once the GPUs are at zero, of the parts that stay (IdleBill.parts)."""
+    stays = listed(cost.idle.parts)
     if cost.idle_unpriced:
-        missing = " and ".join(cost.idle_unpriced)
+        missing = listed(cost.idle_unpriced)
         return f"  idle, GPUs at zero: at least {_dollars(cost.idle_hourly)}/h for the {stays} (without the {missing}: no price)"
     return f"  idle, GPUs at zero: {_dollars(cost.idle_hourly)}/h for the {stays}"
 
@@ -367,7 +367,7 @@ def render_cost_json(cost: CostEstimate) -> str:
         "unpriced": list(cost.unpriced),
         # Once the guardian has scaled the GPUs to zero: the parts that stay, their priced sum, those without a price.
         "idleHourly": round(cost.idle_hourly, 8),
-        "idleParts": list(IDLE_PARTS),
+        "idleParts": list(cost.idle.parts),
         "idleUnpriced": list(cost.idle_unpriced),
     }
     if cost.parked_per_tib is not None:

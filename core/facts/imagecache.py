@@ -48,6 +48,11 @@ IMAGE_CACHE_NEEDS_STREAMING = True
 secondary boot disk feature; PGCP: `gcfs_config` must be enabled): on Standard the stack turns streaming on for
 the pools only with `workload.imageSource: registry` (core/config/model.py streams_images_on_pools)."""
 
+IMAGE_CACHE_DISK_GB = 100
+"""Size of the image cache's disk image as docs/before-first-up.md's builder command makes it (BUILDER
+`--disk-size-gb=100`), at which the plan prices keeping it (core/prices.py image_cache_hourly): an upper bound if
+Compute Engine bills an image's stored (archive) size, which no source read said."""
+
 IMAGE_CACHE_DISK_TYPE = "the node's boot disk type"
 """The type of each node's cache disk: the same as the node's boot disk (SBD "How secondary boot disks work"), so
 Hyperdisk Balanced on A3 Ultra (core/facts/platform.py GPU_MACHINES boot_disk_type) and GKE's default boot disk

@@ -108,16 +108,25 @@ there before the first pull, so first and later pulls alike."""
 
 ASSUMED_IMAGE_GB = Figure(
     20.0,
-    "NOT FOUND: neither registry (Docker Hub, nvcr.io) is reachable from where this was written and no stored page"
-    " gives the tag's compressed size; assumed 20 GB ('tens of GB', issue 23). Check with `crane manifest IMAGE`"
-    " (the sum of the layers' sizes) and correct it here",
+    "NOT FOUND: nvcr.io is not reachable from where this was written and no stored page gives the tag's compressed"
+    " size (NGC's catalog page is not stored; a derived arm64 image built on v0.7.0 is about 45 GiB as SquashFS,"
+    " Alvorecer721/Nemo-RL infra/slurm/cscs/README.md, uncompressed); assumed 20 GB ('tens of GB', issue 23). Check"
+    " with `crane manifest IMAGE` (the sum of the layers' sizes) and correct it here",
     published=False,
 )
-"""Compressed size of a framework image (verlai/verl:vllm024.dev2, nvcr.io/nvidia/nemo-rl:v0.7.0, or a user's
+"""Compressed size of a framework image without a published figure (nvcr.io/nvidia/nemo-rl:v0.7.0, or a user's
 `workload.image`), in GB: what a whole pull downloads."""
 
+VERL_IMAGE_GB = Figure(
+    12.0,
+    "YaoZengzeng/kthena examples/kthena-router/verl/README.md, 'Time budget': 'The one-time costs are the ~12GB"
+    " image pull' of the demo's pod, whose image is verlai/verl:vllm024.dev2 (pod.yaml @d23f7b59); a user's note of"
+    " the download, not a registry's figure (Docker Hub not reachable from where this was written)",
+)
+"""Compressed size of verl's pinned vLLM image, in GB: what a whole pull downloads."""
+
 IMAGE_GB: dict[str, Figure] = {
-    "verlai/verl:vllm024.dev2": ASSUMED_IMAGE_GB,
+    "verlai/verl:vllm024.dev2": VERL_IMAGE_GB,
     "nvcr.io/nvidia/nemo-rl:v0.7.0": ASSUMED_IMAGE_GB,
 }
 """Compressed size of each pinned framework image (core/facts/platform.py DEFAULT_IMAGES), in GB."""

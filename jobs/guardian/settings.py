@@ -14,7 +14,7 @@ from typing import Any
 from core import names
 from core.config.model import StackConfig
 from core.facts.platform import GPUS_PER_NODE
-from core.prices import IDLE_PARTS, catalog, idle_bill
+from core.prices import catalog, idle_bill
 from incluster.lustre_transfer import TRANSFER_DEADLINE_SECONDS, instance_name
 from incluster.park import lustre_path
 from jobs.preflight.settings import preflight_template
@@ -75,7 +75,7 @@ def idle_bill_setting(config: StackConfig) -> dict[str, Any]:
     bill = idle_bill(config, prices, model_size_b(config.workload))
     return {
         "hourly": round(bill.hourly, 8),
-        "parts": list(IDLE_PARTS),
+        "parts": list(bill.parts),
         "unpriced": list(bill.unpriced),
         "catalogDate": prices.date,
     }

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from core.prices import IDLE_PARTS, IdleBill
+from core.prices import IdleBill, listed
 from jobs.runs.goodput import duration
 from jobs.runs.observed import RayAttempt
 
@@ -117,9 +117,9 @@ class IdleView:
         return [f"parking failed at {at}: {self.park.get('reason', '')}"]
 
     def _parts(self) -> str:
-        stays = " and ".join(self.parts)
+        stays = listed(self.parts)
         if self.unpriced:
-            return f"{stays} (without the {' and '.join(self.unpriced)}: no price)"
+            return f"{stays} (without the {listed(self.unpriced)}: no price)"
         return stays
 
 
@@ -154,7 +154,7 @@ def idle_view(
         over_since=over_since,
         idle_minutes=idle_minutes,
         hourly=planned.hourly,
-        parts=IDLE_PARTS,
+        parts=planned.parts,
         unpriced=planned.unpriced,
         now=now,
     )
@@ -170,7 +170,7 @@ def idle_view(
         base,
         idle_since=since,
         hourly=float(details["idleHourly"]),
-        parts=tuple(details.get("idleParts") or IDLE_PARTS),
+        parts=tuple(details.get("idleParts") or planned.parts),
         unpriced=tuple(details.get("idleUnpriced") or ()),
     )
 

@@ -12,7 +12,7 @@ import pulumi_gcp as gcp
 import pytest
 
 from core import names
-from core.facts.imagecache import CACHE_MODE, IMAGE_CACHE_NODE_IMAGE
+from core.facts.imagecache import CACHE_MODE, IMAGE_CACHE_DISK_GB, IMAGE_CACHE_NODE_IMAGE
 from core.facts.platform import GPU_MACHINES
 from jobs.spec.load import load_config
 from tests.conftest import GPUS, REPO_ROOT, combination_values, recorded_run, values_of
@@ -129,3 +129,4 @@ def test_the_documented_build_command_is_the_dev_stacks_own():
     account = f"{names.node_service_account_id(config.cluster_name)}@{config.project}.iam.gserviceaccount.com"
     assert flags["service-account"] == account
     assert flags["image-pull-auth"] == "ServiceAccountToken"
+    assert int(flags["disk-size-gb"]) == IMAGE_CACHE_DISK_GB, "the size the idle bill prices the disk image at"

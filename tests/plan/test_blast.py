@@ -619,20 +619,27 @@ CACHE_ON = {"gpu": {"imageCacheDisk": "verl-cache"}}
 def test_the_image_cache_replaces_every_gpu_pool_and_nothing_else(ladder):
     """Turning the cache on, changing its disk image and turning it off each replace every GPU pool (node_config's
     secondary_boot_disks is ForceNew, core/facts/imagecache.py IMAGE_CACHE_REPLACES_POOL) and touch nothing else:
-    not the cluster, not the head's pool, not the RayCluster; the run loses its GPU nodes and is resubmitted."""
+    not the cluster, not the head's pool, not the RayCluster; the run loses its GPU nodes and is resubmitted. Turning
+    it on or off also changes the idle bill the guardian records (the disk image bills on with the GPUs at zero), so
+    its settings are updated in place and its pod rolls."""
     values = _merged(_merged(values_of("dev"), REGISTRY_BASE), ladder)
     cached = _merged(values, CACHE_ON)
     other = _merged(values, {"gpu": {"imageCacheDisk": "verl-cache-2"}})
     gpu_pools = {"grpo-test-gpu"} | ({"grpo-test-gpu-on-demand"} if ladder else set())
-    for old, new, path in (
-        (values, cached, "nodeConfig.secondaryBootDisks"),
-        (cached, other, "nodeConfig.secondaryBootDisks.diskImage"),
-        (cached, values, "nodeConfig.secondaryBootDisks"),
+    idle_bill = {
+        ("grpo-guardian-settings", "kubernetes:core/v1:ConfigMap", "update", "data.settings.json"),
+        ("grpo-guardian", "kubernetes:apps/v1:Deployment", "update",
+         "spec.template.metadata.annotations.grpo-gke/settings-sha256"),
+    }  # fmt: skip
+    for old, new, path, guardian in (
+        (values, cached, "nodeConfig.secondaryBootDisks", idle_bill),
+        (cached, other, "nodeConfig.secondaryBootDisks.diskImage", set()),
+        (cached, values, "nodeConfig.secondaryBootDisks", idle_bill),
     ):
         blast = blast_radius(cached_plan(old), cached_plan(new))
         assert {(c.name, c.type, c.action, c.reason) for c in blast.changes} == {
             (pool, "gcp:container/nodePool:NodePool", "replace", path) for pool in gpu_pools
-        }
+        } | guardian
         assert blast.job == "the run loses its GPU nodes"
 
 

@@ -47,7 +47,7 @@ def test_the_catalog_is_dated_and_every_section_names_its_source():
     document = json.loads(CATALOG_PATH.read_text())
     assert document["catalog_date"] == DATE
     sections = [value for value in document.values() if isinstance(value, dict)]
-    assert len(sections) == 8
+    assert len(sections) == 9
     assert all(section["source"].strip() for section in sections)
 
 
@@ -478,6 +478,31 @@ def test_the_idle_bill_names_lustre_outside_the_priced_region_instead_of_guessin
     assert idle_line(cost) == (
         "  idle, GPUs at zero: at least $0.94/h for the head and storage (without the storage: no price)"
     )
+
+
+IMAGE_STORAGE_US_CENTRAL1 = 0.05
+"""Compute Engine "Storage Image" (multi-regional, us-central1 among its regions), $ per GiB-month."""
+
+
+def test_an_image_cache_disk_image_bills_on_with_the_gpus_at_zero_at_the_image_storage_rate():
+    """Issue 23 items 2 and 4: gpu.imageCacheDisk's disk image stays while the GPUs are at zero; at the builder's
+    100 GB (docs/before-first-up.md) and $0.05 per GiB-month: 100 x 0.05 / 730 = $0.00685/h, $5 a month."""
+    plain = estimate(config_of("verl-standard-h200"), catalog())
+    cached = config_of("verl-standard-h200", workload={"imageSource": "registry"}, gpu={"imageCacheDisk": "verl-cache"})
+    cost = estimate(cached, catalog())
+    assert cost.idle.parts == ("head", "storage", "image cache")
+    assert cost.idle_hourly - plain.idle_hourly == pytest.approx(100 * IMAGE_STORAGE_US_CENTRAL1 / 730, rel=1e-12)
+    assert idle_line(cost) == f"  idle, GPUs at zero: ${cost.idle_hourly:.2f}/h for the head, storage and image cache"
+    document = json.loads(render_cost_json(cost))
+    assert (document["idleParts"], document["idleUnpriced"]) == (["head", "storage", "image cache"], [])
+    assert plain.idle.parts == ("head", "storage")
+
+
+def test_an_image_cache_outside_the_image_storage_skus_regions_is_named_unpriced():
+    cached = config_of("verl-standard-h200", workload={"imageSource": "registry"}, gpu={"imageCacheDisk": "verl-cache"})
+    elsewhere = cached.model_copy(update={"region": "us-east4", "zone": "us-east4-b"})
+    cost = estimate(elsewhere, catalog())
+    assert "image cache" in cost.idle_unpriced and cost.idle.parts[-1] == "image cache"
 
 
 def test_a_parked_lustre_stack_bills_its_bucket_per_tib_instead_of_the_instance():

@@ -9,12 +9,12 @@ import json
 import pytest
 
 from core.facts.startup import (
-    ASSUMED_IMAGE_GB,
     CHECKPOINT_BYTES_PER_PARAMETER,
     GPU_NODE_BOOT_SECONDS,
     RAY_JOIN_SECONDS,
     RESOURCE_CREATION_SECONDS,
     STREAMED_PULL_SECONDS,
+    VERL_IMAGE_GB,
     WHOLE_PULL_SECONDS_PER_GB,
 )
 from plan.monitor import Recorded
@@ -27,8 +27,8 @@ from plan.startup import (
 )
 from tests.conftest import REPO_ROOT, SHIPPED_STACKS, combination_values, config_of, recorded_run
 
-WHOLE = ASSUMED_IMAGE_GB.value * WHOLE_PULL_SECONDS_PER_GB.value
-"""Seconds of a whole pull of a pinned image (20 GB assumed x 27 s/GB = 540 s)."""
+WHOLE = VERL_IMAGE_GB.value * WHOLE_PULL_SECONDS_PER_GB.value
+"""Seconds of a whole pull of verl's pinned image (12 GB x 27 s/GB = 324 s)."""
 STREAMED, BOOT, JOIN = STREAMED_PULL_SECONDS.value, GPU_NODE_BOOT_SECONDS.value, RAY_JOIN_SECONDS.value
 
 
@@ -81,7 +81,7 @@ def test_without_streaming_every_new_node_pulls_the_image_whole():
     assert not streams_image(config), "a Docker Hub image pulled directly is not streamed"
     estimate = estimate_startup(config, small_stack(initial_nodes=2))
     assert estimate.after_preemption.seconds == BOOT + WHOLE + JOIN
-    assert estimate.after_preemption.steps[1].name == "image pull, whole (20 GB)"
+    assert estimate.after_preemption.steps[1].name == "image pull, whole (12 GB)"
     assert estimate_startup(config, small_stack(2), streamed=True).after_preemption.seconds == BOOT + STREAMED + JOIN
 
 
@@ -107,7 +107,7 @@ def test_nodes_made_for_the_pending_workers_boot_inside_the_rayclusters_readines
     estimate = estimate_startup(config_of("verl-standard-h200"), small_stack(initial_nodes=0))
     assert [step.name for step in estimate.raycluster_ready] == [
         "GPU node boot",
-        "image pull, whole (20 GB)",
+        "image pull, whole (12 GB)",
         "Ray join",
     ]
     assert estimate.from_up.steps[0].seconds == CLUSTER + POOL + BOOT + WHOLE + JOIN + SUBMIT
@@ -142,8 +142,8 @@ def test_first_step_json_is_sorted_and_names_every_figures_source():
     steps = document["afterPreemption"]["steps"] + document["fromUp"]["steps"] + document["rayClusterReady"]
     assert all(step["source"] for step in steps)
     assert document["image"] == {
-        "reference": "verlai/verl:vllm024.dev2", "sizeGb": 20.0, "sizePublished": False,
-        "sizeSource": ASSUMED_IMAGE_GB.source, "streamed": False, "diskCache": False,
+        "reference": "verlai/verl:vllm024.dev2", "sizeGb": 12.0, "sizePublished": True,
+        "sizeSource": VERL_IMAGE_GB.source, "streamed": False, "diskCache": False,
     }  # fmt: skip
     assert document["fromUp"]["notIncluded"] == ["verl's setup to step 1"]
 
@@ -169,9 +169,9 @@ def test_the_shipped_stacks_expected_figures(plan_of):
         estimate = estimate_startup(config_of(stack), plan_of(stack).resources)
         found[stack] = (round(estimate.from_up.seconds / 60), round(estimate.after_preemption.seconds / 60))
     assert found == {
-        "dev": (57, 14),
-        "verl-standard-h200": (57, 14),
-        "verl-autopilot-b200": (28, 14),
+        "dev": (54, 11),
+        "verl-standard-h200": (54, 11),
+        "verl-autopilot-b200": (28, 11),
         "nemo-rl-standard-b200": (57, 16),
     }
 
@@ -181,7 +181,7 @@ def test_a_registry_stack_on_standard_streams_its_replacements():
     config = config_of("dev", "test", workload={"imageSource": "registry"})
     estimate = estimate_startup(config, recording.resources)
     assert estimate.streamed and estimate.after_preemption.steps[1].name == "image pull, streamed"
-    assert estimate.raycluster_ready[0].name == "image pull, whole (20 GB, a first pull is not streamed)"
+    assert estimate.raycluster_ready[0].name == "image pull, whole (12 GB, a first pull is not streamed)"
 
 
 def test_up_and_destroy_shows_devs_lines_as_make_plan_prints_them(plan_of):
