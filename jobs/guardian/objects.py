@@ -62,9 +62,14 @@ CODE_CHECKSUM = "grpo-gke/code-sha256"
 """Pod annotation holding the code's SHA-256: changed code rolls the guardian's pod."""
 
 
-def _metadata(name: str, namespaced: bool = True) -> k8s.meta.v1.ObjectMetaArgs:
+def _metadata(
+    name: str, namespaced: bool = True, annotations: dict[str, str] | None = None
+) -> k8s.meta.v1.ObjectMetaArgs:
     return k8s.meta.v1.ObjectMetaArgs(
-        name=name, namespace=names.NAMESPACE if namespaced else None, labels={**LABELS, **names.GUARDIAN_LABELS}
+        name=name,
+        namespace=names.NAMESPACE if namespaced else None,
+        labels={**LABELS, **names.GUARDIAN_LABELS},
+        annotations=annotations,
     )
 
 
@@ -86,15 +91,8 @@ def render_service_account(google_account: str | None = None) -> ServiceAccountI
     """The guardian's own service account (the bucket grant names it through workload identity); with
     `google_account` (storage.parkWhenIdle), linked to that Google service account, whose tokens the GKE metadata
     server then gives its pod (core/facts/gcp.py GOOGLE_ACCOUNT_ANNOTATION)."""
-    metadata = _metadata(names.GUARDIAN)
-    if google_account is not None:
-        metadata = k8s.meta.v1.ObjectMetaArgs(
-            name=metadata.name,
-            namespace=metadata.namespace,
-            labels=metadata.labels,
-            annotations={GOOGLE_ACCOUNT_ANNOTATION: google_account},
-        )
-    return ServiceAccountInitArgs(metadata=metadata)
+    annotations = {GOOGLE_ACCOUNT_ANNOTATION: google_account} if google_account is not None else None
+    return ServiceAccountInitArgs(metadata=_metadata(names.GUARDIAN, annotations=annotations))
 
 
 NAMESPACED_CALLS = {
