@@ -21,8 +21,9 @@ gpu.nodes.
   in place (workloads/raycluster.py REPLACE_ON_CHANGES).
 
 A JSON patch with a `test` of the group's name changes exactly the count of the group the stack renders,
-and fails rather than scaling another group if the list ever changes. Requests are plain data here; only
-`bring_back` talks to the API server, within DEADLINES.request.
+and fails rather than scaling another group if the list ever changes. Requests are plain data here; `scale_to`,
+`gpu_workers` (the guardian's look, after its scale to zero, at whether the workers came back) and `bring_back` talk
+to the API server, each request within DEADLINES.request.
 """
 
 from __future__ import annotations
@@ -120,25 +121,32 @@ def bring_back(endpoint: Endpoint, nodes: int, report: Callable[[str], None]) ->
     Does nothing through a plain dashboard address (no API server to ask: a local run). A refused or silent API
     server is a JobError naming what to do.
     """
-    import requests  # lazy: every `python -m jobs` start imports this module; requests adds 50-130 ms (measured)
-
     server = api_server(endpoint)
     if server is None:
         return False
-    url = f"{server}{raycluster_path()}"
-    headers = dict(endpoint.headers)
+    api = Endpoint(server, endpoint.headers, endpoint.verify)
+    if gpu_workers(api) >= nodes:
+        return False
+    report(f"the GPU workers were scaled to zero: scaling them back to {nodes}")
+    scale_to(api, names.WORKER_REPLICAS)
+    return True
+
+
+def gpu_workers(api: Endpoint) -> int:
+    """The GPU worker pods KubeRay keeps for the stack's RayCluster now (desired_workers of the object the API server
+    `api` holds), read within DEADLINES.request; a refused or silent API server is a JobError naming what to do."""
+    import requests  # lazy: every `python -m jobs` start imports this module; requests adds 50-130 ms (measured)
+
     try:
-        answer = requests.get(url, headers=headers, verify=endpoint.verify, timeout=DEADLINES.request)
-        _refused(answer, "read")
-        if desired_workers(answer.json()) >= nodes:
-            return False
-        report(f"the GPU workers were scaled to zero: scaling them back to {nodes}")
+        answer = requests.get(
+            f"{api.address}{raycluster_path()}", headers=dict(api.headers), verify=api.verify, timeout=DEADLINES.request
+        )
     except (requests.exceptions.Timeout, requests.exceptions.ConnectionError):
         raise Unreachable(
-            f"the API server at {server} did not answer within {DEADLINES.connect:g} + {DEADLINES.read:g} s"
+            f"the API server at {api.address} did not answer within {DEADLINES.connect:g} + {DEADLINES.read:g} s"
         ) from None
-    scale_to(Endpoint(server, endpoint.headers, endpoint.verify), names.WORKER_REPLICAS)
-    return True
+    _refused(answer, "read")
+    return desired_workers(answer.json())
 
 
 def scale_to(api: Endpoint, replicas: int) -> None:

@@ -37,7 +37,8 @@ once per attempt (`<run dir>/attempts.jsonl`, incluster/record.py). The rules:
   continues the run (not after a preflight that refused its cluster: the run is over); else the export
   (`export-submitted`, through Hooks.export);
 - once the run is over (succeeded, not retried, gave up) and nothing is live on the cluster for
-  idleMinutes: `scaled-to-zero` (through Hooks.scale_to_zero; idleMinutes 0 never);
+  idleMinutes: `scaled-to-zero` (through Hooks.scale_to_zero; idleMinutes 0 never); GPU workers that come back
+  after it with nothing live (a RayCluster made anew by `pulumi up`, an unpark) are scaled to zero again;
 - then, with storage.parkWhenIdle and nothing live, the run is parked in the parked bucket (through Hooks.park,
   incluster/park.py park_run, as the Google service account its Kubernetes one is linked to): `parked`, or
   `park-failed` with why, not tried again by itself.

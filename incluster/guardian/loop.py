@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from incluster import job_client, readiness, record, run_submission
+from incluster import job_client, readiness, record, run_submission, scaling
 from incluster.attempt import deadline_stop_in, log_path
 from incluster.capacity_events import ladder_state
 from incluster.checkpoints import CheckpointError, newest_complete
@@ -50,6 +50,9 @@ from incluster.preflight.driver import NEWEST
 
 if TYPE_CHECKING:
     from ray.job_submission import JobSubmissionClient
+
+WORKERS_REFRESH_SECONDS = 60.0
+"""Seconds between two reads of the RayCluster's GPU workers once the guardian has scaled them to zero."""
 
 DEADLINE_REFRESH_SECONDS = 300.0
 """Seconds between two reads of the GPU nodes' known ends while a verl attempt runs (a maintenance label may come)."""
@@ -140,6 +143,8 @@ class Guardian:
         self.client: JobSubmissionClient = job_client.connect(endpoint)
         self._deadline_read: tuple[int, float, float | None] = (0, float("-inf"), None)
         """For the attempt it was read for: when the GPU nodes' known end was read, and the save-by time it gave."""
+        self._workers_read: tuple[float, bool] = (float("-inf"), False)
+        """When the GPU workers were last read after the scale to zero, and whether any were kept."""
         self._rungs_read: tuple[int, dict[str, Any] | None] = (0, None)
         """The attempt whose GPU nodes' rungs were read (once per attempt) and what was read (None: it failed)."""
         self.seen_attempt = 0
@@ -176,9 +181,31 @@ class Guardian:
             can_export=self.hooks.export is not None,
             can_scale=self.hooks.scale_to_zero is not None,
             can_park=self.hooks.park is not None,
+            gpu_workers_up=self.workers_view(newest, recorded),
             gpu_rungs=self.rungs_view(newest, recorded),
             **self.deadline_view(newest, recorded),
         )
+
+    def workers_view(self, newest: AttemptView | None, recorded: dict[str, dict[str, Any]]) -> bool:
+        """After the scale to zero of an attempt that is over: whether the RayCluster keeps GPU workers again (a
+        RayCluster made anew by `pulumi up`, or an unpark, starts with them), read through the API server at most every
+        WORKERS_REFRESH_SECONDS; False otherwise, without a scale-to-zero hook or an API server, or when it refused (a
+        progress line says so)."""
+        over = newest is not None and newest.status not in job_client.LIVE and newest.end is not None
+        api = api_endpoint(self.endpoint)
+        if not over or "scaled-to-zero" not in recorded or self.hooks.scale_to_zero is None or api is None:
+            return False
+        read_at, up = self._workers_read
+        now = time.monotonic()
+        if now - read_at < WORKERS_REFRESH_SECONDS:
+            return up
+        try:
+            up = scaling.gpu_workers(api) > 0
+        except job_client.JobError as error:
+            self.report(f"{self.settings.run}: the GPU workers' count is not known: {error}")
+            up = False
+        self._workers_read = (now, up)
+        return up
 
     def rungs_view(self, newest: AttemptView | None, recorded: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
         """For a RUNNING attempt whose `gpu-rungs` the record lacks: its Ready GPU nodes per rung (cluster.gpu_rungs),
@@ -452,8 +479,10 @@ class Guardian:
         elif action.kind == "scale-to-zero":
             assert self.hooks.scale_to_zero is not None
             done = self.hooks.scale_to_zero(self.settings)
-            # The entry's time is the moment the idle bill starts: status counts it from there.
+            # The entry's time is the moment the idle bill starts: status counts it from there. A second scale to zero
+            # of the attempt (its workers came back) is reported, not recorded again (append).
             self.append(action.attempt, "scaled-to-zero", one_line(f"{action.reason}: {done}"), details=action.details)
+            self._workers_read = (time.monotonic(), False)
         elif action.kind == "park":
             self.park(action)
 

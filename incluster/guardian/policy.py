@@ -165,6 +165,9 @@ class State:
     """Whether a scale-to-zero hook is wired."""
     can_park: bool = False
     """Whether a park hook is wired (storage.parkWhenIdle)."""
+    gpu_workers_up: bool = False
+    """After the scale to zero: whether the RayCluster keeps GPU workers again (a RayCluster made anew by `pulumi
+    up`, or an unpark); False when not read."""
     save_by: float | None = None
     """For a live verl attempt: when it must have saved (a known end of its GPU nodes less the margin); else None."""
     saves: tuple[Any, ...] = ()
@@ -296,6 +299,11 @@ def _idle(state: State, why: str) -> Action:
     newest, settings = state.newest, state.settings
     assert newest is not None and newest.end is not None
     if "scaled-to-zero" in state.recorded:
+        if state.gpu_workers_up and state.can_scale:
+            if state.anything_live:
+                return Action("wait", newest.number, f"{why}; the GPU workers are up again and a job is live")
+            again = f"{why}; the GPU workers are up again with nothing live (a RayCluster made anew, or an unpark)"
+            return Action("scale-to-zero", newest.number, again, details=settings.idle_rate.details())
         return _park(state, why)
     if not state.can_scale or settings.idle_minutes <= 0:
         return Action("done", newest.number, why)

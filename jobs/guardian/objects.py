@@ -8,8 +8,9 @@ jobs/guardian/settings.py (`guardian_settings(config)`) and incluster/shipping.p
 with PYTHONPATH=<GUARDIAN_CODE_DIR>, in the head's image.
 
 What it may do is exactly what its code calls (NAMESPACED_CALLS, CLUSTER_CALLS): list the GPU worker pods (how
-Kubernetes ended them, which are pending) and the namespace's Pod events (the autoscaler's, for the gate's rung), patch the stack's RayCluster (scale the GPU workers to zero, incluster/scaling.py), list the nodes
-(their end, their Ready condition) and, only with `cordon_bad_nodes`, get a pod and patch its node (cordon a node the
+Kubernetes ended them, which are pending) and the namespace's Pod events (the autoscaler's, for the gate's rung), get
+and patch the stack's RayCluster (scale the GPU workers to zero, and see whether they came back, incluster/scaling.py),
+list the nodes (their end, their Ready condition) and, only with `cordon_bad_nodes`, get a pod and patch its node (cordon a node the
 preflight failed); get, create and update its Lease (incluster/lease.py: one guardian at a time). It reaches the Ray
 dashboard as the one pod outside the RayCluster the NetworkPolicies admit (names.GUARDIAN_LABELS), and mounts the
 shared storage at /data like the Ray pods (the run's record).
@@ -103,6 +104,8 @@ NAMESPACED_CALLS = {
     ): "judging a failed attempt: its GPU worker pods (incluster/guardian/cluster.py worker_pods_of); the readiness"
     " gate: the pending ones (incluster/readiness.py scale_up_events)",
     (RAY_GROUP, "rayclusters", "patch"): "scale to zero (incluster/scaling.py scale_to), the stack's RayCluster only",
+    (RAY_GROUP, "rayclusters", "get"): "after the scale to zero: whether the GPU workers came back (a RayCluster"
+    " made anew by pulumi up, an unpark; incluster/scaling.py gpu_workers), the stack's RayCluster only",
     ("", "events", "list"): "the readiness gate: the autoscaler's events on the pending GPU worker pods, which rung"
     " and why the last scale-up failed (incluster/readiness.py scale_up_events)",
 }

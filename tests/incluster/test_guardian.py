@@ -172,6 +172,23 @@ def test_with_the_gpu_workers_at_zero_the_run_is_parked_once_while_nothing_is_li
     assert decide(state(settings, "SUCCEEDED", now=END + 60, recorded=not_yet, can_park=True)).kind == "wait"
 
 
+def test_gpu_workers_that_came_back_after_the_scale_to_zero_are_scaled_to_zero_again_once_nothing_is_live(settings):
+    """A RayCluster made anew by `pulumi up` (a replacement, an unpark) starts with its GPU workers: after the run's
+    scale to zero the record alone would leave them billing at the running rate."""
+    scaled = [("succeeded", {}), ("export-submitted", {}), ("scaled-to-zero", {})]
+    late = END + 3 * 3600
+    again = decide(state(settings, "SUCCEEDED", now=late, recorded=scaled, gpu_workers_up=True, can_park=True))
+    assert (again.kind, again.details) == ("scale-to-zero", settings.idle_rate.details())
+    assert again.reason == (
+        "attempt 1 SUCCEEDED; the GPU workers are up again with nothing live (a RayCluster made anew, or an unpark)"
+    )
+    live = decide(state(settings, "SUCCEEDED", now=late, recorded=scaled, gpu_workers_up=True, anything_live=True))
+    assert (live.kind, live.reason) == ("wait", "attempt 1 SUCCEEDED; the GPU workers are up again and a job is live")
+    unwired = decide(state(settings, "SUCCEEDED", now=late, recorded=scaled, gpu_workers_up=True, can_scale=False))
+    assert unwired.kind == "done"
+    assert decide(state(settings, "SUCCEEDED", now=late, recorded=scaled)).kind == "done"
+
+
 def test_a_run_that_is_not_retried_or_gave_up_scales_to_zero_too(settings):
     for over in ("not-retried", "gave-up"):
         recorded = [OTHER, (over, {})]

@@ -244,6 +244,37 @@ def test_the_guardian_remembers_an_attempt_it_saw_before_the_head_went(settings,
     assert (view.number, view.end, view.gone_from_ray) == (1, END, True)
 
 
+def test_after_the_scale_to_zero_the_guardian_reads_the_gpu_workers_through_the_api_server_at_most_every_minute(
+    settings, monkeypatch
+):
+    """workers_view: a RayCluster made anew keeps its GPU workers (the stand-in's replicas 1), one the guardian scaled
+    keeps none; read once per WORKERS_REFRESH_SECONDS, and only after the scale to zero of an attempt that is over."""
+    from incluster.guardian import loop
+
+    server = StandInApiServer()
+    ended = AttemptView(1, "SUCCEEDED", start=T0, end=END)
+    scaled = {"scaled-to-zero": {"event": "scaled-to-zero", "attempt": 1}}
+    monotonic = [1000.0]
+    monkeypatch.setattr(loop.time, "monotonic", lambda: monotonic[0])
+    with stand_in_api_server(server) as api:
+        proxy = Endpoint(
+            f"{api.address}/api/v1/namespaces/grpo/services/grpo-head-svc:8265/proxy", api.endpoint.headers
+        )
+        guard = guardian_on(settings, None)
+        guard.endpoint, guard.report = proxy, print
+        guard.hooks, guard._workers_read = Hooks(scale_to_zero=lambda s: "scaled"), (float("-inf"), False)
+        assert guard.workers_view(ended, scaled) is True
+        assert guard.workers_view(AttemptView(1, "RUNNING", start=T0), scaled) is False
+        assert guard.workers_view(ended, {}) is False
+        assert server.calls == [("ray.io", "rayclusters", "get")]
+        scaling.scale_to(api.endpoint, 0)
+        assert guard.workers_view(ended, scaled) is True, "the minute has not passed: no second read"
+        monotonic[0] += loop.WORKERS_REFRESH_SECONDS
+        assert guard.workers_view(ended, scaled) is False
+    assert server.calls == [("ray.io", "rayclusters", "get"), ("ray.io", "rayclusters", "patch"),
+                            ("ray.io", "rayclusters", "get")]  # fmt: skip
+
+
 # Item 11: the Role is exactly the calls.
 
 
@@ -259,6 +290,7 @@ def test_the_guardians_rbac_is_exactly_the_calls_its_code_makes(settings, tmp_pa
         worker_pods_of(api.endpoint, settings)  # judging a failure
         readiness.scale_up_events(Guardian.capacity_of(settings, api.endpoint))  # the gate's rung and why (events)
         scaling.scale_to(api.endpoint, 0)  # scale to zero
+        assert scaling.gpu_workers(api.endpoint) == 0  # after it: whether the workers came back
         lease = Lease(api.endpoint, "guardian-a")
         assert lease.try_acquire_or_renew() and lease.try_acquire_or_renew()  # create, then renew (update)
         always = set(server.calls)
@@ -285,7 +317,8 @@ REQUEST_SITES = {
     ),
     ("incluster/scaling.py", "scale_to"): "the API server: scale to zero, recorded above",
     ("incluster/preflight/cordon.py", "_request"): "the API server: cordoning, recorded above",
-    ("incluster/scaling.py", "bring_back"): "not the guardian's: pulumi up and the CLI, with the user's credentials",
+    ("incluster/scaling.py", "gpu_workers"): "the API server: the GPU workers' count after the scale to zero, recorded"
+    " above (also bring_back's read: pulumi up and the CLI, with the user's credentials)",
     ("incluster/readiness.py", "ray_nodes"): "the Ray dashboard, not the API server",
     ("incluster/lease.py", "_request"): "the API server: the Lease, recorded above",
     ("incluster/lustre_transfer.py", "_post"): "Managed Lustre's API (exportData, importData), not the API server",

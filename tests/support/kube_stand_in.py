@@ -29,6 +29,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
+from core import names
 from incluster.endpoint import Endpoint
 
 SHUTDOWN_MESSAGE = "Pod was terminated in response to imminent node shutdown."
@@ -139,6 +140,9 @@ class StandInApiServer:
     """The namespace's Leases: create (201) and update (200) store the body with the next resourceVersion; a create of
     an existing name or an update of an old resourceVersion is a 409 Conflict (the API server's optimistic
     concurrency)."""
+    gpu_workers: int = 1
+    """The `replicas` of the stack's RayCluster's GPU worker group (workloads/raycluster.py renders minReplicas 0 and
+    maxReplicas gpu.nodes, here 1); a JSON patch that replaces it sets it."""
     calls: list[tuple[str, str, str]] = field(default_factory=list)
     """Every (API group, resource, verb) asked, in order."""
     address: str = ""
@@ -149,7 +153,7 @@ class StandInApiServer:
         """The API server as the guardian's helpers take it."""
         return Endpoint(self.address, {"Authorization": "Bearer stand-in"}, True)
 
-    def answer(self, method: str, url: str, body: dict[str, Any] | None = None) -> tuple[int, dict[str, Any]]:
+    def answer(self, method: str, url: str, body: Any = None) -> tuple[int, dict[str, Any]]:
         """Record the request's (group, resource, verb) and return (status, body)."""
         parsed = urlparse(url)
         parts = [part for part in parsed.path.split("/") if part]
@@ -166,7 +170,7 @@ class StandInApiServer:
         objects = {"pods": self.pods, "nodes": self.nodes, "events": self.events, "leases": self.leases}.get(
             resource, []
         )
-        if resource == "leases" and verb in ("create", "update") and body is not None:
+        if resource == "leases" and verb in ("create", "update") and isinstance(body, dict):
             return self._write_lease(verb, body)
         if verb == "list":
             wanted = dict(item.split("=", 1) for item in selector.split(",") if "=" in item)
@@ -181,7 +185,13 @@ class StandInApiServer:
             return 200, {"kind": f"{resource.title()}List", "apiVersion": "v1", "items": items}
         found = next((item for item in objects if item["metadata"]["name"] == name), None)
         if resource == "rayclusters":
-            return 200, {"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": name}}
+            for op in body if verb == "patch" and isinstance(body, list) else []:
+                if op.get("op") == "replace" and op.get("path", "").endswith("/replicas"):
+                    self.gpu_workers = int(op["value"])
+            group_spec = {"groupName": names.RAY_WORKER_GROUP, "replicas": self.gpu_workers, "minReplicas": 0,
+                          "maxReplicas": 1}  # fmt: skip
+            return 200, {"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": name},
+                         "spec": {"workerGroupSpecs": [group_spec]}}  # fmt: skip
         return (200, found) if found is not None else (404, {"kind": "Status", "code": 404, "reason": "NotFound"})
 
     def _write_lease(self, verb: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
@@ -208,7 +218,7 @@ def stand_in_api_server(server: StandInApiServer) -> Iterator[StandInApiServer]:
         def _reply(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             sent = json.loads(self.rfile.read(length)) if length else None
-            status, body = server.answer(self.command, self.path, sent if isinstance(sent, dict) else None)
+            status, body = server.answer(self.command, self.path, sent)
             data = json.dumps(body).encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")

@@ -56,14 +56,14 @@ def test_the_schema_check_refuses_a_misspelt_deployment_field():
     assert any("replica" in error for error in k8s_schema_errors(broken))
 
 
-def test_rbac_lists_pods_and_nodes_and_patches_only_the_stacks_ray_cluster():
+def test_rbac_lists_pods_and_nodes_and_gets_and_patches_only_the_stacks_ray_cluster():
     objects = _guardian(mocked_run("standard", "h200", "gcs"))
     role = objects[("kubernetes:rbac.authorization.k8s.io/v1:Role", names.GUARDIAN)].inputs
     assert role["metadata"]["namespace"] == "grpo"
     assert role["rules"] == [
         {"apiGroups": [""], "resources": ["events"], "verbs": ["list"]},
         {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
-        {"apiGroups": ["ray.io"], "resourceNames": ["grpo"], "resources": ["rayclusters"], "verbs": ["patch"]},
+        {"apiGroups": ["ray.io"], "resourceNames": ["grpo"], "resources": ["rayclusters"], "verbs": ["get", "patch"]},
         {"apiGroups": ["coordination.k8s.io"], "resourceNames": ["grpo-guardian"], "resources": ["leases"],
          "verbs": ["get", "update"]},
         {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
