@@ -6,7 +6,7 @@ from __future__ import annotations
 from core import names
 from core.config.load import LoadedConfig
 from core.config.model import PROJECT_NAMESPACE, StackConfig
-from core.facts.gcp import BUCKET_OBJECT_ROLE
+from core.facts.gcp import BUCKET_OBJECT_ROLE, PARK_PERMISSIONS
 from core.facts.pods import KONNECTIVITY_AGENT_LABELS, KONNECTIVITY_AGENT_NAMESPACE
 from core.facts.privilege import KMS_ENCRYPTER_ROLE, NODE_SERVICE_ACCOUNT_ROLES
 from infra.storage import bucket_accounts
@@ -51,7 +51,8 @@ def node_identity(config: StackConfig) -> str:
 
 
 def workload_identity(config: StackConfig) -> str:
-    """The identities of the Ray pods (and the run guardian, with job.recover) and their Google roles."""
+    """The identities of the Ray pods (and the run guardian, with job.recover) and their Google roles; with
+    storage.parkWhenIdle, the Google service account the guardian acts as to park the run."""
     accounts = [f"{names.NAMESPACE}/{ksa}" for ksa in bucket_accounts(config).values()]
     if len(accounts) == 1:
         account = f"Kubernetes service account {accounts[0]} through workload identity"
@@ -59,7 +60,14 @@ def workload_identity(config: StackConfig) -> str:
         account = f"Kubernetes service accounts {' and '.join(accounts)} through workload identity"
     if config.storage.type == "gcs":
         return f"{account}, {BUCKET_OBJECT_ROLE} on bucket {config.bucket_name} only"
-    return f"{account}, no Google role (Managed Lustre is reached over the VPC)"
+    lustre = f"{account}, no Google role (Managed Lustre is reached over the VPC)"
+    if not config.storage.park_when_idle or config.storage.parked:
+        return lustre
+    return (
+        f"{lustre}; to park the run, {names.NAMESPACE}/{names.GUARDIAN} acts as"
+        f" {names.guardian_account_email(config.cluster_name, config.project)} with a custom role of"
+        f" {' and '.join(PARK_PERMISSIONS)} alone and {BUCKET_OBJECT_ROLE} on bucket {config.parked_bucket_name} only"
+    )
 
 
 def encryption(config: StackConfig) -> str:

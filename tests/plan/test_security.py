@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from jobs.spec.load import load_config
-from plan.security import security_summary
+from plan.security import security_summary, workload_identity
 from tests.conftest import combination_values
 from tests.core.test_config import OPEN_CONTROL_PLANE
 
@@ -55,6 +55,22 @@ def test_a_closed_autopilot_lustre_stack_with_its_own_key():
             " to the GKE service agent)",
         ]
     )
+
+
+def test_a_lustre_stack_that_parks_names_the_guardians_google_account_and_its_two_grants():
+    values = combination_values("standard", "h200", "lustre", storage={"parkWhenIdle": True})
+    config = load_config(values, (), "test").config
+    workloads = workload_identity(config)
+    assert workloads == (
+        "Kubernetes service accounts grpo/ray-grpo and grpo/grpo-guardian through workload identity, no Google role"
+        " (Managed Lustre is reached over the VPC); to park the run, grpo/grpo-guardian acts as"
+        " grpo-test-guardian@my-grpo-project.iam.gserviceaccount.com with a custom role of"
+        " lustre.instances.exportData and lustre.operations.get alone and roles/storage.objectUser on bucket"
+        f" {config.parked_bucket_name} only"
+    )
+    parked = {"parkWhenIdle": True, "parked": True, "keepOnDestroy": False}
+    parked_config = load_config(combination_values("standard", "h200", "lustre", storage=parked), (), "test").config
+    assert workload_identity(parked_config).endswith("no Google role (Managed Lustre is reached over the VPC)")
 
 
 def test_control_plane_lines_for_each_setting():
