@@ -41,8 +41,10 @@ def ray_head(request: pytest.FixtureRequest) -> Iterator[str]:
 
 @pytest.fixture(scope="session")
 def pending_ray_head(request: pytest.FixtureRequest) -> Iterator[str]:
-    """Dashboard URL of a second local head (1 CPU, no GPU) for the tests that leave a job PENDING: it ignores
-    stop_job until Ray's job start timeout (15 min), so on the session's head it would stay live under every later
+    """Dashboard URL of a second local head (1 CPU, no GPU) for the tests that leave a job PENDING: the stop reaches
+    its supervisor actor only once that actor starts (ray 2.60.0 dashboard/modules/job/job_manager.py L636-648, a
+    remote call on an actor not yet placed), and the job fails only after the start timeout, 15 min by default
+    (dashboard/consts.py L64, job_manager.py L155-158); on the session's head it would stay live under every later
     test that needs nothing else live (quiet_ray_head)."""
     if importlib.util.find_spec("ray") is None:
         pytest.skip("ray is not installed: pip install 'ray[default]' (requirements.txt) for the job tests")

@@ -140,6 +140,16 @@ def test_update_fails_naming_an_old_attempt_that_does_not_stop_in_time(pending_r
     assert attempts(client_of(pending_ray_head), news["submission"]["metadata"]["run"]) == []
 
 
+def test_delete_warns_and_returns_when_an_attempt_does_not_stop_in_time(pending_ray_head, short_stop, capsys, tmp_path):
+    props = props_for(tmp_path, pending_ray_head, "prov-pending-delete", "sleep 60")
+    pending = submit_pending(pending_ray_head, props)
+    JobProvider().delete("prov-pending-delete", props)
+    assert capsys.readouterr().err == (
+        f"grpo-gke job: warning: {props['submission']['metadata']['run']} not stopped ({pending} did not stop"
+        " within 1 s; Ray still shows it live); deleting the RayCluster ends it\n"
+    )
+
+
 def test_update_fails_when_ray_refuses_to_stop_the_old_run(ray_head, monkeypatch, tmp_path):
     from ray.job_submission import JobSubmissionClient
 
@@ -156,13 +166,3 @@ def test_update_fails_when_ray_refuses_to_stop_the_old_run(ray_head, monkeypatch
     monkeypatch.undo()
     assert status_of(client_of(ray_head), olds["submission_id"]) in job_client.LIVE
     provider.delete("prov-refused", olds)
-
-
-def test_delete_warns_and_returns_when_an_attempt_does_not_stop_in_time(pending_ray_head, short_stop, capsys, tmp_path):
-    props = props_for(tmp_path, pending_ray_head, "prov-pending-delete", "sleep 60")
-    pending = submit_pending(pending_ray_head, props)
-    JobProvider().delete("prov-pending-delete", props)
-    assert capsys.readouterr().err == (
-        f"grpo-gke job: warning: {props['submission']['metadata']['run']} not stopped ({pending} did not stop"
-        " within 1 s; Ray still shows it live); deleting the RayCluster ends it\n"
-    )
