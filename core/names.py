@@ -221,9 +221,10 @@ def guardian_account_id(cluster: str) -> str:
     return f"{stem}{GUARDIAN_ACCOUNT_SUFFIX}"
 
 
-def guardian_account_email(cluster: str, project: str) -> str:
-    """The email of the guardian's Google service account (guardian_account_id in `project`)."""
-    return SERVICE_ACCOUNT_EMAIL.format(account_id=guardian_account_id(cluster), project=project)
+def service_account_email(account_id: str, project: str) -> str:
+    """The email of the user-managed service account `account_id` of `project` (node_service_account_id,
+    guardian_account_id)."""
+    return SERVICE_ACCOUNT_EMAIL.format(account_id=account_id, project=project)
 
 
 GUARDIAN_GRANTS = {"park": "-park", "bucket": "-parked-bucket", "link": "-workload-identity"}

@@ -108,10 +108,13 @@ def desired_workers(raycluster: dict[str, Any]) -> int:
     return min(max(group.get("replicas", low), low), high)
 
 
-def api_server(endpoint: Endpoint) -> str | None:
-    """The API server behind a service-proxy endpoint (jobs/submit/access.py), None for a plain dashboard address."""
+def api_of(endpoint: Endpoint) -> Endpoint | None:
+    """The API server behind a service-proxy endpoint (jobs/submit/access.py), with the endpoint's credentials; None
+    for a plain dashboard address."""
     suffix = service_proxy_url("")
-    return endpoint.address[: -len(suffix)] if endpoint.address.endswith(suffix) else None
+    if not endpoint.address.endswith(suffix):
+        return None
+    return Endpoint(endpoint.address[: -len(suffix)], endpoint.headers, endpoint.verify)
 
 
 def bring_back(endpoint: Endpoint, nodes: int, report: Callable[[str], None]) -> bool:
@@ -121,11 +124,8 @@ def bring_back(endpoint: Endpoint, nodes: int, report: Callable[[str], None]) ->
     Does nothing through a plain dashboard address (no API server to ask: a local run). A refused or silent API
     server is a JobError naming what to do.
     """
-    server = api_server(endpoint)
-    if server is None:
-        return False
-    api = Endpoint(server, endpoint.headers, endpoint.verify)
-    if gpu_workers(api) >= nodes:
+    api = api_of(endpoint)
+    if api is None or gpu_workers(api) >= nodes:
         return False
     report(f"the GPU workers were scaled to zero: scaling them back to {nodes}")
     scale_to(api, names.WORKER_REPLICAS)

@@ -137,6 +137,8 @@ def build_infra(config: StackConfig) -> InfraOutputs:
         cluster_ready=[*cluster_ready, *images_ready],
         gpu_ready=gpu_ready,
         storage_ready=storage.ready,
-        guardian_account=names.guardian_account_email(prefix, config.project) if guardian is not None else None,
+        guardian_account=names.service_account_email(names.guardian_account_id(prefix), config.project)
+        if guardian is not None
+        else None,
         guardian_grants=list(guardian.grants) if guardian is not None else [],
     )

@@ -41,7 +41,7 @@ def ray_head_access() -> str:
 
 def node_identity(config: StackConfig) -> str:
     """The nodes' Google service account, its roles and its shielding."""
-    email = f"{names.node_service_account_id(config.cluster_name)}@{config.project}.iam.gserviceaccount.com"
+    email = names.service_account_email(names.node_service_account_id(config.cluster_name), config.project)
     roles = ", ".join(NODE_SERVICE_ACCOUNT_ROLES)
     if config.cluster.mode == "autopilot":
         shielding = "Autopilot's Shielded GKE Nodes with secure boot"
@@ -65,7 +65,7 @@ def workload_identity(config: StackConfig) -> str:
         return lustre
     return (
         f"{lustre}; to park the run, {names.NAMESPACE}/{names.GUARDIAN} acts as"
-        f" {names.guardian_account_email(config.cluster_name, config.project)} with a custom role of"
+        f" {names.service_account_email(names.guardian_account_id(config.cluster_name), config.project)} with a custom role of"
         f" {' and '.join(PARK_PERMISSIONS)} alone and {BUCKET_OBJECT_ROLE} on bucket {config.parked_bucket_name} only"
     )
 

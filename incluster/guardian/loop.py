@@ -489,7 +489,7 @@ class Guardian:
     def park(self, action: Action) -> None:
         """Park the run through the park hook and record `parked` with what the marker says, or `park-failed` with
         why (a failed park is not tried again by itself: `python -m jobs park` parks by hand)."""
-        assert self.hooks.park is not None
+        assert self.hooks.park is not None and self.settings.park is not None
         try:
             marker = self.hooks.park(self.settings)
         except (TransferError, TokenError) as error:
@@ -497,7 +497,7 @@ class Guardian:
             return
         objects = sum(int(item.get("objects", 0)) for item in (marker.get("exported") or {}).values())
         step = "no checkpoint" if marker.get("step") is None else f"step {marker['step']}"
-        bucket = self.settings.park.bucket if self.settings.park is not None else ""
+        bucket = self.settings.park.bucket
         reason = (
             f"{objects} objects ({step}) in gs://{bucket}/; the Lustre instance bills on until storage.parked true"
             " and pulumi up delete it"

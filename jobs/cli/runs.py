@@ -97,15 +97,16 @@ def back_to_zero(client: JobSubmissionClient, endpoint: Endpoint) -> str:
     """Scale the GPU workers to zero again after this command brought them back for an export, unless a job is live
     on the cluster; the line saying which.
 
-    The guardian scaled them to zero once the run was over and, having recorded that, does not look at them again
-    (incluster/guardian/policy.py `_idle`): left up, they would bill at the running rate with nothing to do.
+    Left up, they would bill at the running rate with nothing to do: an in-cluster guardian scales them down again
+    within a minute of nothing being live (incluster/guardian/policy.py `_idle`), but no guardian runs with
+    job.recover false, and this command knows at once that its export has ended.
     """
     live = [job for job in client.list_jobs() if job_client.status_text(job.status) in job_client.LIVE]
     if live:
         return f"the GPU workers stay up: {live[0].submission_id} is {job_client.status_text(live[0].status)} on the cluster"
-    server = scaling.api_server(endpoint)
-    assert server is not None, "bring_back scales through the API server only"
-    scaling.scale_to(Endpoint(server, endpoint.headers, endpoint.verify), 0)
+    api = scaling.api_of(endpoint)
+    assert api is not None, "bring_back scales through the API server only"
+    scaling.scale_to(api, 0)
     return "the GPU workers were at zero before this export: scaled back to zero"
 
 

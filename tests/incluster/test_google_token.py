@@ -42,8 +42,9 @@ def test_a_fresh_bearer_renews_its_token_shortly_before_the_expiry_it_was_given_
 
 
 class MetadataServer(BaseHTTPRequestHandler):
-    """The metadata server's token path: refuses a request without `Metadata-Flavor: Google` (HTTP 403, as the
-    Compute Engine metadata server does), else answers the next of `answers` (status, body)."""
+    """The metadata server's token path: refuses a request without `Metadata-Flavor: Google` (the header every request
+    must carry: cloud.google.com/compute/docs/metadata/querying-metadata; the 403 status is assumed, the page does not
+    give it), else answers the next of `answers` (status, body)."""
 
     answers: list[tuple[int, str]] = []
     seen: list[dict[str, str]] = []

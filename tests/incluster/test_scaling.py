@@ -109,8 +109,9 @@ def test_a_later_plan_after_the_guardian_scaled_to_zero_leaves_the_ray_cluster_a
 
 def test_only_a_service_proxy_endpoint_has_an_api_server():
     server = "https://203.0.113.9"
-    assert scaling.api_server(Endpoint(service_proxy_url(server))) == server
-    assert scaling.api_server(Endpoint("http://127.0.0.1:8265")) is None
+    proxy = Endpoint(service_proxy_url(server), {"Authorization": "Bearer t"}, "/ca.crt")
+    assert scaling.api_of(proxy) == Endpoint(server, {"Authorization": "Bearer t"}, "/ca.crt")
+    assert scaling.api_of(Endpoint("http://127.0.0.1:8265")) is None
     assert scaling.bring_back(Endpoint("http://127.0.0.1:8265"), 1, print) is False
 
 

@@ -126,7 +126,7 @@ def test_the_documented_build_command_is_the_dev_stacks_own():
     assert flags["container-image"] == config.pulled_image()
     assert flags["image-name"] == name == config.gpu.image_cache_disk_name
     assert (flags["project-name"], flags["zone"]) == (config.project, config.zone)
-    account = f"{names.node_service_account_id(config.cluster_name)}@{config.project}.iam.gserviceaccount.com"
+    account = names.service_account_email(names.node_service_account_id(config.cluster_name), config.project)
     assert flags["service-account"] == account
     assert flags["image-pull-auth"] == "ServiceAccountToken"
     assert int(flags["disk-size-gb"]) == IMAGE_CACHE_DISK_GB, "the size the idle bill prices the disk image at"

@@ -63,9 +63,9 @@ def test_a_second_export_of_a_step_follows_the_first_by_its_submission_id(ray_he
 def test_an_export_after_the_scale_to_zero_brings_the_workers_back_and_scales_them_to_zero_again(
     quiet_ray_head, make_stack, tmp_path, capsys
 ):
-    """Once the guardian has scaled the GPU workers to zero the run is over and it looks at them no more
-    (incluster/guardian/policy.py `_idle`). An export brings them back for itself through the API server and, once it
-    ends with nothing else live, scales them to zero again: left up they would bill at the running rate."""
+    """After the guardian's scale to zero, an export brings the GPU workers back for itself through the API server
+    and, once it ends with nothing else live, scales them to zero again at once: left up they would bill at the
+    running rate until a guardian's next look (none runs with job.recover false)."""
     name, directory = make_stack("cli-export-idle")
     config = load_stack(name, directory)
     run = training_spec(config).run
