@@ -10,6 +10,18 @@ Sources, each read 2026-12-01 through the `search` tool's stored copies:
 - RES: GKE "Consuming reserved zonal resources", docs/how-to/consuming-reservations.
 - DWS: GKE "About flex-start provisioning", docs/concepts/dws.
 - CONSUME: GKE "About accelerator consumption options", docs/concepts/consumption-option (quota per option).
+- PROV: Compute Engine "Compute Engine instances provisioning models", compute/docs/instances/provisioning-models,
+  its comparison table's Quota row, read 2026-12-07 in Google's own copy of the page
+  (cloud-dot-devsite-v2-prod.appspot.com/compute/docs/instances/provisioning-models, through `search`): Spot "When you
+  create an instance, preemptible quota is consumed. If your project lacks preemptible quota, then standard quota is
+  consumed."; Flex-start "When the MIG adds instances to the group, preemptible quota is consumed. If your ..." (the
+  stored excerpt ends there). The page's newer wording, "When you create a Flex-start VM, preemptible quota is
+  consumed. If your project lacks preemptible quota, then standard quota is consumed.", was read only as quoted in
+  public repositories the index does not name. Google Cloud blog "GPUs when you need them: Introducing Flex-start
+  VMs" (2025-09-25, cloud.google.com/blog/products/compute/introducing-flex-start-vms-for-the-compute-engine-instance-api):
+  "Flex-start VMs can run uninterrupted for a maximum of seven days and consume preemptible quota." Cluster Director
+  "Obtain capacity" (cloud.google.com/cluster-director/docs/obtain-capacity, read through a proxy's copy), for
+  Flex-start: "You must request preemptible quota for the GPU machine type that you want to use."
 """
 
 from __future__ import annotations
@@ -56,17 +68,23 @@ when it frees up (CC-REF; CC-CRD default false)."""
 NO_AUTO_CREATION = False
 """`nodePoolAutoCreation.enabled`: false, so the class uses only our pools (CC-CRD default false)."""
 
+_PREEMPTIBLE_FIRST = (
+    "the family's preemptible GPU quota (the same Cloud Quotas filter lists it), or the GPU family quota"
+    " (GPUS-PER-GPU-FAMILY-per-project-region) where the project has no preemptible GPU quota"
+)
+
 RUNG_QUOTA = {
     "reservation": "the GPU family quota (GPUS-PER-GPU-FAMILY-per-project-region), as on-demand; the reservation"
     " only holds the capacity",
-    "flex-start": "the GPU family quota (GPUS-PER-GPU-FAMILY-per-project-region)",
-    "spot": "the family's preemptible GPU quota (the same Cloud Quotas filter lists it)",
+    "flex-start": _PREEMPTIBLE_FIRST,
+    "spot": _PREEMPTIBLE_FIRST,
     "on-demand": "the GPU family quota (GPUS-PER-GPU-FAMILY-per-project-region)",
 }
-"""Which quota a rung's nodes draw on (README "Quotas to request" and its sources: Spot on the family's
-preemptible GPU quota, on-demand, reservation and flex-start on the family quota; CONSUME: "you must request the
-quota for each consumption option"; Compute Engine "Consume reservations": consuming VMs use the reserved
-resources instead of the zone's available ones)."""
+"""Which quota a rung's nodes draw on (docs/before-first-up.md "Quotas to request" and its sources): Spot and
+flex-start on the family's preemptible GPU quota, and on the standard (family) quota only where the project lacks
+preemptible quota (PROV's Quota row, both models; the blog's "consume preemptible quota"); on-demand and reservation
+on the family quota (CONSUME: "you must request the quota for each consumption option"; Compute Engine "Consume
+reservations": consuming VMs use the reserved resources instead of the zone's available ones)."""
 
 AUTOPILOT_LADDER_REFUSAL = (
     "is only for cluster.mode 'standard': no GKE document read on 2026-12-01 (the ComputeClass CRD reference,"

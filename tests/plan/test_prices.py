@@ -414,9 +414,11 @@ def test_a_ladder_prices_each_rung_and_its_best_and_worst_case():
         " draws on the GPU family quota (GPUS-PER-GPU-FAMILY-per-project-region), as on-demand; the reservation"
         " only holds the capacity",
         "    flex-start: $84.80 to $180.43/h for 2 x a4-highgpu-8g flex-start: $42.40 to $90.22/h a node (up to 53%"
-        " below on-demand); draws on the GPU family quota (GPUS-PER-GPU-FAMILY-per-project-region)",
+        " below on-demand); draws on the family's preemptible GPU quota (the same Cloud Quotas filter lists it), or"
+        " the GPU family quota (GPUS-PER-GPU-FAMILY-per-project-region) where the project has no preemptible GPU quota",
         "    spot: $65.21/h for 2 x a4-highgpu-8g spot at $32.61/h a node; draws on the family's preemptible GPU quota"
-        " (the same Cloud Quotas filter lists it)",
+        " (the same Cloud Quotas filter lists it), or the GPU family quota (GPUS-PER-GPU-FAMILY-per-project-region)"
+        " where the project has no preemptible GPU quota",
         "    on-demand: $180.43/h for 2 x a4-highgpu-8g on-demand at $90.22/h a node; draws on the GPU family quota"
         " (GPUS-PER-GPU-FAMILY-per-project-region)",
         "    best case $65.21/h, worst case $180.43/h for the GPU nodes (any mix of rungs lies between)",
