@@ -12,7 +12,7 @@ from pathlib import Path
 
 from incluster import shipping
 from incluster.attempt import REFUSED_EXIT, REFUSED_LINE, RESUMED_LINE, UNSAVED_STOP_EXIT, deadline_stop_in, log_path
-from jobs.demo.stand_in_trainer import SHARD_KINDS, shard_name
+from jobs.demo.stand_in_trainer import SHARD_KINDS, metric_line, shard_name, write_archive
 
 WORLD = 2
 """A small world size: two ranks' shards make a complete verl checkpoint here."""
@@ -28,10 +28,10 @@ def verl_step(run_dir: Path, step: int, complete: bool = True) -> Path:
     for kind in SHARD_KINDS:
         for rank in range(WORLD):
             if complete or (kind, rank) != ("model", 1):
-                (folder / "actor" / shard_name(kind, WORLD, rank)).write_text("x")
+                write_archive(folder / "actor" / shard_name(kind, WORLD, rank), {"step": step})
     (folder / "actor" / "fsdp_config.json").write_text("{}")
     if complete:
-        (folder / "data.pt").write_text("{}")
+        write_archive(folder / "data.pt", {"step": step})
     return folder
 
 
@@ -89,10 +89,11 @@ def test_with_keep_the_wrapper_removes_verls_rotated_remains_and_the_oldest_comp
     verl_step(tmp_path, 4)
     verl_step(tmp_path, 6)
     verl_step(tmp_path, 8, complete=False)
-    result = wrapped(tmp_path, 3, "true", keep=1)
+    result = wrapped(tmp_path, 3, "echo", metric_line(7), keep=1)  # verl's line of the step after the one it loaded
     assert result.returncode == 0
     assert result.stdout.decode().splitlines() == [
         f"grpo-gke attempt 3: resuming from global_step_6 (step 6) in {tmp_path}",
+        metric_line(7),
         "grpo-gke attempt 3: removed global_step_2, global_step_4 (keeping the newest 1 checkpoints)",
     ]
     assert sorted(path.name for path in tmp_path.glob("global_step_*")) == ["global_step_6"]
@@ -155,3 +156,20 @@ def test_an_exit_0_without_the_deadline_line_is_left_as_it_is(tmp_path):
         tmp_path, 1, sys.executable, "-c", "print('Max number of steps has been reached, stopping training early')"
     )
     assert result.returncode == 0 and deadline_stop_in(tmp_path, 1) is None
+
+
+def test_a_log_that_cannot_be_written_is_reported_once_and_the_output_and_exit_code_are_the_commands(tmp_path):
+    """Issue 31 item 7. A boundary fault: the attempt's log on a full volume (the log is /dev/full, whose every write
+    fails with ENOSPC)."""
+    log_path(tmp_path, 4).parent.mkdir(parents=True)
+    log_path(tmp_path, 4).symlink_to("/dev/full")
+    code = "import sys; print('out one'); print('out two', flush=True); sys.exit(5)"
+    result = wrapped(tmp_path, 4, sys.executable, "-c", code)
+    assert result.returncode == 5
+    assert result.stdout.decode().splitlines() == [
+        f"grpo-gke attempt 4: no checkpoint; starting at step 0 in {tmp_path}", "out one", "out two",
+    ]  # fmt: skip
+    assert result.stderr.decode().splitlines() == [
+        f"grpo-gke attempt 4: cannot write its log {log_path(tmp_path, 4)}: No space left on device; the output goes"
+        " on to stdout only"
+    ]
