@@ -34,6 +34,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -100,8 +101,56 @@ fsdp_checkpoint_manager.py L215, L235, L245)."""
 
 
 def log_path(run_dir: Path, attempt: int) -> Path:
-    """The attempt's timestamped log on the shared storage."""
+    """The attempt's timestamped log on the shared storage (its first part: `log_part`)."""
     return run_dir / "logs" / f"attempt-{attempt}.log"
+
+
+ROLL_SECONDS = 300.0
+"""How long one part of an attempt's log stays open. On Cloud Storage FUSE an object is written only when its file is
+closed (gcsfuse docs/semantics.md, "Streaming Writes": "the object will be finalized only when the file is closed ...
+Data is guaranteed to be on GCS only after the file is closed"; the staged write path it falls back to uploads on close
+or fsync), so the wrapper closes each part after this long and writes on in the next: a lost head loses at most the
+lines of the last ROLL_SECONDS (plus ROLL_CHECK_SECONDS)."""
+
+ROLL_CHECK_SECONDS = 10.0
+"""How often the wrapper looks whether the open part is due to be closed, output or not."""
+
+
+def log_part(run_dir: Path, attempt: int, part: int) -> Path:
+    """Part `part` of the attempt's log: `logs/attempt-<N>.log`, then `logs/attempt-<N>.<part>.log` from part 1."""
+    return log_path(run_dir, attempt) if part == 0 else run_dir / "logs" / f"attempt-{attempt}.{part}.log"
+
+
+def log_parts(run_dir: Path, attempt: int) -> list[Path]:
+    """The parts of the attempt's log that exist, in the order they were written (empty when there is no log)."""
+    parts: list[Path] = []
+    while (path := log_part(run_dir, attempt, len(parts))).is_file():
+        parts.append(path)
+    return parts
+
+
+def last_log_part(run_dir: Path, attempt: int) -> Path:
+    """The part of the attempt's log written last (its first part's path when there is none)."""
+    return (log_parts(run_dir, attempt) or [log_path(run_dir, attempt)])[-1]
+
+
+def _log_tail(run_dir: Path, attempt: int, most: int) -> tuple[bytes, bool]:
+    """The last `most` bytes of the attempt's log across its parts, and whether that is less than the whole log."""
+    chunks: list[bytes] = []
+    left = most
+    for path in reversed(log_parts(run_dir, attempt)):
+        try:
+            with path.open("rb") as log:
+                size = log.seek(0, os.SEEK_END)
+                start = max(0, size - left)
+                log.seek(start)
+                chunks.insert(0, log.read(size - start))
+        except OSError:
+            continue
+        left -= size - start
+        if left <= 0:
+            return b"".join(chunks), start > 0
+    return b"".join(chunks), False
 
 
 TAIL_BYTES = 256 * 1024
@@ -109,42 +158,42 @@ TAIL_BYTES = 256 * 1024
 
 
 def logged_lines(run_dir: Path, attempt: int, count: int, most: int = TAIL_BYTES) -> list[str]:
-    """The last `count` lines of the attempt's log without their time stamps, read from the end of the file (at most
+    """The last `count` lines of the attempt's log (all its parts) without their time stamps, read from its end (at most
     `most` bytes, whatever its size); empty when there is no log."""
-    try:
-        with log_path(run_dir, attempt).open("rb") as log:
-            size = log.seek(0, os.SEEK_END)
-            start = max(0, size - most)
-            log.seek(start)
-            data = log.read(size - start)
-    except OSError:
-        return []
+    data, cut = _log_tail(run_dir, attempt, most)
     lines = data.decode(errors="replace").splitlines()
-    if start > 0 and lines:
+    if cut and lines:
         lines = lines[1:]  # the first line read may be cut short
     return [line.split("\t", 1)[-1] for line in lines[-count:]] if count > 0 else []
 
 
 class AttemptLog:
-    """The attempt's timestamped log, written best effort: the first write that fails (a full or flaky shared volume)
-    is reported once on stderr and the log is dropped; the output goes on to stdout whatever happens to the log."""
+    """The attempt's timestamped log in parts (`log_part`), each closed ROLL_SECONDS after it was opened, by a thread,
+    whether output comes or not; the next line opens the next part. Written best effort: the first write that fails (a
+    full or flaky shared volume) is reported once on stderr and the log is dropped; the output goes on to stdout
+    whatever happens to the log."""
 
-    def __init__(self, path: Path, attempt: str) -> None:
-        self.path, self.attempt = path, attempt
+    def __init__(self, run_dir: Path, attempt: str, roll_seconds: float = ROLL_SECONDS) -> None:
+        self.run_dir, self.attempt, self.roll_seconds = run_dir, attempt, roll_seconds
+        self.part = len(log_parts(run_dir, int(attempt)))
+        """The part written now (a wrapper started again for the same attempt goes on after the parts there)."""
         self.file: BinaryIO | None = None
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self.file = path.open("ab")
-        except OSError as error:
-            self._failed(error)
+        self.opened = 0.0
+        self.failed = False
+        self.lock = threading.Lock()
+        self.stopped = threading.Event()
+        self.roller = threading.Thread(target=self._roll_on, name="attempt-log-roll", daemon=True)
+        self.roller.start()
 
-    def _failed(self, error: OSError) -> None:
+    def _fail(self, error: OSError) -> None:
+        """Report the first failure, drop the log (the lock is held)."""
         print(
-            f"{PREFIX} {self.attempt}: cannot write its log {self.path}: {error.strerror or error}; the output goes on"
-            " to stdout only",
+            f"{PREFIX} {self.attempt}: cannot write its log {log_part(self.run_dir, int(self.attempt), self.part)}:"
+            f" {error.strerror or error}; the output goes on to stdout only",
             file=sys.stderr,
             flush=True,
         )
+        self.failed = True
         if self.file is not None:
             try:
                 self.file.close()
@@ -152,24 +201,43 @@ class AttemptLog:
                 pass
         self.file = None
 
-    def write(self, line: bytes) -> None:
-        """Append one output line after its UTC time stamp and a tab."""
+    def _close_part(self) -> None:
+        """Close the open part, so that it is written whole to the storage; the next line opens the next (lock held)."""
         if self.file is None:
             return
         try:
-            self.file.write(utc_stamp(time.time()).encode() + b"\t" + line + b"\n")
-            self.file.flush()
+            self.file.close()
         except OSError as error:
-            self._failed(error)
+            self._fail(error)
+        self.file, self.part = None, self.part + 1
+
+    def _roll_on(self) -> None:
+        while not self.stopped.wait(min(ROLL_CHECK_SECONDS, self.roll_seconds / 4)):
+            with self.lock:
+                if self.file is not None and time.monotonic() - self.opened >= self.roll_seconds:
+                    self._close_part()
+
+    def write(self, line: bytes) -> None:
+        """Append one output line after its UTC time stamp and a tab."""
+        with self.lock:
+            if self.failed:
+                return
+            try:
+                if self.file is None:
+                    path = log_part(self.run_dir, int(self.attempt), self.part)
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    self.file, self.opened = path.open("ab"), time.monotonic()
+                self.file.write(utc_stamp(time.time()).encode() + b"\t" + line + b"\n")
+                self.file.flush()
+            except OSError as error:
+                self._fail(error)
 
     def close(self) -> None:
         """Close the log (a failure to is reported like a failed write)."""
-        if self.file is not None:
-            try:
-                self.file.close()
-            except OSError as error:
-                self._failed(error)
-            self.file = None
+        self.stopped.set()
+        self.roller.join()
+        with self.lock:
+            self._close_part()
 
 
 def _emit(data: bytes, log: AttemptLog) -> None:
@@ -191,16 +259,10 @@ def deadline_stop_step(lines: list[str]) -> int | None:
 
 
 def deadline_stop_in(run_dir: Path, attempt: int) -> int | None:
-    """`deadline_stop_step` of attempt `attempt`'s timestamped log in `run_dir`, reading only its last
+    """`deadline_stop_step` of attempt `attempt`'s timestamped log in `run_dir` (all its parts), reading only its last
     TAIL_BYTES; None when the log is missing."""
-    try:
-        with log_path(run_dir, attempt).open("rb") as log:
-            log.seek(0, os.SEEK_END)
-            log.seek(max(0, log.tell() - TAIL_BYTES))
-            tail = log.read().decode(errors="replace")
-    except OSError:
-        return None
-    return deadline_stop_step(tail.splitlines())
+    data, _ = _log_tail(run_dir, attempt, TAIL_BYTES)
+    return deadline_stop_step(data.decode(errors="replace").splitlines()) if data else None
 
 
 def _newest(run_dir: Path, framework: str, world_size: int) -> StepDir | None:
@@ -289,7 +351,7 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    log = AttemptLog(log_path(Path(run_dir), int(attempt)), attempt)
+    log = AttemptLog(Path(run_dir), attempt)
     try:
         return _attempt(args, command, Path(run_dir), attempt, log)
     finally:

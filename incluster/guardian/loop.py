@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from incluster import job_client, readiness, record, run_submission, scaling
-from incluster.attempt import deadline_stop_in, log_path
+from incluster.attempt import deadline_stop_in, last_log_part
 from incluster.capacity_events import ladder_state
 from incluster.checkpoints import CheckpointError, newest_complete
 from incluster.deadline import earliest_end, next_capacity_in, save_by, verl_saves
@@ -307,7 +307,7 @@ class Guardian:
             return None
         succeeded = any(item.get("attempt") == number and item.get("event") == "succeeded" for item in entries)
         try:
-            end = log_path(self.settings.run_dir, number).stat().st_mtime
+            end = last_log_part(self.settings.run_dir, number).stat().st_mtime
         except OSError:
             end = self.missed_since.setdefault(number, self.clock())
         lines = () if succeeded else failure_lines(self.settings.run_dir, number, "")

@@ -8,10 +8,22 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from incluster import shipping
-from incluster.attempt import REFUSED_EXIT, REFUSED_LINE, RESUMED_LINE, UNSAVED_STOP_EXIT, deadline_stop_in, log_path
+from incluster.attempt import (
+    REFUSED_EXIT,
+    REFUSED_LINE,
+    RESUMED_LINE,
+    UNSAVED_STOP_EXIT,
+    AttemptLog,
+    deadline_stop_in,
+    last_log_part,
+    log_parts,
+    log_path,
+    logged_lines,
+)
 from jobs.demo.stand_in_trainer import SHARD_KINDS, metric_line, shard_name, write_archive
 
 WORLD = 2
@@ -173,3 +185,41 @@ def test_a_log_that_cannot_be_written_is_reported_once_and_the_output_and_exit_c
         f"grpo-gke attempt 4: cannot write its log {log_path(tmp_path, 4)}: No space left on device; the output goes"
         " on to stdout only"
     ]
+
+
+def _open_paths() -> set[str]:
+    """The files this process holds open."""
+    return {
+        os.readlink(f"/proc/self/fd/{fd}")
+        for fd in os.listdir("/proc/self/fd")
+        if os.path.exists(f"/proc/self/fd/{fd}")
+    }
+
+
+def test_the_log_is_rolled_so_no_line_stays_in_an_open_file_longer_than_the_roll_and_readers_read_every_part(tmp_path):
+    """Issue 30 item 7: on Cloud Storage FUSE a file reaches the bucket when it is closed, so a lost head loses what the
+    open part holds. Each part is closed `roll_seconds` after it opened, output or not (here 0.5 s for 300)."""
+    log = AttemptLog(tmp_path, "4", roll_seconds=0.5)
+    log.write(b"step:1 - critic/score/mean:0.5")
+    time.sleep(0.8)  # no output for longer than the roll: the part is closed all the same
+    assert str(log_path(tmp_path, 4)) not in _open_paths()
+    log.write(b"step:2 - critic/score/mean:0.6")
+    log.write(b"grpo-gke attempt 4: stopped at its deadline after saving step 2 ('x'); the run resumes from it")
+    time.sleep(0.8)
+    log.write(b"last")
+    log.close()
+    parts = log_parts(tmp_path, 4)
+    assert [path.name for path in parts] == ["attempt-4.log", "attempt-4.1.log", "attempt-4.2.log"]
+    assert not _open_paths() & {str(path) for path in parts}
+    assert logged_lines(tmp_path, 4, 10) == [
+        "step:1 - critic/score/mean:0.5", "step:2 - critic/score/mean:0.6",
+        "grpo-gke attempt 4: stopped at its deadline after saving step 2 ('x'); the run resumes from it", "last",
+    ]  # fmt: skip
+    assert logged_lines(tmp_path, 4, 2, most=len(parts[-1].read_bytes()) + 5) == ["last"]
+    assert deadline_stop_in(tmp_path, 4) is None and last_log_part(tmp_path, 4) == parts[-1]
+    # a wrapper started again for the same attempt writes on after the parts there
+    again = AttemptLog(tmp_path, "4", roll_seconds=60)
+    again.write(b"step:3 - critic/score/mean:0.7")
+    again.close()
+    assert logged_lines(tmp_path, 4, 1) == ["step:3 - critic/score/mean:0.7"]
+    assert log_parts(tmp_path, 4)[-1].name == "attempt-4.3.log"
