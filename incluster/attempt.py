@@ -51,6 +51,7 @@ from incluster.checkpoints import (
     prepare_resume,
     prunable,
     prune,
+    step_dirs,
 )
 from incluster.logs import RAY_WORKER_PREFIX, plain
 from incluster.record import utc_stamp
@@ -380,11 +381,12 @@ def _attempt(args: argparse.Namespace, command: list[str], run_dir: Path, attemp
         unloadable = outcome.code != 0 and outcome.load_failed and not outcome.progressed
         if not unloadable or chosen is None or args.framework != "verl" or chosen.step == loaded_before:
             break
-        aside = move_aside(run_dir, chosen.path, "unloadable")
-        if _newest(run_dir, args.framework, args.world_size) is None:
-            _emit(f"{PREFIX} {attempt}: {chosen.path.name} failed to load ({LOAD_FAILED}); moved to"
-                  f" {aside.relative_to(run_dir)}; no earlier complete step to fall back to\n".encode(), log)  # fmt: skip
+        complete = [item for item in step_dirs(run_dir, args.framework, args.world_size) if item.complete]
+        if len(complete) < 2:  # the one that failed is the newest complete step
+            _emit(f"{PREFIX} {attempt}: {chosen.path.name} failed to load ({LOAD_FAILED}); no earlier complete step to"
+                  " fall back to, so it stays where it is\n".encode(), log)  # fmt: skip
             return outcome.code
+        aside = move_aside(run_dir, chosen.path, "unloadable")
         _emit(f"{PREFIX} {attempt}: {chosen.path.name} failed to load ({LOAD_FAILED}); moved to"
               f" {aside.relative_to(run_dir)}; falling back to the previous complete step\n".encode(), log)  # fmt: skip
     if outcome.code != 0 or not outcome.deadline:

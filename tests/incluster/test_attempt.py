@@ -223,3 +223,18 @@ def test_the_log_is_rolled_so_no_line_stays_in_an_open_file_longer_than_the_roll
     again.close()
     assert logged_lines(tmp_path, 4, 1) == ["step:3 - critic/score/mean:0.7"]
     assert log_parts(tmp_path, 4)[-1].name == "attempt-4.3.log"
+
+
+def test_a_step_that_fails_to_load_with_no_earlier_complete_step_stays_where_it_is(tmp_path):
+    """Falling back needs an earlier complete step: without one the step is left in place (moving it aside would make
+    the next attempt start from step 0 and, with --keep, prune it) and the attempt ends with the trainer's code."""
+    verl_step(tmp_path, 2)
+    error = "RuntimeError: PytorchStreamReader failed reading zip archive: failed finding central directory"
+    result = wrapped(tmp_path, 2, "sh", "-c", f"echo '{error}'; exit 1", keep=1)
+    assert result.returncode == 1
+    assert result.stdout.decode().splitlines()[-1] == (
+        "grpo-gke attempt 2: global_step_2 failed to load (PytorchStreamReader failed reading); no earlier complete step"
+        " to fall back to, so it stays where it is"
+    )
+    assert (tmp_path / "global_step_2" / "data.pt").is_file() and not (tmp_path / "incomplete").exists()
+    assert not (tmp_path / "loaded-step.txt").exists()
