@@ -4,9 +4,14 @@ The entrypoint of every attempt, whoever submits it (`pulumi up`, the CLI, the g
 prepares the resume in `$GRPO_RUN_DIR` (incluster/checkpoints.py: the newest complete checkpoint, verl's
 tracker rewritten to it, incomplete step directories moved aside) and, with `--keep K` (verl's
 `grpo.keepCheckpoints`), removes verl's rotated remains and the complete steps beyond the newest K, which verl's
-own rotation never reaches once the attempt that saved them is over; then it runs COMMAND, passing its
-output (stdout and stderr merged) through unchanged and appending every line to
-`$GRPO_RUN_DIR/logs/attempt-$GRPO_ATTEMPT.log` as `<UTC time, ISO 8601 with milliseconds and Z>\\t<line>`.
+own rotation never reaches once the attempt that saved them is over, and the oldest moved-aside directories beyond
+K, once the framework has loaded the step it resumed from (incluster/checkpoints.py prunable); then it runs COMMAND,
+passing its output (stdout and stderr merged) through unchanged and appending every line to
+`$GRPO_RUN_DIR/logs/attempt-$GRPO_ATTEMPT.log` as `<UTC time, ISO 8601 with milliseconds and Z>\\t<line>` (best
+effort: a failed write is reported once on stderr and the output goes on). A verl step that fails to load (torch's
+LOAD_FAILED before any step beyond it) and never loaded before is moved aside and COMMAND runs again from the previous
+complete step, in the same attempt (the wrapper, not the guardian, falls back: it alone sees the load fail and
+can resume in seconds, without spending one of job.maxRecoveries).
 When checkpoints exist but none is complete it refuses the attempt: the reason is its last line and
 it exits with REFUSED_EXIT, so the attempt ends FAILED and the guardian does not retry it.
 
@@ -29,11 +34,26 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from incluster.checkpoints import CheckpointError, StepDir, newest_complete, prepare_resume, prune
+from incluster.checkpoints import (
+    CheckpointError,
+    StepDir,
+    loaded_step,
+    mark_loaded,
+    move_aside,
+    newest_complete,
+    prepare_resume,
+    prunable,
+    prune,
+    step_dirs,
+)
+from incluster.logs import RAY_WORKER_PREFIX, plain
 from incluster.record import utc_stamp
 
 REFUSED_EXIT = 3
@@ -68,10 +88,70 @@ attempt number and step."""
 FRAMEWORKS = ("verl", "nemo-rl")
 """Frameworks whose checkpoints the wrapper knows."""
 
+STEP_LINE = re.compile(r"^step:(\d+)(?: - |$)")
+"""verl's console line of a training step, `step:<N> - <metric>:<value> - ...` (verl v0.9.0
+verl/utils/logger/aggregate_logger.py L26-32 concat_dict_to_str, printed by LocalLogger.log L49-51), after Ray's
+actor prefix: a step beyond the one resumed from means that step's checkpoint loaded."""
+
+LOAD_FAILED = "PytorchStreamReader failed reading"
+"""The start of torch's error when torch.load meets an archive it cannot read (torch 2.13.0, raised from
+caffe2/serialize/inline_container.cc; read from a cut file: "PytorchStreamReader failed reading zip archive: failed
+finding central directory"; from a damaged local header: "PytorchStreamReader failed reading file data/0: invalid
+header or archive is corrupted"). verl 0.9's load_checkpoint torch.loads every shard (verl v0.9.0
+fsdp_checkpoint_manager.py L215, L235, L245)."""
+
 
 def log_path(run_dir: Path, attempt: int) -> Path:
-    """The attempt's timestamped log on the shared storage."""
+    """The attempt's timestamped log on the shared storage (its first part: `log_part`)."""
     return run_dir / "logs" / f"attempt-{attempt}.log"
+
+
+ROLL_SECONDS = 300.0
+"""How long one part of an attempt's log stays open. On Cloud Storage FUSE an object is written only when its file is
+closed (gcsfuse docs/semantics.md, "Streaming Writes": "the object will be finalized only when the file is closed ...
+Data is guaranteed to be on GCS only after the file is closed"; the staged write path it falls back to uploads on close
+or fsync), so the wrapper closes each part after this long and writes on in the next: a lost head loses at most the
+lines of the last ROLL_SECONDS (plus ROLL_CHECK_SECONDS)."""
+
+ROLL_CHECK_SECONDS = 10.0
+"""How often the wrapper looks whether the open part is due to be closed, output or not."""
+
+
+def log_part(run_dir: Path, attempt: int, part: int) -> Path:
+    """Part `part` of the attempt's log: `logs/attempt-<N>.log`, then `logs/attempt-<N>.<part>.log` from part 1."""
+    return log_path(run_dir, attempt) if part == 0 else run_dir / "logs" / f"attempt-{attempt}.{part}.log"
+
+
+def log_parts(run_dir: Path, attempt: int) -> list[Path]:
+    """The parts of the attempt's log that exist, in the order they were written (empty when there is no log)."""
+    parts: list[Path] = []
+    while (path := log_part(run_dir, attempt, len(parts))).is_file():
+        parts.append(path)
+    return parts
+
+
+def last_log_part(run_dir: Path, attempt: int) -> Path:
+    """The part of the attempt's log written last (its first part's path when there is none)."""
+    return (log_parts(run_dir, attempt) or [log_path(run_dir, attempt)])[-1]
+
+
+def _log_tail(run_dir: Path, attempt: int, most: int) -> tuple[bytes, bool]:
+    """The last `most` bytes of the attempt's log across its parts, and whether that is less than the whole log."""
+    chunks: list[bytes] = []
+    left = most
+    for path in reversed(log_parts(run_dir, attempt)):
+        try:
+            with path.open("rb") as log:
+                size = log.seek(0, os.SEEK_END)
+                start = max(0, size - left)
+                log.seek(start)
+                chunks.insert(0, log.read(size - start))
+        except OSError:
+            continue
+        left -= size - start
+        if left <= 0:
+            return b"".join(chunks), start > 0
+    return b"".join(chunks), False
 
 
 TAIL_BYTES = 256 * 1024
@@ -79,29 +159,93 @@ TAIL_BYTES = 256 * 1024
 
 
 def logged_lines(run_dir: Path, attempt: int, count: int, most: int = TAIL_BYTES) -> list[str]:
-    """The last `count` lines of the attempt's log without their time stamps, read from the end of the file (at most
+    """The last `count` lines of the attempt's log (all its parts) without their time stamps, read from its end (at most
     `most` bytes, whatever its size); empty when there is no log."""
-    try:
-        with log_path(run_dir, attempt).open("rb") as log:
-            size = log.seek(0, os.SEEK_END)
-            start = max(0, size - most)
-            log.seek(start)
-            data = log.read(size - start)
-    except OSError:
-        return []
+    data, cut = _log_tail(run_dir, attempt, most)
     lines = data.decode(errors="replace").splitlines()
-    if start > 0 and lines:
+    if cut and lines:
         lines = lines[1:]  # the first line read may be cut short
     return [line.split("\t", 1)[-1] for line in lines[-count:]] if count > 0 else []
 
 
-def _emit(data: bytes, log: BinaryIO) -> None:
-    """One line of output: unchanged to stdout, timestamped to the attempt's log."""
+class AttemptLog:
+    """The attempt's timestamped log in parts (`log_part`), each closed ROLL_SECONDS after it was opened, by a thread,
+    whether output comes or not; the next line opens the next part. Written best effort: the first write that fails (a
+    full or flaky shared volume) is reported once on stderr and the log is dropped; the output goes on to stdout
+    whatever happens to the log."""
+
+    def __init__(self, run_dir: Path, attempt: str, roll_seconds: float = ROLL_SECONDS) -> None:
+        self.run_dir, self.attempt, self.roll_seconds = run_dir, attempt, roll_seconds
+        self.part = len(log_parts(run_dir, int(attempt)))
+        """The part written now (a wrapper started again for the same attempt goes on after the parts there)."""
+        self.file: BinaryIO | None = None
+        self.opened = 0.0
+        self.failed = False
+        self.lock = threading.Lock()
+        self.stopped = threading.Event()
+        self.roller = threading.Thread(target=self._roll_on, name="attempt-log-roll", daemon=True)
+        self.roller.start()
+
+    def _fail(self, error: OSError) -> None:
+        """Report the first failure, drop the log (the lock is held)."""
+        print(
+            f"{PREFIX} {self.attempt}: cannot write its log {log_part(self.run_dir, int(self.attempt), self.part)}:"
+            f" {error.strerror or error}; the output goes on to stdout only",
+            file=sys.stderr,
+            flush=True,
+        )
+        self.failed = True
+        if self.file is not None:
+            try:
+                self.file.close()
+            except OSError:
+                pass
+        self.file = None
+
+    def _close_part(self) -> None:
+        """Close the open part, so that it is written whole to the storage; the next line opens the next (lock held)."""
+        if self.file is None:
+            return
+        try:
+            self.file.close()
+        except OSError as error:
+            self._fail(error)
+        self.file, self.part = None, self.part + 1
+
+    def _roll_on(self) -> None:
+        while not self.stopped.wait(min(ROLL_CHECK_SECONDS, self.roll_seconds / 4)):
+            with self.lock:
+                if self.file is not None and time.monotonic() - self.opened >= self.roll_seconds:
+                    self._close_part()
+
+    def write(self, line: bytes) -> None:
+        """Append one output line after its UTC time stamp and a tab."""
+        with self.lock:
+            if self.failed:
+                return
+            try:
+                if self.file is None:
+                    path = log_part(self.run_dir, int(self.attempt), self.part)
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    self.file, self.opened = path.open("ab"), time.monotonic()
+                self.file.write(utc_stamp(time.time()).encode() + b"\t" + line + b"\n")
+                self.file.flush()
+            except OSError as error:
+                self._fail(error)
+
+    def close(self) -> None:
+        """Close the log (a failure to is reported like a failed write)."""
+        self.stopped.set()
+        self.roller.join()
+        with self.lock:
+            self._close_part()
+
+
+def _emit(data: bytes, log: AttemptLog) -> None:
+    """One line of output: unchanged to stdout, timestamped to the attempt's log (best effort)."""
     sys.stdout.buffer.write(data)
     sys.stdout.buffer.flush()
-    text = data.rstrip(b"\n").rstrip(b"\r")
-    log.write(utc_stamp(time.time()).encode() + b"\t" + text + b"\n")
-    log.flush()
+    log.write(data.rstrip(b"\n").rstrip(b"\r"))
 
 
 def deadline_stop_step(lines: list[str]) -> int | None:
@@ -116,16 +260,10 @@ def deadline_stop_step(lines: list[str]) -> int | None:
 
 
 def deadline_stop_in(run_dir: Path, attempt: int) -> int | None:
-    """`deadline_stop_step` of attempt `attempt`'s timestamped log in `run_dir`, reading only its last
+    """`deadline_stop_step` of attempt `attempt`'s timestamped log in `run_dir` (all its parts), reading only its last
     TAIL_BYTES; None when the log is missing."""
-    try:
-        with log_path(run_dir, attempt).open("rb") as log:
-            log.seek(0, os.SEEK_END)
-            log.seek(max(0, log.tell() - TAIL_BYTES))
-            tail = log.read().decode(errors="replace")
-    except OSError:
-        return None
-    return deadline_stop_step(tail.splitlines())
+    data, _ = _log_tail(run_dir, attempt, TAIL_BYTES)
+    return deadline_stop_step(data.decode(errors="replace").splitlines()) if data else None
 
 
 def _newest(run_dir: Path, framework: str, world_size: int) -> StepDir | None:
@@ -135,7 +273,7 @@ def _newest(run_dir: Path, framework: str, world_size: int) -> StepDir | None:
         return None
 
 
-def _after_deadline(attempt: str, before: StepDir | None, after: StepDir | None, log: BinaryIO) -> int:
+def _after_deadline(attempt: str, before: StepDir | None, after: StepDir | None, log: AttemptLog) -> int:
     """The attempt's last line and exit code after the framework stopped at its deadline and exited 0."""
     if after is not None and (before is None or after.step > before.step):
         _emit(f"{PREFIX} {attempt}: stopped at its deadline after saving step {after.step} ({NEMO_RL_DEADLINE_LINE!r})"
@@ -147,14 +285,28 @@ def _after_deadline(attempt: str, before: StepDir | None, after: StepDir | None,
     return UNSAVED_STOP_EXIT
 
 
-def _run(command: list[str], log: BinaryIO) -> tuple[int, bool]:
-    """Run `command` with its output merged through `_emit`; SIGTERM and SIGINT are passed on to it. Its exit code,
-    and whether it printed NEMO_RL_DEADLINE_LINE."""
+@dataclass
+class Outcome:
+    """How the framework's command ended, and what its output said on the way."""
+
+    code: int
+    """Its exit code (128 + N when a signal N ended it)."""
+    deadline: bool = False
+    """Whether it printed NEMO_RL_DEADLINE_LINE."""
+    load_failed: bool = False
+    """Whether it printed torch's LOAD_FAILED error."""
+    progressed: bool = False
+    """Whether it reported a training step beyond the one it resumed from (STEP_LINE)."""
+
+
+def _run(command: list[str], log: AttemptLog, resumed: int, on_progress: Callable[[], None]) -> Outcome:
+    """Run `command` with its output merged through `_emit`; SIGTERM and SIGINT are passed on to it. `on_progress` is
+    called once, at its first step line beyond step `resumed`."""
     try:
         child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     except OSError as error:
         _emit(f"{PREFIX}: cannot run {command[0]!r}: {error.strerror or error}\n".encode(), log)
-        return 127, False
+        return Outcome(127)
 
     def forward(signum: int, _frame: object) -> None:
         child.send_signal(signum)
@@ -162,12 +314,19 @@ def _run(command: list[str], log: BinaryIO) -> tuple[int, bool]:
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, forward)
     assert child.stdout is not None
-    deadline, marker = False, NEMO_RL_DEADLINE_LINE.encode()
+    outcome, marker = Outcome(0), NEMO_RL_DEADLINE_LINE.encode()
     for data in iter(child.stdout.readline, b""):
         _emit(data, log)
-        deadline = deadline or data.strip() == marker
+        outcome.deadline = outcome.deadline or data.strip() == marker
+        text = RAY_WORKER_PREFIX.sub("", plain(data.decode(errors="replace"))).strip()
+        outcome.load_failed = outcome.load_failed or LOAD_FAILED in text
+        step = STEP_LINE.match(text)
+        if step is not None and int(step.group(1)) > resumed and not outcome.progressed:
+            outcome.progressed = True
+            on_progress()
     code = child.wait()
-    return (128 - code if code < 0 else code), deadline
+    outcome.code = 128 - code if code < 0 else code
+    return outcome
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -193,11 +352,19 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    path = log_path(Path(run_dir), int(attempt))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("ab") as log:
+    log = AttemptLog(Path(run_dir), attempt)
+    try:
+        return _attempt(args, command, Path(run_dir), attempt, log)
+    finally:
+        log.close()
+
+
+def _attempt(args: argparse.Namespace, command: list[str], run_dir: Path, attempt: str, log: AttemptLog) -> int:
+    """Resume from the newest complete step, run the command, and fall back to the previous complete step while a verl
+    step the run never loaded before fails to load; the attempt's exit code."""
+    while True:
         try:
-            chosen = prepare_resume(Path(run_dir), args.framework, args.world_size)
+            chosen = prepare_resume(run_dir, args.framework, args.world_size)
         except CheckpointError as error:
             _emit(f"{PREFIX} {attempt}: {error}\n".encode(), log)
             return REFUSED_EXIT
@@ -205,14 +372,48 @@ def main(argv: list[str] | None = None) -> int:
             f"resuming from {chosen.path.name} (step {chosen.step})" if chosen else "no checkpoint; starting at step 0"
         )
         _emit(f"{PREFIX} {attempt}: {where} in {run_dir}\n".encode(), log)
-        removed = prune(Path(run_dir), args.framework, args.world_size, args.keep) if args.keep else []
+        loaded_before = loaded_step(run_dir)
+        doomed = prunable(run_dir, args.framework, args.world_size, args.keep, chosen.step if chosen else None)
+        proven = _on_loaded(run_dir, attempt, chosen, doomed, args.keep, log)
+        if chosen is None:
+            proven()
+        outcome = _run(command, log, chosen.step if chosen else 0, proven)
+        unloadable = outcome.code != 0 and outcome.load_failed and not outcome.progressed
+        if not unloadable or chosen is None or args.framework != "verl" or chosen.step == loaded_before:
+            break
+        complete = [item for item in step_dirs(run_dir, args.framework, args.world_size) if item.complete]
+        if len(complete) < 2:  # the one that failed is the newest complete step
+            _emit(f"{PREFIX} {attempt}: {chosen.path.name} failed to load ({LOAD_FAILED}); no earlier complete step to"
+                  " fall back to, so it stays where it is\n".encode(), log)  # fmt: skip
+            return outcome.code
+        aside = move_aside(run_dir, chosen.path, "unloadable")
+        _emit(f"{PREFIX} {attempt}: {chosen.path.name} failed to load ({LOAD_FAILED}); moved to"
+              f" {aside.relative_to(run_dir)}; falling back to the previous complete step\n".encode(), log)  # fmt: skip
+    if outcome.code != 0 or not outcome.deadline:
+        return outcome.code
+    return _after_deadline(attempt, chosen, _newest(run_dir, args.framework, args.world_size), log)
+
+
+def _on_loaded(
+    run_dir: Path, attempt: str, chosen: StepDir | None, doomed: list[Path], keep: int | None, log: AttemptLog
+) -> Callable[[], None]:
+    """What to do once the framework has loaded `chosen` (it reported a step beyond it; at once without a checkpoint):
+    record the step as loaded, then remove what `prunable` chose at the start (never before that load: the steps kept
+    beside it are what a failed load falls back to)."""
+
+    def proven() -> None:
+        try:
+            if chosen is not None:
+                mark_loaded(run_dir, chosen.step)
+            removed = prune(doomed)
+        except OSError as error:
+            _emit(f"{PREFIX} {attempt}: could not record the loaded step or prune: {error}\n".encode(), log)
+            return
         if removed:
-            names = ", ".join(path.name for path in removed)
-            _emit(f"{PREFIX} {attempt}: removed {names} (keeping the newest {args.keep} checkpoints)\n".encode(), log)
-        code, deadline = _run(command, log)
-        if code != 0 or not deadline:
-            return code
-        return _after_deadline(attempt, chosen, _newest(Path(run_dir), args.framework, args.world_size), log)
+            names = ", ".join(path.relative_to(run_dir).as_posix() for path in removed)
+            _emit(f"{PREFIX} {attempt}: removed {names} (keeping the newest {keep} checkpoints)\n".encode(), log)
+
+    return proven
 
 
 if __name__ == "__main__":

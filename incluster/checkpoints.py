@@ -13,8 +13,14 @@ steps this attempt saved: verl 0.9.1 verl/trainer/ppo/v1/trainer_base.py L972-97
 process, L181-194 (register_checkpoint) and L166-179 (ensure_checkpoint_capacity) remove the oldest of that list,
 and L156-164 rmtree just those paths. So a rotated step leaves `global_step_<N>/data.pt` without `actor/`
 (`ROTATED`, never a half-written step: the actor is saved before data.pt, trainer_base.py L978-999), and every
-earlier attempt's steps stay. `prune(keep=K)`, run by the attempt wrapper after `prepare_resume`, finishes the
-rotation across attempts: it removes the rotated remains and every complete step but the newest K.
+earlier attempt's steps stay. `prunable(keep=K)`, which the attempt wrapper decides right after `prepare_resume` and
+carries out (`prune`) once the framework has loaded the step it resumed from, finishes the rotation across attempts:
+it removes the rotated remains and every complete step but the newest K, never the newest step a resume has loaded
+(`loaded_step`), and the moved-aside directories of `incomplete/` but the newest K.
+
+A step is complete when every file is there and whole: each `.pt` a whole zip archive (`torn`), fsdp_config.json JSON.
+A whole-looking step can still fail to load (bytes lost inside a file a node never flushed): the wrapper then moves it
+aside as unloadable and resumes from the previous complete step (incluster/attempt.py).
 
 NeMo-RL (`nemo_rl/utils/checkpoint.py`, NVIDIA-NeMo/RL @01e9028): a step is written into
 `tmp_step_<N>/` (training_info.json first) and renamed to `step_<N>/` when complete; resume takes the
@@ -24,15 +30,18 @@ lists every `step_<N>` of the directory (_load_checkpoint_history, L393-419), wh
 whole step directories beyond the newest K (by step when metric_name is null, L291-292).
 
 Pod-side (the attempt wrapper, incluster/attempt.py, runs it in the framework image; incluster/): stdlib only. Filesystem reads, plus the writes `prepare_resume` makes: moving incomplete step directories
-into `<run dir>/incomplete/` (never deleting them), verl's tracker file and, with `keep`, removing what verl's
-rotation leaves and the complete steps beyond `grpo.keepCheckpoints` (which the user asked to keep no more of).
+into `<run dir>/incomplete/`, verl's tracker file and, with `keep`, removing what verl's rotation leaves, the complete
+steps beyond `grpo.keepCheckpoints` and the moved-aside directories beyond it (which the user asked to keep no more
+of).
 """
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import sys
+import zipfile
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -56,9 +65,10 @@ _STEP_NAMES = {
 
 
 def step_of(name: str, framework: str) -> int | None:
-    """The step a directory named `name` holds for the framework (`global_step_<N>`, `step_<N>`), else None."""
+    """The step a finished step directory named `name` holds for the framework (`global_step_<N>`, `step_<N>`), else
+    None: NeMo-RL's `tmp_step_<N>` is a save still under way (or cut), never a step."""
     match = _STEP_NAMES[framework].fullmatch(name)
-    return int(match.group(1)) if match is not None else None
+    return int(match.group(1)) if match is not None and not name.startswith("tmp_") else None
 
 
 class CheckpointError(Exception):
@@ -82,12 +92,40 @@ class StepDir:
         return not self.missing
 
 
+def torn(path: Path) -> str:
+    """Why the `torch.save` file at `path` is not whole ("" when it is). torch.save writes a zip archive straight to
+    its name and its end of central directory record last (torch 2.13.0 torch/serialization.py L810-834:
+    `_open_zipfile_writer_file.__exit__` calls `write_end_of_file`; caffe2/serialize/inline_container.h L89-90: "it
+    puts its central directory at the end of the archive"), and verl 0.9 writes each shard and data.pt that way
+    (verl v0.9.0 verl/utils/checkpoint/fsdp_checkpoint_manager.py L347, L352, L361; verl/trainer/ppo/ray_trainer.py
+    L1032-1034; v0.9.1 assumed the same, its tag is not in the mirror read): a file cut short lacks the record, or its
+    central directory, or the last member that precedes it. Reads the end of the file and one local header."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            members = archive.infolist()
+            if not members:
+                return "an empty archive"
+            with archive.open(max(members, key=lambda member: member.header_offset)):
+                pass
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as error:
+        return f"cut short ({error})"
+    return ""
+
+
 def _missing_verl(path: Path, world_size: int) -> tuple[str, ...]:
-    wanted = [
+    shards = [
         f"actor/{kind}_world_size_{world_size}_rank_{rank}.pt" for kind in VERL_SHARDS for rank in range(world_size)
     ]
-    wanted += ["actor/fsdp_config.json", "data.pt"]
-    return tuple(name for name in wanted if not (path / name).is_file())
+    wanted = [*shards, "actor/fsdp_config.json", "data.pt"]
+    missing = tuple(name for name in wanted if not (path / name).is_file())
+    if missing:
+        return missing
+    cut = [name for name in [*shards, "data.pt"] if torn(path / name)]
+    try:
+        json.loads((path / "actor/fsdp_config.json").read_bytes())
+    except (OSError, ValueError):
+        cut.append("actor/fsdp_config.json")
+    return tuple(f"a whole {name}" for name in cut)
 
 
 def _missing_nemo_rl(path: Path) -> tuple[str, ...]:
@@ -143,17 +181,60 @@ def newest_complete(run_dir: Path, framework: str, world_size: int) -> StepDir |
     )
 
 
-def prune(run_dir: Path, framework: str, world_size: int, keep: int) -> list[Path]:
-    """Remove verl's rotated remains and every complete step but the newest `keep` (at least 1); the removed
-    directories. Incomplete steps are left to prepare_resume's move aside."""
-    if framework != "verl" or keep < 1:
+LOADED_FILE = "loaded-step.txt"
+"""In the run directory: the newest step a resume has loaded (the attempt wrapper writes it once the framework reported a
+step beyond the one it resumed from, so that step's files were read whole); prune never removes it."""
+
+
+def loaded_step(run_dir: Path) -> int | None:
+    """The newest step a resume has loaded (LOADED_FILE), None when none has or the file is unreadable."""
+    try:
+        text = (run_dir / LOADED_FILE).read_text().strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None
+
+
+def mark_loaded(run_dir: Path, step: int) -> None:
+    """Record that a resume loaded `step` (written whole: a temporary file renamed over LOADED_FILE)."""
+    partial = run_dir / f".{LOADED_FILE}.tmp"
+    partial.write_text(f"{step}\n")
+    partial.replace(run_dir / LOADED_FILE)
+
+
+def prunable(run_dir: Path, framework: str, world_size: int, keep: int | None, loaded: int | None) -> list[Path]:
+    """What `prune` removes with `keep` (none without one): verl's rotated remains, every complete step but the newest
+    `keep` except step `loaded` (the newest a resume has loaded, or the one it is loading: the wrapper removes these only
+    after that load, so a step is kept until a newer one has loaded), and the oldest
+    moved-aside directories of `incomplete/` beyond the newest `keep` by the UTC time that ends their names (cut saves
+    would otherwise fill the instance).
+    Incomplete steps are left to prepare_resume's move aside."""
+    if framework != "verl" or not keep or keep < 1:
         return []
     removed = [path for _, path in sorted(_candidates(run_dir, framework)) if rotated(path, framework)]
-    complete = [item.path for item in step_dirs(run_dir, framework, world_size) if item.complete]
-    removed += complete[: max(0, len(complete) - keep)]
+    complete = [item for item in step_dirs(run_dir, framework, world_size) if item.complete]
+    removed += [item.path for item in complete[: max(0, len(complete) - keep)] if item.step != loaded]
+    aside = run_dir / INCOMPLETE_DIR
+    moved = sorted(aside.iterdir(), key=lambda path: (path.name[-16:], path.name)) if aside.is_dir() else []
+    return removed + moved[: max(0, len(moved) - keep)]
+
+
+def prune(paths: list[Path]) -> list[Path]:
+    """Remove the directories `prunable` chose (those already gone are skipped); the removed ones."""
+    removed = [path for path in paths if path.exists()]
     for path in removed:
-        shutil.rmtree(path)
+        shutil.rmtree(path) if path.is_dir() else path.unlink()
     return removed
+
+
+def move_aside(run_dir: Path, step_dir: Path, why: str = "", now: datetime | None = None) -> Path:
+    """Move a step directory to `<run dir>/incomplete/<name>-<UTC time>` (`<name>-<why>-<UTC time>` with `why`), its
+    files kept; the new path."""
+    stamp = (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%SZ")
+    aside = run_dir / INCOMPLETE_DIR / "-".join(part for part in (step_dir.name, why, stamp) if part)
+    aside.parent.mkdir(exist_ok=True)
+    step_dir.rename(aside)
+    return aside
 
 
 def prepare_resume(run_dir: Path, framework: str, world_size: int, now: datetime | None = None) -> StepDir | None:
@@ -166,12 +247,9 @@ def prepare_resume(run_dir: Path, framework: str, world_size: int, now: datetime
     chosen = newest_complete(run_dir, framework, world_size)
     if chosen is None:
         return None
-    stamp = (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%SZ")
     for item in step_dirs(run_dir, framework, world_size):
         if not item.complete:
-            aside = run_dir / INCOMPLETE_DIR / f"{item.path.name}-{stamp}"
-            aside.parent.mkdir(exist_ok=True)
-            item.path.rename(aside)
+            move_aside(run_dir, item.path, now=now)
     if framework == "verl":
         tracker = run_dir / VERL_TRACKER
         partial = tracker.with_name(f".{VERL_TRACKER}.tmp")

@@ -3,7 +3,10 @@ about the run's attempts, appended by whoever decides (the guardian), read by `s
 
 Each line holds `time` (UTC, ISO 8601 with milliseconds and Z), `attempt` (int), `event` (EVENTS),
 `reason` (one line, "" when none), `resumed_from_step` (int or null) and, when there are any,
-`last_lines` (list of str) and `details` (object).
+`last_lines` (list of str) and `details` (object). A reader checks each line once when it parses it (`parse_checked`):
+a line that cannot be used (not JSON, bytes damaged, a shape no writer of this version makes) is skipped and reported,
+never raised, so a decision on the record never meets a missing key; an appender repairs a torn last line first
+(`append`).
 
 Pod-side (the in-cluster guardian and the attempt wrapper run it in the framework image; incluster/): stdlib
 only.
@@ -11,8 +14,11 @@ only.
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import json
 import os
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -99,35 +105,169 @@ def record_path(run_dir: Path) -> Path:
     return run_dir / RECORD_FILE
 
 
+TORN_SUFFIX = ".torn"
+"""Beside the record, `attempts.jsonl.torn` keeps the bytes of every torn last line `append` cut off the record
+before it appended, each piece followed by a newline. The idea is etcd's WAL repair (etcd-io/etcd @047302be
+server/storage/wal/repair.go `Repair`, read 2026-12-07): on an unexpected EOF in the last WAL file it copies that file
+to `<name>.broken`, truncates it after the last whole record and fdatasyncs it; here only the torn bytes are kept."""
+
+
+def torn_path(run_dir: Path) -> Path:
+    """The file beside the record holding the torn tails `append` cut off it."""
+    return run_dir / (RECORD_FILE + TORN_SUFFIX)
+
+
+def _tail_start(descriptor: int, size: int) -> int:
+    """The offset just after the record's last newline (0 when it has none), reading back from its end."""
+    end = size
+    while end > 0:
+        start = max(0, end - 65536)
+        chunk = os.pread(descriptor, end - start, start)
+        newline = chunk.rfind(b"\n")
+        if newline >= 0:
+            return start + newline + 1
+        end = start
+    return 0
+
+
+def _repair_tail(descriptor: int, run_dir: Path) -> None:
+    """Make the record end with a whole line: a last line without its newline that is a JSON object gets the newline;
+    any other unterminated tail (a short write cut it) is kept aside in `torn_path` and cut off the record."""
+    size = os.fstat(descriptor).st_size
+    start = _tail_start(descriptor, size)
+    if start == size:
+        return
+    tail = os.pread(descriptor, size - start, start)
+    try:
+        whole = isinstance(json.loads(tail), dict)
+    except ValueError:
+        whole = False
+    if whole:
+        _write_whole(descriptor, b"\n", record_path(run_dir))
+        return
+    aside = os.open(torn_path(run_dir), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        _write_whole(aside, tail + b"\n", torn_path(run_dir))
+        os.fsync(aside)
+    finally:
+        os.close(aside)
+    os.ftruncate(descriptor, start)
+    os.fsync(descriptor)
+
+
+def _write_whole(descriptor: int, data: bytes, path: Path) -> None:
+    """One write of `data`; OSError when it wrote less (a full or failing disk), never a second write."""
+    written = os.write(descriptor, data)
+    if written != len(data):
+        raise OSError(errno.EIO, f"short write: {written} of {len(data)} bytes reached the disk", str(path))
+
+
+def _lock(descriptor: int) -> None:
+    """Hold an exclusive flock(2) on the record until it is closed, so a writer's line still being written is never
+    taken for a torn tail by another writer on this machine; where the file system has no flock (it raises ENOLCK,
+    EOPNOTSUPP or ENOSYS) the append goes on unlocked: across pods, only the guardian holding the Lease appends."""
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+    except OSError as error:
+        if error.errno not in (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS):
+            raise
+
+
 def append(run_dir: Path, line: dict[str, Any]) -> None:
     """Append one line to the run's record with a single O_APPEND write (no reader sees half a line
-    from a second writer); the run directory is created when missing."""
+    from a second writer); the run directory is created when missing. A torn last line left by an earlier short
+    write is repaired first (`_repair_tail`); OSError when this write is short: its torn bytes are repaired by the next
+    append. Writers on one machine take turns (`_lock`)."""
     data = (json.dumps(line, sort_keys=True, ensure_ascii=False) + "\n").encode()
     run_dir.mkdir(parents=True, exist_ok=True)
-    descriptor = os.open(record_path(run_dir), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    descriptor = os.open(record_path(run_dir), os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
     try:
-        os.write(descriptor, data)
+        _lock(descriptor)
+        _repair_tail(descriptor, run_dir)
+        _write_whole(descriptor, data, record_path(run_dir))
     finally:
         os.close(descriptor)
 
 
-def parse(text: str) -> list[dict[str, Any]]:
-    """The record's lines from its text, oldest first; a last line cut short (no newline, no JSON) is left out."""
-    found = []
-    for line in text.splitlines():
+_STEP_DETAILS = {"deadline-stop": "step"}
+"""Events whose `details` must hold this key as an int (the guardian resumes from it)."""
+
+_NUMBER_DETAILS = {"recovering": "backoff_s"}
+"""Events whose `details` must hold this key as a number (the guardian waits it out)."""
+
+
+def _checked(item: object) -> tuple[dict[str, Any] | None, str]:
+    """One parsed line as the readers use it, and "" ; or None and why it cannot be used. Optional keys missing or
+    null are made what `entry` writes (reason "", resumed_from_step null, no details or last_lines)."""
+    if not isinstance(item, dict):
+        return None, "not a JSON object"
+    if not isinstance(item.get("time"), str):
+        return None, "no time"
+    if type(item.get("attempt")) is not int:
+        return None, "no attempt number"
+    if item.get("event") not in EVENTS:
+        return None, f"unknown event {item.get('event')!r}"
+    found = dict(item)
+    for key, default in (("reason", ""), ("resumed_from_step", None)):
+        if found.get(key) is None:
+            found[key] = default
+    for key in ("details", "last_lines"):
+        if found.get(key) is None:
+            found.pop(key, None)
+    details = found.get("details", {})
+    if not isinstance(found["reason"], str) or not isinstance(details, dict):
+        return None, "a reason that is not text or details that are not an object"
+    if found["resumed_from_step"] is not None and type(found["resumed_from_step"]) is not int:
+        return None, "a resumed_from_step that is not a step"
+    lines = found.get("last_lines", [])
+    if not isinstance(lines, list) or not all(isinstance(text, str) for text in lines):
+        return None, "last_lines that are not lines of text"
+    key = _STEP_DETAILS.get(found["event"])
+    if key is not None and type(details.get(key)) is not int:
+        return None, f"details.{key} that is not a step"
+    key = _NUMBER_DETAILS.get(found["event"])
+    if key is not None and (type(details.get(key)) not in (int, float)):
+        return None, f"details.{key} that is not a number"
+    return found, ""
+
+
+def parse_checked(text: str) -> tuple[list[dict[str, Any]], list[str]]:
+    """The record's usable lines from its text, oldest first, each checked once (`_checked`), and one line per line
+    skipped (`line N: why`); a last line cut short (no newline, no JSON) is left out without a word."""
+    found, skipped = [], []
+    lines = text.split("\n")
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
         try:
             item = json.loads(line)
         except ValueError:
+            if number < len(lines):
+                skipped.append(f"line {number}: not JSON; skipped")
             continue
-        if isinstance(item, dict):
-            found.append(item)
-    return found
+        usable, why = _checked(item)
+        if usable is None:
+            skipped.append(f"line {number}: {why}; skipped")
+        else:
+            found.append(usable)
+    return found, skipped
 
 
-def read(run_dir: Path) -> list[dict[str, Any]]:
-    """The run's record, oldest first; empty when it has none."""
+def parse(text: str) -> list[dict[str, Any]]:
+    """The record's usable lines from its text, oldest first (`parse_checked` without the skipped lines)."""
+    return parse_checked(text)[0]
+
+
+def read(run_dir: Path, report: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
+    """The run's record, oldest first; empty when it has none. Bytes that are not UTF-8 read as U+FFFD; each line
+    that cannot be used is skipped and, with `report`, reported (`<record path> line N: why; skipped`)."""
     path = record_path(run_dir)
-    return parse(path.read_text(errors="replace")) if path.is_file() else []
+    if not path.is_file():
+        return []
+    found, skipped = parse_checked(path.read_bytes().decode(errors="replace"))
+    for problem in skipped if report is not None else ():
+        report(f"{path} {problem}")
+    return found
 
 
 def record_lines(events: list[dict[str, Any]]) -> list[str]:

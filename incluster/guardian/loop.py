@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from incluster import job_client, readiness, record, run_submission, scaling
-from incluster.attempt import deadline_stop_in, log_path
+from incluster.attempt import deadline_stop_in, last_log_part
 from incluster.capacity_events import ladder_state
 from incluster.checkpoints import CheckpointError, newest_complete
 from incluster.deadline import earliest_end, next_capacity_in, save_by, verl_saves
@@ -151,13 +151,15 @@ class Guardian:
         """The newest attempt of the run this guardian has seen on the Ray head."""
         self.missed_since: dict[int, float] = {}
         """When an attempt the record knows was first missed on the Ray head, by number."""
+        self.record_skips: set[str] = set()
+        """The record's lines this guardian reported as skipped (each is reported once, not on every poll)."""
 
     def observe(self) -> State:
         """The state `decide` needs, read from Ray (every request within job_client.DEADLINES), the record and, when a
         failure must be judged, the API server."""
         settings = self.settings
         jobs = job_client.attempts(self.client, settings.run)
-        entries = record.read(settings.run_dir)
+        entries = record.read(settings.run_dir, self.report_record_skip)
         if jobs:
             self.seen_attempt = max(self.seen_attempt, job_client.attempt_number(jobs[-1]))
             newest = self._view(jobs[-1], entries)
@@ -185,6 +187,12 @@ class Guardian:
             gpu_rungs=self.rungs_view(newest, recorded),
             **self.deadline_view(newest, recorded),
         )
+
+    def report_record_skip(self, problem: str) -> None:
+        """Report a record line `record.read` skipped, the first time only."""
+        if problem not in self.record_skips:
+            self.record_skips.add(problem)
+            self.report(f"{self.settings.run}: {problem} (the guardian goes on without it)")
 
     def workers_view(self, newest: AttemptView | None, recorded: dict[str, dict[str, Any]]) -> bool:
         """After the scale to zero of an attempt that is over: whether the RayCluster keeps GPU workers again (a
@@ -299,7 +307,7 @@ class Guardian:
             return None
         succeeded = any(item.get("attempt") == number and item.get("event") == "succeeded" for item in entries)
         try:
-            end = log_path(self.settings.run_dir, number).stat().st_mtime
+            end = last_log_part(self.settings.run_dir, number).stat().st_mtime
         except OSError:
             end = self.missed_since.setdefault(number, self.clock())
         lines = () if succeeded else failure_lines(self.settings.run_dir, number, "")

@@ -21,6 +21,11 @@ stays, and the steps of earlier attempts are never removed.
 Faults, for the recovery tests and the demo (jobs/demo/lifecycle.py): `--hold-after N` (after step N the GPU actors wait for a node loss) and
 `--half-save-at N` (step N's save writes half of the ranks' shards and no data.pt, then waits) happen
 once per run, like a preemption; a wait ends after `--hold-seconds` with the GPU worker dying on its own.
+`--cut-shard-at N` and `--damage-shard-at N` (once per run) are a node lost right after step N's save, before
+all its bytes reached the shared storage (verl writes each shard straight to its name: verl v0.9.0
+fsdp_checkpoint_manager.py L347-361): one shard cut short, or one whose first bytes are zero; the attempt then fails.
+Shards and data.pt are zip archives laid out as torch.save writes them (`write_archive`), read back as torch.load
+would, failing with torch's message (`read_archive`).
 `--fail-at N` fails every attempt at step N with `--exit-code`, like a bug; `--evicted-samples K` logs verl's
 evicted-samples metric on every step, as verl's V1 trainer does with a stale replay buffer.
 
@@ -40,6 +45,7 @@ import os
 import shutil
 import sys
 import time
+import zipfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -69,6 +75,37 @@ NEMO_RL_DEADLINE_LINE = "Timeout has been reached, stopping training early"
 
 MAX_HOLD_SECONDS = 120.0
 """Longest wait for a node loss."""
+
+
+TORCH_READ_FAILED = "PytorchStreamReader failed reading"
+"""The start of torch's error for an archive torch.load cannot read (torch 2.13.0; a cut file: "... zip archive: failed
+finding central directory"; a damaged member header: "... file data/0: invalid header or archive is corrupted")."""
+
+
+def write_archive(path: Path, payload: dict) -> None:
+    """Write `payload` as torch.save lays out a file: a zip archive whose members sit under the file's stem (`data.pkl`,
+    `version`, ... `.data/serialization_id` last) and whose central directory comes last (torch 2.13.0
+    torch/serialization.py L810-834, caffe2/serialize/inline_container.h L89-90); the stand-in pickles nothing, its
+    `data.pkl` is JSON."""
+    stem = path.name.removesuffix(".pt")
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr(f"{stem}/data.pkl", json.dumps(payload))
+        archive.writestr(f"{stem}/version", "3\n")
+        archive.writestr(f"{stem}/.data/serialization_id", "0" * 20)
+
+
+def read_archive(path: Path) -> dict:
+    """What `write_archive` wrote, read as torch.load would: RuntimeError with torch's message when it cannot."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            try:
+                return json.loads(archive.read(f"{path.name.removesuffix('.pt')}/data.pkl"))
+            except (zipfile.BadZipFile, KeyError, ValueError) as error:
+                raise RuntimeError(
+                    f"{TORCH_READ_FAILED} file data.pkl: invalid header or archive is corrupted"
+                ) from error
+    except zipfile.BadZipFile as error:
+        raise RuntimeError(f"{TORCH_READ_FAILED} zip archive: failed finding central directory") from error
 
 
 def shard_name(kind: str, world_size: int, rank: int) -> str:
@@ -107,7 +144,7 @@ class GpuWorker:
         for rank in ranks:
             for kind in SHARD_KINDS:
                 path = folder / shard_name(kind, self.world_size, rank)
-                path.write_text(json.dumps({"step": step, "rank": rank, "kind": kind}))
+                write_archive(path, {"step": step, "rank": rank, "kind": kind})
                 written.append(path.name)
             if rank == 0:
                 (folder / "huggingface").mkdir(exist_ok=True)
@@ -119,7 +156,7 @@ class GpuWorker:
         """Read this node's ranks' shards of `step`; FileNotFoundError names the first one missing."""
         for rank in self.ranks:
             for kind in SHARD_KINDS:
-                shard = json.loads((Path(actor_dir) / shard_name(kind, self.world_size, rank)).read_text())
+                shard = read_archive(Path(actor_dir) / shard_name(kind, self.world_size, rank))
                 if shard["step"] != step:
                     raise ValueError(f"{kind} shard of rank {rank} holds step {shard['step']}, not {step}")
 
@@ -221,6 +258,8 @@ def parser() -> argparse.ArgumentParser:
     top.add_argument("--async-save", action="store_true", help="never write the tracker file (verl#7952)")
     top.add_argument("--hold-after", type=int, help="once per run: after this step, wait for a node loss")
     top.add_argument("--half-save-at", type=int, help="once per run: half-write this step's checkpoint, then wait")
+    top.add_argument("--cut-shard-at", type=int, help="once per run: a shard of this step's save cut short, then fail")
+    top.add_argument("--damage-shard-at", type=int, help="once per run: a shard of this step's save damaged, then fail")
     top.add_argument("--hold-seconds", type=bounded(MAX_HOLD_SECONDS), default=60.0, help="longest wait")
     top.add_argument(
         "--keep", type=int, help="rotate this attempt's actor checkpoints (trainer.max_actor_ckpt_to_keep)"
@@ -231,6 +270,24 @@ def parser() -> argparse.ArgumentParser:
     top.add_argument("--checkpointing-off", action="store_true", help="save nothing (checkpointing.enabled false)")
     top.add_argument("--evicted-samples", type=int, default=0, help="stale samples verl's V1 trainer logs per step")
     return top
+
+
+def lost_after_save(run_dir: Path, folder: Path, step: int, args: argparse.Namespace, world_size: int) -> bool:
+    """The faults of a node lost right after a save whose bytes it had not yet flushed to the shared storage (once per
+    run each): `--cut-shard-at` leaves the last rank's optimizer shard cut to half its length (no end of central
+    directory), `--damage-shard-at` leaves its first bytes zero (its central directory whole, its first member's
+    header gone: only a load finds it). True when one happened: the attempt then fails."""
+    shard = folder / "actor" / shard_name("optim", world_size, world_size - 1)
+    if step == args.cut_shard_at and once(run_dir, f"cut-shard-at-{step}"):
+        with shard.open("r+b") as handle:
+            handle.truncate(shard.stat().st_size // 2)
+    elif step == args.damage_shard_at and once(run_dir, f"damage-shard-at-{step}"):
+        with shard.open("r+b") as handle:
+            handle.write(bytes(64))
+    else:
+        return False
+    print(f"stand-in: the node was lost after saving step {step} before {shard.name} reached the storage", flush=True)
+    return True
 
 
 def main() -> int:
@@ -255,6 +312,8 @@ def main() -> int:
         data = step_dir(run_dir, start) / "data.pt"
         if not data.exists():
             print(f"Warning: No dataloader state found at {data}, will start from scratch", flush=True)
+        else:
+            read_archive(data)
     rotation = Rotation(args.keep)
     for step in range(start + 1, args.steps + 1):
         if step == args.fail_at:
@@ -271,9 +330,11 @@ def main() -> int:
                 print(f"stand-in: wrote half of {folder}; waiting for a node loss", flush=True)
                 ray.get([worker.hold.remote(args.hold_seconds) for worker in workers])
             rotation.after_save(folder / "actor")
-            (folder / "data.pt").write_text(json.dumps({"step": step}))
+            write_archive(folder / "data.pt", {"step": step})
             if not args.async_save:
                 (run_dir / TRACKER).write_text(str(step))
+            if lost_after_save(run_dir, folder, step, args, world_size):
+                return 1
         print(metric_line(step, args.evicted_samples), flush=True)
         if deadline:
             print(NEMO_RL_DEADLINE_LINE, flush=True)

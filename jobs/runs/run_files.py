@@ -7,7 +7,9 @@ Every request has DEADLINES.request and the whole read DEADLINES.run_files. `rea
 reads a directory on this machine (`--data-root DIR`, a run placed under a local directory).
 
 A run directory holds the run's record `attempts.jsonl` and each attempt's timestamped log
-`logs/attempt-<N>.log`, one `<UTC ISO 8601 time with milliseconds and Z>\\t<line>` per output line.
+`logs/attempt-<N>.log`, one `<UTC ISO 8601 time with milliseconds and Z>\\t<line>` per output line, rolled into
+`logs/attempt-<N>.<K>.log` parts (incluster/attempt.py ROLL_SECONDS): both readers return a `.log`'s parts joined in
+order under its name.
 """
 
 from __future__ import annotations
@@ -40,10 +42,19 @@ _READER = (
     "root, pattern, names = sys.argv[1], sys.argv[2], sys.argv[3:]\n"
     "keep = re.compile(pattern) if pattern else None\n"
     "found = {}\n"
+    "def parts(name):\n"
+    "    yield name\n"
+    "    part = 1\n"
+    "    while name.endswith('.log') and os.path.isfile(os.path.join(root, f'{name[:-4]}.{part}.log')):\n"
+    "        yield f'{name[:-4]}.{part}.log'\n"
+    "        part += 1\n"
     "for name in names:\n"
     "    try:\n"
-    "        with open(os.path.join(root, name), encoding='utf-8', errors='replace') as handle:\n"
-    "            found[name] = ''.join(line for line in handle if keep is None or keep.search(line))\n"
+    "        text = []\n"
+    "        for part in parts(name):\n"
+    "            with open(os.path.join(root, part), encoding='utf-8', errors='replace') as handle:\n"
+    "                text += [line for line in handle if keep is None or keep.search(line)]\n"
+    "        found[name] = ''.join(text)\n"
     "    except OSError:\n"
     "        found[name] = None\n"
     "print(MARKER + json.dumps(found, sort_keys=True), flush=True)\n"
@@ -131,13 +142,24 @@ def _delete(client: JobSubmissionClient, submission_id: str) -> None:
     client.delete_job(submission_id)
 
 
+def _parts(run_dir: Path, name: str) -> list[str]:
+    """`name` and, for a `.log`, the parts rolled after it (incluster/attempt.py log_part: `<stem>.<K>.log`), in order."""
+    found, part = [name], 1
+    while name.endswith(".log") and (run_dir / f"{name[:-4]}.{part}.log").is_file():
+        found.append(f"{name[:-4]}.{part}.log")
+        part += 1
+    return found
+
+
 def read_local_run_files(run_dir: Path, names: Sequence[str], keep_lines: str | None = None) -> dict[str, str | None]:
     """The same as read_run_files for a run directory on this machine."""
     keep = re.compile(keep_lines) if keep_lines else None
     found: dict[str, str | None] = {}
     for name in _checked(names):
         try:
-            text = (run_dir / name).read_text(encoding="utf-8", errors="replace")
+            text = "".join(
+                (run_dir / part).read_text(encoding="utf-8", errors="replace") for part in _parts(run_dir, name)
+            )
         except OSError:
             found[name] = None
             continue

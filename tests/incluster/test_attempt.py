@@ -8,11 +8,23 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from incluster import shipping
-from incluster.attempt import REFUSED_EXIT, REFUSED_LINE, RESUMED_LINE, UNSAVED_STOP_EXIT, deadline_stop_in, log_path
-from jobs.demo.stand_in_trainer import SHARD_KINDS, shard_name
+from incluster.attempt import (
+    REFUSED_EXIT,
+    REFUSED_LINE,
+    RESUMED_LINE,
+    UNSAVED_STOP_EXIT,
+    AttemptLog,
+    deadline_stop_in,
+    last_log_part,
+    log_parts,
+    log_path,
+    logged_lines,
+)
+from jobs.demo.stand_in_trainer import SHARD_KINDS, metric_line, shard_name, write_archive
 
 WORLD = 2
 """A small world size: two ranks' shards make a complete verl checkpoint here."""
@@ -28,10 +40,10 @@ def verl_step(run_dir: Path, step: int, complete: bool = True) -> Path:
     for kind in SHARD_KINDS:
         for rank in range(WORLD):
             if complete or (kind, rank) != ("model", 1):
-                (folder / "actor" / shard_name(kind, WORLD, rank)).write_text("x")
+                write_archive(folder / "actor" / shard_name(kind, WORLD, rank), {"step": step})
     (folder / "actor" / "fsdp_config.json").write_text("{}")
     if complete:
-        (folder / "data.pt").write_text("{}")
+        write_archive(folder / "data.pt", {"step": step})
     return folder
 
 
@@ -89,10 +101,11 @@ def test_with_keep_the_wrapper_removes_verls_rotated_remains_and_the_oldest_comp
     verl_step(tmp_path, 4)
     verl_step(tmp_path, 6)
     verl_step(tmp_path, 8, complete=False)
-    result = wrapped(tmp_path, 3, "true", keep=1)
+    result = wrapped(tmp_path, 3, "echo", metric_line(7), keep=1)  # verl's line of the step after the one it loaded
     assert result.returncode == 0
     assert result.stdout.decode().splitlines() == [
         f"grpo-gke attempt 3: resuming from global_step_6 (step 6) in {tmp_path}",
+        metric_line(7),
         "grpo-gke attempt 3: removed global_step_2, global_step_4 (keeping the newest 1 checkpoints)",
     ]
     assert sorted(path.name for path in tmp_path.glob("global_step_*")) == ["global_step_6"]
@@ -155,3 +168,73 @@ def test_an_exit_0_without_the_deadline_line_is_left_as_it_is(tmp_path):
         tmp_path, 1, sys.executable, "-c", "print('Max number of steps has been reached, stopping training early')"
     )
     assert result.returncode == 0 and deadline_stop_in(tmp_path, 1) is None
+
+
+def test_a_log_that_cannot_be_written_is_reported_once_and_the_output_and_exit_code_are_the_commands(tmp_path):
+    """Issue 31 item 7. A boundary fault: the attempt's log on a full volume (the log is /dev/full, whose every write
+    fails with ENOSPC)."""
+    log_path(tmp_path, 4).parent.mkdir(parents=True)
+    log_path(tmp_path, 4).symlink_to("/dev/full")
+    code = "import sys; print('out one'); print('out two', flush=True); sys.exit(5)"
+    result = wrapped(tmp_path, 4, sys.executable, "-c", code)
+    assert result.returncode == 5
+    assert result.stdout.decode().splitlines() == [
+        f"grpo-gke attempt 4: no checkpoint; starting at step 0 in {tmp_path}", "out one", "out two",
+    ]  # fmt: skip
+    assert result.stderr.decode().splitlines() == [
+        f"grpo-gke attempt 4: cannot write its log {log_path(tmp_path, 4)}: No space left on device; the output goes"
+        " on to stdout only"
+    ]
+
+
+def _open_paths() -> set[str]:
+    """The files this process holds open."""
+    return {
+        os.readlink(f"/proc/self/fd/{fd}")
+        for fd in os.listdir("/proc/self/fd")
+        if os.path.exists(f"/proc/self/fd/{fd}")
+    }
+
+
+def test_the_log_is_rolled_so_no_line_stays_in_an_open_file_longer_than_the_roll_and_readers_read_every_part(tmp_path):
+    """Issue 30 item 7: on Cloud Storage FUSE a file reaches the bucket when it is closed, so a lost head loses what the
+    open part holds. Each part is closed `roll_seconds` after it opened, output or not (here 0.5 s for 300)."""
+    log = AttemptLog(tmp_path, "4", roll_seconds=0.5)
+    log.write(b"step:1 - critic/score/mean:0.5")
+    time.sleep(0.8)  # no output for longer than the roll: the part is closed all the same
+    assert str(log_path(tmp_path, 4)) not in _open_paths()
+    log.write(b"step:2 - critic/score/mean:0.6")
+    log.write(b"grpo-gke attempt 4: stopped at its deadline after saving step 2 ('x'); the run resumes from it")
+    time.sleep(0.8)
+    log.write(b"last")
+    log.close()
+    parts = log_parts(tmp_path, 4)
+    assert [path.name for path in parts] == ["attempt-4.log", "attempt-4.1.log", "attempt-4.2.log"]
+    assert not _open_paths() & {str(path) for path in parts}
+    assert logged_lines(tmp_path, 4, 10) == [
+        "step:1 - critic/score/mean:0.5", "step:2 - critic/score/mean:0.6",
+        "grpo-gke attempt 4: stopped at its deadline after saving step 2 ('x'); the run resumes from it", "last",
+    ]  # fmt: skip
+    assert logged_lines(tmp_path, 4, 2, most=len(parts[-1].read_bytes()) + 5) == ["last"]
+    assert deadline_stop_in(tmp_path, 4) is None and last_log_part(tmp_path, 4) == parts[-1]
+    # a wrapper started again for the same attempt writes on after the parts there
+    again = AttemptLog(tmp_path, "4", roll_seconds=60)
+    again.write(b"step:3 - critic/score/mean:0.7")
+    again.close()
+    assert logged_lines(tmp_path, 4, 1) == ["step:3 - critic/score/mean:0.7"]
+    assert log_parts(tmp_path, 4)[-1].name == "attempt-4.3.log"
+
+
+def test_a_step_that_fails_to_load_with_no_earlier_complete_step_stays_where_it_is(tmp_path):
+    """Falling back needs an earlier complete step: without one the step is left in place (moving it aside would make
+    the next attempt start from step 0 and, with --keep, prune it) and the attempt ends with the trainer's code."""
+    verl_step(tmp_path, 2)
+    error = "RuntimeError: PytorchStreamReader failed reading zip archive: failed finding central directory"
+    result = wrapped(tmp_path, 2, "sh", "-c", f"echo '{error}'; exit 1", keep=1)
+    assert result.returncode == 1
+    assert result.stdout.decode().splitlines()[-1] == (
+        "grpo-gke attempt 2: global_step_2 failed to load (PytorchStreamReader failed reading); no earlier complete step"
+        " to fall back to, so it stays where it is"
+    )
+    assert (tmp_path / "global_step_2" / "data.pt").is_file() and not (tmp_path / "incomplete").exists()
+    assert not (tmp_path / "loaded-step.txt").exists()

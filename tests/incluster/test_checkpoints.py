@@ -3,6 +3,7 @@ across attempts (verl's rotated remains are not half-written steps)."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -11,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from incluster.checkpoints import CheckpointError, newest_complete, prepare_resume, prune
+from incluster.checkpoints import CheckpointError, newest_complete, prepare_resume, prunable, prune, step_of
+from jobs.demo.stand_in_trainer import write_archive
 from plan.harness import REPO_ROOT
 
 WORLD = 16
@@ -30,7 +32,10 @@ def verl_step(run_dir: Path, step: int, world: int = WORLD, skip: tuple[str, ...
     for name in names:
         if name not in skip:
             (path / name).parent.mkdir(parents=True, exist_ok=True)
-            (path / name).write_text(name)
+            if name.endswith(".pt"):
+                write_archive(path / name, {"step": step})
+            else:
+                (path / name).write_text(json.dumps({"name": name}))
     return path
 
 
@@ -113,19 +118,19 @@ def test_prune_keeps_the_newest_complete_steps_of_every_attempt_and_removes_verl
         verl_step(tmp_path, step)
     verl_step(tmp_path, 50, skip=("data.pt",))
     assert prepare_resume(tmp_path, "verl", WORLD, NOW).step == 40
-    removed = prune(tmp_path, "verl", WORLD, keep=2)
+    removed = prune(prunable(tmp_path, "verl", WORLD, 2, loaded=40))
     assert [path.name for path in removed] == ["global_step_10", "global_step_20"]
     assert sorted(path.name for path in tmp_path.iterdir()) == [
         "global_step_30", "global_step_40", "incomplete", "latest_checkpointed_iteration.txt",
     ]  # fmt: skip
-    assert prune(tmp_path, "verl", WORLD, keep=2) == []
-    assert [path.name for path in prune(tmp_path, "verl", WORLD, keep=1)] == ["global_step_30"]
+    assert prune(prunable(tmp_path, "verl", WORLD, 2, loaded=40)) == []
+    assert [path.name for path in prune(prunable(tmp_path, "verl", WORLD, 1, loaded=40))] == ["global_step_30"]
 
 
 def test_prune_leaves_nemo_rl_alone_whose_keep_top_k_reaches_every_step_of_the_directory(tmp_path):
     for step in (10, 20, 30):
         nemo_step(tmp_path, step)
-    assert prune(tmp_path, "nemo-rl", WORLD, keep=1) == []
+    assert prunable(tmp_path, "nemo-rl", WORLD, 1, loaded=None) == []
     assert sorted(path.name for path in tmp_path.iterdir()) == ["step_10", "step_20", "step_30"]
 
 
@@ -177,3 +182,36 @@ def test_the_command_resumes_or_refuses_in_one_line(tmp_path):
     assert (
         bad.returncode == 2 and bad.stderr == "usage: python -m incluster.checkpoints RUN_DIR verl|nemo-rl WORLD_SIZE\n"
     )
+
+
+def test_the_newest_step_a_resume_loaded_is_kept_beyond_keep_until_a_newer_one_has_loaded(tmp_path):
+    for step in (10, 20, 30):
+        verl_step(tmp_path, step)
+    assert [path.name for path in prunable(tmp_path, "verl", WORLD, 1, loaded=20)] == ["global_step_10"]
+    assert [path.name for path in prunable(tmp_path, "verl", WORLD, 1, loaded=30)] == [
+        "global_step_10",
+        "global_step_20",
+    ]
+
+
+def test_a_shard_cut_short_or_without_its_end_of_central_directory_is_not_whole_and_the_step_not_complete(tmp_path):
+    """A boundary fault: a save whose last bytes never reached the storage (a node lost before its cache was
+    flushed): the file cut short, or its end of central directory record zero; a step 10 whose fsdp_config.json was cut
+    leaves no complete step."""
+    verl_step(tmp_path, 10)
+    shard = verl_step(tmp_path, 20) / "actor/optim_world_size_16_rank_15.pt"
+    whole = shard.read_bytes()
+    shard.write_bytes(whole[: len(whole) - 30])
+    assert newest_complete(tmp_path, "verl", WORLD).step == 10
+    shard.write_bytes(whole[:-22] + bytes(22))  # the length kept, the end of central directory record zero
+    assert newest_complete(tmp_path, "verl", WORLD).step == 10
+    (tmp_path / "global_step_10" / "actor/fsdp_config.json").write_text('{"FSDP_vers')
+    with pytest.raises(CheckpointError, match="lacks a whole actor/optim_world_size_16_rank_15.pt"):
+        newest_complete(tmp_path, "verl", WORLD)
+
+
+def test_a_nemo_rl_tmp_step_is_no_step_whoever_asks():
+    """What park.py and the export read a step number from: NeMo-RL's unfinished `tmp_step_<N>` is not step N."""
+    assert step_of("tmp_step_30", "nemo-rl") is None
+    assert step_of("step_30", "nemo-rl") == step_of("global_step_30", "verl") == 30
+    assert step_of("global_step_30-20261201T100000Z", "verl") is step_of("step_x", "nemo-rl") is None

@@ -4,6 +4,7 @@ jobs/demo/stand_in_trainer.py), three attempts in a row."""
 
 from __future__ import annotations
 
+import re
 import shlex
 import sys
 import time
@@ -25,9 +26,14 @@ KEEP = 2
 """grpo.keepCheckpoints of the run."""
 
 
-def _run_attempt(client, run_dir: Path, run: str, attempt: int, steps: int) -> str:
-    """Submit attempt `attempt` (the wrapper with `--keep`, the stand-in with verl's rotation) and wait for its end."""
-    trainer = stand_in_trainer("--steps", str(steps), "--save-every", "1", "--keep", str(KEEP), "--step-seconds", "0")
+def _run_attempt(
+    client, run_dir: Path, run: str, attempt: int, steps: int, *faults: str, keep: int = KEEP, ends: str = "SUCCEEDED"
+) -> str:
+    """Submit attempt `attempt` (the wrapper with `--keep`, the stand-in with verl's rotation and `faults`) and wait
+    for its end, `ends`; its log."""
+    trainer = stand_in_trainer(
+        "--steps", str(steps), "--save-every", "1", "--keep", str(keep), "--step-seconds", "0", *faults
+    )  # fmt: skip
     wrapper = [
         sys.executable,
         "-m",
@@ -37,7 +43,7 @@ def _run_attempt(client, run_dir: Path, run: str, attempt: int, steps: int) -> s
         "--world-size",
         "8",
         "--keep",
-        str(KEEP),
+        str(keep),
     ]
     with shipping.py_modules() as modules:
         submission_id = client.submit_job(
@@ -52,7 +58,7 @@ def _run_attempt(client, run_dir: Path, run: str, attempt: int, steps: int) -> s
     while (status := job_client.status_of(client, submission_id)) not in ("SUCCEEDED", "FAILED", "STOPPED"):
         assert time.monotonic() < deadline, f"attempt {attempt} still {status} after {ATTEMPT_SECONDS:.0f} s"
         time.sleep(0.5)
-    assert status == "SUCCEEDED", client.get_job_logs(submission_id)[-2000:]
+    assert status == ends, client.get_job_logs(submission_id)[-2000:]
     return client.get_job_logs(submission_id)
 
 
@@ -79,3 +85,39 @@ def test_the_newest_keep_checkpoints_stay_across_attempts_and_verls_rotated_rema
     assert "grpo-gke attempt 3: removed global_step_2, global_step_3 (keeping the newest 2 checkpoints)" in logs
     assert list(_layout(run_dir)) == ["global_step_4", "global_step_5", "global_step_6"]
     assert not (run_dir / "incomplete").exists()
+
+
+def test_a_cut_save_is_not_resumed_a_save_that_fails_to_load_falls_back_and_cut_saves_are_kept_to_keep(
+    ray_head, tmp_path
+):
+    """Issue 30 item 5, with keepCheckpoints 1 (verl's rotation keeps one save of each attempt). Boundary faults of the
+    stand-in, a node lost right after a save before all its bytes reached the storage: attempt 2's step 3 has a shard
+    cut short, attempt 3's step 5 a shard whose first bytes are zero (its zip directory whole: only a load finds it)."""
+    client = job_client.connect(Endpoint(address=ray_head))
+    run_dir, run = tmp_path / "run", f"torn-{uuid.uuid4().hex[:8]}"
+    run_dir.mkdir()
+    _run_attempt(client, run_dir, run, 1, 2, keep=1)
+    logs = _run_attempt(client, run_dir, run, 2, 3, "--cut-shard-at", "3", keep=1, ends="FAILED")
+    assert "stand-in: the node was lost after saving step 3" in logs
+    logs = _run_attempt(client, run_dir, run, 3, 5, "--damage-shard-at", "5", keep=1, ends="FAILED")
+    # the cut step 3 moved aside; step 2 resumed, and loaded
+    assert "grpo-gke attempt 3: resuming from global_step_2 (step 2)" in logs
+    assert [path.name.split("-")[0] for path in (run_dir / "incomplete").iterdir()] == ["global_step_3"]
+    assert (run_dir / "loaded-step.txt").read_text() == "2\n"
+    logs = _run_attempt(client, run_dir, run, 4, 6, keep=1)
+    assert "grpo-gke attempt 4: resuming from global_step_5 (step 5)" in logs
+    assert "PytorchStreamReader failed reading" in logs
+    assert re.search(r"grpo-gke attempt 4: global_step_5 failed to load \(PytorchStreamReader failed reading\); moved"
+                     r" to incomplete/global_step_5-unloadable-\d{8}T\d{6}Z; falling back to the previous complete step",
+                     logs)  # fmt: skip
+    # step 2, the newest step that loaded, was kept past keepCheckpoints 1 for this: the run goes on from it
+    assert "grpo-gke attempt 4: resuming from global_step_2 (step 2)" in logs
+    # once it loaded again: verl's rotated remains and the older cut save go (incomplete/ keeps 1 too)
+    removed = (
+        r"grpo-gke attempt 4: removed global_step_3, global_step_4, incomplete/global_step_3-\d{8}T\d{6}Z \(keeping"
+    )
+    assert re.search(removed, logs)
+    assert [path.name.split("-")[:2] for path in (run_dir / "incomplete").iterdir()] == [
+        ["global_step_5", "unloadable"]
+    ]
+    assert _layout(run_dir)["global_step_2"] == _layout(run_dir)["global_step_6"] == ["actor", "data.pt"]

@@ -5,6 +5,7 @@ whole (observe, decide, apply) against a stand-in Jobs API client; the record is
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from types import SimpleNamespace
 
@@ -158,3 +159,30 @@ def test_a_decision_another_guardian_recorded_first_is_not_recorded_again(settin
     late.apply(decided)
     assert [line.split("  ", 2)[2].split(":")[0] for line in shown(settings)] == ["failed"]
     assert late_lines == [f"{settings.run}: attempt 1 failed is in the record already"]
+
+
+def test_the_guardian_starts_and_decides_past_record_lines_of_another_shape(settings, monkeypatch):
+    """Issue 31 item 5. A boundary fault: lines another writer (an older or newer guardian, a hand edit) left in the
+    record, valid JSON of another shape: a `deadline-stop` whose step is null and a `failed` without a reason whose
+    details are null. The guardian used to raise in decide on every start; it reports what it skips, once, uses what
+    it can, and decides to the end."""
+    stopped = Jobs(attempt(settings, "STOPPED"))
+    foreign = {"attempt": 1, "event": "deadline-stop", "time": STAMP, "reason": "", "details": {"step": None}}
+    settings.run_dir.mkdir(parents=True)
+    (settings.run_dir / record.RECORD_FILE).write_text(json.dumps(foreign) + "\n")
+    lines: list[str] = []
+    guardian = guard(settings, stopped, monkeypatch, lines)
+    guardian.observe()
+    assert guardian.run(sleep=no_sleep).kind == "done"
+    path = settings.run_dir / record.RECORD_FILE
+    skipped = (
+        f"{settings.run}: {path} line 1: details.step that is not a step; skipped (the guardian goes on without it)"
+    )
+    assert lines.count(skipped) == 1
+    stop = "attempt 1 was STOPPED (python -m jobs stop, or pulumi up replaced the run)"
+    assert shown(settings) == [f"{STAMP}  attempt 1  failed: {stop}", f"{STAMP}  attempt 1  not-retried: {stop}"]
+
+    failed = Jobs(attempt(settings, "FAILED", RAY_MESSAGE))
+    path.write_text(json.dumps({"attempt": 1, "event": "failed", "time": STAMP, "details": None}) + "\n")
+    assert guard(settings, failed, monkeypatch, []).run(sleep=no_sleep).kind == "done"
+    assert shown(settings) == [f"{STAMP}  attempt 1  failed", f"{STAMP}  attempt 1  not-retried"]

@@ -5,7 +5,6 @@ attempt: tests/incluster/test_guardian_on_ray.py, on the same cluster."""
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -20,7 +19,7 @@ from tests.ray_fixtures import stand_in_trainer
 
 pytest.importorskip("ray", reason="ray is not installed: pip install 'ray[default]' (requirements.txt)")
 
-from jobs.demo.stand_in_trainer import SHARD_KINDS, TRACKER, shard_name
+from jobs.demo.stand_in_trainer import SHARD_KINDS, TRACKER, read_archive, shard_name
 from tests.conftest import config_of
 from tests.support.two_node_ray import TwoNodeRay
 
@@ -136,7 +135,7 @@ def test_async_save_writes_no_tracker_the_wrapper_does_so_the_next_attempt_resum
     info = run.cluster.call(run.client.get_job_info, f"{run.id}-2")
     assert "exit code 7" in info.message
     assert run.complete(2) and (run.dir / TRACKER).read_text() == "2"
-    assert json.loads((run.dir / "global_step_2" / "data.pt").read_text()) == {"step": 2}
+    assert read_archive(run.dir / "global_step_2" / "data.pt") == {"step": 2}
 
     name, directory = make_stack("two-node-bug")
     listed = two_nodes.cli("list", "--stack", name, "--dir", str(directory), "--address", two_nodes.dashboard_url)

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from incluster import export_run
+from jobs.demo.stand_in_trainer import write_archive
 from jobs.runs import export
 from jobs.spec.training import training_spec
 from tests.conftest import combination_config, config_of
@@ -89,9 +90,9 @@ def _verl_step(run_dir: Path, step: int, world_size: int = 2, complete: bool = T
     ranks = range(world_size if complete else world_size - 1)
     for kind in ("model", "optim", "extra_state"):
         for rank in ranks:
-            (step_dir / "actor" / f"{kind}_world_size_{world_size}_rank_{rank}.pt").write_text("x")
+            write_archive(step_dir / "actor" / f"{kind}_world_size_{world_size}_rank_{rank}.pt", {"step": step})
     (step_dir / "actor" / "fsdp_config.json").write_text("{}")
-    (step_dir / "data.pt").write_text("x")
+    write_archive(step_dir / "data.pt", {"step": step})
     return step_dir
 
 

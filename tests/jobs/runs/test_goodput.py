@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from jobs.demo.stand_in_trainer import write_archive
 from jobs.runs.goodput import Attempt, StepDone, complete_checkpoints, measure, steps_done
 
 T0 = 1_796_100_000.0
@@ -254,7 +255,10 @@ def test_only_complete_checkpoints_count(tmp_path: Path, framework: str):
             names = shards + ["actor/fsdp_config.json"] + (["data.pt"] if step == 2 else [])
             for name in names:
                 (tmp_path / f"global_step_{step}" / name).parent.mkdir(parents=True, exist_ok=True)
-                (tmp_path / f"global_step_{step}" / name).write_text(name)
+                if name.endswith(".pt"):
+                    write_archive(tmp_path / f"global_step_{step}" / name, {"step": step})
+                else:
+                    (tmp_path / f"global_step_{step}" / name).write_text("{}")
     else:
         for name in ("step_2", "tmp_step_4"):
             (tmp_path / name / "policy" / "weights").mkdir(parents=True)

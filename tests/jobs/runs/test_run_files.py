@@ -5,10 +5,12 @@ variant, the path mapping of --data-root, the timestamped log lines, and one rea
 from __future__ import annotations
 
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 
+from incluster.attempt import AttemptLog
 from incluster.job_client import JobError
 from jobs.runs.run_files import (
     MARKER,
@@ -94,3 +96,19 @@ def test_a_read_through_a_real_ray_head_returns_the_files_and_deletes_its_job(ra
     after = client.list_jobs()
     assert {job.submission_id for job in after} == before
     assert not [job for job in after if job.metadata == READER_METADATA]
+
+
+def test_both_readers_return_every_rolled_part_of_an_attempts_log_in_order(tmp_path):
+    """Issue 30 item 7: `status`, `plot` and goodput read an attempt's log through these readers; the wrapper rolls it
+    into parts (incluster/attempt.py AttemptLog, here with a 0.2 s roll), and every part is read, in order."""
+    log = AttemptLog(tmp_path, "1", roll_seconds=0.2)
+    for step in range(1, 4):
+        log.write(f"(TaskRunner pid=1) step:{step} - critic/score/mean:0.25".encode())
+        time.sleep(0.45)
+    log.close()
+    assert len(list((tmp_path / "logs").iterdir())) == 3
+    local = read_local_run_files(tmp_path, [attempt_log(1)], r"step:\d+ - ")[attempt_log(1)]
+    entrypoint = reader_entrypoint(str(tmp_path), [attempt_log(1)], r"step:\d+ - ")
+    result = subprocess.run(entrypoint, shell=True, capture_output=True, text=True, timeout=60, check=True)
+    assert parse_reader_log(result.stdout)[attempt_log(1)] == local
+    assert [line.split(" ")[2] for _, line in timed_lines(local)] == ["step:1", "step:2", "step:3"]
