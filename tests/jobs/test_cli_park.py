@@ -7,6 +7,7 @@ import shutil
 
 import pytest
 
+from infra.storage import park_refusal
 from jobs.cli import park
 from jobs.spec.training import training_spec
 from jobs.submit.target import load_stack
@@ -42,35 +43,49 @@ def test_park_exports_the_run_and_its_exports_waits_verifies_and_marks_it(parked
     assert code == 0, err
     marker = json.loads(out)
     assert marker == json.loads((bucket / "parked" / "marker.json").read_text())
-    assert (marker["state"], marker["run"], marker["step"]) == ("parked", run, 6)
-    assert sorted(marker["exported"]) == [f"/checkpoints/{run}", f"/exports/{run}"]
+    assert (marker["state"], marker["run"], marker["step"], marker["stack"]) == ("parked", run, 6, "lus")
+    assert (marker["runs"], marker["exports"]) == ([run], [run])
+    bucket_name, prefix = config.parked_bucket_name, marker["prefix"]
     assert stand_in.requests == [
-        ("export", f"/checkpoints/{run}", f"gs://{config.parked_bucket_name}/parked/data/checkpoints/{run}/"),
-        ("export", f"/exports/{run}", f"gs://{config.parked_bucket_name}/parked/data/exports/{run}/"),
+        ("export", "/checkpoints", f"gs://{bucket_name}/{prefix}checkpoints/"),
+        ("export", "/exports", f"gs://{bucket_name}/{prefix}exports/"),
     ]
-    bucket_name = config.parked_bucket_name
-    exporting = [f"exporting /checkpoints/{run}: running for 0 s, 0.0 of 0.0 GiB"] * 2 + [
-        f"exporting /exports/{run}: running for 0 s, 0.0 of 0.0 GiB"
+    exporting = ["exporting /checkpoints: running for 0 s, 0.0 of 0.0 GiB"] * 2 + [
+        "exporting /exports: running for 0 s, 0.0 of 0.0 GiB"
     ] * 2
     assert err.splitlines() == [
-        f"parking {run}: exporting /checkpoints/{run}, /exports/{run} to gs://{bucket_name}/parked/data/",
+        f"parking {run}: exporting /checkpoints, /exports to gs://{bucket_name}/parked/data/",
         *exporting,
-        f"parked {run} (step 6): 57 objects in gs://{bucket_name}/parked/data/; marker"
-        f" gs://{bucket_name}/parked/marker.json",
+        f"parked {run} (step 6): 59 objects in gs://{bucket_name}/{prefix}; marker gs://{bucket_name}/parked/marker.json",
         "next: with grpo-gke:storage.keepOnDestroy false already applied by pulumi up, run pulumi config set --path"
         " grpo-gke:storage.parked true --stack lus && pulumi up --stack lus (deletes the Lustre instance and what"
         " mounts it)",
     ]
     assert tree(data) == before, "parking reads the instance, never changes it"
+    assert park_refusal(out, config) is None, "pulumi up accepts the marker the command wrote"
+
+
+def test_park_takes_every_run_on_the_instance_and_exports_the_record_does_not_name(parked_stack, capsys):
+    config, run, data, bucket, stand_in, args = parked_stack
+    other = data / "checkpoints" / "lus-0000000000"
+    other.mkdir()
+    (other / "attempts.jsonl").write_text("{}\n")
+    code, out, err = cli(capsys, *args)
+    assert code == 0, err
+    assert json.loads(out)["runs"] == sorted([run, "lus-0000000000"])
+    assert err.splitlines()[0] == (
+        f"parking {run} and 1 other run (lus-0000000000): exporting /checkpoints, /exports to"
+        f" gs://{config.parked_bucket_name}/parked/data/"
+    )
+    assert "exported" not in (data / "checkpoints" / run / "attempts.jsonl").read_text()
 
 
 def test_park_without_exports_exports_the_run_directory_only(parked_stack, capsys):
     config, run, data, bucket, stand_in, args = parked_stack
     shutil.rmtree(data / "exports")
-    (data / "checkpoints" / run / "attempts.jsonl").write_text('{"attempt": 1, "event": "submitted"}\n')
     code, out, _ = cli(capsys, *args)
     assert code == 0
-    assert [request[1] for request in stand_in.requests] == [f"/checkpoints/{run}"]
+    assert [request[1] for request in stand_in.requests] == ["/checkpoints"]
 
 
 def test_park_without_a_record_exits_2_in_one_line(parked_stack, capsys):
@@ -82,13 +97,19 @@ def test_park_without_a_record_exits_2_in_one_line(parked_stack, capsys):
     assert stand_in.requests == [] and not bucket.exists()
 
 
-def test_a_failed_transfer_exits_2_in_one_line_and_marks_nothing(parked_stack, capsys):
+def test_a_transfer_that_is_not_whole_exits_2_in_one_line_and_marks_nothing_parked(parked_stack, capsys):
+    """A fault at the boundary: one exported model file fails to copy (the Operation's objectsFailedCount)."""
     config, run, data, bucket, stand_in, args = parked_stack
-    shutil.rmtree(data / "exports")
+    stand_in.failing = {f"{run}/step-6/model.safetensors"}
     code, out, err = cli(capsys, *args)
     assert (code, out) == (2, "")
-    assert err.splitlines()[-1].startswith(f"error: exporting /exports/{run} failed (code 5): ")
-    assert not (bucket / "parked" / "marker.json").exists()
+    assert err.splitlines()[-1] == (
+        "error: exporting /exports is not whole: 1 of 2 objects copied, 1 failed; PERMISSION_DENIED x1:"
+        f" {run}/step-6/model.safetensors permission denied"
+    )
+    marker = (bucket / "parked" / "marker.json").read_text()
+    assert json.loads(marker)["state"] == "parking"
+    assert "says 'parking', not 'parked'" in park_refusal(marker, config)
 
 
 def test_park_on_a_bucket_stack_is_refused_naming_the_key(make_stack, capsys):
