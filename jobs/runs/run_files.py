@@ -69,7 +69,7 @@ def reader_entrypoint(run_dir: str, names: Sequence[str], keep_lines: str | None
     return shlex.join(["python3", "-c", _READER, run_dir, keep_lines or "", *_checked(names)])
 
 
-def _printed(log: str) -> dict[str, Any]:
+def printed(log: str) -> dict[str, Any]:
     """The JSON object a reading job printed after MARKER; JobError when it printed none."""
     for line in reversed(log.splitlines()):
         if line.startswith(MARKER):
@@ -80,7 +80,7 @@ def _printed(log: str) -> dict[str, Any]:
 
 def parse_reader_log(log: str) -> dict[str, str | None]:
     """The files the reading job printed in its log; JobError when it printed none."""
-    return {str(name): None if text is None else str(text) for name, text in _printed(log).items()}
+    return {str(name): None if text is None else str(text) for name, text in printed(log).items()}
 
 
 def read_run_files(
@@ -130,7 +130,7 @@ def _through_head(
     if status != "SUCCEEDED":
         last = (log.strip().splitlines() or ["no output"])[-1][:200]
         raise JobError(f"the job reading the run's files {status}: {last}")
-    return _printed(log)
+    return printed(log)
 
 
 _HOLDINGS = (
@@ -154,8 +154,13 @@ def read_holdings(
 ) -> dict[str, Any]:  # fmt: skip
     """What the shared storage mounted at `data_root` holds for a park (incluster/park.py Holdings' fields as
     `runs`, `exports`, `runFiles`), read by a short job on the head. JobError as read_run_files."""
-    entrypoint = shlex.join(["python3", "-c", _HOLDINGS, data_root, checkpoints_root, exports_root, run])
+    entrypoint = holdings_entrypoint(data_root, checkpoints_root, exports_root, run)
     return _through_head(client, entrypoint, f"listing the runs on {data_root}", report, poll)
+
+
+def holdings_entrypoint(data_root: str, checkpoints_root: str, exports_root: str, run: str) -> str:
+    """The holdings job's entrypoint."""
+    return shlex.join(["python3", "-c", _HOLDINGS, data_root, checkpoints_root, exports_root, run])
 
 
 def _delete(client: JobSubmissionClient, submission_id: str) -> None:

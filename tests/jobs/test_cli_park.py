@@ -145,3 +145,38 @@ def test_park_of_a_run_still_running_is_refused_through_the_cluster(parked_stack
         " stops it)\n"
     )
     assert stand_in.requests == []
+
+
+def test_submit_after_a_park_marks_the_marker_stale_and_pulumi_up_then_refuses_to_delete(parked_stack, capsys,
+                                                                                         monkeypatch):  # fmt: skip
+    """`python -m jobs park` parks, then `python -m jobs submit` continues the run: before it submits, the marker is
+    stale, so `storage.parked: true` is refused (infra/storage.py park_refusal). The Ray head is a stand-in with no
+    job of the run (StandInJobs), the GPU gate and the submission are patched at that boundary."""
+    from incluster import job_client, readiness, run_submission, scaling
+    from incluster.google_token import Credential
+    from jobs.submit import parked
+    from tests.jobs.test_cli_messages import StandInJobs
+
+    config, run, data, bucket, stand_in, args = parked_stack
+    assert cli(capsys, *args)[0] == 0
+    monkeypatch.setattr(parked, "RestObjects", lambda name, headers: StandInObjects(bucket))
+    monkeypatch.setattr(parked, "user_credential", lambda user: Credential("ya29.user", None))
+    monkeypatch.setattr(job_client, "connect", lambda endpoint: StandInJobs([], {}))
+    monkeypatch.setattr(scaling, "bring_back", lambda *args_: None)
+    monkeypatch.setattr(readiness, "wait_for_gpus", lambda *args_, **kwargs: None)
+    seen: list[str] = []
+
+    def ensure_run(client, submission, *rest, **kwargs):
+        seen.append(json.loads((bucket / "parked" / "marker.json").read_text())["state"])
+        raise job_client.JobError("stand-in: not submitted")
+
+    monkeypatch.setattr(run_submission, "ensure_run", ensure_run)
+    stack = args[args.index("--stack") : args.index("--data-root")]
+    code, out, err = cli(capsys, "submit", *stack, "--address", "http://127.0.0.1:8265")
+    assert (code, seen) == (2, ["stale"])
+    assert err.splitlines() == [
+        f"the park marker of {run} is stale now: the run goes on, park it again before deleting",
+        "error: stand-in: not submitted",
+    ]
+    marker = (bucket / "parked" / "marker.json").read_text()
+    assert "says 'stale', not 'parked'" in park_refusal(marker, config)
