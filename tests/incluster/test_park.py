@@ -195,6 +195,23 @@ def test_an_export_whose_objects_are_not_in_the_bucket_is_not_parked(tmp_path):
     assert read_marker(StandInObjects(bucket))["state"] == PARKING
 
 
+def test_a_park_whose_bucket_lacks_the_newest_step_is_not_parked(tmp_path):
+    """A fault at the boundary: the Operation says whole, but the newest step's data.pt is not in the bucket."""
+    lustre, bucket = tmp_path / "lustre", tmp_path / "bucket"
+    a_run(lustre)
+
+    class Shortened(StandInLustre):
+        def get_operation(self, name):
+            operation = super().get_operation(name)
+            for path in bucket.rglob(f"checkpoints/{RUN}/global_step_6/data.pt"):
+                path.unlink()
+            return operation
+
+    with pytest.raises(TransferError, match="the instance's newest complete step is 6 but .* holds 4; not parked"):
+        park(lustre, bucket, Shortened(lustre, bucket, BUCKET, INSTANCE))
+    assert read_marker(StandInObjects(bucket))["state"] == PARKING
+
+
 def test_a_run_without_its_record_is_not_marked_parked(tmp_path):
     lustre, bucket = tmp_path / "lustre", tmp_path / "bucket"
     a_run(lustre)
