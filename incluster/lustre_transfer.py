@@ -10,7 +10,15 @@ Managed Lustre API v1 (managed-lustre/docs/reference/rest/v1, read 2026-12-02):
 - Both answer a long-running Operation `{"name", "metadata", "done", "error" | "response"}`: while `done` is false
   (or absent) it runs; once true it holds either `error` (a google.rpc.Status `{"code", "message"}`) or `response`
   (projects.locations.operations/get, google.longrunning.Operation). The metadata (ExportDataMetadata,
-  ImportDataMetadata) carries `operationMetadata.counters` (TransferCounters) for the progress line.
+  ImportDataMetadata) carries `operationMetadata` (TransferOperationMetadata): `counters` (TransferCounters:
+  `foundObjectsCount`, `bytesFoundCount`, `objectsSkippedCount`, `bytesSkippedCount`, `objectsCopiedCount`,
+  `bytesCopiedCount`, `objectsFailedCount`, `bytesFailedCount`, int64 so JSON strings, a zero left out) and
+  `errorSummaries` (ErrorSummary `{"errorCode", "errorCount", "errorLogEntries": [{"uri", "errorDetails"}]}`)
+  (googleapis/googleapis @6c345acd google/cloud/lustre/v1/transfer.proto, messages TransferCounters, ErrorSummary,
+  ErrorLogEntry, TransferOperationMetadata). `foundObjectsCount` leaves out what is skipped as already at the
+  destination, so a transfer is whole when nothing failed, no error is summarised and every object found was copied
+  (`transfer_faults`). Transfers are incremental: only files not yet at the destination, or changed since, are copied
+  (managed-lustre/docs/transfer-data, read 2026-12-07); nothing is deleted at the destination.
 - The caller needs `lustre.instances.exportData` / `lustre.instances.importData` (roles/lustre.admin,
   managed-lustre/docs/access-control); the data moves as the Managed Lustre service agent, which needs
   roles/storage.objectUser on the bucket (core/facts/gcp.py LUSTRE_TRANSFER_ROLE). One transfer per instance at a
@@ -48,6 +56,21 @@ class TransferError(Exception):
     """A transfer or a Cloud Storage call failed; the message is one line saying which and why."""
 
 
+class PreconditionFailed(TransferError):
+    """A Cloud Storage write refused because the object's generation is not the one the writer read (HTTP 412,
+    cloud.google.com/storage/docs/request-preconditions: `ifGenerationMatch` that does not match)."""
+
+
+@dataclass(frozen=True)
+class Stored:
+    """A small object's text and its generation (what a conditional write names)."""
+
+    text: str
+    """The object's text."""
+    generation: int
+    """Its generation (objects resource `generation`)."""
+
+
 class Transfers(Protocol):
     """Managed Lustre's exportData, importData and operations.get, as the API documents them."""
 
@@ -71,12 +94,13 @@ class Objects(Protocol):
         """Names of the objects under `prefix`, sorted."""
         ...
 
-    def read_text(self, name: str) -> str | None:
-        """The text of object `name`; None when there is none."""
+    def read(self, name: str) -> Stored | None:
+        """Object `name`'s text and generation; None when there is none."""
         ...
 
-    def write_text(self, name: str, text: str) -> None:
-        """Write `text` as object `name` (JSON content)."""
+    def write_text(self, name: str, text: str, if_generation: int) -> int:
+        """Write `text` as object `name` (JSON content) only while its generation is `if_generation` (0: only while
+        there is none); the new generation. PreconditionFailed otherwise."""
         ...
 
 
@@ -91,6 +115,8 @@ def gcs_uri(bucket: str, prefix: str) -> str:
 
 
 def _checked(response: requests.Response, what: str) -> dict[str, Any]:
+    if response.status_code == 412:
+        raise PreconditionFailed(f"{what}: HTTP 412: the object changed since it was read")
     if response.status_code >= 400:
         try:
             message = response.json()["error"]["message"]
@@ -163,39 +189,71 @@ class RestObjects:
                 return sorted(found)
             params = {**params, "pageToken": page["nextPageToken"]}
 
-    def read_text(self, name: str) -> str | None:
-        """objects.get with `alt=media`; None on 404."""
+    def read(self, name: str) -> Stored | None:
+        """objects.get of the generation (None on 404), then of that generation's media (`ifGenerationMatch`: a
+        412 means it was replaced in between)."""
         url = f"{STORAGE_API}/b/{self.bucket}/o/{quote(name, safe='')}"
-        response = self._get(url, {"alt": "media"}, f"reading gs://{self.bucket}/{name}")
+        what = f"reading gs://{self.bucket}/{name}"
+        response = self._get(url, {"fields": "generation"}, what)
         if response.status_code == 404:
             return None
-        if response.status_code >= 400:
-            _checked(response, f"reading gs://{self.bucket}/{name}")
-        return response.text
+        generation = int(_checked(response, what)["generation"])
+        media = self._get(url, {"alt": "media", "ifGenerationMatch": str(generation)}, what)
+        if media.status_code >= 400:
+            _checked(media, what)
+        return Stored(media.text, generation)
 
-    def write_text(self, name: str, text: str) -> None:
-        """objects.insert with `uploadType=media`."""
+    def write_text(self, name: str, text: str, if_generation: int) -> int:
+        """objects.insert with `uploadType=media` and `ifGenerationMatch`; the new generation."""
+        what = f"writing gs://{self.bucket}/{name}"
         try:
             response = requests.post(
                 f"{STORAGE_UPLOAD_API}/b/{self.bucket}/o",
-                params={"uploadType": "media", "name": name},
+                params={"uploadType": "media", "name": name, "ifGenerationMatch": str(if_generation)},
                 data=text.encode(),
                 headers={**self.headers, "Content-Type": "application/json"},
                 timeout=REQUEST_SECONDS,
             )
         except requests.RequestException as error:
-            raise TransferError(f"writing gs://{self.bucket}/{name}: no answer: {type(error).__name__}") from None
-        _checked(response, f"writing gs://{self.bucket}/{name}")
+            raise TransferError(f"{what}: no answer: {type(error).__name__}") from None
+        return int(_checked(response, what)["generation"])
+
+
+def _count(counters: Mapping[str, Any], key: str) -> int:
+    """A TransferCounters field: int64 as a JSON string, left out when zero (proto3 JSON)."""
+    return int(counters.get(key) or 0)
+
+
+def transfer_metadata(operation: dict[str, Any]) -> dict[str, Any]:
+    """The Operation's TransferOperationMetadata (`metadata.operationMetadata`), {} without one."""
+    return (operation.get("metadata") or {}).get("operationMetadata") or {}
+
+
+def transfer_faults(operation: dict[str, Any], what: str) -> str | None:
+    """Why a finished transfer did not copy everything it found (one line), or None when it is whole: no object
+    failed, no error is summarised, and the objects copied are the objects found."""
+    metadata = transfer_metadata(operation)
+    counters = metadata.get("counters") or {}
+    found, copied = _count(counters, "foundObjectsCount"), _count(counters, "objectsCopiedCount")
+    failed, summaries = _count(counters, "objectsFailedCount"), metadata.get("errorSummaries") or []
+    if not failed and not summaries and copied == found:
+        return None
+    line = f"{what} is not whole: {copied} of {found} objects copied, {failed} failed"
+    for summary in summaries[:1]:
+        entry = (summary.get("errorLogEntries") or [{}])[0]
+        detail = "; ".join(entry.get("errorDetails") or [])
+        line += f"; {summary.get('errorCode')} x{summary.get('errorCount')}: {entry.get('uri', '')} {detail}".rstrip()
+    return line.splitlines()[0][:400]
 
 
 def progress_of(operation: dict[str, Any]) -> str:
     """What an Operation's metadata says of its progress: the TransferCounters' bytes copied of bytes found, else
     its status message, else nothing."""
     metadata = operation.get("metadata") or {}
-    counters = (metadata.get("operationMetadata") or {}).get("counters") or {}
-    copied, found = counters.get("bytesCopied"), counters.get("bytesFound")
-    if copied is not None and found:
-        return f"{int(copied) / 2**30:.1f} of {int(found) / 2**30:.1f} GiB"
+    counters = transfer_metadata(operation).get("counters") or {}
+    if "bytesFoundCount" in counters:
+        copied, found = _count(counters, "bytesCopiedCount"), _count(counters, "bytesFoundCount")
+        return f"{copied / 2**30:.1f} of {found / 2**30:.1f} GiB"
     return str(metadata.get("statusMessage") or "")
 
 

@@ -56,9 +56,11 @@ autoscaler's events on the pending GPU workers (incluster/capacity_events.py); o
 the capacity ladder, by each node's pool; without a ladder all on gpu.provisioning) and `details.otherNodes` (GPU
 nodes of no rung's pool, not the run's); once per attempt. `python -m jobs status` prices the attempt's GPU hours by
 it.
-`parked`: after the scale to zero the guardian exported the run to the parked bucket and wrote the park marker
-(storage.parkWhenIdle; incluster/park.py): `details.bucket`, `details.step` (the newest step exported, null without a
-checkpoint) and `details.objects`; the Lustre instance bills on until `storage.parked: true` and `pulumi up` delete
+`exported`: the guardian saw the export job it submitted (`export-submitted`) SUCCEEDED on the Ray head:
+`details.step`, `details.submission`.
+`parked`: after the scale to zero the guardian exported what the instance holds to the parked bucket and wrote the
+park marker (storage.parkWhenIdle; incluster/park.py): `details.bucket`, `details.step` (the newest complete step
+exported, null without a checkpoint) and `details.objects`; the Lustre instance bills on until `storage.parked: true` and `pulumi up` delete
 it. `park-failed`: that export failed (the reason); `python -m jobs park` parks by hand."""
 
 GPU_CAPACITY_LOST = "gpu-capacity-lost"

@@ -10,7 +10,7 @@ import pulumi
 import pulumi_gcp as gcp
 
 from core import names
-from core.config.model import StackConfig
+from core.config.model import StackConfig, sanitize_name
 from core.facts.gcp import BUCKET_OBJECT_ROLE, LUSTRE_SERVICE_AGENT, LUSTRE_TRANSFER_ROLE, WORKLOAD_PRINCIPAL
 from core.facts.platform import PSA_DELETION_POLICY
 from core.resource_options import fixed_name_options
@@ -54,8 +54,12 @@ def lustre_agent_member(project_number: str) -> str:
 
 
 def park_refusal(marker_text: str | None, config: StackConfig) -> str | None:
-    """Why `pulumi up` with storage.parked true must not delete the Lustre instance: no marker in the parked bucket,
-    or one that does not say parked (the run was imported back since); None when the run is parked."""
+    """Why `pulumi up` with storage.parked true must not delete the Lustre instance, from the parked bucket's marker
+    alone (incluster/park.py writes it); None when the run is parked. Refused: no marker; one that is not `parked`
+    (`parking`: a park that has not finished or failed; `stale`: an attempt was submitted after the park; `restored`:
+    the run was imported back since); one of another stack, or whose run is not of this stack's runs
+    (`<stack>-<spec hash>`: the hash is computed above this layer, in jobs/spec, so the run's name is checked by its
+    stack's prefix); one that does not list its own run among the run directories it exported."""
     command = f"python -m jobs park --stack {config.stack}"
     if config.storage.park_when_idle:
         command += f" or wait for the guardian's parked entry (python -m jobs status --stack {config.stack})"
@@ -66,13 +70,26 @@ def park_refusal(marker_text: str | None, config: StackConfig) -> str | None:
             f" Lustre instance would lose it; run {command} first (or set storage.parked false)"
         )
     try:
-        state = json.loads(marker_text).get("state")
-    except (ValueError, AttributeError):
-        state = None
+        marker = json.loads(marker_text)
+        marker = marker if isinstance(marker, dict) else {}
+    except ValueError:
+        marker = {}
+    state, run = marker.get("state"), str(marker.get("run") or "")
     if state != "parked":
         return (
             f"grpo-gke:storage.parked is true but {where} says {state!r}, not 'parked': the run on the instance is"
             f" newer than the bucket's; run {command} first (or set storage.parked false)"
+        )
+    if marker.get("stack") != config.stack or not run.startswith(f"{sanitize_name(config.stack, 40)}-"):
+        return (
+            f"grpo-gke:storage.parked is true but {where} parked {run or 'no run'} of stack {marker.get('stack')!r},"
+            f" not a run of {config.stack!r}: deleting the Lustre instance would lose this stack's run; run {command}"
+            " first (or set storage.parked false)"
+        )
+    if run not in (marker.get("runs") or []):
+        return (
+            f"grpo-gke:storage.parked is true but {where} does not list {run} among the runs it exported: the park is"
+            f" not whole; run {command} first (or set storage.parked false)"
         )
     return None
 

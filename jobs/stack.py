@@ -46,6 +46,9 @@ class GrpoJobArgs:
     """gpu.provisioning: the rung whose pool keeps today's name (the gate names the rung it waits on)."""
     cluster: str
     """The GKE cluster's name, in its pools' MIG names (the gate maps the autoscaler's node groups to rungs)."""
+    parked_bucket: str | None = None
+    """A Lustre stack's parked bucket, whose park marker is marked stale before each submission; None on Cloud
+    Storage."""
 
 
 class PostDeployJob(pulumi.dynamic.Resource):
@@ -67,6 +70,7 @@ class PostDeployJob(pulumi.dynamic.Resource):
             "cordon_bad_nodes": args.cordon_bad_nodes,
             "provisioning": args.provisioning,
             "cluster": args.cluster,
+            "parked_bucket": args.parked_bucket,
             "run": None,
             "submission_id": None,
         }
@@ -153,6 +157,7 @@ def build_job(config: StackConfig, infra: InfraOutputs, workloads: WorkloadOutpu
         cordon_bad_nodes=config.job.cordon_bad_nodes,
         provisioning=config.gpu.provisioning,
         cluster=config.cluster_name,
+        parked_bucket=config.parked_bucket_name if config.storage.type == "lustre" else None,
     )
     job = GrpoJob("grpo-job", args, depends_on=[workloads.ray_cluster, workloads.staging_job])
     pulumi.export("jobRun", submission["metadata"]["run"])

@@ -15,7 +15,7 @@ from pulumi.runtime.sync_await import _sync_await
 
 from core.config.model import PROJECT_NAMESPACE
 from core.stackfile import read_stack_file, stack_file
-from plan.mocks import FAKE_PARK_MARKER, OfflineMocks
+from plan.mocks import FAKE_PARK_MARKER, OfflineMocks, fake_park_marker
 from plan.monitor import SECRET_PLACEHOLDER, Recorded, RecordingMonitor, wire_value
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -92,11 +92,12 @@ def run_values(
     park_marker: str | None = FAKE_PARK_MARKER,
 ) -> Recording:
     """Run `__main__.py` for raw config values (`ns:key` -> string) and return what it registered; `park_marker`
-    is the parked bucket's marker as the mocked provider reads it (None: there is none).
+    is the parked bucket's marker as the mocked provider reads it (None: there is none; FAKE_PARK_MARKER: a parked
+    marker of `stack`'s run).
 
     A refused config raises `pulumi.RunError` from the program, before any resource.
     """
-    mocks = OfflineMocks(park_marker)
+    mocks = OfflineMocks(fake_park_marker(stack) if park_marker == FAKE_PARK_MARKER else park_marker)
     monitor = RecordingMonitor(mocks, project=PROJECT_NAMESPACE, stack=stack)
     engine_log = _EngineLog()
     logger = logging.getLogger(f"grpo-gke.plan.{stack}")

@@ -11,6 +11,8 @@ from typing import Any
 
 import pulumi
 
+from core.config.model import sanitize_name
+
 FAKE_PROJECT_NUMBER = "123456789012"
 """Project number returned for `gcp.organizations.get_project` offline."""
 
@@ -72,8 +74,15 @@ def _merged(computed: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
     return state
 
 
-FAKE_PARK_MARKER = '{"run": "offline", "state": "parked", "step": 1}\n'
-"""The parked bucket's marker offline (incluster/park.py writes the real one): a parked stack plans as parked."""
+FAKE_PARK_MARKER = '{"run": "<run>", "runs": ["<run>"], "stack": "<stack>", "state": "parked", "step": 1}\n'
+"""The parked bucket's marker offline (incluster/park.py writes the real one), `<stack>` and `<run>` filled in for
+the planned stack (fake_park_marker): a parked stack plans as parked."""
+
+
+def fake_park_marker(stack: str) -> str:
+    """FAKE_PARK_MARKER of `stack`'s run `<stack>-offline` (infra/storage.py park_refusal checks the stack's prefix)."""
+    return FAKE_PARK_MARKER.replace("<stack>", stack).replace("<run>", f"{sanitize_name(stack, 40)}-offline")
+
 
 PARK_MARKER_TOKEN = "gcp:storage/getBucketObjectContent:getBucketObjectContent"
 """The provider function the program reads the park marker with (infra/storage.py read_park_marker)."""

@@ -35,13 +35,15 @@ once per attempt (`<run dir>/attempts.jsonl`, incluster/record.py). The rules:
   attempt resumes from that step on the next capacity, as above;
 - SUCCEEDED: `succeeded`; when the settings' schedule asks for more (runs.extends) the next attempt
   continues the run (not after a preflight that refused its cluster: the run is over); else the export
-  (`export-submitted`, through Hooks.export);
+  (`export-submitted`, through Hooks.export), and `exported` once that export job SUCCEEDED on the Ray head;
 - once the run is over (succeeded, not retried, gave up) and nothing is live on the cluster for
   idleMinutes: `scaled-to-zero` (through Hooks.scale_to_zero; idleMinutes 0 never); GPU workers that come back
   after it with nothing live (a RayCluster made anew by `pulumi up`, an unpark) are scaled to zero again;
 - then, with storage.parkWhenIdle and nothing live, the run is parked in the parked bucket (through Hooks.park,
   incluster/park.py park_run, as the Google service account its Kubernetes one is linked to): `parked`, or
-  `park-failed` with why, not tried again by itself.
+  `park-failed` with why, not tried again by itself; with a park target, before each attempt it submits, a parked
+  marker is marked stale (through Hooks.mark_stale, incluster/park.py mark_stale), and nothing is submitted when it
+  cannot be.
 
 `python -m jobs guard --stack NAME [--address URL] [--data-root DIR] [--follow] [--take-over]` runs it in the
 foreground until the run is over and nothing is left to do (with `--follow`, until Ctrl-C); `python -m jobs guard

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
+from pathlib import PurePosixPath
 from typing import Any, NoReturn
 
 from incluster import export_submission, guardian, job_client, lustre_transfer, record, scaling
@@ -26,28 +27,39 @@ from incluster.lease import (
     in_cluster_identity,
 )
 from incluster.lustre_transfer import RestObjects, RestTransfers
-from incluster.park import park_run
+from incluster.park import ParkRequest, holdings_of, mark_stale, park_run
 
 
 def cluster_hooks(
     settings: Settings, endpoint: Endpoint, google_credential: Callable[[], Credential], report: Callable[[str], None]
 ) -> Hooks:
     """The stack's export (the settings' export submission, jobs/runs/export.py), scale to zero (the JSON patch
-    of incluster/scaling.py through the API server) and park (the settings' `park`: incluster/park.py park_run with
-    the Google tokens of `google_credential`); no scale to zero without an API server at hand."""
+    of incluster/scaling.py through the API server), park (the settings' `park`: incluster/park.py park_run with
+    the Google tokens of `google_credential`, of what the guardian's own mount of the instance holds: every run
+    directory beside this run's and the exports root when it exists) and, with it, marking a parked marker stale
+    before each submission; no scale to zero without an API server at hand."""
     export = settings.raw.get("export")
     api = api_endpoint(endpoint)
     target = settings.park
 
     def park(_: Settings) -> dict[str, Any]:
         assert target is not None
-        exported = any(entry.get("event") == "exported" for entry in record.read(settings.run_dir))
-        paths = [target.run_path, *([target.exports_path] if exported else [])]
+        # The run directory is `<the instance's root as mounted here><run_path>`: /data/checkpoints/<run>.
+        data_root = settings.run_dir.parents[len(PurePosixPath(target.run_path).parts) - 2]
+        roots = (str(PurePosixPath(target.run_path).parent), str(PurePosixPath(target.exports_path).parent))
+        holdings = holdings_of(data_root, *roots, settings.run)
+        attempt = max((int(entry.get("attempt") or 0) for entry in record.read(settings.run_dir)), default=0)
+        request = ParkRequest(target.instance, target.bucket, settings.stack, settings.run, attempt,
+                              settings.framework, settings.world_size)  # fmt: skip
         headers = FreshBearer(google_credential)
         return park_run(
-            RestTransfers(headers), RestObjects(target.bucket, headers), target.instance, target.bucket,
-            settings.run, settings.framework, paths, target.deadline_seconds, report, poll=lustre_transfer.POLL_SECONDS,
+            RestTransfers(headers), RestObjects(target.bucket, headers), request, holdings, target.deadline_seconds,
+            report, poll=lustre_transfer.POLL_SECONDS,
         )  # fmt: skip
+
+    def stale() -> str | None:
+        assert target is not None
+        return mark_stale(RestObjects(target.bucket, FreshBearer(google_credential)), "the run guardian")
 
     def submit_export(request: ExportRequest) -> str:
         # Pinned to the step, the export has its deterministic submission id: a second guardian's is followed.
@@ -65,6 +77,7 @@ def cluster_hooks(
         export=submit_export if export else None,
         scale_to_zero=scale_to_zero if api else None,
         park=park if target is not None else None,
+        mark_stale=stale if target is not None else None,
     )
 
 

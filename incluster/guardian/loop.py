@@ -40,6 +40,7 @@ from incluster.guardian.policy import (
     PodView,
     State,
     decide,
+    export_submission_of,
     one_line,
 )
 from incluster.guardian.settings import GuardError, Settings
@@ -89,6 +90,9 @@ class Hooks:
     park: Callable[[Settings], dict[str, Any]] | None = None
     """Park the run in the parked bucket and return the park marker (incluster/park.py park_run); None: no park is
     decided. It raises TransferError or TokenError when it fails."""
+    mark_stale: Callable[[], str | None] | None = None
+    """Before each submission: mark a parked marker stale (incluster/park.py mark_stale), a line or None; it raises
+    TransferError or TokenError when it cannot (nothing is submitted then). None: no parked bucket is reachable."""
 
 
 def node_view(node: dict[str, Any]) -> NodeView:
@@ -183,6 +187,7 @@ class Guardian:
             can_export=self.hooks.export is not None,
             can_scale=self.hooks.scale_to_zero is not None,
             can_park=self.hooks.park is not None,
+            export_status=self.export_status(recorded),
             gpu_workers_up=self.workers_view(newest, recorded),
             gpu_rungs=self.rungs_view(newest, recorded),
             **self.deadline_view(newest, recorded),
@@ -214,6 +219,18 @@ class Guardian:
             up = False
         self._workers_read = (now, up)
         return up
+
+    def export_status(self, recorded: dict[str, dict[str, Any]]) -> str | None:
+        """The export job's status once `export-submitted` is recorded and until `exported` is; None otherwise or when
+        Ray does not know it (a progress line says so)."""
+        if "export-submitted" not in recorded or "exported" in recorded:
+            return None
+        submission = export_submission_of(recorded["export-submitted"])
+        try:
+            return job_client.status_of(self.client, submission)
+        except Exception as error:  # noqa: BLE001 - the Jobs API answers with RuntimeError and HTTP errors
+            self.report(f"{self.settings.run}: the export {submission} is not known: {job_client.short_reason(error)}")
+            return None
 
     def rungs_view(self, newest: AttemptView | None, recorded: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
         """For a RUNNING attempt whose `gpu-rungs` the record lacks: its Ready GPU nodes per rung (cluster.gpu_rungs),
@@ -376,6 +393,14 @@ class Guardian:
             self.record_capacity(attempt, capacity)
         if not self.may_act() or not self.preflight(attempt) or not self.may_act():
             return
+        if self.hooks.mark_stale is not None:
+            try:
+                marked = self.hooks.mark_stale()
+            except (TransferError, TokenError) as error:
+                self.report(f"{settings.run}: not submitting: the park marker cannot be marked stale: {error}")
+                return
+            if marked:
+                self.report(f"{settings.run}: {marked}")
         step = self.resume_step()
         outcome = run_submission.ensure_run(
             self.client, self.told_the_deadline(settings.submission), self.deadline_stop_of, after=attempt
@@ -483,7 +508,8 @@ class Guardian:
             assert self.hooks.export is not None
             step = self.resume_step()
             done = self.hooks.export(ExportRequest(self.settings, action.attempt, step))
-            self.append(action.attempt, "export-submitted", one_line(done), details={"step": step})
+            details = {"step": step, "submission": done.split(" ", 1)[0]}
+            self.append(action.attempt, "export-submitted", one_line(done), details=details)
         elif action.kind == "scale-to-zero":
             assert self.hooks.scale_to_zero is not None
             done = self.hooks.scale_to_zero(self.settings)
@@ -503,12 +529,12 @@ class Guardian:
         except (TransferError, TokenError) as error:
             self.append(action.attempt, "park-failed", one_line(f"{error}; python -m jobs park parks it by hand"))
             return
-        objects = sum(int(item.get("objects", 0)) for item in (marker.get("exported") or {}).values())
+        objects = sum(int(count) for count in (marker.get("objects") or {}).values())
         step = "no checkpoint" if marker.get("step") is None else f"step {marker['step']}"
         bucket = self.settings.park.bucket
         reason = (
-            f"{objects} objects ({step}) in gs://{bucket}/; the Lustre instance bills on until storage.parked true"
-            " and pulumi up delete it"
+            f"{objects} objects ({step}) in gs://{bucket}/{marker.get('prefix', '')}; the Lustre instance bills on"
+            " until storage.parked true and pulumi up delete it"
         )
         details = {"bucket": bucket, "step": marker.get("step"), "objects": objects}
         self.append(action.attempt, "parked", reason, details=details)

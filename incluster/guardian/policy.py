@@ -165,6 +165,8 @@ class State:
     """Whether a scale-to-zero hook is wired."""
     can_park: bool = False
     """Whether a park hook is wired (storage.parkWhenIdle)."""
+    export_status: str | None = None
+    """After `export-submitted` and before `exported`: the export job's status on the Ray head; else None."""
     gpu_workers_up: bool = False
     """After the scale to zero: whether the RayCluster keeps GPU workers again (a RayCluster made anew by `pulumi
     up`, or an unpark); False when not read."""
@@ -379,6 +381,12 @@ def _rungs_entry(state: State) -> Action | None:
     return Action("record", newest.number, reason, "gpu-rungs", details=dict(state.gpu_rungs))
 
 
+def export_submission_of(entry: dict[str, Any]) -> str:
+    """The export job's submission id an `export-submitted` entry names (its details; before them, its reason's first
+    word, where the export hook's line starts with it)."""
+    return str((entry.get("details") or {}).get("submission") or (entry.get("reason") or "").split(" ", 1)[0])
+
+
 def decide(state: State) -> Action:
     """The next thing to do about the run (see the module's rules)."""
     newest, recorded = state.newest, state.recorded
@@ -407,6 +415,10 @@ def decide(state: State) -> Action:
             return Action("extend", newest.number, reason)
         if state.can_export and "export-submitted" not in recorded:
             return Action("export", newest.number, f"attempt {newest.number} SUCCEEDED")
+        if state.export_status == "SUCCEEDED" and "exported" not in recorded:
+            submitted = recorded["export-submitted"]
+            return Action("record", newest.number, f"the export {export_submission_of(submitted)} SUCCEEDED",
+                          "exported", details=dict(submitted.get("details") or {}))  # fmt: skip
         return _idle(state, f"attempt {newest.number} SUCCEEDED")
     if "failed" not in recorded:
         return _judge_failure(state)

@@ -51,7 +51,7 @@ class ParkTarget:
     run_path: str
     """The run's directory on the instance (`/checkpoints/<run>`)."""
     exports_path: str
-    """The run's exports directory on the instance, parked once the record has an `exported` entry."""
+    """The run's exports directory on the instance; its parent, the exports root, is parked whole when it exists."""
     deadline_seconds: float
     """How long it waits for each transfer."""
 

@@ -21,6 +21,7 @@ from jobs.runs.observe import dollars_so_far
 from jobs.runs.observed import ray_attempts
 from jobs.spec.generation import record_generation
 from jobs.spec.training import TrainingSpec, submission_of, training_spec
+from jobs.submit.parked import mark_parked_stale
 from jobs.submit.target import UsageError, endpoint_of, job_command, load_stack, local_submission
 
 if TYPE_CHECKING:
@@ -111,6 +112,8 @@ def cmd_submit(args: argparse.Namespace, config: StackConfig) -> int:
     timeout = args.ready_timeout if args.ready_timeout is not None else config.job.ready_timeout_seconds
     submission = submission_of(config, spec, 1)
     if args.fresh or run_submission.wants_workers(client, submission):
+        parked = config.parked_bucket_name if config.storage.type == "lustre" else None
+        mark_parked_stale(parked, "python -m jobs submit", lambda line: print(line, file=sys.stderr))
         progress = ProgressLine()
         try:
             scaling.bring_back(endpoint, config.gpu.nodes, progress)

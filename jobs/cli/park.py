@@ -1,10 +1,11 @@
 """`python -m jobs park --stack NAME`: park a Managed Lustre stack's run in its parked bucket before
 `storage.parked: true` deletes the instance (docs/up-and-destroy.md, "Parking Managed Lustre").
 
-It reads the run's record to learn whether the run has exports, exports the run's directory and its exports directory
-with Managed Lustre's exportData, one after the other, waits for each with a progress line and a deadline, verifies
-the bucket and writes the marker (incluster/park.py). The export runs here, not in `pulumi up`: it can take long, and
-the instance must still exist while it runs.
+It reads what the instance holds (every run directory, the exports root when there is one, the run's own files) and
+the run's record (its newest attempt) through a short job on the Ray head (or from `--data-root`), then parks all of it
+as incluster/park.py park_run does: the `parking` marker, one exportData per root with a progress line and a deadline,
+each transfer checked against its counters, the bucket checked, then the `parked` marker. The export runs here, not in
+`pulumi up`: it can take long, and the instance must still exist while it runs.
 """
 
 from __future__ import annotations
@@ -12,10 +13,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from core import names
 from core.config.model import StackConfig
+from core.facts.platform import GPUS_PER_NODE
 from incluster import job_client, lustre_transfer
 from incluster.google_token import FreshBearer
 from incluster.job_client import LIVE
@@ -26,11 +28,11 @@ from incluster.lustre_transfer import (
     Transfers,
     instance_name,
 )
-from incluster.park import lustre_path, park_run
+from incluster.park import Holdings, ParkRequest, holdings_of, lustre_path, park_run
 from incluster.record import RECORD_FILE, parse
 from jobs.cli.lines import ProgressLine, counted
 from jobs.runs.export import exports_dir
-from jobs.runs.run_files import read_local_run_files, read_run_files
+from jobs.runs.run_files import read_holdings, read_local_run_files, read_run_files
 from jobs.spec.training import training_spec, under_data_root
 from jobs.submit import access
 from jobs.submit.target import UsageError, endpoint_of
@@ -43,11 +45,15 @@ def transfer_clients(config: StackConfig) -> tuple[Transfers, Objects]:
     return RestTransfers(headers), RestObjects(config.parked_bucket_name, headers)
 
 
-def _record_text(args: argparse.Namespace, config: StackConfig, run: str, run_dir: str) -> str | None:
-    """The run's record, read through the Ray head (or from `--data-root`); UsageError while an attempt of the run is
-    live (an export of files still being written would not be the run)."""
+def _on_instance(args: argparse.Namespace, config: StackConfig, run: str, run_dir: str) -> tuple[str | None, Holdings]:
+    """The run's record and what the instance holds, read through the Ray head (or from `--data-root`); UsageError
+    while an attempt of the run is live (an export of files still being written would not be the run)."""
+    checkpoints_root = str(PurePosixPath(lustre_path(run_dir)).parent)
+    exports_root = str(PurePosixPath(lustre_path(exports_dir(run))).parent)
     if args.data_root:
-        return read_local_run_files(Path(under_data_root(run_dir, args.data_root)), [RECORD_FILE])[RECORD_FILE]
+        local = Path(args.data_root)
+        record = read_local_run_files(Path(under_data_root(run_dir, args.data_root)), [RECORD_FILE])[RECORD_FILE]
+        return record, holdings_of(local, checkpoints_root, exports_root, run)
     client = job_client.connect(endpoint_of(args, config))
     live = [job for job in job_client.attempts(client, run) if job_client.status_text(job.status) in LIVE]
     if live:
@@ -57,9 +63,16 @@ def _record_text(args: argparse.Namespace, config: StackConfig, run: str, run_di
         )
     progress = ProgressLine()
     try:
-        return read_run_files(client, run_dir, [RECORD_FILE], report=progress)[RECORD_FILE]
+        record = read_run_files(client, run_dir, [RECORD_FILE], report=progress)[RECORD_FILE]
+        found = read_holdings(client, names.DATA_MOUNT, checkpoints_root, exports_root, run, report=progress)
     finally:
         progress.close()
+    exports = found.get("exports")
+    holdings = Holdings(
+        checkpoints_root, exports_root, tuple(found.get("runs") or ()), None if exports is None else tuple(exports),
+        tuple(found.get("runFiles") or ()),
+    )  # fmt: skip
+    return record, holdings
 
 
 def cmd_park(args: argparse.Namespace, config: StackConfig) -> int:
@@ -77,28 +90,34 @@ def cmd_park(args: argparse.Namespace, config: StackConfig) -> int:
     if args.deadline <= 0:
         raise UsageError(f"--deadline must be a number of seconds above 0, got {args.deadline:g}")
     spec = training_spec(config)
-    record = _record_text(args, config, spec.run, spec.run_dir)
+    record, holdings = _on_instance(args, config, spec.run, spec.run_dir)
     if record is None:
         raise UsageError(f"the run {spec.run} has no record at {spec.run_dir}/{RECORD_FILE}: nothing to park")
-    paths = [lustre_path(spec.run_dir)]
-    if any(event.get("event") == "exported" for event in parse(record)):
-        paths.append(lustre_path(exports_dir(spec.run)))
+    attempt = max((int(entry.get("attempt") or 0) for entry in parse(record)), default=0)
     instance = instance_name(config.project, config.zone, names.lustre_names(config.cluster_name).instance_id)
     bucket = config.parked_bucket_name
-    print(f"parking {spec.run}: exporting {', '.join(paths)} to gs://{bucket}/{names.PARK_PREFIX}", file=sys.stderr)
+    roots = [holdings.checkpoints_root, *([holdings.exports_root] if holdings.exports is not None else [])]
+    others = [run for run in holdings.runs if run != spec.run]
+    beside = f" and {counted(len(others), 'other run')} ({', '.join(others)})" if others else ""
+    print(
+        f"parking {spec.run}{beside}: exporting {', '.join(roots)} to gs://{bucket}/{names.PARK_PREFIX}",
+        file=sys.stderr,
+    )
     transfers, objects = transfer_clients(config)
+    request = ParkRequest(
+        instance, bucket, config.stack, spec.run, attempt, spec.framework, GPUS_PER_NODE * config.gpu.nodes
+    )
     progress = ProgressLine()
     try:
         marker = park_run(
-            transfers, objects, instance, bucket, spec.run, spec.framework, paths, args.deadline, progress,
-            poll=lustre_transfer.POLL_SECONDS,
-        )  # fmt: skip
+            transfers, objects, request, holdings, args.deadline, progress, poll=lustre_transfer.POLL_SECONDS
+        )
     finally:
         progress.close()
-    total = sum(item["objects"] for item in marker["exported"].values())
+    total = sum(marker["objects"].values())
     step = "no checkpoint" if marker["step"] is None else f"step {marker['step']}"
     print(
-        f"parked {spec.run} ({step}): {counted(total, 'object')} in gs://{bucket}/{names.PARK_PREFIX}; marker"
+        f"parked {spec.run} ({step}): {counted(total, 'object')} in gs://{bucket}/{marker['prefix']}; marker"
         f" gs://{bucket}/{names.PARK_MARKER}",
         file=sys.stderr,
     )

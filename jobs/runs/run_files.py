@@ -22,7 +22,7 @@ import uuid
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from incluster import job_client
 from incluster.attempt import log_path
@@ -80,14 +80,18 @@ def reader_entrypoint(run_dir: str, names: Sequence[str], keep_lines: str | None
     return shlex.join(["python3", "-c", _READER, run_dir, keep_lines or "", *_checked(names)])
 
 
-def parse_reader_log(log: str) -> dict[str, str | None]:
-    """The files the reading job printed in its log; JobError when it printed none."""
+def printed(log: str) -> dict[str, Any]:
+    """The JSON object a reading job printed after MARKER; JobError when it printed none."""
     for line in reversed(log.splitlines()):
         if line.startswith(MARKER):
-            found = json.loads(line[len(MARKER) :])
-            return {str(name): None if text is None else str(text) for name, text in found.items()}
+            return json.loads(line[len(MARKER) :])
     last = (log.strip().splitlines() or ["no output"])[-1][:200]
     raise JobError(f"the job reading the run's files printed none: {last}")
+
+
+def parse_reader_log(log: str) -> dict[str, str | None]:
+    """The files the reading job printed in its log; JobError when it printed none."""
+    return {str(name): None if text is None else str(text) for name, text in printed(log).items()}
 
 
 def read_run_files(
@@ -102,13 +106,19 @@ def read_run_files(
     missing or unreadable, read by a short Ray job on the head that is deleted once read; only the lines
     matching the regular expression `keep_lines` when it is given. JobError when the read fails or takes
     longer than DEADLINES.run_files."""
-    entrypoint = reader_entrypoint(run_dir, names, keep_lines)
+    found = _through_head(
+        client, reader_entrypoint(run_dir, names, keep_lines), f"reading {len(names)} files of {run_dir}", report, poll
+    )
+    return {str(name): None if text is None else str(text) for name, text in found.items()}
+
+
+def _through_head(
+    client: JobSubmissionClient, entrypoint: str, what: str, report: Report | None, poll: float
+) -> dict[str, Any]:
+    """Run a reading job's `entrypoint` on the head (deleted once read) and parse what it printed after MARKER."""
     submission_id = f"grpo-gke-run-files-{uuid.uuid4().hex[:12]}"
     if report is not None:
-        report(
-            f"reading {len(names)} files of {run_dir} through the Ray head"
-            f" (at most {job_client.DEADLINES.run_files:g} s)"
-        )
+        report(f"{what} through the Ray head (at most {job_client.DEADLINES.run_files:g} s)")
     try:
         client.submit_job(entrypoint=entrypoint, submission_id=submission_id, metadata=dict(READER_METADATA))
     except JobError:
@@ -131,7 +141,37 @@ def read_run_files(
     if status != "SUCCEEDED":
         last = (log.strip().splitlines() or ["no output"])[-1][:200]
         raise JobError(f"the job reading the run's files {status}: {last}")
-    return parse_reader_log(log)
+    return printed(log)
+
+
+_HOLDINGS = (
+    "import json, os, sys\n"
+    "data, checkpoints, exports, run = sys.argv[1:5]\n"
+    "def dirs(root):\n"
+    "    path = os.path.join(data, root.strip('/'))\n"
+    "    return sorted(e.name for e in os.scandir(path) if e.is_dir()) if os.path.isdir(path) else None\n"
+    "top = os.path.join(data, checkpoints.strip('/'), run)\n"
+    "files = sorted(os.path.relpath(os.path.join(d, f), top) for d, _, found in os.walk(top) for f in found)\n"
+    "print(MARKER + json.dumps({'runs': dirs(checkpoints) or [], 'exports': dirs(exports), 'runFiles': files}),"
+    " flush=True)\n"
+).replace("MARKER", repr(MARKER))
+"""The holdings job's driver: the run directories, the exports directories (null without an exports root) and the
+run's own files, of the instance mounted at the first argument; stdlib only."""
+
+
+def read_holdings(
+    client: JobSubmissionClient, data_root: str, checkpoints_root: str, exports_root: str, run: str,
+    report: Report | None = None, poll: float = 0.5,
+) -> dict[str, Any]:  # fmt: skip
+    """What the shared storage mounted at `data_root` holds for a park (incluster/park.py Holdings' fields as
+    `runs`, `exports`, `runFiles`), read by a short job on the head. JobError as read_run_files."""
+    entrypoint = holdings_entrypoint(data_root, checkpoints_root, exports_root, run)
+    return _through_head(client, entrypoint, f"listing the runs on {data_root}", report, poll)
+
+
+def holdings_entrypoint(data_root: str, checkpoints_root: str, exports_root: str, run: str) -> str:
+    """The holdings job's entrypoint."""
+    return shlex.join(["python3", "-c", _HOLDINGS, data_root, checkpoints_root, exports_root, run])
 
 
 def _delete(client: JobSubmissionClient, submission_id: str) -> None:

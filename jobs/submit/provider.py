@@ -1,7 +1,8 @@
 """The post-deploy step: a Pulumi dynamic resource that submits the GRPO job during `pulumi up`.
 
 create: bring back GPU workers the run guardian scaled to zero (incluster/scaling.py), wait for the GPU nodes, run the
-preflight (`job.preflight`), then submit the run (idempotent; a SUCCEEDED run with nothing more to do waits for no
+preflight (`job.preflight`), then submit the run (idempotent; on a Lustre stack the parked bucket's marker is marked
+stale first, jobs/submit/parked.py; a SUCCEEDED run with nothing more to do waits for no
 GPU and runs no preflight). update: when the run changed, stop the old run's live attempts, then submit the new run;
 when the RayCluster was replaced (its uid changed), run the preflight again, then submit the same run again (it
 resumes from its checkpoints). A resume on the same RayCluster runs no preflight. A failed preflight refuses the
@@ -32,12 +33,15 @@ from pulumi.dynamic import CreateResult, DiffResult, ResourceProvider, UpdateRes
 from pulumi.dynamic.dynamic import PROVIDER_KEY
 
 from incluster.endpoint import AccessError
+from incluster.google_token import TokenError
 from incluster.job_client import JobError, attempts, connect, endpoint_for_address, stop_jobs
+from incluster.lustre_transfer import TransferError
 from incluster.preflight.gate import before_first_attempt
 from incluster.readiness import Capacity, wait_for_gpus
 from incluster.run_submission import ensure_run, wants_workers
 from incluster.scaling import bring_back
 from jobs.submit.access import api_server_from_kubeconfig, endpoint_from_kubeconfig
+from jobs.submit.parked import mark_parked_stale
 
 WATCHED_INPUTS = ("submission", "cluster_uid", "gpu_nodes", "address", PROVIDER_KEY)
 """Inputs whose change makes `pulumi up` run `update`; a new provider pickle (PROVIDER_KEY) replaces
@@ -89,6 +93,7 @@ def _deploy(props: dict[str, Any], fresh_cluster: bool) -> dict[str, Any]:
         endpoint = _endpoint(props)
         client = connect(endpoint)
         if wants_workers(client, submission):
+            mark_parked_stale(props.get("parked_bucket"), "pulumi up's post-deploy step", _report)
             bring_back(endpoint, int(props["gpu_nodes"]), _report)
             wait_for_gpus(
                 endpoint,
@@ -100,7 +105,7 @@ def _deploy(props: dict[str, Any], fresh_cluster: bool) -> dict[str, Any]:
             if fresh_cluster:
                 _preflight(props, client)
         outcome = ensure_run(client, submission)
-    except (AccessError, JobError) as error:
+    except (AccessError, JobError, TransferError, TokenError) as error:
         raise Exception(f"grpo-gke job {submission['metadata']['run']}: {error}") from None
     _report(f"grpo-gke job: {outcome.sentence()}")
     return {**props, "run": submission["metadata"]["run"], "submission_id": outcome.submission_id}

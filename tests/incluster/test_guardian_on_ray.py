@@ -57,7 +57,7 @@ class Recorded:
 
     def park(self, settings: Settings) -> dict:
         self.parked.append(settings.run)
-        return {"state": "parked", "run": settings.run, "step": None, "exported": {"/checkpoints/r": {"objects": 3}}}
+        return {"state": "parked", "run": settings.run, "step": None, "objects": {"/checkpoints": 3}, "prefix": "p/"}
 
     def hooks(self, park: bool = False) -> Hooks:
         return Hooks(export=self.export, scale_to_zero=self.scale_to_zero, park=self.park if park else None)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import pulumi
@@ -252,8 +253,21 @@ def test_park_refusal_reads_the_marker():
          "gpu": {"type": "h200", "nodes": 1}, "storage": {"type": "lustre", "capacityGib": 9000, "throughput": 1000},
          "workload": {"framework": "verl", "model": "Qwen/Qwen2.5-0.5B-Instruct", "dataset": "gsm8k"}}
     )  # fmt: skip
-    assert park_refusal('{"state": "parked"}', config) is None
+    # A marker `python -m jobs park` wrote passes (tests/jobs/test_cli_park.py); here each field it is judged by.
+    parked = {"state": "parked", "stack": "s", "run": "s-0123456789", "runs": ["s-0123456789", "s-other"]}
+    assert park_refusal(json.dumps(parked), config) is None
     assert "says None" in park_refusal("not json", config)
+    assert "says None" in park_refusal("[]", config)
+    for state in ("parking", "stale", "restored"):
+        assert f"says {state!r}, not 'parked'" in park_refusal(json.dumps({**parked, "state": state}), config)
+    assert park_refusal(json.dumps({**parked, "stack": "t", "run": "t-0123456789"}), config).startswith(
+        "grpo-gke:storage.parked is true but gs://grpo-s-parked-7b5ca2ad/parked/marker.json parked t-0123456789 of"
+        " stack 't', not a run of 's': deleting the Lustre instance would lose this stack's run;"
+    )
+    assert "parked sx-0123456789 of stack 's'" in park_refusal(json.dumps({**parked, "run": "sx-0123456789"}), config)
+    assert "does not list s-0123456789 among the runs it exported" in park_refusal(
+        json.dumps({**parked, "runs": ["s-other"]}), config
+    )
     assert park_refusal(None, config).endswith(
         "; run python -m jobs park --stack s first (or set storage.parked false)"
     )

@@ -7,6 +7,7 @@ import shutil
 
 import pytest
 
+from infra.storage import park_refusal
 from jobs.cli import park
 from jobs.spec.training import training_spec
 from jobs.submit.target import load_stack
@@ -42,35 +43,49 @@ def test_park_exports_the_run_and_its_exports_waits_verifies_and_marks_it(parked
     assert code == 0, err
     marker = json.loads(out)
     assert marker == json.loads((bucket / "parked" / "marker.json").read_text())
-    assert (marker["state"], marker["run"], marker["step"]) == ("parked", run, 6)
-    assert sorted(marker["exported"]) == [f"/checkpoints/{run}", f"/exports/{run}"]
+    assert (marker["state"], marker["run"], marker["step"], marker["stack"]) == ("parked", run, 6, "lus")
+    assert (marker["runs"], marker["exports"]) == ([run], [run])
+    bucket_name, prefix = config.parked_bucket_name, marker["prefix"]
     assert stand_in.requests == [
-        ("export", f"/checkpoints/{run}", f"gs://{config.parked_bucket_name}/parked/data/checkpoints/{run}/"),
-        ("export", f"/exports/{run}", f"gs://{config.parked_bucket_name}/parked/data/exports/{run}/"),
+        ("export", "/checkpoints", f"gs://{bucket_name}/{prefix}checkpoints/"),
+        ("export", "/exports", f"gs://{bucket_name}/{prefix}exports/"),
     ]
-    bucket_name = config.parked_bucket_name
-    exporting = [f"exporting /checkpoints/{run}: running for 0 s, 0.0 of 0.0 GiB"] * 2 + [
-        f"exporting /exports/{run}: running for 0 s, 0.0 of 0.0 GiB"
+    exporting = ["exporting /checkpoints: running for 0 s, 0.0 of 0.0 GiB"] * 2 + [
+        "exporting /exports: running for 0 s, 0.0 of 0.0 GiB"
     ] * 2
     assert err.splitlines() == [
-        f"parking {run}: exporting /checkpoints/{run}, /exports/{run} to gs://{bucket_name}/parked/data/",
+        f"parking {run}: exporting /checkpoints, /exports to gs://{bucket_name}/parked/data/",
         *exporting,
-        f"parked {run} (step 6): 57 objects in gs://{bucket_name}/parked/data/; marker"
-        f" gs://{bucket_name}/parked/marker.json",
+        f"parked {run} (step 6): 59 objects in gs://{bucket_name}/{prefix}; marker gs://{bucket_name}/parked/marker.json",
         "next: with grpo-gke:storage.keepOnDestroy false already applied by pulumi up, run pulumi config set --path"
         " grpo-gke:storage.parked true --stack lus && pulumi up --stack lus (deletes the Lustre instance and what"
         " mounts it)",
     ]
     assert tree(data) == before, "parking reads the instance, never changes it"
+    assert park_refusal(out, config) is None, "pulumi up accepts the marker the command wrote"
+
+
+def test_park_takes_every_run_on_the_instance_and_exports_the_record_does_not_name(parked_stack, capsys):
+    config, run, data, bucket, stand_in, args = parked_stack
+    other = data / "checkpoints" / "lus-0000000000"
+    other.mkdir()
+    (other / "attempts.jsonl").write_text("{}\n")
+    code, out, err = cli(capsys, *args)
+    assert code == 0, err
+    assert json.loads(out)["runs"] == sorted([run, "lus-0000000000"])
+    assert err.splitlines()[0] == (
+        f"parking {run} and 1 other run (lus-0000000000): exporting /checkpoints, /exports to"
+        f" gs://{config.parked_bucket_name}/parked/data/"
+    )
+    assert "exported" not in (data / "checkpoints" / run / "attempts.jsonl").read_text()
 
 
 def test_park_without_exports_exports_the_run_directory_only(parked_stack, capsys):
     config, run, data, bucket, stand_in, args = parked_stack
     shutil.rmtree(data / "exports")
-    (data / "checkpoints" / run / "attempts.jsonl").write_text('{"attempt": 1, "event": "submitted"}\n')
     code, out, _ = cli(capsys, *args)
     assert code == 0
-    assert [request[1] for request in stand_in.requests] == [f"/checkpoints/{run}"]
+    assert [request[1] for request in stand_in.requests] == ["/checkpoints"]
 
 
 def test_park_without_a_record_exits_2_in_one_line(parked_stack, capsys):
@@ -82,13 +97,19 @@ def test_park_without_a_record_exits_2_in_one_line(parked_stack, capsys):
     assert stand_in.requests == [] and not bucket.exists()
 
 
-def test_a_failed_transfer_exits_2_in_one_line_and_marks_nothing(parked_stack, capsys):
+def test_a_transfer_that_is_not_whole_exits_2_in_one_line_and_marks_nothing_parked(parked_stack, capsys):
+    """A fault at the boundary: one exported model file fails to copy (the Operation's objectsFailedCount)."""
     config, run, data, bucket, stand_in, args = parked_stack
-    shutil.rmtree(data / "exports")
+    stand_in.failing = {f"{run}/step-6/model.safetensors"}
     code, out, err = cli(capsys, *args)
     assert (code, out) == (2, "")
-    assert err.splitlines()[-1].startswith(f"error: exporting /exports/{run} failed (code 5): ")
-    assert not (bucket / "parked" / "marker.json").exists()
+    assert err.splitlines()[-1] == (
+        "error: exporting /exports is not whole: 1 of 2 objects copied, 1 failed; PERMISSION_DENIED x1:"
+        f" {run}/step-6/model.safetensors permission denied"
+    )
+    marker = (bucket / "parked" / "marker.json").read_text()
+    assert json.loads(marker)["state"] == "parking"
+    assert "says 'parking', not 'parked'" in park_refusal(marker, config)
 
 
 def test_park_on_a_bucket_stack_is_refused_naming_the_key(make_stack, capsys):
@@ -124,3 +145,38 @@ def test_park_of_a_run_still_running_is_refused_through_the_cluster(parked_stack
         " stops it)\n"
     )
     assert stand_in.requests == []
+
+
+def test_submit_after_a_park_marks_the_marker_stale_and_pulumi_up_then_refuses_to_delete(parked_stack, capsys,
+                                                                                         monkeypatch):  # fmt: skip
+    """`python -m jobs park` parks, then `python -m jobs submit` continues the run: before it submits, the marker is
+    stale, so `storage.parked: true` is refused (infra/storage.py park_refusal). The Ray head is a stand-in with no
+    job of the run (StandInJobs), the GPU gate and the submission are patched at that boundary."""
+    from incluster import job_client, readiness, run_submission, scaling
+    from incluster.google_token import Credential
+    from jobs.submit import parked
+    from tests.jobs.test_cli_messages import StandInJobs
+
+    config, run, data, bucket, stand_in, args = parked_stack
+    assert cli(capsys, *args)[0] == 0
+    monkeypatch.setattr(parked, "RestObjects", lambda name, headers: StandInObjects(bucket))
+    monkeypatch.setattr(parked, "user_credential", lambda user: Credential("ya29.user", None))
+    monkeypatch.setattr(job_client, "connect", lambda endpoint: StandInJobs([], {}))
+    monkeypatch.setattr(scaling, "bring_back", lambda *args_: None)
+    monkeypatch.setattr(readiness, "wait_for_gpus", lambda *args_, **kwargs: None)
+    seen: list[str] = []
+
+    def ensure_run(client, submission, *rest, **kwargs):
+        seen.append(json.loads((bucket / "parked" / "marker.json").read_text())["state"])
+        raise job_client.JobError("stand-in: not submitted")
+
+    monkeypatch.setattr(run_submission, "ensure_run", ensure_run)
+    stack = args[args.index("--stack") : args.index("--data-root")]
+    code, out, err = cli(capsys, "submit", *stack, "--address", "http://127.0.0.1:8265")
+    assert (code, seen) == (2, ["stale"])
+    assert err.splitlines() == [
+        f"the park marker of {run} is stale now: the run goes on, park it again before deleting",
+        "error: stand-in: not submitted",
+    ]
+    marker = (bucket / "parked" / "marker.json").read_text()
+    assert "says 'stale', not 'parked'" in park_refusal(marker, config)

@@ -1,28 +1,49 @@
 """A stand-in for Managed Lustre's exportData/importData and a bucket, copying between two local directories.
 
-It behaves as the API documents (managed-lustre/docs/reference/rest/v1, read 2026-12-02):
+It answers in the shapes of Managed Lustre API v1 (managed-lustre/docs/reference/rest/v1, read 2026-12-02;
+googleapis/googleapis @6c345acd google/cloud/lustre/v1/transfer.proto):
 - exportData (projects.locations.instances/exportData) and importData (.../importData) answer a long-running
   Operation `{"name", "metadata", "done": false}` at once; `operations.get` answers it as it stands, here `done: true`
   from the second read on, with `response` on success or `error` (google.rpc.Status `{"code", "message"}`) on failure
   (google.longrunning.Operation: once done, exactly one of them).
+- The metadata is `{"operationMetadata": TransferOperationMetadata}`: `counters` (TransferCounters, the v1 names
+  `foundObjectsCount`, `bytesFoundCount`, `objectsSkippedCount`, `bytesSkippedCount`, `objectsCopiedCount`,
+  `bytesCopiedCount`, `objectsFailedCount`, `bytesFailedCount`; int64 as JSON strings and a zero left out, as proto3's
+  JSON mapping writes them), `transferType` (EXPORT, IMPORT) and `errorSummaries` (ErrorSummary `errorCode` as the
+  google.rpc.Code name, `errorCount`, `errorLogEntries` of `{"uri", "errorDetails"}`, at most 5 per code). Files named
+  in `failing` fail to copy: they count in `objectsFailedCount` and an ErrorSummary, and the Operation still ends with
+  `response` (a transfer that copied part of what it found is not an Operation error; transfer.proto's failure
+  counters exist for this).
+- Incremental, never deleting: a file already at the destination with the same bytes is skipped (counted in
+  `objectsSkippedCount`, left out of `foundObjectsCount`, which "excludes any ... skipped due to sync",
+  transfer.proto TransferCounters); nothing at the destination is removed (managed-lustre/docs/transfer-data:
+  transfers are incremental, only files not at the destination or changed since are copied).
 - The Cloud Storage path must end with `/` when it names a path inside the bucket (GcsPath.uri); an import's Lustre
   path other than `/` must already exist (LustrePath.path); one transfer per instance at a time, a second refused
-  with ABORTED "unable to queue the operation" (managed-lustre/docs/transfer-data, Limitations).
-- The metadata carries `operationMetadata.counters` (TransferCounters: bytesFound, bytesCopied).
+  with ABORTED "unable to queue the operation" (managed-lustre/docs/transfer-data, Limitations; ABORTED is HTTP 409,
+  google/rpc/code.proto).
 Assumed, not documented: the contents of the Lustre path go under the Cloud Storage prefix and the other way round
 (the gcloud examples export a directory to a bucket root), and an export of a path that does not exist ends with an
 error (here NOT_FOUND, code 5).
+
+The bucket (StandInObjects) keeps each object's generation as the file's st_mtime_ns and honours `ifGenerationMatch`
+as Cloud Storage does (cloud.google.com/storage/docs/request-preconditions: 0 means "no live object"; a mismatch is
+HTTP 412 Precondition Failed).
 """
 
 from __future__ import annotations
 
-import shutil
+import os
 from pathlib import Path
 from typing import Any
 
-from core import names
-from incluster.lustre_transfer import TransferError
-from incluster.park import lustre_path
+from incluster import record
+from incluster.lustre_transfer import PreconditionFailed, Stored, TransferError
+
+
+def _files(root: Path) -> dict[str, Path]:
+    """Every file under `root` by its path relative to it."""
+    return {path.relative_to(root).as_posix(): path for path in root.rglob("*") if path.is_file()}
 
 
 class StandInLustre:
@@ -36,6 +57,8 @@ class StandInLustre:
         self.operations: dict[str, dict[str, Any]] = {}
         self.reads: dict[str, int] = {}
         self.requests: list[tuple[str, str, str]] = []
+        self.failing: set[str] = set()
+        """Source file names (relative to the transfer's source) that fail to copy."""
 
     def _prefix(self, uri: str) -> Path:
         head = f"gs://{self.bucket}/"
@@ -46,30 +69,75 @@ class StandInLustre:
             raise TransferError("HTTP 400: a path inside the bucket must end with a forward slash")
         return self.bucket_root / inside
 
+    def _copy(self, kind: str, source: Path, target: Path) -> dict[str, Any]:
+        """Copy what is new or changed; the TransferOperationMetadata."""
+        counts = dict.fromkeys(("found", "bytesFound", "skipped", "bytesSkipped", "copied", "bytesCopied"), 0)
+        counts |= {"failed": 0, "bytesFailed": 0}
+        failed_uris = []
+        for name, path in sorted(_files(source).items()):
+            data, there = path.read_bytes(), target / name
+            if there.is_file() and there.read_bytes() == data:
+                counts["skipped"] += 1
+                counts["bytesSkipped"] += len(data)
+                continue
+            counts["found"] += 1
+            counts["bytesFound"] += len(data)
+            if name in self.failing:
+                counts["failed"] += 1
+                counts["bytesFailed"] += len(data)
+                failed_uris.append(name)
+                continue
+            there.parent.mkdir(parents=True, exist_ok=True)
+            there.write_bytes(data)
+            counts["copied"] += 1
+            counts["bytesCopied"] += len(data)
+        fields = {
+            "foundObjectsCount": "found", "bytesFoundCount": "bytesFound", "objectsSkippedCount": "skipped",
+            "bytesSkippedCount": "bytesSkipped", "objectsCopiedCount": "copied", "bytesCopiedCount": "bytesCopied",
+            "objectsFailedCount": "failed", "bytesFailedCount": "bytesFailed",
+        }  # fmt: skip
+        metadata: dict[str, Any] = {
+            "counters": {field: str(counts[key]) for field, key in fields.items() if counts[key]},
+            "transferType": kind.upper(),
+        }
+        if failed_uris:
+            entries = [{"uri": name, "errorDetails": ["permission denied"]} for name in failed_uris[:5]]
+            metadata["errorSummaries"] = [
+                {"errorCode": "PERMISSION_DENIED", "errorCount": str(len(failed_uris)), "errorLogEntries": entries}
+            ]
+        return metadata
+
     def _start(self, kind: str, instance: str, source: Path, target: Path, must_exist: Path | None) -> dict:
         if instance != self.instance:
             raise TransferError(f"HTTP 404: {instance} not found")
         if any(not op["done"] for op in self.operations.values()):
             raise TransferError("HTTP 409: ABORTED: unable to queue the operation")
         name = f"{instance}/operations/{kind}-{len(self.operations) + 1}"
+        metadata: dict[str, Any] = {"transferType": kind.upper()}
         if must_exist is not None and not must_exist.is_dir():
             result = {"error": {"code": 5, "message": f"{must_exist} does not exist"}}
         elif not source.is_dir():
             result = {"error": {"code": 5, "message": f"{source} not found"}}
         else:
-            shutil.copytree(source, target, dirs_exist_ok=True)
+            metadata = self._copy(kind, source, target)
             result = {"response": {"@type": f"type.googleapis.com/google.cloud.lustre.v1.{kind}DataResponse"}}
-        found = sum(path.stat().st_size for path in source.rglob("*") if path.is_file()) if source.is_dir() else 0
-        self.operations[name] = {"result": result, "done": False, "found": found}
+        self.operations[name] = {"result": result, "done": False, "metadata": metadata}
         return self._view(name)
 
     def _view(self, name: str) -> dict[str, Any]:
         operation = self.operations[name]
-        counters = {
-            "bytesFound": str(operation["found"]),
-            "bytesCopied": str(operation["found"] if operation["done"] else 0),
-        }
-        view = {"name": name, "metadata": {"operationMetadata": {"counters": counters}}, "done": operation["done"]}
+        metadata = operation["metadata"]
+        if not operation["done"]:
+            counters = {key: value for key, value in (metadata.get("counters") or {}).items() if "Copied" not in key}
+            metadata = {**metadata, "counters": counters}
+            metadata.pop("errorSummaries", None)
+        kind = "Export" if "Export" in name else "Import"
+        view = {
+            "name": name,
+            "metadata": {"@type": f"type.googleapis.com/google.cloud.lustre.v1.{kind}DataMetadata",
+                         "operationMetadata": metadata},
+            "done": operation["done"],
+        }  # fmt: skip
         return {**view, **operation["result"]} if operation["done"] else view
 
     def export_data(self, instance: str, lustre_path: str, gcs_uri: str) -> dict[str, Any]:
@@ -93,29 +161,31 @@ class StandInLustre:
 
 
 class StandInObjects:
-    """The bucket at `root`: object `a/b` is the file `root/a/b`."""
+    """The bucket at `root`: object `a/b` is the file `root/a/b`, its generation the file's st_mtime_ns."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
 
     def names(self, prefix: str) -> list[str]:
         """Names of the files under `prefix`."""
-        return sorted(
-            path.relative_to(self.root).as_posix()
-            for path in self.root.rglob("*")
-            if path.is_file() and path.relative_to(self.root).as_posix().startswith(prefix)
-        )
+        return sorted(name for name in _files(self.root) if name.startswith(prefix)) if self.root.is_dir() else []
 
-    def read_text(self, name: str) -> str | None:
-        """The file's text; None when there is none."""
+    def read(self, name: str) -> Stored | None:
+        """The file's text and generation; None when there is none."""
         path = self.root / name
-        return path.read_text() if path.is_file() else None
+        return Stored(path.read_text(), path.stat().st_mtime_ns) if path.is_file() else None
 
-    def write_text(self, name: str, text: str) -> None:
-        """Write the file."""
+    def write_text(self, name: str, text: str, if_generation: int) -> int:
+        """Write the file while its generation is `if_generation` (0: while there is none); HTTP 412 otherwise."""
         path = self.root / name
+        now = path.stat().st_mtime_ns if path.is_file() else 0
+        if now != if_generation:
+            raise PreconditionFailed(f"writing gs://stand-in/{name}: HTTP 412: the object changed since it was read")
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
+        later = max(now + 1, path.stat().st_mtime_ns)
+        os.utime(path, ns=(later, later))
+        return later
 
 
 RUN = "verl-qwen-0123456789ab"
@@ -133,10 +203,12 @@ def write(path: Path, text: str) -> None:
 
 
 def a_run(root: Path) -> None:
-    """A verl run on the instance: its record, logs, metrics, two complete steps, verl's rotated remains of an
-    older one, the tracker, and one export; beside it what staging put there (not the run's)."""
+    """A verl run on the instance: its record (written by incluster/record.py), logs, metrics, two complete steps of
+    verl 0.9.1's layout (incluster/checkpoints.py: every rank's shards, rank 0's fsdp_config.json, data.pt), verl's
+    rotated remains of an older one, the tracker, and one export; beside it what staging put there (not the run's)."""
     run_dir = root / "checkpoints" / RUN
-    write(run_dir / "attempts.jsonl", '{"attempt": 1, "event": "submitted"}\n{"attempt": 1, "event": "exported"}\n')
+    run_dir.mkdir(parents=True, exist_ok=True)
+    record.append(run_dir, record.entry(1796126400.0, 1, "submitted"))
     write(run_dir / "logs" / "attempt-1.log", "2026-12-02T00:00:00.000Z\tstep:4\n")
     write(run_dir / "metrics" / "attempt-1" / "grpo" / "run.jsonl", '{"step": 4}\n')
     write(run_dir / "global_step_2" / "data.pt", "rotated")
@@ -146,6 +218,7 @@ def a_run(root: Path) -> None:
                 write(
                     run_dir / f"global_step_{step}" / "actor" / f"{shard}_world_size_8_rank_{rank}.pt", f"{step}{rank}"
                 )
+        write(run_dir / f"global_step_{step}" / "actor" / "fsdp_config.json", '{"FSDP_version": 1, "world_size": 8}')
         write(run_dir / f"global_step_{step}" / "data.pt", f"data {step}")
     write(run_dir / "latest_checkpointed_iteration.txt", "6")
     write(root / "exports" / RUN / "step-6" / "lineage.json", '{"step": 6}')
@@ -156,7 +229,3 @@ def a_run(root: Path) -> None:
 def tree(root: Path) -> dict[str, bytes]:
     """Every file under `root` by its relative path, with its bytes."""
     return {path.relative_to(root).as_posix(): path.read_bytes() for path in sorted(root.rglob("*")) if path.is_file()}
-
-
-PATHS = [lustre_path(f"{names.DATA_MOUNT}/checkpoints/{RUN}"), lustre_path(f"{names.DATA_MOUNT}/exports/{RUN}")]
-"""The instance paths `a_run` fills: the run directory and its exports."""

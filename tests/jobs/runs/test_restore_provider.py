@@ -7,10 +7,10 @@ import pickle
 import shutil
 
 from incluster.google_token import Credential
-from incluster.park import park_run
+from incluster.park import ParkRequest, holdings_of, park_run
 from jobs.runs import restore_provider
 from jobs.runs.restore_provider import RestoreProvider
-from tests.support.lustre_stand_in import BUCKET, INSTANCE, PATHS, RUN, StandInLustre, StandInObjects, a_run, tree
+from tests.support.lustre_stand_in import BUCKET, INSTANCE, RUN, StandInLustre, StandInObjects, a_run, tree
 
 PROPS = {"bucket": BUCKET, "instance": INSTANCE, "instance_uid": "u-1", "deadline_seconds": 60, "marker_state": None}
 
@@ -29,7 +29,8 @@ def test_create_imports_a_parked_run_into_the_new_instance_and_marks_it_restored
     a_run(lustre)
     before = {name: data for name, data in tree(lustre).items() if not name.startswith("models/")}
     park_run(
-        StandInLustre(lustre, bucket, BUCKET, INSTANCE), StandInObjects(bucket), INSTANCE, BUCKET, RUN, "verl", PATHS,
+        StandInLustre(lustre, bucket, BUCKET, INSTANCE), StandInObjects(bucket),
+        ParkRequest(INSTANCE, BUCKET, "verl", RUN, 1, "verl", 8), holdings_of(lustre, "/checkpoints", "/exports", RUN),
         60, lambda line: None, poll=0,
     )  # fmt: skip
     shutil.rmtree(lustre)
@@ -39,7 +40,8 @@ def test_create_imports_a_parked_run_into_the_new_instance_and_marks_it_restored
     assert tree(lustre) == before
     assert (result.id, result.outs["marker_state"]) == (INSTANCE, "restored")
     assert json.loads((bucket / "parked" / "marker.json").read_text())["restoredInto"] == INSTANCE
-    assert stand_in.requests == [("import", f"gs://{BUCKET}/parked/data/", "/")]
+    prefix = json.loads((bucket / "parked" / "marker.json").read_text())["prefix"]
+    assert stand_in.requests == [("import", f"gs://{BUCKET}/{prefix}", "/")]
     assert capfd.readouterr().err.splitlines()[-1] == f"grpo-gke unpark: {INSTANCE}: restored"
 
 

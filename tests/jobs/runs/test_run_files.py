@@ -112,3 +112,31 @@ def test_both_readers_return_every_rolled_part_of_an_attempts_log_in_order(tmp_p
     result = subprocess.run(entrypoint, shell=True, capture_output=True, text=True, timeout=60, check=True)
     assert parse_reader_log(result.stdout)[attempt_log(1)] == local
     assert [line.split(" ")[2] for _, line in timed_lines(local)] == ["step:1", "step:2", "step:3"]
+
+
+def test_the_holdings_job_lists_what_park_run_reads_from_a_mounted_instance(tmp_path):
+    """The holdings job's driver, run here as the head runs it (python3 -c, stdlib only) over the Lustre stand-in's
+    file system, prints what incluster/park.py holdings_of reads from the guardian's mount."""
+    import shlex
+    import shutil
+    import subprocess
+
+    from incluster.park import Holdings, holdings_of
+    from jobs.runs.run_files import holdings_entrypoint, printed
+    from tests.support.lustre_stand_in import RUN, a_run
+
+    a_run(tmp_path)
+    (tmp_path / "checkpoints" / "other-run").mkdir()
+    command = shlex.split(holdings_entrypoint(str(tmp_path), "/checkpoints", "/exports", RUN))
+    found = printed(subprocess.run(command, capture_output=True, text=True, check=True, timeout=60).stdout)
+    listed = Holdings(
+        "/checkpoints", "/exports", tuple(found["runs"]), tuple(found["exports"]), tuple(found["runFiles"])
+    )
+    assert listed == holdings_of(tmp_path, "/checkpoints", "/exports", RUN)
+    assert listed.runs == tuple(sorted((RUN, "other-run")))
+    shutil.rmtree(tmp_path / "exports")
+    command = shlex.split(holdings_entrypoint(str(tmp_path), "/checkpoints", "/exports", RUN))
+    assert (
+        printed(subprocess.run(command, capture_output=True, text=True, check=True, timeout=60).stdout)["exports"]
+        is None
+    )
