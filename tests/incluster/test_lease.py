@@ -368,3 +368,139 @@ def test_a_guardian_that_cannot_reach_the_lease_says_why_it_waits(api, settings,
     assert waiting.applied == [] and lines[-1] == f"{settings.run}: {reason}: this guardian waits to act"
     reachable = holder(api, IN_CLUSTER, time)
     assert reachable.renew_once() and reachable.last_error == ""
+
+
+# client-go's defaults and NewLeaderElector's rules, read from kubernetes/client-go v0.36.3
+# tools/leaderelection/leaderelection.go: LeaseDuration 15 s (L132), RenewDeadline 10 s (L137), RetryPeriod 2 s (L142),
+# JitterFactor 1.2 (L72); refused: leaseDuration <= renewDeadline (L77), renewDeadline <= JitterFactor * retryPeriod
+# (L80). Written here, not read from incluster/lease.py, so that a wrong constant there is seen.
+CLIENT_GO_DEFAULTS = {"lease_duration": 15.0, "renew_deadline": 10.0, "retry_period": 2.0}
+CLIENT_GO_JITTER_FACTOR = 1.2
+
+
+def client_go_refusal(lease_duration: float, renew_deadline: float, retry_period: float) -> str | None:
+    """What client-go's NewLeaderElector refuses in these timings (its error text), or None."""
+    if lease_duration <= renew_deadline:
+        return "leaseDuration must be greater than renewDeadline"
+    if renew_deadline <= CLIENT_GO_JITTER_FACTOR * retry_period:
+        return "renewDeadline must be greater than retryPeriod*JitterFactor"
+    if min(lease_duration, renew_deadline, retry_period) <= 0:
+        return "must be greater than zero"
+    return None
+
+
+def test_client_go_would_accept_the_guardians_timings_and_refuses_a_renew_deadline_past_the_lease():
+    assert client_go_refusal(**CLIENT_GO_DEFAULTS) is None
+    assert client_go_refusal(15, 20, 2) == "leaseDuration must be greater than renewDeadline"
+    assert client_go_refusal(15, 2, 2) == "renewDeadline must be greater than retryPeriod*JitterFactor"
+    ours = {
+        "lease_duration": lease.LEASE_DURATION_SECONDS,
+        "renew_deadline": lease.RENEW_DEADLINE_SECONDS,
+        "retry_period": lease.RENEW_INTERVAL_SECONDS,
+    }
+    assert client_go_refusal(**ours) is None, ours
+
+
+def test_the_holder_whose_renewals_fail_never_acts_while_a_candidate_may_take_the_lease(api):
+    _, store = api
+    time, other_time = FakeTime(), FakeTime(mono=7.0)
+    first, second = holder(api, IN_CLUSTER, time), holder(api, FOREGROUND, other_time)
+    assert first.try_acquire_or_renew() and not second.try_acquire_or_renew()
+    # From here every request of the holder fails (its answers cut: a fault at the boundary); the candidate's go
+    # through. Both clocks advance together, second by second, for client-go's lease duration twice over.
+    taken_at = None
+    for second_passed in range(1, 2 * int(CLIENT_GO_DEFAULTS["lease_duration"]) + 1):
+        time.advance(1.0)
+        other_time.advance(1.0)
+        store.faults.append("cut")
+        first.renew_once()
+        if second.try_acquire_or_renew() and taken_at is None:
+            taken_at = second_passed
+        assert not (first.held() and second.held()), f"both act {second_passed} s after the last renewal"
+    assert taken_at == CLIENT_GO_DEFAULTS["lease_duration"]
+
+
+def test_stop_releases_only_a_lease_this_guardian_holds(api):
+    _, store = api
+    time = FakeTime()
+    first, second = holder(api, IN_CLUSTER, time), holder(api, FOREGROUND, FakeTime())
+    assert first.try_acquire_or_renew() and not second.try_acquire_or_renew()
+    second.stop()
+    assert store.spec(NAMESPACE, NAME)["holderIdentity"] == IN_CLUSTER
+    assert store.spec(NAMESPACE, NAME)["leaseDurationSeconds"] == 15
+    # The holder's own stop after another took the Lease leaves it to the taker too.
+    second.take()
+    first.stop()
+    assert store.spec(NAMESPACE, NAME)["holderIdentity"] == FOREGROUND
+
+
+@pytest.mark.parametrize("fault", ["cut", "html"])
+def test_a_renewal_answered_with_a_cut_body_or_html_is_one_failed_try_kept_as_the_last_error(api, fault):
+    endpoint, store = api
+    time = FakeTime()
+    first = holder(api, IN_CLUSTER, time)
+    assert first.renew_once()
+    store.faults.append(fault)
+    time.advance(lease.RENEW_INTERVAL_SECONDS)
+    assert not first.renew_once()
+    expected = {
+        "cut": f"the API server at {endpoint.address} answered no whole answer about the Lease {NAMESPACE}/{NAME}"
+        " (ChunkedEncodingError)",
+        "html": f"the API server answered HTTP 200 reading the Lease {NAMESPACE}/{NAME} with no Lease (text/html:",
+    }[fault]
+    assert first.last_error.startswith(expected), first.last_error
+    assert first.held()  # within the renew deadline of the last renewal
+    time.advance(lease.RENEW_INTERVAL_SECONDS)
+    assert first.renew_once() and first.last_error == "" and first.held()
+
+
+def test_the_renewing_thread_outlives_every_answer_of_the_api_server(api, monkeypatch):
+    import time as real_time
+
+    _, store = api
+    monkeypatch.setattr(lease, "RENEW_INTERVAL_SECONDS", 0.01)
+    renewing = Lease(api[0], IN_CLUSTER)
+    store.faults.extend(["html", "cut", "html"])
+    renewing.start_renewing()
+    try:
+        deadline = real_time.monotonic() + 10
+        while (store.faults or len(store.requests) < 8) and real_time.monotonic() < deadline:
+            real_time.sleep(0.01)
+        assert renewing._thread is not None and renewing._thread.is_alive()
+        assert renewing.held() and renewing.failure() is None
+    finally:
+        renewing.stop()
+    assert store.spec(NAMESPACE, NAME)["holderIdentity"] == ""
+
+
+def test_a_holder_that_has_not_renewed_for_the_lease_duration_must_exit_and_a_waiting_one_need_not(api):
+    _, store = api
+    time, other_time = FakeTime(), FakeTime(mono=3.0)
+    first, second = holder(api, IN_CLUSTER, time), holder(api, FOREGROUND, other_time)
+    assert first.renew_once() and not second.renew_once()
+    for _ in range(int(CLIENT_GO_DEFAULTS["lease_duration"] / 2)):  # 14 s of renewals answered with HTML
+        time.advance(2.0)
+        store.faults.append("html")
+        assert not first.renew_once()
+        assert first.failure() is None
+    time.advance(2.0)  # 16 s
+    store.faults.append("html")
+    first.renew_once()
+    assert first.failure() == (
+        f"this guardian held the Lease {NAMESPACE}/{NAME} and has not renewed it for 16 s, longer than its 15 s"
+        f" ({first.last_error})"
+    )
+    # The candidate never held it: however long it waits, it need not exit.
+    other_time.advance(3600)
+    store.faults.append("cut")
+    second.renew_once()
+    assert second.failure() is None
+
+
+def test_a_guardian_whose_renewing_thread_ended_must_exit(api, monkeypatch):
+    renewing = holder(api, IN_CLUSTER, FakeTime())
+    monkeypatch.setattr(renewing, "renew_forever", lambda: None)  # it ends without `stop`
+    renewing.start_renewing()
+    assert renewing._thread is not None
+    renewing._thread.join(5)
+    assert renewing.failure() == f"the renewing thread of the Lease {NAMESPACE}/{NAME} ended (no error kept)"
