@@ -26,7 +26,7 @@ with its default timings (L132, L137, L142: "Core clients default this value to 
 - a holder whose renewals keep failing is unhealthy once it has not renewed for the lease duration: client-go's
   `Check` (L516-534), which `tools/leaderelection/healthzadaptor.go` (L25-31) serves to the kubelet's liveness probe
   "to take down the process"; here `failure` says so, and the in-cluster guardian exits (incluster/guardian/loop.py)
-  and stops its heartbeat (incluster/guardian/heartbeat.py). Every failure of a renewal, whatever the API server
+  and stops its heartbeat (incluster/heartbeat.py). Every failure of a renewal, whatever the API server
   answered (a cut body, a 200 that is not a Lease), is one more failed try kept in `last_error`, never the end of the
   renewing thread.
 

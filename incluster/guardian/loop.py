@@ -510,9 +510,13 @@ class Guardian:
     ) -> Action:
         """Decide and act until the run is over and nothing is left to do (with `follow`, for ever); return the
         last decision. A dashboard lost on the way, or GPU nodes that do not come back within the readiness
-        gate, is a progress line and another look after `poll` seconds."""
+        gate, is a progress line and another look after `poll` seconds. GuardError once the Lease says this
+        guardian can no longer lead (lease.Lease.failure)."""
         shown, shown_at = "", 0.0
         while True:
+            failure = self.lease.failure() if self.lease is not None else None
+            if failure is not None:  # client-go's Check (incluster/lease.py): a leader that cannot renew is taken down
+                raise GuardError(f"{failure}: this guardian stops (in the cluster, Kubernetes restarts its pod)")
             try:
                 action = decide(self.observe())
                 if action.kind not in ("wait", "done"):

@@ -504,3 +504,49 @@ def test_a_guardian_whose_renewing_thread_ended_must_exit(api, monkeypatch):
     assert renewing._thread is not None
     renewing._thread.join(5)
     assert renewing.failure() == f"the renewing thread of the Lease {NAMESPACE}/{NAME} ended (no error kept)"
+
+
+def test_a_guardian_that_cannot_renew_its_lease_stops_with_its_heartbeat_one_waiting_for_another_waits_on(
+    api, settings, monkeypatch, tmp_path
+):
+    from incluster.heartbeat import Heartbeat
+
+    _, store = api
+    time = FakeTime()
+    first = holder(api, IN_CLUSTER, time)
+    assert first.renew_once()
+    lines: list[str] = []
+    beating = Heartbeat(lines.append, str(tmp_path / "heartbeat"), failure=first.failure, clock=lambda: time.wall)
+    acting = OneDecision(settings, first, True, [], monkeypatch)
+    acting.report = beating
+    beating("started")
+    beaten = (tmp_path / "heartbeat").stat().st_mtime
+    for _ in range(8):  # 16 s of renewals answered with HTML by something in front of the API server
+        time.advance(2.0)
+        store.faults.append("html")
+        first.renew_once()
+    beating("a line after the Lease lapsed")
+    assert (tmp_path / "heartbeat").stat().st_mtime == beaten  # the liveness probe's file is left to age
+    with pytest.raises(GuardError) as stopped:
+        acting.run(sleep=_stop)
+    assert str(stopped.value) == (
+        f"this guardian held the Lease {NAMESPACE}/{NAME} and has not renewed it for 16 s, longer than its 15 s"
+        f" ({first.last_error}): this guardian stops (in the cluster, Kubernetes restarts its pod)"
+    )
+    assert acting.applied == []
+
+    # One that only waits for another holder keeps waiting, its renewals failing for hours.
+    other_time, second_time = FakeTime(mono=5.0), FakeTime(mono=9.0)
+    theirs, second = holder(api, FOREGROUND, other_time), holder(api, IN_CLUSTER + "-2", second_time)
+    assert theirs.take() is not None and not second.renew_once()
+    waiting_lines: list[str] = []
+    waiting = OneDecision(settings, second, True, waiting_lines, monkeypatch)
+    for _ in range(3):
+        other_time.advance(3600)
+        second_time.advance(3600)
+        assert theirs.renew_once()
+        store.faults.append("cut")
+        second.renew_once()
+        with pytest.raises(Stop):
+            waiting.run(sleep=_stop)
+    assert waiting.applied == [] and waiting_lines[-1].endswith(": this guardian waits to act")
