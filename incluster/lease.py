@@ -307,6 +307,21 @@ class Lease:
             and self.monotonic() - renewed < RENEW_DEADLINE_SECONDS
         )
 
+    def confirm(self) -> dict[str, Any] | None:
+        """Just before a record entry is written: the Lease read now, and its stamp for the entry (`holder`,
+        `transitions`) while this guardian still holds it and renewed it within RENEW_DEADLINE_SECONDS; None when it
+        does not. A Lease that cannot be read now counts as held while `held` says so: no other guardian may take it
+        before the lease duration, which is longer."""
+        with self._lock:
+            try:
+                self.read()
+            except Exception:  # noqa: BLE001 - an unreadable Lease leaves `held` to judge from the last renewal
+                pass
+            record = self.observed
+            if record is None or not self.held():
+                return None
+            return {"holder": record.holder, "transitions": record.transitions}
+
     def waiting_line(self) -> str:
         """Why a guardian that does not hold the Lease waits: who holds it, or why it cannot be reached."""
         if self.last_error:
@@ -387,6 +402,29 @@ class Lease:
             except LeaseError:
                 pass
             self._renewed_at = None
+
+
+def current_entries(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The run's record entries a reader may trust. Each entry a guardian holding the Lease writes carries its term
+    (`lease`: holder and leaseTransitions, Lease.confirm); a term that another term has written after writes no more,
+    so an entry of a superseded term was written after its writer lost the Lease (it passed its check just before
+    the take-over) and is dropped. Leader election is no fence (client-go v0.36.3 tools/leaderelection/
+    leaderelection.go L17-20): the check narrows the window, the stamp lets a reader close it. Entries without a
+    term (no Lease: a Ray head on this machine, or written before terms were stamped) are kept."""
+    superseded: set[tuple[Any, Any]] = set()
+    last: tuple[Any, Any] | None = None
+    kept = []
+    for item in entries:
+        stamp = item.get("lease")
+        if isinstance(stamp, dict):
+            term = (stamp.get("holder"), stamp.get("transitions"))
+            if term in superseded:
+                continue
+            if last is not None and term != last:
+                superseded.add(last)
+            last = term
+        kept.append(item)
+    return kept
 
 
 def refusal(lease: Lease, run: str) -> str:

@@ -43,7 +43,7 @@ from incluster.guardian.policy import (
     one_line,
 )
 from incluster.guardian.settings import GuardError, Settings
-from incluster.lease import RENEW_INTERVAL_SECONDS, Lease
+from incluster.lease import RENEW_INTERVAL_SECONDS, Lease, current_entries
 from incluster.lustre_transfer import TransferError
 from incluster.preflight import gate
 from incluster.preflight.driver import NEWEST
@@ -157,7 +157,7 @@ class Guardian:
         failure must be judged, the API server."""
         settings = self.settings
         jobs = job_client.attempts(self.client, settings.run)
-        entries = record.read(settings.run_dir)
+        entries = current_entries(record.read(settings.run_dir))
         if jobs:
             self.seen_attempt = max(self.seen_attempt, job_client.attempt_number(jobs[-1]))
             newest = self._view(jobs[-1], entries)
@@ -323,14 +323,26 @@ class Guardian:
 
     def append(self, attempt: int, event: str, reason: str = "", **extra: Any) -> None:
         """Append one decision to the run's record and report it, once: a decision the record already holds for this
-        attempt (a second guardian's that acted first, or this one's before it restarted) is not appended again."""
+        attempt (a second guardian's that acted first, or this one's before it restarted) is not appended again.
+        With a Lease, only its holder records: the Lease is read again just before, and the entry carries its term
+        (lease.Lease.confirm, lease.current_entries); a guardian that lost it meanwhile reports what it did and
+        records nothing."""
+        entries = current_entries(record.read(self.settings.run_dir))
         if event not in REPEATABLE_EVENTS and any(
-            item.get("attempt") == attempt and item.get("event") == event for item in record.read(self.settings.run_dir)
+            item.get("attempt") == attempt and item.get("event") == event for item in entries
         ):
             self.report(f"{self.settings.run}: attempt {attempt} {event} is in the record already")
             return
-        record.append(self.settings.run_dir, record.entry(self.clock(), attempt, event, reason, **extra))
-        self.report(f"{self.settings.run}: attempt {attempt} {event}" + (f": {reason}" if reason else ""))
+        line = record.entry(self.clock(), attempt, event, reason, **extra)
+        said = f"{self.settings.run}: attempt {attempt} {event}" + (f": {reason}" if reason else "")
+        if self.lease is not None:
+            stamp = self.lease.confirm()
+            if stamp is None:
+                self.report(f"{said} (not recorded: this guardian lost the Lease; {self.lease.holder_line()})")
+                return
+            line["lease"] = stamp
+        record.append(self.settings.run_dir, line)
+        self.report(said)
 
     def resume_step(self) -> int | None:
         """The step the next attempt's wrapper will resume from (None: from scratch, or it will refuse)."""

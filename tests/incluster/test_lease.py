@@ -6,6 +6,7 @@ waits."""
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 
@@ -550,3 +551,88 @@ def test_a_guardian_that_cannot_renew_its_lease_stops_with_its_heartbeat_one_wai
         with pytest.raises(Stop):
             waiting.run(sleep=_stop)
     assert waiting.applied == [] and waiting_lines[-1].endswith(": this guardian waits to act")
+
+
+def test_a_park_that_outlives_the_lease_is_reported_and_not_recorded_beside_the_new_holders_refusal(
+    api, tmp_path, monkeypatch
+):
+    from incluster import record
+    from incluster.google_token import Credential
+    from incluster.guardian import command
+    from incluster.guardian.command import cluster_hooks
+    from tests.incluster.test_guardian_park import PARK, parking_settings
+    from tests.support.lustre_stand_in import BUCKET, INSTANCE, StandInLustre, StandInObjects, a_run
+
+    time, other_time = FakeTime(), FakeTime(mono=4.0)
+    mine, theirs = holder(api, IN_CLUSTER, time), holder(api, FOREGROUND, other_time)
+    assert mine.renew_once()
+    lustre, bucket = tmp_path / "lustre", tmp_path / "bucket"
+    a_run(lustre)
+    settings = parking_settings(lustre)
+    monkeypatch.setattr(job_client, "connect", lambda endpoint: None)
+    monkeypatch.setattr(command.lustre_transfer, "POLL_SECONDS", 0)
+    lines: list[str] = []
+    later = Guardian(settings, Endpoint("http://grpo-head-svc:8265"), Hooks(), lines.append, lease=theirs,
+                     wait_for_lease=False, clock=lambda: other_time.wall)  # fmt: skip
+
+    class TakenMidPark(StandInLustre):
+        """The stand-in instance, during whose export the foreground guardian takes the Lease (`--take-over`) and
+        has its own park refused (the Managed Lustre API queues no second operation while one runs)."""
+
+        def export_data(self, instance: str, lustre_path: str, gcs_uri: str) -> dict:
+            if theirs.observed is None or theirs.observed.holder != FOREGROUND:
+                theirs.take()
+                later.append(1, "park-failed", "unable to queue the operation; python -m jobs park parks it by hand")
+            return super().export_data(instance, lustre_path, gcs_uri)
+
+    monkeypatch.setattr(command, "RestTransfers", lambda headers: TakenMidPark(lustre, bucket, BUCKET, INSTANCE))
+    monkeypatch.setattr(command, "RestObjects", lambda name, headers: StandInObjects(bucket))
+    endpoint = Endpoint(address="http://grpo-head-svc:8265")
+    hooks = cluster_hooks(settings, endpoint, lambda: Credential("ya29.guardian", None), lambda line: None)
+    parking = Guardian(settings, endpoint, hooks, lines.append, lease=mine, clock=lambda: time.wall)
+    assert parking.may_act()  # the check before the action: it holds the Lease
+    # The park goes on to its end (the export runs in the cloud), its Lease taken meanwhile; by its last renewal
+    # (no renewal came in between) it still holds it: only the read just before the entry shows the loss.
+    parking.apply(PARK)
+    entries = record.read(settings.run_dir)
+    assert [(item["event"], item.get("lease")) for item in entries] == [
+        ("submitted", None),  # the run's record as it stood (tests/support/lustre_stand_in.py a_run)
+        ("exported", None),
+        ("park-failed", {"holder": FOREGROUND, "transitions": 1}),
+    ]
+    marker = json.loads((bucket / names.PARK_MARKER).read_text())
+    objects = sum(item["objects"] for item in marker["exported"].values())
+    assert lines[-1] == (
+        f"{settings.run}: attempt 1 parked: {objects} objects (step 6) in gs://{BUCKET}/; the Lustre instance bills on"
+        f" until storage.parked true and pulumi up delete it (not recorded: this guardian lost the Lease; {FOREGROUND}"
+        f" holds the Lease {NAMESPACE}/{NAME} (renewed 0 s ago))"
+    )
+
+
+def test_a_reader_drops_an_entry_its_writer_made_after_another_term_had_written(api, settings, monkeypatch, tmp_path):
+    from dataclasses import replace
+
+    from incluster import record
+
+    runtime = settings.submission["runtime_env"]
+    env = {**runtime["env_vars"], "GRPO_RUN_DIR": str(tmp_path / "run")}
+    settings = replace(settings, submission={**settings.submission, "runtime_env": {**runtime, "env_vars": env}})
+
+    time, other_time = FakeTime(), FakeTime(mono=4.0)
+    first, second = holder(api, IN_CLUSTER, time), holder(api, FOREGROUND, other_time)
+    assert first.renew_once()
+    monkeypatch.setattr(job_client, "connect", lambda endpoint: None)
+    lines: list[str] = []
+    old = Guardian(settings, Endpoint("http://127.0.0.1:9"), Hooks(), lines.append, lease=first)
+    new = Guardian(settings, Endpoint("http://127.0.0.1:9"), Hooks(), lines.append, lease=second)
+    old.append(1, "submitted", "the first attempt")
+    second.take()
+    new.append(1, "failed", "the GPU node went away")
+    # The old holder's check passed just before the take-over (the race no check closes): its entry lands after.
+    monkeypatch.setattr(first, "confirm", lambda: {"holder": IN_CLUSTER, "transitions": 0})
+    old.append(1, "recovering", "a late decision of the deposed guardian")
+    new.append(1, "gave-up", "the new holder's decision")
+    written = record.read(settings.run_dir)
+    assert [item["event"] for item in written] == ["submitted", "failed", "recovering", "gave-up"]
+    assert [item["event"] for item in lease.current_entries(written)] == ["submitted", "failed", "gave-up"]
+    assert [item["event"] for item in lease.current_entries([*written, {"event": "unstamped"}])][-1] == "unstamped"
