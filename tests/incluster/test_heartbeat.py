@@ -116,3 +116,28 @@ def test_a_stuck_loop_fails_the_probe_and_a_missing_heartbeat_too(tmp_path, monk
         f"no heartbeat at {tmp_path / 'never-beaten'} (No such file or directory): the guardian has printed no"
         " progress line\n"
     )
+
+
+def test_an_hour_at_the_readiness_gate_with_its_progress_lines_keeps_the_probe_passing(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from incluster import job_client, readiness
+
+    path = tmp_path / "heartbeat"
+    clock = Clock(behind=3600)
+    lines: list[str] = []
+    looks: list[str | None] = []
+
+    def sleep(seconds: float) -> None:
+        clock.sleep(seconds)
+        looks.append(staleness(str(path), clock.now, STALE_AFTER_SECONDS))  # the kubelet's look at that moment
+
+    # The gate's clock and sleep are the fake ones; Ray's state API lists no GPU node for the whole hour.
+    monkeypatch.setattr(readiness, "time", SimpleNamespace(monotonic=lambda: clock.now, sleep=sleep))
+    monkeypatch.setattr(readiness, "gpu_nodes", lambda endpoint: [])
+    beating = Heartbeat(lines.append, str(path), clock=lambda: clock.now)
+    with pytest.raises(job_client.JobError):
+        readiness.wait_for_gpus(Endpoint("http://127.0.0.1:9"), 2, 3600, beating, poll=2.0)
+    assert len(lines) >= 3600 / readiness.REPORT_EVERY_SECONDS and looks and set(looks) == {None}
+    answered = probe(path)
+    assert (answered.returncode, answered.stdout) == (0, "")
