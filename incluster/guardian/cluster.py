@@ -46,7 +46,9 @@ end, so every 50 s."""
 
 class ServiceAccountToken:
     """The pod's projected service account token as a Credential source: the kubelet rotates the file (Kubernetes'
-    bound service account tokens), so it is read again every TOKEN_FILE_PERIOD_SECONDS less the leeway (FreshBearer);
+    bound service account tokens: "the kubelet will start trying to rotate the token if the token is older than 80
+    percent of its time to live or if the token is older than 24 hours", default 1 hour, k8s.io/api v0.36.3
+    core/v1/types.go L1944-1949 ServiceAccountTokenProjection.expirationSeconds), so it is read again every TOKEN_FILE_PERIOD_SECONDS less the leeway (FreshBearer);
     a read that fails or finds the file empty keeps the last token, as client-go does (token_source.go L180-190:
     "Unable to rotate token")."""
 
