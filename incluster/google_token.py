@@ -62,9 +62,14 @@ class FreshBearer(dict):
     CIMultiDict) sees the value the last read left, which the status polls of a follow renew every second.
     """
 
-    def __init__(self, fetch: Callable[[], Credential], clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        fetch: Callable[[], Credential],
+        clock: Callable[[], float] = time.time,
+        renew_before: float = RENEW_BEFORE_SECONDS,
+    ) -> None:
         super().__init__()
-        self._fetch, self._clock = fetch, clock
+        self._fetch, self._clock, self._renew_before = fetch, clock, renew_before
         self._renew_at = float("-inf")
         self._renew()
 
@@ -75,7 +80,7 @@ class FreshBearer(dict):
         dict.__setitem__(self, "Authorization", f"Bearer {credential.token}")
         fetched = self._clock()
         expiry = credential.expires_at if credential.expires_at is not None else fetched + GCLOUD_TOKEN_LIFETIME_SECONDS
-        self._renew_at = max(fetched, expiry - RENEW_BEFORE_SECONDS)
+        self._renew_at = max(fetched, expiry - self._renew_before)
 
     def __getitem__(self, key: str) -> str:
         self._renew()

@@ -19,7 +19,16 @@ with its default timings (L132, L137, L142: "Core clients default this value to 
   `AllowUnconditionalUpdate` false), so of two writers exactly one wins;
 - the holder stops acting as soon as a renewal shows another holder, and in any case once RENEW_DEADLINE_SECONDS
   pass without a renewal (before the 15 s another candidate waits: the two never act at once);
-- on its way out the holder releases the Lease: empty holder, leaseDurationSeconds 1 (release, L315-340).
+- on its way out the holder releases the Lease: empty holder, leaseDurationSeconds 1 (release, L315-340), and
+  only while it holds it (L330-331): a Lease another guardian took is left to it;
+- the timings keep NewLeaderElector's rules (L77-82): leaseDuration > renewDeadline > retryPeriod * JitterFactor
+  (1.2, L72);
+- a holder whose renewals keep failing is unhealthy once it has not renewed for the lease duration: client-go's
+  `Check` (L516-534), which `tools/leaderelection/healthzadaptor.go` (L25-31) serves to the kubelet's liveness probe
+  "to take down the process"; here `failure` says so, and the in-cluster guardian exits (incluster/guardian/loop.py)
+  and stops its heartbeat (incluster/heartbeat.py). Every failure of a renewal, whatever the API server
+  answered (a cut body, a 200 that is not a Lease), is one more failed try kept in `last_error`, never the end of the
+  renewing thread.
 
 Stdlib and requests only: it runs in the guardian's pod (incluster/shipping.py).
 """
@@ -170,6 +179,25 @@ class Lease:
             raise LeaseError(
                 f"the API server at {self.api.address} did not answer about the Lease {self.where}"
             ) from None
+        except requests.exceptions.RequestException as error:
+            raise LeaseError(
+                f"the API server at {self.api.address} answered no whole answer about the Lease {self.where}"
+                f" ({type(error).__name__})"
+            ) from None
+
+    def _lease_of(self, answer: Any, doing: str) -> LeaseRecord:
+        """The LeaseRecord of a 2xx answer; LeaseError when its body is not a Lease (HTML from a proxy, a cut body)."""
+        try:
+            body = answer.json()
+            if not isinstance(body, dict) or body.get("kind") != "Lease":
+                raise ValueError(f"kind {body.get('kind') if isinstance(body, dict) else type(body).__name__!r}")
+            return record_of(body)
+        except (ValueError, TypeError) as error:
+            kind = answer.headers.get("Content-Type") or "no Content-Type"
+            raise LeaseError(
+                f"the API server answered HTTP {answer.status_code} {doing} the Lease {self.where} with no Lease"
+                f" ({kind}: {' '.join(str(error).split())[:80]})"
+            ) from None
 
     def read(self) -> LeaseRecord | None:
         """The Lease now (None when absent), remembered with when this process saw it change."""
@@ -179,7 +207,7 @@ class Lease:
         elif answer.status_code >= 400:
             raise LeaseError(f"the API server answered HTTP {answer.status_code} reading the Lease {self.where}")
         else:
-            record = record_of(answer.json())
+            record = self._lease_of(answer, "reading")
         self._observe(record)
         return record
 
@@ -214,7 +242,7 @@ class Lease:
         if answer.status_code >= 400:
             verb = "creating" if current is None else "updating"
             raise LeaseError(f"the API server answered HTTP {answer.status_code} {verb} the Lease {self.where}")
-        self._observe(record_of(answer.json()))
+        self._observe(self._lease_of(answer, "creating" if current is None else "updating"))
         return True
 
     def held_by_another(self) -> bool:
@@ -279,6 +307,21 @@ class Lease:
             and self.monotonic() - renewed < RENEW_DEADLINE_SECONDS
         )
 
+    def confirm(self) -> dict[str, Any] | None:
+        """Just before a record entry is written: the Lease read now, and its stamp for the entry (`holder`,
+        `transitions`) while this guardian still holds it and renewed it within RENEW_DEADLINE_SECONDS; None when it
+        does not. A Lease that cannot be read now counts as held while `held` says so: no other guardian may take it
+        before the lease duration, which is longer."""
+        with self._lock:
+            try:
+                self.read()
+            except Exception:  # noqa: BLE001 - an unreadable Lease leaves `held` to judge from the last renewal
+                pass
+            record = self.observed
+            if record is None or not self.held():
+                return None
+            return {"holder": record.holder, "transitions": record.transitions}
+
     def waiting_line(self) -> str:
         """Why a guardian that does not hold the Lease waits: who holds it, or why it cannot be reached."""
         if self.last_error:
@@ -303,15 +346,41 @@ class Lease:
             self._stop.wait(RENEW_INTERVAL_SECONDS)
 
     def renew_once(self) -> bool:
-        """One try of the renewing thread: whether this guardian holds the Lease; a failure to reach it is kept in
-        `last_error`."""
+        """One try of the renewing thread: whether this guardian holds the Lease. Any failure (LeaseError, or
+        anything else an answer of the API server or this code raises) is one failed try, kept in `last_error`: the
+        thread must outlive every answer, as client-go's renew loop outlives every failed try (leaderelection.go
+        L284-306)."""
         try:
             held = self.try_acquire_or_renew()
         except LeaseError as error:
             self.last_error = str(error)
             return False
+        except Exception as error:  # noqa: BLE001 - any failure is a failed try; the thread goes on
+            self.last_error = (
+                f"renewing the Lease {self.where} failed: {type(error).__name__}: {' '.join(str(error).split())[:120]}"
+            )
+            return False
         self.last_error = ""
         return held
+
+    def failure(self) -> str | None:
+        """Why this guardian can no longer lead and must exit so that Kubernetes restarts it, or None: its renewing
+        thread ended, or it holds the Lease as last seen and has not renewed it for LEASE_DURATION_SECONDS (another
+        may have taken it). client-go's `Check` (leaderelection.go L516-534) with no extra tolerance: a guardian only
+        waiting for another holder is healthy."""
+        thread = self._thread
+        if thread is not None and not thread.is_alive() and not self._stop.is_set():
+            return f"the renewing thread of the Lease {self.where} ended ({self.last_error or 'no error kept'})"
+        renewed, record = self._renewed_at, self.observed
+        if renewed is None or record is None or record.holder != self.identity:
+            return None
+        since = self.monotonic() - renewed
+        if since <= LEASE_DURATION_SECONDS:
+            return None
+        return (
+            f"this guardian held the Lease {self.where} and has not renewed it for {since:.0f} s, longer than its"
+            f" {LEASE_DURATION_SECONDS} s ({self.last_error or 'no error kept'})"
+        )
 
     def start_renewing(self) -> None:
         """Renew (or, while another holds it, keep trying to acquire) in a daemon thread."""
@@ -333,6 +402,29 @@ class Lease:
             except LeaseError:
                 pass
             self._renewed_at = None
+
+
+def current_entries(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The run's record entries a reader may trust. Each entry a guardian holding the Lease writes carries its term
+    (`lease`: holder and leaseTransitions, Lease.confirm); a term that another term has written after writes no more,
+    so an entry of a superseded term was written after its writer lost the Lease (it passed its check just before
+    the take-over) and is dropped. Leader election is no fence (client-go v0.36.3 tools/leaderelection/
+    leaderelection.go L17-20): the check narrows the window, the stamp lets a reader close it. Entries without a
+    term (no Lease: a Ray head on this machine, or written before terms were stamped) are kept."""
+    superseded: set[tuple[Any, Any]] = set()
+    last: tuple[Any, Any] | None = None
+    kept = []
+    for item in entries:
+        stamp = item.get("lease")
+        if isinstance(stamp, dict):
+            term = (stamp.get("holder"), stamp.get("transitions"))
+            if term in superseded:
+                continue
+            if last is not None and term != last:
+                superseded.add(last)
+            last = term
+        kept.append(item)
+    return kept
 
 
 def refusal(lease: Lease, run: str) -> str:

@@ -5,6 +5,8 @@ the submission told its deadline."""
 from __future__ import annotations
 
 import shlex
+import time
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -13,7 +15,8 @@ from incluster import readiness
 from incluster.attempt import logged_lines
 from incluster.capacity_events import rungs_of_nodes
 from incluster.deadline import attempt_overrides
-from incluster.endpoint import Endpoint, bearer_headers
+from incluster.endpoint import Endpoint
+from incluster.google_token import Credential, FreshBearer
 from incluster.guardian.policy import KubeNodeView, PodView
 from incluster.guardian.settings import Settings
 from incluster.logs import ERROR_SCAN_LINES, error_line
@@ -29,9 +32,49 @@ SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 """Where a pod's service account token and the cluster CA are mounted."""
 
 
+TOKEN_FILE_PERIOD_SECONDS = 60.0
+"""How long a token read from the service account's file is used before the file is read again, less
+TOKEN_FILE_LEEWAY_SECONDS: client-go's (kubernetes/client-go v0.36.3 transport/token_source.go L69-82
+NewCachedFileTokenSource: period time.Minute, "half of the duration between when the kubelet refreshes a projected
+service account token and when the original token expires"; rest/config.go L545-572 InClusterConfig hands it the
+token file, transport/round_trippers.go L289-305)."""
+
+TOKEN_FILE_LEEWAY_SECONDS = 10.0
+"""client-go's leeway (token_source.go L72, L169): the file is read again once the token is within 10 s of its period's
+end, so every 50 s."""
+
+
+class ServiceAccountToken:
+    """The pod's projected service account token as a Credential source: the kubelet rotates the file (Kubernetes'
+    bound service account tokens: "the kubelet will start trying to rotate the token if the token is older than 80
+    percent of its time to live or if the token is older than 24 hours", default 1 hour, k8s.io/api v0.36.3
+    core/v1/types.go L1944-1949 ServiceAccountTokenProjection.expirationSeconds), so it is read again every TOKEN_FILE_PERIOD_SECONDS less the leeway (FreshBearer);
+    a read that fails or finds the file empty keeps the last token, as client-go does (token_source.go L180-190:
+    "Unable to rotate token")."""
+
+    def __init__(self, path: Path, clock: Callable[[], float] = time.time) -> None:
+        self.path, self.clock = path, clock
+        self._last = ""
+
+    def __call__(self) -> Credential:
+        """The token in the file now (or the last one read), used for TOKEN_FILE_PERIOD_SECONDS."""
+        try:
+            token = self.path.read_text().strip()
+        except OSError:
+            token = ""
+        self._last = token or self._last
+        return Credential(self._last, self.clock() + TOKEN_FILE_PERIOD_SECONDS)
+
+
+def service_account_headers(path: Path, clock: Callable[[], float] = time.time) -> FreshBearer:
+    """The Authorization header of the pod's service account token at `path`, read again as client-go does."""
+    return FreshBearer(ServiceAccountToken(path, clock), clock, renew_before=TOKEN_FILE_LEEWAY_SECONDS)
+
+
 def api_endpoint(endpoint: Endpoint) -> Endpoint | None:
     """The Kubernetes API server: the one behind the dashboard's service proxy, else the pod's own service
-    account's; None when neither is at hand (a plain dashboard address on this machine)."""
+    account's (its token read again as the kubelet rotates it: service_account_headers); None when neither is at
+    hand (a plain dashboard address on this machine)."""
     if "/api/v1/" in endpoint.address:
         return Endpoint(
             address=endpoint.address.split("/api/v1/", 1)[0], headers=endpoint.headers, verify=endpoint.verify
@@ -40,7 +83,7 @@ def api_endpoint(endpoint: Endpoint) -> Endpoint | None:
     if not token.is_file():
         return None
     ca = SERVICE_ACCOUNT_DIR / "ca.crt"
-    return Endpoint(IN_CLUSTER_API, bearer_headers(token.read_text().strip()), str(ca) if ca.is_file() else True)
+    return Endpoint(IN_CLUSTER_API, service_account_headers(token), str(ca) if ca.is_file() else True)
 
 
 GPU_NODE_SELECTOR = "cloud.google.com/gke-accelerator"

@@ -17,6 +17,7 @@ from incluster.google_token import Credential, FreshBearer, metadata_credential
 from incluster.guardian.cluster import api_endpoint
 from incluster.guardian.loop import ExportRequest, Guardian, Hooks
 from incluster.guardian.settings import GuardError, Settings, read_settings
+from incluster.heartbeat import Heartbeat
 from incluster.lease import (
     RENEW_INTERVAL_SECONDS,
     Lease,
@@ -100,6 +101,9 @@ def _parser() -> argparse.ArgumentParser:
     top.add_argument("--kubeconfig", help="kubeconfig (default: $KUBECONFIG or ~/.kube/config)")
     top.add_argument("--context", help="kubeconfig context (default: the stack's gke_<project>_<region>_<cluster>)")
     top.add_argument("--data-root", help="a local directory standing for the shared storage (/data)")
+    top.add_argument(
+        "--heartbeat", help="a file whose time every progress line sets (the in-cluster form's liveness probe reads it)"
+    )
     top.add_argument("--follow", action="store_true", help="keep following after the run is over (until Ctrl-C)")
     top.add_argument(
         "--take-over",
@@ -159,10 +163,15 @@ def main(
         else:
             settings, endpoint = from_stack(args)
             follow = args.follow
+        report: Callable[[str], None] = _report
+        if args.heartbeat:  # the liveness probe's file (incluster/heartbeat.py), beaten from the start
+            Heartbeat(_report, args.heartbeat).beat()
         lease = hold_the_lease(settings, endpoint, in_cluster=bool(args.settings), take_over=args.take_over)
+        if args.heartbeat:
+            report = Heartbeat(_report, args.heartbeat, failure=lease.failure if lease is not None else lambda: None)
         try:
-            hooks = cluster_hooks(settings, endpoint, google_credential, _report)
-            guardian = Guardian(settings, endpoint, hooks, _report, lease=lease, wait_for_lease=bool(args.settings))
+            hooks = cluster_hooks(settings, endpoint, google_credential, report)
+            guardian = Guardian(settings, endpoint, hooks, report, lease=lease, wait_for_lease=bool(args.settings))
             guardian.run(follow=follow)
         finally:
             if lease is not None:

@@ -44,7 +44,7 @@ from incluster.guardian.policy import (
     one_line,
 )
 from incluster.guardian.settings import GuardError, Settings
-from incluster.lease import RENEW_INTERVAL_SECONDS, Lease
+from incluster.lease import RENEW_INTERVAL_SECONDS, Lease, current_entries
 from incluster.lustre_transfer import TransferError
 from incluster.preflight import gate
 from incluster.preflight.driver import NEWEST
@@ -163,7 +163,7 @@ class Guardian:
         failure must be judged, the API server."""
         settings = self.settings
         jobs = job_client.attempts(self.client, settings.run)
-        entries = record.read(settings.run_dir, self.report_record_skip)
+        entries = current_entries(record.read(settings.run_dir, self.report_record_skip))
         if jobs:
             self.seen_attempt = max(self.seen_attempt, job_client.attempt_number(jobs[-1]))
             newest = self._view(jobs[-1], entries)
@@ -348,14 +348,26 @@ class Guardian:
 
     def append(self, attempt: int, event: str, reason: str = "", **extra: Any) -> None:
         """Append one decision to the run's record and report it, once: a decision the record already holds for this
-        attempt (a second guardian's that acted first, or this one's before it restarted) is not appended again."""
+        attempt (a second guardian's that acted first, or this one's before it restarted) is not appended again.
+        With a Lease, only its holder records: the Lease is read again just before, and the entry carries its term
+        (lease.Lease.confirm, lease.current_entries); a guardian that lost it meanwhile reports what it did and
+        records nothing."""
+        entries = current_entries(record.read(self.settings.run_dir))
         if event not in REPEATABLE_EVENTS and any(
-            item.get("attempt") == attempt and item.get("event") == event for item in record.read(self.settings.run_dir)
+            item.get("attempt") == attempt and item.get("event") == event for item in entries
         ):
             self.report(f"{self.settings.run}: attempt {attempt} {event} is in the record already")
             return
-        record.append(self.settings.run_dir, record.entry(self.clock(), attempt, event, reason, **extra))
-        self.report(f"{self.settings.run}: attempt {attempt} {event}" + (f": {reason}" if reason else ""))
+        line = record.entry(self.clock(), attempt, event, reason, **extra)
+        said = f"{self.settings.run}: attempt {attempt} {event}" + (f": {reason}" if reason else "")
+        if self.lease is not None:
+            stamp = self.lease.confirm()
+            if stamp is None:
+                self.report(f"{said} (not recorded: this guardian lost the Lease; {self.lease.holder_line()})")
+                return
+            line["lease"] = stamp
+        record.append(self.settings.run_dir, line)
+        self.report(said)
 
     def resume_step(self) -> int | None:
         """The step the next attempt's wrapper will resume from (None: from scratch, or it will refuse)."""
@@ -544,9 +556,13 @@ class Guardian:
     ) -> Action:
         """Decide and act until the run is over and nothing is left to do (with `follow`, for ever); return the
         last decision. A dashboard lost on the way, or GPU nodes that do not come back within the readiness
-        gate, is a progress line and another look after `poll` seconds."""
+        gate, is a progress line and another look after `poll` seconds. GuardError once the Lease says this
+        guardian can no longer lead (lease.Lease.failure)."""
         shown, shown_at = "", 0.0
         while True:
+            failure = self.lease.failure() if self.lease is not None else None
+            if failure is not None:  # client-go's Check (incluster/lease.py): a leader that cannot renew is taken down
+                raise GuardError(f"{failure}: this guardian stops (in the cluster, Kubernetes restarts its pod)")
             try:
                 action = decide(self.observe())
                 if action.kind not in ("wait", "done"):

@@ -38,6 +38,7 @@ from core import names
 from core.config.model import StackConfig
 from core.facts.gcp import GOOGLE_ACCOUNT_ANNOTATION
 from core.resource_options import fixed_name_options
+from incluster import heartbeat
 from incluster.lease import LEASE_NAME
 from workloads import placement, pods, storage
 from workloads.identity import LABELS
@@ -219,8 +220,8 @@ def render_code_config_map(code_files: Mapping[str, str]) -> ConfigMapInitArgs:
 
 
 def guardian_command() -> list[str]:
-    """The guardian's command line (the shared contract): `incluster.guardian` with its settings and the head's
-    dashboard."""
+    """The guardian's command line (the shared contract): `incluster.guardian` with its settings, the head's
+    dashboard and the heartbeat its liveness probe reads (liveness_command)."""
     return [
         "python3",
         "-m",
@@ -229,7 +230,30 @@ def guardian_command() -> list[str]:
         f"{names.GUARDIAN_SETTINGS_DIR}/{SETTINGS_FILE}",
         "--address",
         f"http://{names.RAY_HEAD_SERVICE}:{names.RAY_DASHBOARD_PORT}",
+        "--heartbeat",
+        heartbeat.HEARTBEAT_FILE,
     ]
+
+
+LIVENESS_PERIOD_SECONDS = 60
+"""How often the kubelet runs the guardian's liveness probe (Probe.periodSeconds; its default is 10 s)."""
+
+LIVENESS_FAILURES = 2
+"""Consecutive failed probes before the kubelet restarts the guardian (Probe.failureThreshold; default 3): a stuck
+guardian is restarted within heartbeat.STALE_AFTER_SECONDS and two periods."""
+
+LIVENESS_TIMEOUT_SECONDS = 10
+"""How long one probe may run (Probe.timeoutSeconds, default 1 s): a Python start on a busy CPU node."""
+
+LIVENESS_START_SECONDS = 120
+"""Probe.initialDelaySeconds: the guardian beats the heartbeat first thing, after its imports (Ray's among them)."""
+
+
+def liveness_command() -> list[str]:
+    """The liveness probe's exec command (incluster/heartbeat.py run by path, stdlib alone): the heartbeat
+    file and how old it may be."""
+    script = f"{names.GUARDIAN_CODE_DIR}/incluster/heartbeat.py"
+    return ["python3", "-I", script, heartbeat.HEARTBEAT_FILE, str(heartbeat.STALE_AFTER_SECONDS)]
 
 
 def render_deployment(
@@ -245,6 +269,17 @@ def render_deployment(
         env=[k8s.core.v1.EnvVarArgs(name="PYTHONPATH", value=names.GUARDIAN_CODE_DIR)],
         resources=k8s.core.v1.ResourceRequirementsArgs(requests=dict(REQUESTS), limits={"memory": REQUESTS["memory"]}),
         security_context=pods.security_context_args(pods.container_security_context()),
+        # A stuck loop stops the heartbeat and the kubelet restarts the container (k8s.io/api v0.36.3 core/v1
+        # types.go L2722-2758 Probe: initialDelaySeconds, timeoutSeconds, periodSeconds, successThreshold "Must be 1
+        # for liveness", failureThreshold).
+        liveness_probe=k8s.core.v1.ProbeArgs(
+            exec_=k8s.core.v1.ExecActionArgs(command=liveness_command()),
+            initial_delay_seconds=LIVENESS_START_SECONDS,
+            timeout_seconds=LIVENESS_TIMEOUT_SECONDS,
+            period_seconds=LIVENESS_PERIOD_SECONDS,
+            success_threshold=1,
+            failure_threshold=LIVENESS_FAILURES,
+        ),
         volume_mounts=[
             k8s.core.v1.VolumeMountArgs(name="settings", mount_path=names.GUARDIAN_SETTINGS_DIR, read_only=True),
             k8s.core.v1.VolumeMountArgs(name="code", mount_path=names.GUARDIAN_CODE_DIR, read_only=True),

@@ -6,6 +6,7 @@ waits."""
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 
@@ -368,3 +369,270 @@ def test_a_guardian_that_cannot_reach_the_lease_says_why_it_waits(api, settings,
     assert waiting.applied == [] and lines[-1] == f"{settings.run}: {reason}: this guardian waits to act"
     reachable = holder(api, IN_CLUSTER, time)
     assert reachable.renew_once() and reachable.last_error == ""
+
+
+# client-go's defaults and NewLeaderElector's rules, read from kubernetes/client-go v0.36.3
+# tools/leaderelection/leaderelection.go: LeaseDuration 15 s (L132), RenewDeadline 10 s (L137), RetryPeriod 2 s (L142),
+# JitterFactor 1.2 (L72); refused: leaseDuration <= renewDeadline (L77), renewDeadline <= JitterFactor * retryPeriod
+# (L80). Written here, not read from incluster/lease.py, so that a wrong constant there is seen.
+CLIENT_GO_DEFAULTS = {"lease_duration": 15.0, "renew_deadline": 10.0, "retry_period": 2.0}
+CLIENT_GO_JITTER_FACTOR = 1.2
+
+
+def client_go_refusal(lease_duration: float, renew_deadline: float, retry_period: float) -> str | None:
+    """What client-go's NewLeaderElector refuses in these timings (its error text), or None."""
+    if lease_duration <= renew_deadline:
+        return "leaseDuration must be greater than renewDeadline"
+    if renew_deadline <= CLIENT_GO_JITTER_FACTOR * retry_period:
+        return "renewDeadline must be greater than retryPeriod*JitterFactor"
+    if min(lease_duration, renew_deadline, retry_period) <= 0:
+        return "must be greater than zero"
+    return None
+
+
+def test_client_go_would_accept_the_guardians_timings_and_refuses_a_renew_deadline_past_the_lease():
+    assert client_go_refusal(**CLIENT_GO_DEFAULTS) is None
+    assert client_go_refusal(15, 20, 2) == "leaseDuration must be greater than renewDeadline"
+    assert client_go_refusal(15, 2, 2) == "renewDeadline must be greater than retryPeriod*JitterFactor"
+    ours = {
+        "lease_duration": lease.LEASE_DURATION_SECONDS,
+        "renew_deadline": lease.RENEW_DEADLINE_SECONDS,
+        "retry_period": lease.RENEW_INTERVAL_SECONDS,
+    }
+    assert client_go_refusal(**ours) is None, ours
+
+
+def test_the_holder_whose_renewals_fail_never_acts_while_a_candidate_may_take_the_lease(api):
+    _, store = api
+    time, other_time = FakeTime(), FakeTime(mono=7.0)
+    first, second = holder(api, IN_CLUSTER, time), holder(api, FOREGROUND, other_time)
+    assert first.try_acquire_or_renew() and not second.try_acquire_or_renew()
+    # From here every request of the holder fails (its answers cut: a fault at the boundary); the candidate's go
+    # through. Both clocks advance together, second by second, for client-go's lease duration twice over.
+    taken_at = None
+    for second_passed in range(1, 2 * int(CLIENT_GO_DEFAULTS["lease_duration"]) + 1):
+        time.advance(1.0)
+        other_time.advance(1.0)
+        store.faults.append("cut")
+        first.renew_once()
+        if second.try_acquire_or_renew() and taken_at is None:
+            taken_at = second_passed
+        assert not (first.held() and second.held()), f"both act {second_passed} s after the last renewal"
+    assert taken_at == CLIENT_GO_DEFAULTS["lease_duration"]
+
+
+def test_stop_releases_only_a_lease_this_guardian_holds(api):
+    _, store = api
+    time = FakeTime()
+    first, second = holder(api, IN_CLUSTER, time), holder(api, FOREGROUND, FakeTime())
+    assert first.try_acquire_or_renew() and not second.try_acquire_or_renew()
+    second.stop()
+    assert store.spec(NAMESPACE, NAME)["holderIdentity"] == IN_CLUSTER
+    assert store.spec(NAMESPACE, NAME)["leaseDurationSeconds"] == 15
+    # The holder's own stop after another took the Lease leaves it to the taker too.
+    second.take()
+    first.stop()
+    assert store.spec(NAMESPACE, NAME)["holderIdentity"] == FOREGROUND
+
+
+@pytest.mark.parametrize("fault", ["cut", "html"])
+def test_a_renewal_answered_with_a_cut_body_or_html_is_one_failed_try_kept_as_the_last_error(api, fault):
+    endpoint, store = api
+    time = FakeTime()
+    first = holder(api, IN_CLUSTER, time)
+    assert first.renew_once()
+    store.faults.append(fault)
+    time.advance(lease.RENEW_INTERVAL_SECONDS)
+    assert not first.renew_once()
+    expected = {
+        "cut": f"the API server at {endpoint.address} answered no whole answer about the Lease {NAMESPACE}/{NAME}"
+        " (ChunkedEncodingError)",
+        "html": f"the API server answered HTTP 200 reading the Lease {NAMESPACE}/{NAME} with no Lease (text/html:",
+    }[fault]
+    assert first.last_error.startswith(expected), first.last_error
+    assert first.held()  # within the renew deadline of the last renewal
+    time.advance(lease.RENEW_INTERVAL_SECONDS)
+    assert first.renew_once() and first.last_error == "" and first.held()
+
+
+def test_the_renewing_thread_outlives_every_answer_of_the_api_server(api, monkeypatch):
+    import time as real_time
+
+    _, store = api
+    monkeypatch.setattr(lease, "RENEW_INTERVAL_SECONDS", 0.01)
+    renewing = Lease(api[0], IN_CLUSTER)
+    store.faults.extend(["html", "cut", "html"])
+    renewing.start_renewing()
+    try:
+        deadline = real_time.monotonic() + 10
+        while (store.faults or len(store.requests) < 8) and real_time.monotonic() < deadline:
+            real_time.sleep(0.01)
+        assert renewing._thread is not None and renewing._thread.is_alive()
+        assert renewing.held() and renewing.failure() is None
+    finally:
+        renewing.stop()
+    assert store.spec(NAMESPACE, NAME)["holderIdentity"] == ""
+
+
+def test_a_holder_that_has_not_renewed_for_the_lease_duration_must_exit_and_a_waiting_one_need_not(api):
+    _, store = api
+    time, other_time = FakeTime(), FakeTime(mono=3.0)
+    first, second = holder(api, IN_CLUSTER, time), holder(api, FOREGROUND, other_time)
+    assert first.renew_once() and not second.renew_once()
+    for _ in range(int(CLIENT_GO_DEFAULTS["lease_duration"] / 2)):  # 14 s of renewals answered with HTML
+        time.advance(2.0)
+        store.faults.append("html")
+        assert not first.renew_once()
+        assert first.failure() is None
+    time.advance(2.0)  # 16 s
+    store.faults.append("html")
+    first.renew_once()
+    assert first.failure() == (
+        f"this guardian held the Lease {NAMESPACE}/{NAME} and has not renewed it for 16 s, longer than its 15 s"
+        f" ({first.last_error})"
+    )
+    # The candidate never held it: however long it waits, it need not exit.
+    other_time.advance(3600)
+    store.faults.append("cut")
+    second.renew_once()
+    assert second.failure() is None
+
+
+def test_a_guardian_whose_renewing_thread_ended_must_exit(api, monkeypatch):
+    renewing = holder(api, IN_CLUSTER, FakeTime())
+    monkeypatch.setattr(renewing, "renew_forever", lambda: None)  # it ends without `stop`
+    renewing.start_renewing()
+    assert renewing._thread is not None
+    renewing._thread.join(5)
+    assert renewing.failure() == f"the renewing thread of the Lease {NAMESPACE}/{NAME} ended (no error kept)"
+
+
+def test_a_guardian_that_cannot_renew_its_lease_stops_with_its_heartbeat_one_waiting_for_another_waits_on(
+    api, settings, monkeypatch, tmp_path
+):
+    from incluster.heartbeat import Heartbeat
+
+    _, store = api
+    time = FakeTime()
+    first = holder(api, IN_CLUSTER, time)
+    assert first.renew_once()
+    lines: list[str] = []
+    beating = Heartbeat(lines.append, str(tmp_path / "heartbeat"), failure=first.failure, clock=lambda: time.wall)
+    acting = OneDecision(settings, first, True, [], monkeypatch)
+    acting.report = beating
+    beating("started")
+    beaten = (tmp_path / "heartbeat").stat().st_mtime
+    for _ in range(8):  # 16 s of renewals answered with HTML by something in front of the API server
+        time.advance(2.0)
+        store.faults.append("html")
+        first.renew_once()
+    beating("a line after the Lease lapsed")
+    assert (tmp_path / "heartbeat").stat().st_mtime == beaten  # the liveness probe's file is left to age
+    with pytest.raises(GuardError) as stopped:
+        acting.run(sleep=_stop)
+    assert str(stopped.value) == (
+        f"this guardian held the Lease {NAMESPACE}/{NAME} and has not renewed it for 16 s, longer than its 15 s"
+        f" ({first.last_error}): this guardian stops (in the cluster, Kubernetes restarts its pod)"
+    )
+    assert acting.applied == []
+
+    # One that only waits for another holder keeps waiting, its renewals failing for hours.
+    other_time, second_time = FakeTime(mono=5.0), FakeTime(mono=9.0)
+    theirs, second = holder(api, FOREGROUND, other_time), holder(api, IN_CLUSTER + "-2", second_time)
+    assert theirs.take() is not None and not second.renew_once()
+    waiting_lines: list[str] = []
+    waiting = OneDecision(settings, second, True, waiting_lines, monkeypatch)
+    for _ in range(3):
+        other_time.advance(3600)
+        second_time.advance(3600)
+        assert theirs.renew_once()
+        store.faults.append("cut")
+        second.renew_once()
+        with pytest.raises(Stop):
+            waiting.run(sleep=_stop)
+    assert waiting.applied == [] and waiting_lines[-1].endswith(": this guardian waits to act")
+
+
+def test_a_park_that_outlives_the_lease_is_reported_and_not_recorded_beside_the_new_holders_refusal(
+    api, tmp_path, monkeypatch
+):
+    from incluster import record
+    from incluster.google_token import Credential
+    from incluster.guardian import command
+    from incluster.guardian.command import cluster_hooks
+    from tests.incluster.test_guardian_park import PARK, parking_settings
+    from tests.support.lustre_stand_in import BUCKET, INSTANCE, StandInLustre, StandInObjects, a_run
+
+    time, other_time = FakeTime(), FakeTime(mono=4.0)
+    mine, theirs = holder(api, IN_CLUSTER, time), holder(api, FOREGROUND, other_time)
+    assert mine.renew_once()
+    lustre, bucket = tmp_path / "lustre", tmp_path / "bucket"
+    a_run(lustre)
+    settings = parking_settings(lustre)
+    monkeypatch.setattr(job_client, "connect", lambda endpoint: None)
+    monkeypatch.setattr(command.lustre_transfer, "POLL_SECONDS", 0)
+    lines: list[str] = []
+    later = Guardian(settings, Endpoint("http://grpo-head-svc:8265"), Hooks(), lines.append, lease=theirs,
+                     wait_for_lease=False, clock=lambda: other_time.wall)  # fmt: skip
+
+    class TakenMidPark(StandInLustre):
+        """The stand-in instance, during whose export the foreground guardian takes the Lease (`--take-over`) and
+        has its own park refused (the Managed Lustre API queues no second operation while one runs)."""
+
+        def export_data(self, instance: str, lustre_path: str, gcs_uri: str) -> dict:
+            if theirs.observed is None or theirs.observed.holder != FOREGROUND:
+                theirs.take()
+                later.append(1, "park-failed", "unable to queue the operation; python -m jobs park parks it by hand")
+            return super().export_data(instance, lustre_path, gcs_uri)
+
+    monkeypatch.setattr(command, "RestTransfers", lambda headers: TakenMidPark(lustre, bucket, BUCKET, INSTANCE))
+    monkeypatch.setattr(command, "RestObjects", lambda name, headers: StandInObjects(bucket))
+    endpoint = Endpoint(address="http://grpo-head-svc:8265")
+    hooks = cluster_hooks(settings, endpoint, lambda: Credential("ya29.guardian", None), lambda line: None)
+    parking = Guardian(settings, endpoint, hooks, lines.append, lease=mine, clock=lambda: time.wall)
+    assert parking.may_act()  # the check before the action: it holds the Lease
+    # The park goes on to its end (the export runs in the cloud), its Lease taken meanwhile; by its last renewal
+    # (no renewal came in between) it still holds it: only the read just before the entry shows the loss.
+    parking.apply(PARK)
+    entries = record.read(settings.run_dir)
+    assert [(item["event"], item.get("lease")) for item in entries] == [
+        ("submitted", None),  # the run's record as it stood (tests/support/lustre_stand_in.py a_run)
+        ("exported", None),
+        ("park-failed", {"holder": FOREGROUND, "transitions": 1}),
+    ]
+    marker = json.loads((bucket / names.PARK_MARKER).read_text())
+    objects = sum(item["objects"] for item in marker["exported"].values())
+    assert lines[-1] == (
+        f"{settings.run}: attempt 1 parked: {objects} objects (step 6) in gs://{BUCKET}/; the Lustre instance bills on"
+        f" until storage.parked true and pulumi up delete it (not recorded: this guardian lost the Lease; {FOREGROUND}"
+        f" holds the Lease {NAMESPACE}/{NAME} (renewed 0 s ago))"
+    )
+
+
+def test_a_reader_drops_an_entry_its_writer_made_after_another_term_had_written(api, settings, monkeypatch, tmp_path):
+    from dataclasses import replace
+
+    from incluster import record
+
+    runtime = settings.submission["runtime_env"]
+    env = {**runtime["env_vars"], "GRPO_RUN_DIR": str(tmp_path / "run")}
+    settings = replace(settings, submission={**settings.submission, "runtime_env": {**runtime, "env_vars": env}})
+
+    time, other_time = FakeTime(), FakeTime(mono=4.0)
+    first, second = holder(api, IN_CLUSTER, time), holder(api, FOREGROUND, other_time)
+    assert first.renew_once()
+    monkeypatch.setattr(job_client, "connect", lambda endpoint: None)
+    lines: list[str] = []
+    old = Guardian(settings, Endpoint("http://127.0.0.1:9"), Hooks(), lines.append, lease=first)
+    new = Guardian(settings, Endpoint("http://127.0.0.1:9"), Hooks(), lines.append, lease=second)
+    old.append(1, "submitted", "the first attempt")
+    second.take()
+    new.append(1, "failed", "the GPU node went away")
+    # The old holder's check passed just before the take-over (the race no check closes): its entry lands after.
+    monkeypatch.setattr(first, "confirm", lambda: {"holder": IN_CLUSTER, "transitions": 0})
+    old.append(1, "recovering", "a late decision of the deposed guardian")
+    new.append(1, "gave-up", "the new holder's decision")
+    written = record.read(settings.run_dir)
+    assert [item["event"] for item in written] == ["submitted", "failed", "recovering", "gave-up"]
+    assert [item["event"] for item in lease.current_entries(written)] == ["submitted", "failed", "gave-up"]
+    assert [item["event"] for item in lease.current_entries([*written, {"event": "unstamped"}])][-1] == "unstamped"

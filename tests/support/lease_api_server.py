@@ -15,6 +15,11 @@ Behaves as kubernetes/apiserver v0.36.3 pkg/registry/generic/registry/store.go d
 
 Any other path answers 404 (no Ray dashboard behind the service proxy here). Every request is recorded, and a
 test can run `before_write` once, just before the next write is applied (another client writing in between).
+
+Faults injected at the boundary, not the API server's answers: each entry of `faults` answers one request in place
+of the stand-in, in order: "cut" (the headers promise the whole Lease, half of it comes, then the connection closes: a
+connection cut mid-answer, as by an API server's restart or a proxy's reset) and "html" (200 with a text/html page:
+what a proxy or load balancer in front of the API server answers in its place).
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ class LeaseStore:
         self.revision = 100
         self.requests: list[tuple[str, str, dict[str, Any] | None]] = []
         self.before_write: Callable[[], None] | None = None
+        self.faults: list[str] = []
         self.lock = threading.RLock()
 
     def put_directly(self, namespace: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:
@@ -86,6 +92,31 @@ def _handler(store: LeaseStore) -> type[http.server.BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(data)
 
+        def _fault(self) -> bool:
+            """Answer the next injected fault in place of the stand-in; whether there was one."""
+            with store.lock:
+                fault = store.faults.pop(0) if store.faults else None
+            if fault is None:
+                return False
+            store.requests.append((self.command, self.path, None))
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            self.close_connection = True
+            if fault == "cut":
+                data = json.dumps({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "spec": {}}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data[: len(data) // 2])
+            else:
+                page = b"<html><body><h1>Service Unavailable</h1></body></html>"
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html")
+                self.send_header("Content-Length", str(len(page)))
+                self.end_headers()
+                self.wfile.write(page)
+            return True
+
         def _where(self) -> tuple[str, str] | None:
             """(namespace, name) of a Lease path; name "" for the collection; None for any other path."""
             if not self.path.startswith(PREFIX):
@@ -101,6 +132,8 @@ def _handler(store: LeaseStore) -> type[http.server.BaseHTTPRequestHandler]:
             return json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
 
         def do_GET(self) -> None:
+            if self._fault():
+                return
             where = self._where()
             store.requests.append(("GET", self.path, None))
             if where is None or not where[1]:
@@ -119,6 +152,8 @@ def _handler(store: LeaseStore) -> type[http.server.BaseHTTPRequestHandler]:
                 hook()
 
         def do_POST(self) -> None:
+            if self._fault():
+                return
             where, body = self._where(), self._body()
             store.requests.append(("POST", self.path, body))
             if where is None or where[1]:
@@ -134,6 +169,8 @@ def _handler(store: LeaseStore) -> type[http.server.BaseHTTPRequestHandler]:
                 self._answer(201, store.put_directly(where[0], name, body.get("spec") or {}))
 
         def do_PUT(self) -> None:
+            if self._fault():
+                return
             where, body = self._where(), self._body()
             store.requests.append(("PUT", self.path, body))
             if where is None or not where[1]:

@@ -121,6 +121,8 @@ def test_one_replica_on_the_heads_capacity_with_its_image_security_context_and_m
         "/etc/grpo-gke/guardian/settings.json",
         "--address",
         "http://grpo-head-svc:8265",
+        "--heartbeat",
+        "/tmp/grpo-guardian-heartbeat",
     ]
     assert container["env"] == [{"name": "PYTHONPATH", "value": "/opt/grpo-gke"}]
     assert container["resources"] == {"limits": {"memory": "512Mi"}, "requests": {"cpu": "250m", "memory": "512Mi"}}
@@ -134,6 +136,26 @@ def test_one_replica_on_the_heads_capacity_with_its_image_security_context_and_m
     annotations = spec["template"]["metadata"]["annotations"]
     assert {key: annotations[key] for key in head_annotations} == head_annotations
     assert annotations.keys() - head_annotations.keys() == {"grpo-gke/code-sha256", "grpo-gke/settings-sha256"}
+
+
+def test_a_liveness_probe_runs_the_shipped_heartbeat_check_and_no_shell():
+    recording = mocked_run("standard", "h200", "gcs")
+    objects = _guardian(recording)
+    deployment = objects[("kubernetes:apps/v1:Deployment", names.GUARDIAN)].inputs
+    [container] = deployment["spec"]["template"]["spec"]["containers"]
+    assert container["livenessProbe"] == {
+        "exec": {
+            "command": ["python3", "-I", "/opt/grpo-gke/incluster/heartbeat.py", "/tmp/grpo-guardian-heartbeat", "600"]
+        },
+        "initialDelaySeconds": 120,
+        "timeoutSeconds": 10,
+        "periodSeconds": 60,
+        "successThreshold": 1,
+        "failureThreshold": 2,
+    }
+    code = objects[("kubernetes:core/v1:ConfigMap", names.GUARDIAN_CODE_CONFIG_MAP)].inputs["data"]
+    assert guardian_objects.code_key("incluster/heartbeat.py") in code  # the probe's script is in the pod's code
+    assert "readOnlyRootFilesystem" not in container["securityContext"]  # the heartbeat is written under /tmp
 
 
 def test_the_guardian_pod_reaches_the_dashboard_under_the_recorded_policies():

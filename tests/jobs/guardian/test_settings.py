@@ -148,6 +148,27 @@ def test_the_code_files_are_import_closed_and_need_neither_pulumi_nor_the_typed_
     assert all(path.startswith(str(guardian_dir)) for path in json.loads(loaded.stdout))
 
 
+def test_the_pods_command_beats_the_heartbeat_its_liveness_probe_reads_from_the_code_files_alone(
+    guardian_dir, tmp_path
+):
+    from jobs.guardian.objects import liveness_command
+
+    settings = tmp_path / "settings.json"
+    settings.write_text(json.dumps(guardian_settings(config_of("dev"))))
+    heartbeat = tmp_path / "heartbeat"
+    # The pod's own command and probe, with this machine's paths for the settings, the code and the heartbeat.
+    command, probe = guardian_command(), liveness_command()
+    assert command[-2] == "--heartbeat" and command[-1] == probe[3]
+    argv = [*command[1:4], str(settings), "--address", "http://127.0.0.1:9", "--heartbeat", str(heartbeat)]
+    unreachable = in_guardian_dir(guardian_dir, *argv)
+    assert unreachable.returncode == 2 and len(unreachable.stderr.splitlines()) == 1, unreachable.stderr
+    assert heartbeat.is_file()  # beaten before the first look at Ray
+    script = str(guardian_dir / probe[2].removeprefix("/opt/grpo-gke/"))
+    alive = subprocess.run([sys.executable, "-I", script, str(heartbeat), probe[4]], capture_output=True, text=True,
+                           cwd="/", timeout=60)  # fmt: skip
+    assert (alive.returncode, alive.stdout, alive.stderr) == (0, "", "")
+
+
 def test_the_in_cluster_command_runs_from_the_code_files_alone(guardian_dir, tmp_path):
     settings = tmp_path / "settings.json"
     settings.write_text(json.dumps(guardian_settings(config_of("dev"))))
