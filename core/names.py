@@ -193,11 +193,12 @@ RESTORED_RUN = "restored-run"
 """The dynamic resource that imports a parked run back into a recreated Managed Lustre instance (jobs/stack.py)."""
 
 PARK_PREFIX = "parked/data/"
-"""Where the parked run lies in the stack's parked bucket: `/<path>` on Lustre is `parked/data/<path>/`."""
+"""Where parked runs lie in the stack's parked bucket: each park has its own prefix under it, and `/<path>` on Lustre is
+`parked/data/<park id>/<path>/` (incluster/park.py)."""
 
 PARK_MARKER = "parked/marker.json"
-"""The parked bucket's marker object: what `python -m jobs park` exported, when, at which step, and whether
-it has been imported back (incluster/park.py)."""
+"""The parked bucket's marker object: `parking`, `parked`, `stale` or `restored`, what was exported into which prefix,
+when, at which step (incluster/park.py)."""
 
 
 def gcloud_context_name(project: str, location: str, cluster: str) -> str:

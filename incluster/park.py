@@ -320,7 +320,9 @@ def restore_run(
     if f"{run_prefix}{RECORD_FILE}" not in listed:
         raise TransferError(f"gs://{bucket}/{run_prefix} lacks the run's record {RECORD_FILE}: nothing imported")
     in_bucket = [name[len(run_prefix) :] for name in listed if name.startswith(run_prefix)]
-    step = newest_complete_step(in_bucket, str(marker.get("framework", "verl")), int(marker.get("worldSize", 0)))
+    # A marker of the earlier one-prefix parks names no framework: its step was never checked for completeness.
+    framework, world_size = marker.get("framework"), int(marker.get("worldSize") or 0)
+    step = newest_complete_step(in_bucket, str(framework), world_size) if framework else marker.get("step")
     if step != marker.get("step"):
         raise TransferError(
             f"the marker says step {marker.get('step')} but gs://{bucket}/{run_prefix} holds {step} complete:"

@@ -170,6 +170,17 @@ def test_a_failed_re_park_leaves_no_parked_marker_of_the_first_park(tmp_path):
     assert marker["prefix"] != first["prefix"]
 
 
+def test_a_park_while_another_transfer_runs_on_the_instance_is_refused_and_not_parked(tmp_path):
+    """One transfer per instance at a time: Managed Lustre refuses the second with ABORTED (transfer-data page)."""
+    lustre, bucket = tmp_path / "lustre", tmp_path / "bucket"
+    a_run(lustre)
+    stand_in = StandInLustre(lustre, bucket, BUCKET, INSTANCE)
+    stand_in.export_data(INSTANCE, "/models", f"gs://{BUCKET}/elsewhere/")
+    with pytest.raises(TransferError, match="HTTP 409: ABORTED: unable to queue the operation"):
+        park(lustre, bucket, stand_in)
+    assert read_marker(StandInObjects(bucket))["state"] == PARKING
+
+
 def test_a_park_of_a_run_not_on_the_instance_writes_nothing(tmp_path):
     lustre, bucket = tmp_path / "lustre", tmp_path / "bucket"
     a_run(lustre)
