@@ -192,6 +192,10 @@ def lustre_names(prefix: str) -> LustreNames:
 RESTORED_RUN = "restored-run"
 """The dynamic resource that imports a parked run back into a recreated Managed Lustre instance (jobs/stack.py)."""
 
+PARK_GUARD = "park-guard"
+"""The dynamic resource the Managed Lustre instance's deletion waits on: it refuses while the run is not parked
+(jobs/runs/park_guard.py)."""
+
 PARK_PREFIX = "parked/data/"
 """Where parked runs lie in the stack's parked bucket: each park has its own prefix under it, and `/<path>` on Lustre is
 `parked/data/<park id>/<path>/` (incluster/park.py)."""

@@ -1,7 +1,7 @@
 """The stack's Google identities: the nodes' (the node service account with GKE's node role only, and, with
 `cluster.secretsKmsKey`, the GKE service agent's use of the key) and, with `storage.parkWhenIdle`, the run guardian's
-(a Google service account its Kubernetes one acts as, that may export from the Lustre instance into the parked
-bucket and nothing more)."""
+(a Google service account its Kubernetes one acts as, with Managed Lustre's export and the operations' reads on the
+project, and the parked bucket's objects: what that reaches is in docs/security.md)."""
 
 from __future__ import annotations
 
@@ -105,7 +105,8 @@ class GuardianIdentityArgs:
     cluster: pulumi.Resource
     """The cluster: the workload identity grant waits for its pool."""
     instance_uid: pulumi.Output[str]
-    """The Lustre instance's uid: the park role is bound to this instance (names.park_role_id)."""
+    """The Lustre instance's uid: the park role's id follows this instance (names.park_role_id; IAM keeps a deleted
+    custom role's id for days), though its grant is on the project (GuardianIdentity)."""
     parked_bucket: pulumi.Input[str]
     """The parked bucket's name: the guardian lists it and writes the park marker there."""
 
@@ -113,7 +114,16 @@ class GuardianIdentityArgs:
 class GuardianIdentity(pulumi.ComponentResource):
     """The run guardian's Google service account, acted as by its Kubernetes service account (Workload Identity
     Federation for GKE), with a custom role of PARK_PERMISSIONS on the project (no predefined role holds
-    exportData without delete, core/facts/gcp.py) and object use of the parked bucket."""
+    exportData without delete, core/facts/gcp.py) and object use of the parked bucket.
+
+    The project grant reaches every Managed Lustre instance of the project, not only the stack's, and exports as the
+    project's Lustre service agent into any bucket that agent may write. Nothing narrower is available here: IAM
+    Conditions on resource names do not list lustre.googleapis.com (cloud.google.com/iam/docs/conditions-resource-
+    attributes, read 2026-12-07); the v1 API has setIamPolicy on instances (googleapis google/cloud/lustre/v1/
+    lustre_v1.yaml, commit 6c345acd, `/v1/{resource=projects/*/locations/*/instances/*}:setIamPolicy`), which
+    pulumi-gcp 10.2.0 does not wrap (its lustre module holds Instance and get_instance only); ExportDataRequest's
+    `serviceAccount` (transfer.proto, same commit) picks who moves the data, but a caller with exportData may leave
+    it out, so it bounds nothing the guardian's token could do."""
 
     account: gcp.serviceaccount.Account
     park_role: gcp.projects.IAMCustomRole

@@ -16,6 +16,7 @@ from jobs.guardian.objects import RunGuardian, RunGuardianArgs
 from jobs.guardian.settings import guardian_settings
 from jobs.preflight.settings import preflight_template
 from jobs.runs.export import export_uri
+from jobs.runs.park_guard import ParkGuard, ParkGuardArgs
 from jobs.runs.restore_provider import RestoredRun, RestoredRunArgs
 from jobs.spec.training import submission_for
 from jobs.submit.provider import JobProvider
@@ -132,6 +133,18 @@ def with_restored_run(config: StackConfig, infra: InfraOutputs) -> InfraOutputs:
         pulumi.ResourceOptions(depends_on=list(infra.storage_ready)),
     )
     return replace(infra, storage_ready=[*infra.storage_ready, restored])
+
+
+def guard_instance(config: StackConfig, infra: InfraOutputs) -> ParkGuard | None:
+    """On a Lustre stack with its instance, the park guard (jobs/runs/park_guard.py): the instance's deletion waits
+    on it, and it refuses while the run is not parked. None otherwise (a bucket, or the instance parked away)."""
+    if not isinstance(infra.storage, LustreStorage):
+        return None
+    return ParkGuard(
+        names.PARK_GUARD,
+        ParkGuardArgs(config=config, instance=infra.storage.instance_name, instance_uid=infra.storage.uid),
+        pulumi.ResourceOptions(delete_before_replace=True),
+    )
 
 
 def build_job(config: StackConfig, infra: InfraOutputs, workloads: WorkloadOutputs) -> None:

@@ -19,6 +19,7 @@ from typing import Any
 
 from core import names
 from core.facts.changes import FORCE_NEW_INPUTS, FORCE_NEW_UNLESS_WIDENED, KUBERNETES_PROVIDER_IDENTITY
+from jobs.runs import park_guard
 from jobs.submit.provider import WATCHED_INPUTS
 from plan.writer import DYNAMIC_TYPE
 
@@ -205,10 +206,22 @@ def replacing(resource: Mapping[str, Any], path: str, old_inputs: Mapping[str, A
     return False
 
 
+def _is_guard(resource: Mapping[str, Any]) -> bool:
+    """The park guard (jobs/runs/park_guard.py), the dynamic resource the Lustre instance's deletion waits on."""
+    return resource["type"] == DYNAMIC_TYPE and resource["name"] == names.PARK_GUARD
+
+
+def _watched(resource: Mapping[str, Any]) -> tuple[str, ...]:
+    """The inputs a dynamic resource's provider diffs: the guard's, or the run submission's."""
+    if _is_guard(resource):
+        return (*park_guard.REPLACING_INPUTS, *park_guard.WATCHED_INPUTS)
+    return WATCHED_INPUTS
+
+
 def _inputs(resource: Mapping[str, Any]) -> dict[str, Any]:
     inputs = dict(resource.get("inputs", {}))
     if resource["type"] == DYNAMIC_TYPE:
-        inputs = {key: inputs[key] for key in WATCHED_INPUTS if key in inputs}
+        inputs = {key: inputs[key] for key in _watched(resource) if key in inputs}
     return inputs
 
 
@@ -300,6 +313,8 @@ def _direct(old: Mapping[str, Any], new: Mapping[str, Any]) -> tuple[str, str]:
     if new["type"] == KUBERNETES_PROVIDER_TYPE:
         paths = [path for path in paths if path != "kubeconfig"]
     forcing = [path for path in paths if new["type"] not in SPECIAL_TYPES and replacing(new, path, old["inputs"])]
+    if _is_guard(new):
+        forcing = [path for path in paths if path in park_guard.REPLACING_INPUTS]
     if old.get("provider") != new.get("provider"):
         return "replace", "its provider changes"
     if forcing:
@@ -332,7 +347,7 @@ def blast_radius(old_plan: Mapping[str, Any], new_plan: Mapping[str, Any]) -> Bl
     changes = []
     for urn, (action, reason) in decided.items():
         resource = new.get(urn) or old[urn]
-        reason += _kept_note(old.get(urn), action)
+        reason += _kept_note(old.get(urn), action) + _guard_note(old.get(urn), action, old)
         delete_first = action == "replace" and (
             bool(resource.get("deleteBeforeReplace")) or _named_kubernetes_object(old[urn], resource)
         )
@@ -353,6 +368,23 @@ def _kept_note(old: Mapping[str, Any] | None, action: str) -> str:
     return ""
 
 
+LUSTRE_TYPE = "gcp:lustre/instance:Instance"
+"""Type token of the Managed Lustre instance, whose deletion the park guard stands before."""
+
+
+def _guard_note(resource: Mapping[str, Any] | None, action: str, old: Mapping[str, Mapping[str, Any]]) -> str:
+    """What the park guard does before a Lustre instance that is not retained is deleted or replaced."""
+    if resource is None or resource["type"] != LUSTRE_TYPE or action not in ("replace", "delete"):
+        return ""
+    guards = [r for r in old.values() if _is_guard(r) and resource["urn"] in r.get("dependsOn", ())]
+    if not guards or resource.get("retainOnDelete"):
+        return ""
+    return (
+        f"; {names.PARK_GUARD} is deleted first and refuses, stopping pulumi up before the instance, unless"
+        f" gs://{guards[0]['inputs']['bucket']}/{names.PARK_MARKER} says the run is parked (python -m jobs park)"
+    )
+
+
 def _cascade(
     old: Mapping[str, Any],
     new: Mapping[str, Any],
@@ -368,12 +400,14 @@ def _cascade(
         return "replace", f"its provider {resources[provider]['name']} is {_done(replaced[provider])}"
     update = None
     for key, urns in sorted(_property_dependencies(new).items()):
-        if new["type"] == DYNAMIC_TYPE and key not in WATCHED_INPUTS:
+        if new["type"] == DYNAMIC_TYPE and key not in _watched(new):
             continue
         fed_by = sorted(urn for urn in urns if urn in replaced)
         if not fed_by:
             continue
         reason = f"{key} comes from {resources[fed_by[0]]['name']}, which is {_done(replaced[fed_by[0]])}"
+        if _is_guard(new) and key in park_guard.REPLACING_INPUTS:
+            return "replace", reason
         if new["type"] not in SPECIAL_TYPES and replacing(new, key, old["inputs"]):
             return "replace", reason
         update = update or ("update", reason)

@@ -9,6 +9,7 @@ import json
 import sys
 from pathlib import Path
 
+from core import names
 from core.config.load import LoadedConfig
 from core.config.model import PROJECT_NAMESPACE, StackConfig
 from core.config.problems import ConfigError
@@ -43,6 +44,14 @@ def key_facts(loaded: LoadedConfig) -> dict[str, str]:
         storage = f"Cloud Storage bucket {config.bucket_name} (FUSE)"
     else:
         storage = f"Managed Lustre {config.storage.capacity_gib} GiB at {config.storage.throughput} MB/s/TiB"
+        if config.storage.parked:
+            storage = f"Managed Lustre parked in gs://{config.parked_bucket_name}/ (no instance)"
+        elif config.storage.keep_on_destroy:
+            storage += ", kept on pulumi destroy (storage.keepOnDestroy)"
+        else:
+            storage += (
+                f", deleted by pulumi destroy or a replacing edit only once the run is parked ({names.PARK_GUARD})"
+            )
     shown = {
         "cluster": f"{config.cluster_name} ({config.cluster.mode}) in {config.region}, GPUs in {config.zone}",
         "gpus": f"{machine.machine_type} x {config.gpu.nodes} ({config.gpu.provisioning}), {config.total_gpus} x {machine.accelerator}",

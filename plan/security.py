@@ -66,7 +66,10 @@ def workload_identity(config: StackConfig) -> str:
     return (
         f"{lustre}; to park the run, {names.NAMESPACE}/{names.GUARDIAN} acts as"
         f" {names.service_account_email(names.guardian_account_id(config.cluster_name), config.project)} with a custom role of"
-        f" {' and '.join(PARK_PERMISSIONS)} alone and {BUCKET_OBJECT_ROLE} on bucket {config.parked_bucket_name} only"
+        f" {' and '.join(PARK_PERMISSIONS)} alone on project {config.project} (no narrower grant exists:"
+        f" docs/security.md), so it may export every Managed Lustre instance of the project into any bucket the"
+        f" project's Lustre service agent may write (this stack grants it bucket {config.parked_bucket_name}) and read"
+        f" every Lustre operation there, and {BUCKET_OBJECT_ROLE} on bucket {config.parked_bucket_name} only"
     )
 
 

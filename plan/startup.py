@@ -32,7 +32,7 @@ from core.facts.startup import (
     WHOLE_PULL_SECONDS_PER_GB,
     Figure,
 )
-from core.names import HEAD_NODE_POOL, RESTORED_RUN, parse_image
+from core.names import HEAD_NODE_POOL, PARK_GUARD, RESTORED_RUN, parse_image
 from jobs.runs.goodput import duration
 from jobs.spec.training import model_size_b
 from plan.graph import critical_path, waits_for
@@ -84,6 +84,8 @@ def kind_of(resource: Recorded) -> str:
         return "network"
     if resource.type == "pulumi-python:dynamic:Resource" and resource.name == RESTORED_RUN:
         return RESTORED_RUN
+    if resource.type == "pulumi-python:dynamic:Resource" and resource.name == PARK_GUARD:
+        return "other"  # its create keeps its inputs and calls nothing (jobs/runs/park_guard.py)
     return resource.type if resource.type in RESOURCE_CREATION_SECONDS else "other"
 
 

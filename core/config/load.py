@@ -26,7 +26,7 @@ from core.config.problems import (
     section_model,
     unknown_key_message,
 )
-from core.config.rules import CrossRule, control_plane_warnings, cross_check
+from core.config.rules import CrossRule, control_plane_warnings, cross_check, storage_warnings
 from core.stackfile import OPAQUE_SECRET
 
 
@@ -270,6 +270,7 @@ def parse_config(
     if problems:
         raise ConfigError(problems)
     warnings.extend(control_plane_warnings(config))
+    warnings.extend(storage_warnings(config))
     return LoadedConfig(config=config, warnings=tuple(warnings), derived=derived)
 
 

@@ -8,6 +8,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
+from core import names
 from core.config.model import (
     PROJECT_NAMESPACE,
     RDMA_SPLIT_BITS,
@@ -507,6 +508,21 @@ def control_plane_warnings(cfg: StackConfig) -> list[str]:
         f" endpoint accepts connections from any address (each request still needs Google credentials); set"
         f" {ns}:cluster.authorizedNetworks to the CIDRs of the machines that run pulumi and the job CLI, or"
         f" {ns}:cluster.dnsEndpoint to true"
+    ]
+
+
+def storage_warnings(cfg: StackConfig) -> list[str]:
+    """A warning when a Lustre instance holding the run is deleted on `pulumi destroy` (storage.keepOnDestroy false,
+    which parking needs and nothing sets back): say what then guards the run and what to set after an unpark."""
+    storage = cfg.storage
+    if storage.type != "lustre" or storage.keep_on_destroy or storage.parked:
+        return []
+    ns = PROJECT_NAMESPACE
+    return [
+        f"{ns}:storage.keepOnDestroy is false: pulumi destroy, or an edit that replaces the Lustre instance (such as"
+        f" {ns}:storage.throughput or capacityGib), deletes the instance and the run on it; the park guard refuses"
+        f" that until gs://{cfg.parked_bucket_name}/{names.PARK_MARKER} says the run is parked (python -m jobs park);"
+        f" once the run is back on the instance (storage.parked false), set {ns}:storage.keepOnDestroy true again"
     ]
 
 

@@ -127,5 +127,11 @@ def cmd_park(args: argparse.Namespace, config: StackConfig) -> int:
         f" {config.stack} (deletes the Lustre instance and what mounts it)",
         file=sys.stderr,
     )
+    print(
+        f"then: once storage.parked false and pulumi up bring the run back, set grpo-gke:storage.keepOnDestroy true"
+        f" again (pulumi config set --path grpo-gke:storage.keepOnDestroy true --stack {config.stack}); until the run"
+        f" is parked anew, {names.PARK_GUARD} refuses pulumi destroy and any edit that replaces the instance",
+        file=sys.stderr,
+    )
     print(json.dumps(marker, sort_keys=True))
     return 0

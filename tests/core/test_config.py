@@ -1662,6 +1662,40 @@ def test_a_closed_control_plane_loads_without_warning(changes: dict[str, Any]) -
     assert load_config(raw_values(changes), (), "t").warnings == ()
 
 
+CLOSED = {"grpo-gke:cluster.dnsEndpoint": True}
+"""A closed control plane: no warning of its own."""
+
+LUSTRE_STORAGE = {"type": "lustre", "capacityGib": 18000, "throughput": 1000}
+
+
+def test_a_lustre_instance_deleted_on_destroy_warns_what_guards_the_run_and_what_to_set_back() -> None:
+    """storage.keepOnDestroy false on Lustre (what parking needs): one warning naming the guard and the key."""
+    loaded = load_config(
+        raw_values({**CLOSED, "grpo-gke:storage": {**LUSTRE_STORAGE, "keepOnDestroy": False}}), (), "t"
+    )
+    assert loaded.warnings == (
+        "grpo-gke:storage.keepOnDestroy is false: pulumi destroy, or an edit that replaces the Lustre instance (such as"
+        " grpo-gke:storage.throughput or capacityGib), deletes the instance and the run on it; the park guard refuses"
+        f" that until gs://{loaded.config.parked_bucket_name}/parked/marker.json says the run is parked (python -m"
+        " jobs park); once the run is back on the instance (storage.parked false), set grpo-gke:storage.keepOnDestroy"
+        " true again",
+    )
+
+
+@pytest.mark.parametrize(
+    "storage",
+    [
+        LUSTRE_STORAGE,
+        {**LUSTRE_STORAGE, "keepOnDestroy": False, "parked": True},
+        {"type": "gcs", "keepOnDestroy": False},
+    ],
+    ids=["lustre-kept", "lustre-parked", "gcs"],
+)
+def test_storage_kept_parked_or_a_bucket_loads_without_the_destroy_warning(storage: dict[str, Any]) -> None:
+    """A kept instance, one parked away, or a bucket: destroy deletes no run unasked."""
+    assert load_config(raw_values({**CLOSED, "grpo-gke:storage": storage}), (), "t").warnings == ()
+
+
 def test_plaintext_token_works_but_warns() -> None:
     """A plaintext token loads and yields one warning saying how to fix it."""
     loaded = load_config(raw_values({"grpo-gke:hfToken": "hf_s3cr3t"}), (), "t")

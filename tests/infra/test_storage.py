@@ -223,6 +223,8 @@ def test_a_parked_stack_has_no_instance_nor_anything_mounting_it_and_keeps_the_r
         ("pulumi-python:dynamic:Resource", "grpo-job-submission"),
         # the import of a parked run into a new instance (jobs/runs/restore_provider.py)
         ("pulumi-python:dynamic:Resource", "restored-run"),
+        # the guard the instance's deletion waits on (jobs/runs/park_guard.py)
+        ("pulumi-python:dynamic:Resource", "park-guard"),
     }
     assert not {(r.type, r.name) for r in parked.resources} - {(r.type, r.name) for r in running.resources}
     assert parked.one(BUCKET).name == PARKED_BUCKET and parked.one(GRANT).inputs["bucket"] == PARKED_BUCKET

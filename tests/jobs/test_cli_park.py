@@ -60,6 +60,9 @@ def test_park_exports_the_run_and_its_exports_waits_verifies_and_marks_it(parked
         "next: with grpo-gke:storage.keepOnDestroy false already applied by pulumi up, run pulumi config set --path"
         " grpo-gke:storage.parked true --stack lus && pulumi up --stack lus (deletes the Lustre instance and what"
         " mounts it)",
+        "then: once storage.parked false and pulumi up bring the run back, set grpo-gke:storage.keepOnDestroy true"
+        " again (pulumi config set --path grpo-gke:storage.keepOnDestroy true --stack lus); until the run is parked"
+        " anew, park-guard refuses pulumi destroy and any edit that replaces the instance",
     ]
     assert tree(data) == before, "parking reads the instance, never changes it"
     assert park_refusal(out, config) is None, "pulumi up accepts the marker the command wrote"

@@ -605,6 +605,8 @@ def test_turning_the_ngc_key_on_off_or_to_another_version_replaces_the_nvcr_repo
         )
         # A new version of the same secret leaves the secret's grant as it is.
         assert changes.pop((SECRET_GRANT_TYPE, "grpo-test-nvcr-upstream-key"), (None,))[0] == grant
+        # The park guard keeps the last up's config for its delete (jobs/runs/park_guard.py): updated, calls nothing.
+        assert changes.pop(("pulumi-python:dynamic:Resource", "park-guard")) == ("update", False, "config")
         assert changes == {}, "nothing else: not the cluster, the pools nor the RayCluster"
         assert effect(blast).endswith("the run goes on")
 
@@ -661,6 +663,7 @@ PARKED_NAMES = {
     "grpo-guardian-nodes",
     "grpo-job-submission",
     "restored-run",
+    "park-guard",
 }
 """What parking deletes and unparking creates again: the instance, the volume and claim holding its address, the
 staging Job, the RayCluster, the run guardian's objects, the run's submission and the import of a parked run."""
@@ -677,3 +680,32 @@ def test_parking_deletes_only_the_instance_and_what_mounts_it_and_unparking_brin
     assert not unpark.of("delete") and not unpark.of("replace") and not unpark.of("update")
     assert {change.name for change in unpark.of("create")} == PARKED_NAMES
     assert effect(unpark).endswith("; starts the run")
+
+
+GUARD_REFUSES = (
+    "park-guard is deleted first and refuses, stopping pulumi up before the instance, unless"
+    " gs://grpo-test-parked-7b5ca2ad/parked/marker.json says the run is parked (python -m jobs park)"
+)
+"""What the blast radius says of an instance that is not kept on destroy (jobs/runs/park_guard.py)."""
+
+
+def test_a_replacing_edit_of_an_instance_not_kept_deletes_its_guard_first_which_refuses_unless_parked():
+    values = _merged(values_of("dev"), UNPARKED)
+    blast = blast_radius(cached_plan(values), cached_plan(_merged(values, {"storage": {"throughput": 500}})))
+    replaced = {change.name: change for change in blast.of("replace")}
+    assert replaced["grpo-test-lustre"].reason == f"perUnitStorageThroughput; {GUARD_REFUSES}"
+    guard = replaced["park-guard"]
+    assert guard.delete_first and guard.reason == "instance comes from grpo-test-lustre, which is replaced"
+
+
+def test_parking_says_the_guard_lets_the_instance_go_only_once_parked_and_a_kept_instance_is_only_forgotten():
+    values = _merged(values_of("dev"), UNPARKED)
+    park = blast_radius(cached_plan(values), cached_plan(_merged(values, {"storage": {"parked": True}})))
+    instance = next(change for change in park.of("delete") if change.name == "grpo-test-lustre")
+    assert instance.reason == f"gone from the program; {GUARD_REFUSES}"
+    kept = _merged(values_of("dev"), {"storage": LUSTRE})
+    edit = blast_radius(cached_plan(kept), cached_plan(_merged(kept, {"storage": {"throughput": 500}})))
+    instance = next(change for change in edit.of("replace") if change.name == "grpo-test-lustre")
+    assert instance.reason == (
+        "perUnitStorageThroughput; retainOnDelete: the old one stays in the cloud, only the state forgets it"
+    )

@@ -101,3 +101,12 @@ def test_graph_ids_are_the_logical_names_and_counts_are_plural_only_when_plural(
     assert '  ray["ray<br/>grpo-gke:workloads:RayCluster<br/>1 resource"]' in graph.splitlines()
     assert "  ray --> grpo_job" in graph.splitlines()
     assert "1 resources" not in graph
+
+
+def test_the_shipped_lustre_stack_shows_the_park_guard_and_what_destroy_does_to_the_instance(shipped_plan_command):
+    result = shipped_plan_command("nemo-rl-standard-b200").result
+    lines = result.stdout.splitlines()
+    assert "     1  park-guard (pulumi-python:dynamic:Resource)" in lines
+    assert (
+        "  storage: Managed Lustre 9000 GiB at 1000 MB/s/TiB, kept on pulumi destroy (storage.keepOnDestroy)" in lines
+    )
