@@ -115,13 +115,13 @@ class ParkGuardProvider(ResourceProvider):
             return
         objects = RestObjects(props["bucket"], FreshBearer(lambda: user_credential({})))
         try:
-            marker = objects.read_text(names.PARK_MARKER)
+            stored = objects.read(names.PARK_MARKER)
         except TransferError as error:
             raise Exception(
                 f"grpo-gke park guard: refusing to delete {props['instance']}: cannot read"
                 f" gs://{props['bucket']}/{names.PARK_MARKER} ({error}); run the command again once it can be read"
             ) from None
-        refusal = deletion_refusal(marker, props)
+        refusal = deletion_refusal(None if stored is None else stored.text, props)
         if refusal is not None:
             raise Exception(f"grpo-gke park guard: {refusal}")
         _report(f"the run on {props['instance']} is parked in gs://{props['bucket']}/: deleting the instance")

@@ -14,14 +14,14 @@ from pulumi.runtime import rpc
 from core import names
 from incluster.google_token import Credential
 from incluster.lustre_transfer import TransferError
-from incluster.park import park_run
+from incluster.park import ParkRequest, holdings_of, park_run
 from jobs.runs import park_guard, restore_provider
 from jobs.runs.park_guard import ParkGuardProvider
 from jobs.runs.restore_provider import RestoreProvider
 from jobs.spec.training import training_spec
 from tests.conftest import combination_config
 from tests.infra.conftest import depends_on
-from tests.support.lustre_stand_in import PATHS, StandInLustre, StandInObjects, a_run
+from tests.support.lustre_stand_in import RUN, StandInLustre, StandInObjects, a_run
 
 GUARD = "pulumi-python:dynamic:Resource"
 UNKEPT = {"storage": {"keepOnDestroy": False}}
@@ -43,15 +43,16 @@ def bucket_of(tmp_path, monkeypatch):
 
 
 def park(props: dict, lustre, bucket) -> None:
-    """The run of the guard's config parked by the project's park, on the stand-ins."""
+    """The run of the guard's config parked by the project's park, on the stand-ins (the stand-in's run directory
+    named as the config's run)."""
     config = combination_config("standard", "b200", "lustre", **UNKEPT)
     a_run(lustre)
-    transfers = StandInLustre(lustre, bucket, props["bucket"], props["instance"])
     run = training_spec(config).run
-    park_run(
-        transfers, StandInObjects(bucket), props["instance"], props["bucket"], run, "verl", PATHS, 60,
-        lambda line: None, poll=0,
-    )  # fmt: skip
+    (lustre / "checkpoints" / RUN).rename(lustre / "checkpoints" / run)
+    transfers = StandInLustre(lustre, bucket, props["bucket"], props["instance"])
+    request = ParkRequest(props["instance"], props["bucket"], config.stack, run, 1, "verl", 8)
+    holdings = holdings_of(lustre, "/checkpoints", "/exports", run)
+    park_run(transfers, StandInObjects(bucket), request, holdings, 60, lambda line: None, poll=0)
 
 
 def test_the_instance_waits_on_the_guard_through_inputs_taken_from_it(infra_run):
@@ -131,7 +132,7 @@ def test_an_unreadable_marker_is_refused(infra_run, monkeypatch):
     """A fault at the bucket boundary: objects.get answers no status (TransferError), so nothing is deleted."""
 
     class Unreachable:
-        def read_text(self, name: str) -> str | None:
+        def read(self, name: str) -> None:
             raise TransferError(f"reading {name}: no answer: ConnectTimeout")
 
     monkeypatch.setattr(park_guard, "user_credential", lambda user: Credential("token"))
