@@ -30,7 +30,8 @@ build() {  # build DIR NAME COMMAND...: runs COMMAND (which writes $tmp/NAME) un
   mv "$tmp/$name" "$dir/bin/$name" && rmdir "$tmp"
   echo "controlplane: built $name in $((SECONDS - t0)) s"
 }
-export GOFLAGS="-trimpath -buildvcs=false"
+# Niced, so more jobs than cores take only the CPU others leave idle (a shared 2-core machine builds faster so).
+export GOFLAGS="-trimpath -buildvcs=false -p=${GRPO_GKE_BUILD_JOBS:-6}"
 k8s() { (cd "$here/kubernetes" && nice -n 19 go build -o "$tmp/$1" "$2"); }
 build "$kubernetes" etcd k8s etcd go.etcd.io/etcd/server/v3
 build "$kubernetes" kube-apiserver k8s kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
@@ -48,7 +49,7 @@ fi
 # kwok's own stages: nodes made Ready and kept alive through their Lease, pods run and deleted (kustomize/stage).
 if [ ! -d "$kwok/stages" ]; then
   src="$(module_dir "sigs.k8s.io/kwok@$KWOK_VERSION")/kustomize/stage"
-  mkdir -p "$kwok/.stages" && cp "$src"/node/fast/node-initialize.yaml "$src"/node/heartbeat-with-lease/*.yaml "$src"/pod/fast/pod-*.yaml "$kwok/.stages/"
+  mkdir -p "$kwok/.stages" && cp "$src"/node/fast/node-initialize.yaml "$src"/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml "$src"/pod/fast/pod-*.yaml "$kwok/.stages/"
   chmod -R u+w "$kwok/.stages" && mv "$kwok/.stages" "$kwok/stages"
 fi
 echo "controlplane: ready in $((SECONDS - start)) s"
