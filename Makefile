@@ -37,7 +37,9 @@ demo: $(INSTALLED)  ## The whole run lifecycle offline on a local Ray cluster: s
 # tests/__init__.py); set here too, pytest's own modules and lint-imports' are kept before tests/ is imported.
 test: export PYTHONPYCACHEPREFIX := $(CURDIR)/build/.cache/pycache
 test: export PYTHONDONTWRITEBYTECODE :=
-test: $(INSTALLED_TEST)  ## The import contracts (pyproject.toml), ruff's lint and format check, then the whole test suite
+test: $(INSTALLED_TEST)  ## The import contracts (pyproject.toml), ruff's lint and format check, the control plane's build, then the whole test suite
+	@if command -v go >/dev/null; then controlplane/build.sh; \
+	else echo "go is not on PATH: the tests on a real control plane (tests/controlplane) will be skipped"; fi
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .

@@ -222,6 +222,10 @@ LONG_FILES = ("tests/jobs/test_demo.py", "tests/test_user_stacks.py")
 of the checkout: 19 s; --durations of `make test` on 2026-12-02): handed out right after the two-node cluster's, so
 that neither is the last unit of work while the other test process has nothing left."""
 
+CONTROL_PLANE_FILES = ("tests/controlplane/test_guardian_calls.py", "tests/controlplane/test_stack_objects.py")
+"""The test files on the real control plane (tests/controlplane/conftest.py `control_plane`): one unit of work, so one
+test process starts it once; handed out with the long files."""
+
 RAY_SESSION_FIXTURES = ("two_node_cluster", "ray_head", "pending_ray_head")
 """Session fixtures that keep Ray nodes running (an idle Ray node takes about 9% of a core): the files that use
 them run first, and each is stopped after its last test in the test process (stop_after_last_use)."""
@@ -237,7 +241,7 @@ def _file_rank(items: list[pytest.Item]) -> dict[str, int]:
         path = item.nodeid.split("::", 1)[0]
         if path in TWO_NODE_CLUSTER_FILES:
             rank = 0
-        elif path in LONG_FILES:
+        elif path in LONG_FILES or path in CONTROL_PLANE_FILES:
             rank = 1
         else:
             rank = 2 if "ray_head" in item.fixturenames else 3
@@ -294,7 +298,7 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log):
     """Under `-n N` with the default `--dist load`: each test file is one unit of work, and the files of the
-    two-node cluster are one unit together (a file's module fixtures then also start once), handed out in
+    two-node cluster are one unit together, as are those of the real control plane (a file's module fixtures then also start once), handed out in
     collection order."""
     if config.getoption("dist") != "load":
         return None
@@ -305,6 +309,8 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
     class FileScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             path = nodeid.split("::", 1)[0]
+            if path in CONTROL_PLANE_FILES:
+                return "control-plane"
             return "two-node-cluster" if path in TWO_NODE_CLUSTER_FILES else path
 
     return FileScheduling(config, log)
