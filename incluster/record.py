@@ -50,6 +50,9 @@ autoscaler's events on the pending GPU workers (incluster/capacity_events.py); o
 the capacity ladder, by each node's pool; without a ladder all on gpu.provisioning) and `details.otherNodes` (GPU
 nodes of no rung's pool, not the run's); once per attempt. `python -m jobs status` prices the attempt's GPU hours by
 it.
+`succeeded`: `details.maxSteps` and `details.epochs`, the schedule the attempt ran (its job metadata), so that a
+submitter on a Ray head that no longer lists it can tell whether a raised schedule extends the run (incluster/runs.py
+schedule_of).
 `parked`: after the scale to zero the guardian exported the run to the parked bucket and wrote the park marker
 (storage.parkWhenIdle; incluster/park.py): `details.bucket`, `details.step` (the newest step exported, null without a
 checkpoint) and `details.objects`; the Lustre instance bills on until `storage.parked: true` and `pulumi up` delete
