@@ -157,7 +157,10 @@ def test_a_run_its_record_says_is_over_is_not_submitted_again_on_a_new_head():
     schedule = {"maxSteps": "100", "epochs": "1"}
     for event, details in (("succeeded", schedule), ("not-retried", None), ("gave-up", None)):
         client = AttemptsClient(run, [], {})
-        entries = [{"attempt": 2, "event": "failed"}, {"attempt": 2, "event": event, "reason": "why", "details": details}]
+        entries = [
+            {"attempt": 2, "event": "failed"},
+            {"attempt": 2, "event": event, "reason": "why", "details": details},
+        ]
         assert not run_submission.wants_workers(client, submission, known(entries, (1, 2)))
         outcome = run_submission.ensure_run(client, submission, known(entries, (1, 2)))
         assert (outcome.action, outcome.submission_id, client.submitted) == ("over", f"{run}-2", [])
