@@ -24,8 +24,9 @@ def submit_export(client: JobSubmissionClient, submission: dict[str, Any]) -> tu
     whether that export was already submitted (pending, running or succeeded: follow it, nothing submitted).
 
     Ray refuses a submission_id it already holds (ray 2.60.0 dashboard/modules/job/job_manager.py L549-556,
-    ValueError "Job with submission_id ... already exists"; job_head.py L428-433 answers it as HTTP 400, and
-    sdk.py L265-268 with dashboard_sdk.py L304-307 raise that as RuntimeError); after a refusal the id's status says
+    ValueError "Job with submission_id ... already exists"; the job agent answers it as HTTP 400, job_agent.py
+    L58-62, which the head passes on as HTTP 500, job_head.py L131-148 and L434-439, and sdk.py L265-268 with
+    dashboard_sdk.py L304-307 raise that as RuntimeError); after a refusal the id's status says
     which case it is, so no error text is parsed. A try that ended FAILED or STOPPED is followed by the next try's id."""
     base = submission.get("submission_id")
     for retry in range(1, EXPORT_TRIES + 1 if base else 2):

@@ -46,7 +46,7 @@ class Deadlines:
     8 GPUs each (well under a minute on an H200, benchmarks/results/preflight-h200/), the fabric sweeps to 8 GiB and
     the pair search; past it the preflight fails and the job is stopped."""
     run_files: float = 120.0
-    """Seconds the short job that reads a run's files on the head (jobs/runs/run_files.py) may take in all."""
+    """Seconds the short job that reads a run's files on the head (incluster/run_files.py) may take in all."""
 
     @property
     def request(self) -> tuple[float, float]:

@@ -56,6 +56,9 @@ autoscaler's events on the pending GPU workers (incluster/capacity_events.py); o
 the capacity ladder, by each node's pool; without a ladder all on gpu.provisioning) and `details.otherNodes` (GPU
 nodes of no rung's pool, not the run's); once per attempt. `python -m jobs status` prices the attempt's GPU hours by
 it.
+`succeeded`: `details.maxSteps` and `details.epochs`, the schedule the attempt ran (its job metadata), so that a
+submitter on a Ray head that no longer lists it can tell whether a raised schedule extends the run (incluster/runs.py
+schedule_of).
 `exported`: the guardian saw the export job it submitted (`export-submitted`) SUCCEEDED on the Ray head:
 `details.step`, `details.submission`.
 `parked`: after the scale to zero the guardian exported what the instance holds to the parked bucket and wrote the

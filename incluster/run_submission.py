@@ -4,22 +4,44 @@ Ray refuses a reused submission id, so a run is submitted as attempts `<run>-1`,
 Submitting a run with a live (PENDING/RUNNING) attempt does nothing, nor with a SUCCEEDED one
 unless the schedule now asks for more (runs.extends: a raised `grpo.maxSteps` or `grpo.epochs`) or it
 stopped at its deadline before its schedule's end (the wrapper's last line, `deadline_stop_of`; NeMo-RL exits 0
-there); otherwise (FAILED, STOPPED, SUCCEEDED and extended or stopped at its deadline) it starts the next attempt, which resumes
-from the run's newest complete checkpoint: its entrypoint is the attempt wrapper (incluster/attempt.py),
-whose modules every submission carries as Ray `py_modules` (incluster/shipping.py).
+there), nor with one the run's record says ended the run (runs.OVER_EVENTS: `succeeded`, `not-retried`, `gave-up`);
+otherwise (FAILED, STOPPED, SUCCEEDED and extended or stopped at its deadline, or gone with its Ray head) it starts
+the next attempt, which resumes from the run's newest complete checkpoint: its entrypoint is the attempt wrapper
+(incluster/attempt.py), whose modules every submission carries as Ray `py_modules` (incluster/shipping.py).
+
+Every submitter (the run guardian, `pulumi up`'s post-deploy step, `python -m jobs submit`, the demo) numbers the
+next attempt here, one past runs.newest_attempt over Ray's table, the run's record and its attempt logs (a RunDirView:
+read in place by the guardian, through the Ray head by the client, or under `--data-root`). Two submitters at the
+same moment therefore compute the same id, and Ray refuses the second (ray 2.60.0
+python/ray/dashboard/modules/job/job_manager.py L549-556: `put_info(..., overwrite=False)`, else ValueError "Job with
+submission_id ... already exists"): the id is the fence, which leader election is not (kubernetes/client-go
+tools/leaderelection/leaderelection.go L17-20, the package comment, read at 9a8caafa, the stored copy: "This
+implementation does not guarantee that only one client is acting as a leader (a.k.a. fencing)"). The one refused
+says so and submits nothing.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from incluster import job_client, shipping
 from incluster.attempt import deadline_stop_step
-from incluster.job_client import LIVE, JobError
-from incluster.runs import extends, for_attempt, schedule_done
+from incluster.job_client import LIVE, JobError, Report
+from incluster.record import RECORD_FILE, parse
+from incluster.run_files import read_local_run_files, read_run_files
+from incluster.runs import (
+    attempt_id,
+    extends,
+    for_attempt,
+    logged_attempts,
+    newest_attempt,
+    over_entry,
+    schedule_done,
+)
 
 if TYPE_CHECKING:
     from ray.job_submission import JobDetails, JobSubmissionClient
@@ -28,33 +50,91 @@ DEADLINE_STOP_TAIL = 5
 """Log lines of a SUCCEEDED attempt read for its wrapper's deadline-stop line (its last)."""
 
 
+RUN_DIR_NAMES = (RECORD_FILE, "logs/")
+"""What a submitter reads of the run's directory: its record and the names in `logs/` (incluster/run_files.py)."""
+
+SUBMITTING = ("submitted", "extended", "resumed", "continued")
+"""The Outcome actions that submit the next attempt."""
+
+DONE = ("succeeded", "over")
+"""The Outcome actions of a run with nothing more to do: no GPU worker is needed for it."""
+
+
+@dataclass(frozen=True)
+class RunDirView:
+    """What the run's directory knows of its attempts, read before the next attempt is numbered."""
+
+    entries: tuple[dict[str, Any], ...] = ()
+    """The run's record (incluster/record.py), oldest first."""
+    logged: tuple[int, ...] = ()
+    """The numbers of its attempt logs, `logs/attempt-N.log` (every attempt's wrapper writes one)."""
+
+
+def view_of(files: Mapping[str, str | None]) -> RunDirView:
+    """The RunDirView of RUN_DIR_NAMES as incluster/run_files.py reads them (None: missing)."""
+    names = (files.get("logs/") or "").splitlines()
+    return RunDirView(tuple(parse(files.get(RECORD_FILE) or "")), tuple(logged_attempts(names)))
+
+
+def local_view(run_dir: Path) -> RunDirView:
+    """The RunDirView of a run directory this process reaches (the guardian's `/data`, `--data-root`)."""
+    return view_of(read_local_run_files(run_dir, RUN_DIR_NAMES))
+
+
+def head_view(client: JobSubmissionClient, run_dir: str, report: Report | None = None) -> RunDirView:
+    """The RunDirView of a run directory on the shared storage, read through the Ray head (a short job, at most
+    DEADLINES.run_files); JobError when that read fails."""
+    return view_of(read_run_files(client, run_dir, RUN_DIR_NAMES, report=report))
+
+
 @dataclass(frozen=True)
 class Outcome:
-    """What `ensure_run` did."""
+    """What `ensure_run` did (or, from `next_step`, would do)."""
 
     action: str
     """`submitted`, `extended` (submitted past a SUCCEEDED attempt's schedule), `resumed` (submitted after an
-    attempt that stopped at its deadline before its schedule's end), `live` (an attempt
-    is PENDING or RUNNING) or `succeeded` (the run is done)."""
+    attempt that stopped at its deadline before its schedule's end), `continued` (submitted after an attempt the Ray
+    head no longer lists: a new head), `live` (an attempt is PENDING or RUNNING), `succeeded` (the run is done),
+    `over` (the run's record says the run ended at that attempt) or `taken` (another submitter's attempt took the id
+    first)."""
     submission_id: str
     """The attempt submitted or found."""
     status: str
-    """Its status when `ensure_run` returned."""
+    """Its status when `ensure_run` returned; for `over`, the record's event."""
+    reason: str = ""
+    """For `over`: the record entry's reason."""
 
     def sentence(self) -> str:
-        """What happened, for the user."""
+        """What happened, in one line for the user."""
         if self.action == "submitted":
             return f"submitted {self.submission_id}"
         if self.action == "extended":
             return f"submitted {self.submission_id}: the run SUCCEEDED on a shorter schedule and continues"
         if self.action == "resumed":
             return f"submitted {self.submission_id}: the previous attempt stopped at its deadline and the run resumes"
+        if self.action == "continued":
+            return (
+                f"submitted {self.submission_id}: the run's directory knows attempt {number_of(self.submission_id) - 1},"
+                " which this Ray head does not list (a new head), and the run continues from its checkpoints"
+            )
         if self.action == "live":
             return f"{self.submission_id} is already {self.status}; nothing submitted"
+        if self.action == "taken":
+            return f"{self.submission_id} was submitted by another submitter first ({self.status}); nothing submitted"
+        if self.action == "over" and self.status != "succeeded":
+            return (
+                f"the run is over: the run guardian recorded {self.submission_id} {self.status}"
+                f"{': ' + self.reason if self.reason else ''}; nothing submitted (submit --fresh for a new run)"
+            )
         return (
             f"{self.submission_id} already SUCCEEDED; nothing submitted"
             " (raise grpo.maxSteps to extend the run, or submit --fresh for a new one)"
         )
+
+
+def number_of(submission_id: str) -> int:
+    """The attempt number of an attempt's submission id (`<run>-<N>`, runs.attempt_id)."""
+    return int(submission_id.rsplit("-", 1)[1])
 
 
 def deadline_stop_of(client: JobSubmissionClient, job: JobDetails) -> int | None:
@@ -82,46 +162,79 @@ def settled(previous: list[JobDetails], submission: dict[str, Any], stopped_at: 
     return None
 
 
-def wants_workers(client: JobSubmissionClient, submission: dict[str, Any]) -> bool:
-    """Whether the run of `submission` needs the GPU workers: anything but a SUCCEEDED run with nothing more
-    to do (whose workers the run guardian may have scaled to zero)."""
-    previous = job_client.attempts(client, submission["metadata"]["run"])
-    stopped_at = deadline_stop_of(client, previous[-1]) if previous else None
-    kept = settled(previous, submission, stopped_at)
-    return kept is None or kept.action != "succeeded"
+def next_step(
+    client: JobSubmissionClient,
+    submission: dict[str, Any],
+    known: Callable[[], RunDirView],
+    stop_of: Callable[[JobDetails], int | None] | None = None,
+    after: int = 0,
+) -> Outcome:
+    """What `ensure_run` does now for the run of `submission`, without doing it: for an action of SUBMITTING, the id
+    of the next attempt, one past runs.newest_attempt of Ray's table, the run's directory (`known`, read only when no
+    attempt is live) and `after` (the newest attempt the caller saw). `stop_of` (default `deadline_stop_of` through
+    Ray's logs) gives the step a SUCCEEDED attempt saved before it stopped at its deadline."""
+    run = submission["metadata"]["run"]
+    previous = job_client.attempts(client, run)
+    listed = previous[-1] if previous else None
+    if listed is not None and job_client.status_text(listed.status) in LIVE:
+        return Outcome("live", listed.submission_id, job_client.status_text(listed.status))
+    view = known()
+    listed_number = job_client.attempt_number(listed) if listed is not None else 0
+    newest = newest_attempt((listed_number, after), view.entries, view.logged)
+    over = over_entry(view.entries, newest)
+    following = attempt_id(run, newest + 1)
+    if listed is not None and listed_number == newest:
+        stopped_at = (stop_of or functools.partial(deadline_stop_of, client))(listed)
+        kept = settled(previous, submission, stopped_at)
+        if kept is not None:
+            return kept
+        if over is not None and over.get("event") != "succeeded":
+            return Outcome("over", listed.submission_id, str(over.get("event")), str(over.get("reason") or ""))
+        if stopped_at is not None:
+            return Outcome("resumed", following, "")
+        if job_client.status_text(listed.status) == "SUCCEEDED":
+            return Outcome("extended", following, "")
+        return Outcome("submitted", following, "")
+    if newest == 0:
+        return Outcome("submitted", following, "")
+    if over is not None:
+        done = over.get("details") if over.get("event") == "succeeded" else None
+        if not isinstance(done, dict) or not extends(done, submission["metadata"]):
+            return Outcome("over", attempt_id(run, newest), str(over.get("event")), str(over.get("reason") or ""))
+        return Outcome("extended", following, "")
+    return Outcome("continued", following, "")
+
+
+def wants_workers(client: JobSubmissionClient, submission: dict[str, Any], known: Callable[[], RunDirView]) -> bool:
+    """Whether the run of `submission` needs the GPU workers: anything but a run with nothing more to do (SUCCEEDED,
+    or over by its record), whose workers the run guardian may have scaled to zero."""
+    return next_step(client, submission, known).action not in DONE
 
 
 def ensure_run(
     client: JobSubmissionClient,
     submission: dict[str, Any],
+    known: Callable[[], RunDirView],
     stop_of: Callable[[JobDetails], int | None] | None = None,
     after: int = 0,
 ) -> Outcome:
-    """Submit the run of `submission` (attempt-1 kwargs) unless an attempt is live, or the newest
-    SUCCEEDED and the schedule asks for no more than it ran. An attempt that stopped at its deadline before
-    its schedule's end (`stop_of`, default `deadline_stop_of` through Ray's logs) is `resumed`. The attempt's
-    number follows the newest on the cluster and `after` (the newest the run's record knows: a new Ray head lists
-    none of the run's attempts, and Ray refuses no id it has not seen, so attempt 1's id and log would be used
-    again)."""
-    run = submission["metadata"]["run"]
-    previous = job_client.attempts(client, run)
-    stopped_at = (stop_of or functools.partial(deadline_stop_of, client))(previous[-1]) if previous else None
-    kept = settled(previous, submission, stopped_at)
-    if kept is not None:
-        return kept
-    if stopped_at is not None:
-        action = "resumed"
-    elif previous and job_client.status_text(previous[-1].status) == "SUCCEEDED":
-        action = "extended"
-    else:
-        action = "submitted"
-    attempt = max(job_client.attempt_number(previous[-1]) if previous else 0, after) + 1
-    kwargs = for_attempt(submission, attempt)
+    """Submit the run of `submission` (attempt-1 kwargs) as `next_step` numbers it, unless an attempt is live, the
+    newest SUCCEEDED and the schedule asks for no more than it ran, or the run's record says the run is over. A
+    refused id that Ray holds is another submitter's attempt (`taken`); any other refusal is a JobError."""
+    planned = next_step(client, submission, known, stop_of, after)
+    if planned.action not in SUBMITTING:
+        return planned
+    kwargs = for_attempt(submission, number_of(planned.submission_id))
     try:
         with shipping.py_modules() as modules:
             submission_id = client.submit_job(
                 **{**kwargs, "runtime_env": {**kwargs["runtime_env"], "py_modules": modules}}
             )
     except Exception as error:  # noqa: BLE001 - the Jobs API answers with RuntimeError and HTTP errors
-        raise JobError(f"Ray refused {kwargs['submission_id']}: {job_client.short_reason(error)}") from None
-    return Outcome(action, submission_id, job_client.status_of(client, submission_id))
+        refused = JobError(f"Ray refused {kwargs['submission_id']}: {job_client.short_reason(error)}")
+        try:
+            status = job_client.status_of(client, kwargs["submission_id"])
+        except Exception:  # noqa: BLE001 - no such job (HTTP 404 as RuntimeError) or Ray unreachable
+            raise refused from None
+        return Outcome("taken", kwargs["submission_id"], status)
+    return Outcome(planned.action, submission_id, job_client.status_of(client, submission_id))

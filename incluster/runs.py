@@ -1,11 +1,15 @@
 """Attempts of a run as plain data: the attempt's submission id, its submit_job kwargs and GRPO_*
-environment, and whether a new schedule extends a SUCCEEDED attempt.
+environment, whether a new schedule extends a SUCCEEDED attempt, the newest attempt number the run has used (the one
+numbering of every submitter) and whether its record says it is over.
 
 Stdlib only, so the in-cluster guardian (incluster/shipping.py) carries it
 without the typed config. Pure: no Ray, no I/O.
 """
 
 from __future__ import annotations
+
+import re
+from collections.abc import Iterable
 
 RUN_ENV = ("GRPO_RUN", "GRPO_ATTEMPT", "GRPO_RUN_DIR")
 """Environment of each attempt's driver: the run id, the attempt number and the run directory
@@ -83,3 +87,41 @@ def schedule_done(done: dict[str, str], step: int) -> bool:
     line, or with its epochs (L2228, no line), has no deadline line and is the end of the run."""
     max_steps = done.get("maxSteps", "")
     return max_steps.isdigit() and step >= int(max_steps)
+
+
+OVER_EVENTS = ("succeeded", "not-retried", "gave-up")
+"""Record events that end a run at their attempt: the guardian's policy then only idles, scales to zero and parks
+(incluster/guardian/policy.py `decide` and `_after_deadline_stop` hand each to `_idle`), `status` counts the idle bill
+from them (jobs/runs/idle.py), and docs/up-and-destroy.md says such a run stays over after an unpark. `succeeded` ends
+it unless the schedule now asks for more (`extends`)."""
+
+ATTEMPT_LOG = re.compile(r"attempt-([0-9]+)\.log")
+"""The name of an attempt's log in `<run dir>/logs/` (incluster/attempt.py log_path), with the attempt's number."""
+
+
+def logged_attempts(names: Iterable[str]) -> list[int]:
+    """The attempt numbers of the attempt logs among the file names `names` (every attempt's wrapper writes
+    `logs/attempt-N.log`, whoever submitted it); other names are left out."""
+    return [int(found[1]) for name in names if (found := ATTEMPT_LOG.fullmatch(name))]
+
+
+def newest_attempt(listed: Iterable[int], entries: Iterable[dict], logged: Iterable[int]) -> int:
+    """The newest attempt number the run has used, 0 for none: the newest of Ray's table (`listed`), the run's record
+    (`entries`) and its attempt logs (`logged`). Every submitter numbers the next attempt one past it: a new Ray head
+    lists none of the run's attempts (no GCS fault tolerance) and accepts an id it has not seen, so Ray's table alone
+    would hand out attempt 1 again."""
+    recorded = (item.get("attempt") for item in entries)
+    return max((*listed, *(number for number in recorded if isinstance(number, int)), *logged), default=0)
+
+
+def over_entry(entries: Iterable[dict], attempt: int) -> dict | None:
+    """The record's entry that ended the run at `attempt` (OVER_EVENTS: `not-retried` or `gave-up` before
+    `succeeded`), or None while the run goes on."""
+    found = {item.get("event"): item for item in entries if item.get("attempt") == attempt}
+    return next((found[event] for event in reversed(OVER_EVENTS) if event in found), None)
+
+
+def schedule_of(metadata: dict[str, str]) -> dict[str, str]:
+    """The schedule an attempt ran (its `maxSteps` and `epochs` job metadata), as `extends` reads it; kept in the
+    record's `succeeded` entry, so that a Ray head which lists the attempt no more can still tell an extension."""
+    return {key: metadata[key] for key in ("maxSteps", "epochs") if key in metadata}

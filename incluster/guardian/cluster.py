@@ -1,5 +1,5 @@
 """What the guardian reads and asks through the Kubernetes API server (the GPU nodes, the GPU worker pods, as its
-views), and from the run's directory (a failed attempt's last lines, the newest attempt the directory knows), and
+views), and from the run's directory (a failed attempt's last lines), and
 the submission told its deadline."""
 
 from __future__ import annotations
@@ -189,17 +189,6 @@ def failure_error(run_dir: Path, attempt: int, message: str) -> str | None:
         if lines and lines[0].startswith(RAY_FAILED_ENTRYPOINT):
             lines = lines[1:]
     return error_line("\n".join(lines))
-
-
-def known_attempt(entries: list[dict[str, Any]], run_dir: Path) -> int:
-    """The newest attempt the run's directory knows: its record's lines and the attempt wrapper's logs (every attempt
-    writes `logs/attempt-N.log`, whoever submitted it); 0 when none."""
-    numbers = [item["attempt"] for item in entries if isinstance(item.get("attempt"), int)]
-    for path in (run_dir / "logs").glob("attempt-*.log"):
-        stem = path.stem.split("-", 1)[1]
-        if stem.isdigit():
-            numbers.append(int(stem))
-    return max(numbers, default=0)
 
 
 def with_deadline(submission: dict[str, Any], framework: str, ends: Any, now: float) -> dict[str, Any]:

@@ -23,7 +23,6 @@ from incluster.guardian.cluster import (
     failure_lines,
     gpu_nodes_of,
     gpu_rungs,
-    known_attempt,
     kube_node_view,
     pod_view,
     with_deadline,
@@ -48,6 +47,7 @@ from incluster.lease import RENEW_INTERVAL_SECONDS, Lease, current_entries
 from incluster.lustre_transfer import TransferError
 from incluster.preflight import gate
 from incluster.preflight.driver import NEWEST
+from incluster.runs import newest_attempt
 
 if TYPE_CHECKING:
     from ray.job_submission import JobSubmissionClient
@@ -319,7 +319,8 @@ class Guardian:
         the run's: a new head, whose job table started empty (no GCS fault tolerance). It ended when its log was last
         written (else when the guardian first missed it): SUCCEEDED when the record says so, else FAILED; None for a run
         with no attempt yet."""
-        number = max(known_attempt(entries, self.settings.run_dir), self.seen_attempt)
+        logged = run_submission.local_view(self.settings.run_dir).logged
+        number = newest_attempt((self.seen_attempt,), entries, logged)
         if number == 0:
             return None
         succeeded = any(item.get("attempt") == number and item.get("event") == "succeeded" for item in entries)
@@ -415,10 +416,14 @@ class Guardian:
                 self.report(f"{settings.run}: {marked}")
         step = self.resume_step()
         outcome = run_submission.ensure_run(
-            self.client, self.told_the_deadline(settings.submission), self.deadline_stop_of, after=attempt
+            self.client,
+            self.told_the_deadline(settings.submission),
+            lambda: run_submission.local_view(settings.run_dir),
+            self.deadline_stop_of,
+            after=max(attempt, self.seen_attempt),
         )
-        if outcome.action in ("submitted", "extended", "resumed"):
-            number = int(outcome.submission_id.rsplit("-", 1)[1])
+        if outcome.action in run_submission.SUBMITTING:
+            number = run_submission.number_of(outcome.submission_id)
             self.append(number, "submitted", reason, resumed_from_step=step)
         else:
             self.report(f"{settings.run}: {outcome.sentence()}")

@@ -11,7 +11,7 @@ from incluster import job_client, readiness, record
 from incluster.attempt import REFUSED_LINE
 from incluster.deadline import stop_due
 from incluster.guardian.settings import Settings
-from incluster.runs import extends, schedule_done
+from incluster.runs import extends, schedule_done, schedule_of
 
 SETTLE_SECONDS = 60.0
 """Seconds after a failure before it counts as not caused by lost capacity: Ray marks a lost node dead after
@@ -405,7 +405,7 @@ def decide(state: State) -> Action:
             return _after_deadline_stop(state, newest.deadline_stop)
     if newest.status == "SUCCEEDED":
         if "succeeded" not in recorded:
-            return Action("record", newest.number, "", "succeeded")
+            return Action("record", newest.number, "", "succeeded", details=schedule_of(newest.metadata))
         for over in ("not-retried", "gave-up"):  # a failed preflight before the extension: the run is over
             if over in recorded:
                 return _idle(state, f"attempt {newest.number} {over}: {recorded[over]['reason']}")

@@ -15,6 +15,7 @@ from core.prices import catalog, gpu_hourly
 from core.stackfile import stack_file
 from incluster import job_client, readiness, run_submission, scaling
 from incluster.logs import plain
+from incluster.runs import run_dir_of
 from jobs.cli.lines import ProgressLine, counted, first_line
 from jobs.cli.stack_jobs import job_line, pick_job, print_records
 from jobs.runs.observe import dollars_so_far
@@ -104,14 +105,33 @@ def follow(
         progress.close()
 
 
+def run_dir_known(
+    args: argparse.Namespace, client: JobSubmissionClient, submission: dict
+) -> Callable[[], run_submission.RunDirView]:
+    """How `submit` reads what the run's directory knows of its attempts before it numbers the next: in place under
+    `--data-root`, else through the Ray head (incluster/run_files.py, with a progress line)."""
+    run_dir = run_dir_of(submission)
+    if args.data_root:
+        return lambda: run_submission.local_view(Path(run_dir))
+
+    def through_the_head() -> run_submission.RunDirView:
+        progress = ProgressLine()
+        try:
+            return run_submission.head_view(client, run_dir, progress)
+        finally:
+            progress.close()
+
+    return through_the_head
+
+
 def cmd_submit(args: argparse.Namespace, config: StackConfig) -> int:
     """Submit the stack's run (idempotent); with --wait follow it to the end."""
     spec = training_spec(config, args.entrypoint)
     endpoint = endpoint_of(args, config)
     client = job_client.connect(endpoint)
     timeout = args.ready_timeout if args.ready_timeout is not None else config.job.ready_timeout_seconds
-    submission = submission_of(config, spec, 1)
-    if args.fresh or run_submission.wants_workers(client, submission):
+    submission = local_submission(args, submission_of(config, spec, 1))
+    if args.fresh or run_submission.wants_workers(client, submission, run_dir_known(args, client, submission)):
         parked = config.parked_bucket_name if config.storage.type == "lustre" else None
         mark_parked_stale(parked, "python -m jobs submit", lambda line: print(line, file=sys.stderr))
         progress = ProgressLine()
@@ -122,11 +142,11 @@ def cmd_submit(args: argparse.Namespace, config: StackConfig) -> int:
             progress.close()
     if args.fresh:
         config, spec = fresh_run(args, config)
-        submission = submission_of(config, spec, 1)
-    outcome = run_submission.ensure_run(client, local_submission(args, submission))
+        submission = local_submission(args, submission_of(config, spec, 1))
+    outcome = run_submission.ensure_run(client, submission, run_dir_known(args, client, submission))
     print(outcome.sentence(), file=sys.stderr)
     print(outcome.submission_id, flush=True)
-    if not args.wait:
+    if not args.wait or outcome.action == "over":
         return 0
     return follow(client, config, outcome.submission_id, spec.framework, stream=False)
 

@@ -30,9 +30,9 @@ from incluster.lustre_transfer import (
 )
 from incluster.park import Holdings, ParkRequest, holdings_of, lustre_path, park_run
 from incluster.record import RECORD_FILE, parse
+from incluster.run_files import read_holdings, read_local_run_files, read_run_files
 from jobs.cli.lines import ProgressLine, counted
 from jobs.runs.export import exports_dir
-from jobs.runs.run_files import read_holdings, read_local_run_files, read_run_files
 from jobs.spec.training import training_spec, under_data_root
 from jobs.submit import access
 from jobs.submit.target import UsageError, endpoint_of

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from incluster import job_client, record
+from incluster.run_files import read_run_files
 from jobs.runs.export import export_of
-from jobs.runs.run_files import read_run_files
 from jobs.spec.training import run_directory, under_data_root
 from jobs.submit.target import UsageError, job_command
 
@@ -67,7 +67,7 @@ def record_where(args: argparse.Namespace, run: str) -> str:
 
 
 def print_records(args: argparse.Namespace, client: JobSubmissionClient, runs: list[str]) -> None:
-    """Each run's record (attempts.jsonl): under `--data-root`, else read through the Ray head (jobs/runs/run_files.py,
+    """Each run's record (attempts.jsonl): under `--data-root`, else read through the Ray head (incluster/run_files.py,
     one short job per run); nothing for a run without a record."""
     for run in dict.fromkeys(runs):
         if args.data_root:

@@ -366,7 +366,7 @@ def lifecycle(out: Path, report: Say) -> int:
         report(f"GPU node {first.node_id[:12]} joined with 8 GPUs (process group {first.process.pid})")
 
         client = job_client.connect(cluster.endpoint)
-        outcome = run_submission.ensure_run(client, submission)
+        outcome = run_submission.ensure_run(client, submission, lambda: run_submission.local_view(run_dir))
         report(f"submitted {outcome.submission_id}: the dev stack's job spec, the stand-in trainer as the entrypoint,"
                f" {STEPS} steps, a checkpoint every {SAVE_EVERY}")  # fmt: skip
         follow_until_hold(client, outcome.submission_id, report)

@@ -13,10 +13,10 @@ from core.facts.capacity import RUNGS
 from core.prices import CATALOG_NAME, catalog, gpu_node_ceiling
 from incluster import job_client
 from incluster.record import parse
+from incluster.run_files import read_local_run_files, read_run_files
 from jobs.runs import observed
 from jobs.runs.goodput import Goodput, StepDone, complete_checkpoints, measure
 from jobs.runs.pricing import AttemptPrice, attempt_prices, pricing_lines
-from jobs.runs.run_files import read_local_run_files, read_run_files
 from jobs.spec.training import run_directory, under_data_root
 
 if TYPE_CHECKING:

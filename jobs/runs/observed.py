@@ -1,7 +1,7 @@
 """What a run's files and Ray's attempt list say about it, as goodput's inputs and the plot's points.
 
 Pure: Ray's attempts (as plain data), the run's record `attempts.jsonl` and each attempt's timestamped
-log (jobs/runs/run_files.py) in; jobs/runs/goodput.py's attempts and steps, and per-step metrics, out.
+log (incluster/run_files.py) in; jobs/runs/goodput.py's attempts and steps, and per-step metrics, out.
 
 From the record (one JSON object per line, sorted keys: `time`, `attempt`, `event`, `reason`,
 `resumed_from_step`, optional `details`): an attempt's submission time is its `submitted` event's
@@ -20,8 +20,8 @@ from typing import Any
 from incluster.attempt import RESUMED_LINE
 from incluster.progress import VERL_SCORE_KEY, parse_verl_metrics
 from incluster.record import GPU_CAPACITY_LOST, RECORD_FILE
+from incluster.run_files import attempt_log, timed_lines
 from jobs.runs.goodput import Attempt, StepDone, steps_done
-from jobs.runs.run_files import attempt_log, timed_lines
 
 VERL_STEP_TIME_KEY = "timing_s/step"
 """verl's seconds of one training step in its step line (verl/trainer/ppo/metric_utils.py compute_timing_metrics)."""

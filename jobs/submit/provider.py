@@ -1,9 +1,15 @@
 """The post-deploy step: a Pulumi dynamic resource that submits the GRPO job during `pulumi up`.
 
 create: bring back GPU workers the run guardian scaled to zero (incluster/scaling.py), wait for the GPU nodes, run the
-preflight (`job.preflight`), then submit the run (idempotent; on a Lustre stack the parked bucket's marker is marked
-stale first, jobs/submit/parked.py; a SUCCEEDED run with nothing more to do waits for no
-GPU and runs no preflight). update: when the run changed, stop the old run's live attempts, then submit the new run;
+preflight (`job.preflight`), then submit the run (idempotent; a SUCCEEDED run with nothing more to do, or one the run's
+record says is over, waits for no GPU, runs no preflight and is not submitted: one line says so; on a Lustre stack the
+parked bucket's marker is marked stale before a submission, jobs/submit/parked.py). The next attempt is
+numbered by incluster/run_submission.py from Ray's table and the run's record and attempt logs, read through the Ray
+head (a RayCluster made anew, or an unpark, lists none of the run's attempts), as the run guardian numbers it.
+With `job.recover` on, submission is not handed to the guardian: both submit, and of two at once Ray refuses the
+second's id (the one numbering makes it the same), which then says so. The guardian submits only after an attempt it
+has judged (never a run's first, nor a new run's), it may itself be rolling in the same `up`, and `up` must fail on
+missing GPU nodes or a failed preflight with one line, which only this step can say. update: when the run changed, stop the old run's live attempts, then submit the new run;
 when the RayCluster was replaced (its uid changed), run the preflight again, then submit the same run again (it
 resumes from its checkpoints). A resume on the same RayCluster runs no preflight. A failed preflight refuses the
 job and fails `pulumi up` with one line per bad node (incluster/preflight/gate.py). delete (`pulumi
@@ -21,6 +27,7 @@ Ray (tests/jobs/submit/test_provider_pickle.py): Ray loads only when a method re
 
 from __future__ import annotations
 
+import functools
 import importlib
 import operator
 import site
@@ -38,7 +45,8 @@ from incluster.job_client import JobError, attempts, connect, endpoint_for_addre
 from incluster.lustre_transfer import TransferError
 from incluster.preflight.gate import before_first_attempt
 from incluster.readiness import Capacity, wait_for_gpus
-from incluster.run_submission import ensure_run, wants_workers
+from incluster.run_submission import DONE, ensure_run, head_view, next_step
+from incluster.runs import run_dir_of
 from incluster.scaling import bring_back
 from jobs.submit.access import api_server_from_kubeconfig, endpoint_from_kubeconfig
 from jobs.submit.parked import mark_parked_stale
@@ -87,12 +95,15 @@ def _preflight(props: dict[str, Any], client: Any) -> None:
 
 
 def _deploy(props: dict[str, Any], fresh_cluster: bool) -> dict[str, Any]:
-    """Wait for the GPU nodes, run the preflight on a fresh RayCluster, then submit the run (idempotent)."""
+    """Wait for the GPU nodes, run the preflight on a fresh RayCluster, then submit the run (idempotent); a run with
+    nothing more to do (SUCCEEDED, or over by its record) waits for nothing."""
     submission = props["submission"]
     try:
         endpoint = _endpoint(props)
         client = connect(endpoint)
-        if wants_workers(client, submission):
+        known = functools.partial(head_view, client, run_dir_of(submission), _report)
+        outcome = next_step(client, submission, known)
+        if outcome.action not in DONE:
             mark_parked_stale(props.get("parked_bucket"), "pulumi up's post-deploy step", _report)
             bring_back(endpoint, int(props["gpu_nodes"]), _report)
             wait_for_gpus(
@@ -104,7 +115,7 @@ def _deploy(props: dict[str, Any], fresh_cluster: bool) -> dict[str, Any]:
             )
             if fresh_cluster:
                 _preflight(props, client)
-        outcome = ensure_run(client, submission)
+            outcome = ensure_run(client, submission, known)
     except (AccessError, JobError, TransferError, TokenError) as error:
         raise Exception(f"grpo-gke job {submission['metadata']['run']}: {error}") from None
     _report(f"grpo-gke job: {outcome.sentence()}")

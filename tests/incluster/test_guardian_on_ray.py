@@ -8,7 +8,9 @@ and a verl attempt stopped by the guardian before a known end and resumed."""
 
 from __future__ import annotations
 
+import functools
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -16,7 +18,7 @@ import pytest
 
 from incluster import job_client, record, run_submission, shipping
 from incluster.guardian.loop import ExportRequest, Guardian, Hooks
-from incluster.guardian.policy import Action, Backoff
+from incluster.guardian.policy import Action, Backoff, decide
 from incluster.guardian.settings import Settings, settings_from
 from incluster.runs import for_attempt
 from jobs.demo.stand_in_trainer import STEPS_ENV, TRACKER
@@ -86,7 +88,8 @@ class GuardedRun:
 
     def submit_first(self) -> str:
         """Attempt 1, as `pulumi up` submits it."""
-        return self.cluster.call(run_submission.ensure_run, self.client, self.submission).submission_id
+        known = functools.partial(run_submission.local_view, self.dir)
+        return self.cluster.call(run_submission.ensure_run, self.client, self.submission, known).submission_id
 
     def submit_as(self, attempt: int) -> str:
         """Attempt `attempt` as the run's first on the cluster, its wrapper's modules sent as run_submission.ensure_run
@@ -374,3 +377,88 @@ def test_a_lost_ray_head_is_lost_capacity_and_the_next_attempt_continues_the_rec
     assert steps_in(log) == [5, 6] and f"GPU worker on node {back} GPUs 0,1,2,3,4,5,6,7" in log
     assert (run.dir / "logs" / "attempt-1.log").is_file() and (run.dir / "logs" / "attempt-2.log").is_file()
     assert stand_ins.exports == [(2, 6)]
+
+
+LOST_ONCE = (
+    'if [ "$GRPO_ATTEMPT" = 1 ]; then echo "ray.exceptions.ActorDiedError: The actor died because its node has died.'
+    ' (a stand-in for a preempted GPU worker pod)"; exit 1; fi; echo "attempt $GRPO_ATTEMPT holds"; sleep 120'
+)
+"""Attempt 1 fails at once as a preempted GPU worker pod makes verl fail; every later attempt holds (a run going on)."""
+
+
+def provider_props(run: GuardedRun, cluster_uid: str, ready_timeout: float) -> dict:
+    """The post-deploy step's inputs for `run` (jobs/stack.py build_job) through the head's plain address."""
+    return {"submission": run.submission, "kubeconfig": "", "address": run.cluster.dashboard_url, "gpu_nodes": 1,
+            "ready_timeout_seconds": ready_timeout, "cluster_uid": cluster_uid, "run": None, "submission_id": None}  # fmt: skip
+
+
+def test_on_a_new_head_the_provider_and_submit_number_past_the_guardians_record_and_leave_an_over_run_alone(
+    two_nodes, tmp_path, make_stack, capsys
+):
+    """Two runs the guardian followed on the old head: `done` SUCCEEDED (the guardian recorded it, and its schedule),
+    `going` lost attempt 1 with its capacity and the guardian recovered it as attempt 2, which runs. The head is
+    replaced (killed; a new one, with an empty job table, and the GPU node rejoining it), as `pulumi up` replaces the
+    RayCluster or an unpark makes it anew. Then `python -m jobs submit` and the provider's create (an unpark) leave
+    `done` over, waiting for no GPU node (it is down), and the provider's update (a replacement) submits `going`'s
+    attempt 3, reading the record and logs through the new head: not attempt 1 again, whose log and verl metrics it
+    would reuse, and whose record would be applied to it."""
+    from jobs.submit.provider import JobProvider
+
+    done = GuardedRun(two_nodes, "new-head-done", tmp_path, stand_in_trainer("--save-every", "1"), steps=1)
+    done.submit_first()
+    done.guard(Hooks(), idleMinutes=0)
+    assert done.events() == [(1, "succeeded")]
+    assert done.entry(1, "succeeded")["details"] == {"maxSteps": "1", "epochs": done.submission["metadata"]["epochs"]}
+
+    going = GuardedRun(two_nodes, "new-head-going", tmp_path, LOST_ONCE, maxRecoveries=2)
+    going.submit_first()
+    guardian = two_nodes.call(Guardian, going.settings(), two_nodes.endpoint, Hooks(), going.lines.append,
+                              backoff=QUICK, settle=1.0)  # fmt: skip
+    while (2, "submitted") not in going.events():
+        action = two_nodes.call(lambda: decide(guardian.observe()))
+        if action.kind == "wait":
+            time.sleep(0.5)
+        else:
+            two_nodes.call(guardian.apply, action, timeout=GUARD_SECONDS)
+    assert going.events() == [(1, "failed"), (1, "recovering"), (2, "submitted")]
+    wait_until(lambda: "attempt 2 holds" in going.logs(2), "attempt 2 running", 60)
+
+    two_nodes.kill_head()
+    two_nodes.wait_for_gpu_node_exit()
+    two_nodes.start_head()
+    assert going.attempt_ids() == [] and done.attempt_ids() == []
+    provider = JobProvider()
+
+    name, directory = make_stack("new-head-done", grpo={"maxSteps": 1}, job={"preflight": "off"})
+    submitted = two_nodes.cli("submit", "--stack", name, "--dir", str(directory), "--address", two_nodes.dashboard_url,
+                              "--data-root", str(tmp_path), "--entrypoint", done.entrypoint)  # fmt: skip
+    over = f"{done.id}-1 already SUCCEEDED; nothing submitted (raise grpo.maxSteps to extend the run, or submit --fresh"
+    assert (submitted.returncode, submitted.stdout, submitted.stderr) == (
+        0,
+        f"{done.id}-1\n",
+        f"{over} for a new one)\n",
+    )
+    capsys.readouterr()
+    created = two_nodes.call(provider.create, provider_props(done, "uid-2", ready_timeout=1), timeout=GUARD_SECONDS)
+    assert created.outs["submission_id"] == f"{done.id}-1"
+    assert capsys.readouterr().err.splitlines()[-1] == f"grpo-gke job: {over} for a new one)"
+    assert done.attempt_ids() == [] and done.events() == [(1, "succeeded")]
+
+    two_nodes.start_gpu_node()
+    olds = provider_props(going, "uid-1", ready_timeout=60)
+    updated = two_nodes.call(provider.update, "new-head-going", olds, {**olds, "cluster_uid": "uid-2"},
+                             timeout=GUARD_SECONDS)  # fmt: skip
+    assert updated.outs["submission_id"] == f"{going.id}-3"
+    said = capsys.readouterr().err.splitlines()
+    assert said[0].startswith(f"reading 2 files of {going.dir} through the Ray head")
+    assert said[-1] == (
+        f"grpo-gke job: submitted {going.id}-3: the run's directory knows attempt 2, which this Ray head does not list"
+        " (a new head), and the run continues from its checkpoints"
+    )
+    assert going.attempt_ids() == [f"{going.id}-3"]
+    wait_until(lambda: "attempt 3 holds" in going.logs(3), "attempt 3 running", 60)
+    assert [path.name for path in sorted((going.dir / "logs").iterdir())] == [f"attempt-{n}.log" for n in (1, 2, 3)]
+    assert going.events() == [(1, "failed"), (1, "recovering"), (2, "submitted")]
+    stopped = two_nodes.call(job_client.stop_jobs, going.client, two_nodes.call(job_client.attempts, going.client,
+                             going.id))  # fmt: skip
+    assert stopped == [f"{going.id}-3"]

@@ -231,7 +231,7 @@ def test_an_attempt_the_record_knows_and_a_new_head_does_not_is_lost_capacity_an
     action = decide(state)
     assert (action.event, action.details) == ("failed", {"cause": "gpu-capacity-lost"})
     assert action.reason.startswith("attempt 2 is not on the Ray head: a new head")
-    outcome = run_submission.ensure_run(head, local.submission, after=view.number)
+    outcome = run_submission.ensure_run(head, local.submission, lambda: run_submission.local_view(run_dir))
     assert outcome.submission_id == f"{local.run}-3", "attempt 1's id and log would be used again"
     assert guardian_on(local, NewHead())._missing_view([]) is not None  # the log alone tells attempt 2 ran
     assert guardian_on(settings, NewHead())._missing_view([]) is None  # a run with no attempt yet waits

@@ -5,6 +5,7 @@ attempt: tests/incluster/test_guardian_on_ray.py, on the same cluster."""
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -43,7 +44,8 @@ class Run:
     def submit(self) -> run_submission.Outcome:
         """Pass the readiness gate, then submit the run's next attempt (incluster.run_submission.ensure_run)."""
         self.cluster.call(readiness.wait_for_gpus, self.cluster.endpoint, self.config.gpu.nodes, 60.0, lambda _: None)
-        return self.cluster.call(run_submission.ensure_run, self.client, self.submission)
+        known = functools.partial(run_submission.local_view, self.dir)
+        return self.cluster.call(run_submission.ensure_run, self.client, self.submission, known)
 
     def wait(self, attempt: int, timeout: float = 90.0) -> str:
         """The attempt's final status (at most `timeout` seconds)."""

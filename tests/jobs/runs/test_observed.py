@@ -11,6 +11,7 @@ from types import SimpleNamespace
 import pytest
 
 from incluster.record import parse
+from incluster.run_files import read_local_run_files
 from jobs.runs.goodput import measure
 from jobs.runs.observe import RunView, dollars_so_far
 from jobs.runs.observed import (
@@ -24,7 +25,6 @@ from jobs.runs.observed import (
     run_steps,
     step_points,
 )
-from jobs.runs.run_files import read_local_run_files
 
 T0 = datetime(2026, 12, 1, 10, 0, tzinfo=UTC).timestamp()
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
 
 from incluster import job_client
 from incluster.job_client import attempts, connect, endpoint_for_address, status_of
+from incluster.runs import run_dir_of
 from jobs.spec.training import on_data_root, submission_of, training_spec
 from jobs.submit.local_head import refusing_address
 from jobs.submit.provider import JobProvider
@@ -166,3 +168,87 @@ def test_update_fails_when_ray_refuses_to_stop_the_old_run(ray_head, monkeypatch
     monkeypatch.undo()
     assert status_of(client_of(ray_head), olds["submission_id"]) in job_client.LIVE
     provider.delete("prov-refused", olds)
+
+
+PREEMPTED = (
+    "echo 'ray.exceptions.ActorDiedError: The actor died because its node has died."
+    " (a stand-in for a preempted GPU worker pod)'; exit 1"
+)
+"""An attempt that fails at once the way a preempted worker pod makes verl fail: lost capacity, which the guardian
+recovers."""
+
+
+def test_the_guardian_and_the_provider_submitting_at_once_start_one_attempt_and_ray_refuses_the_second(
+    ray_head, tmp_path, monkeypatch, capsys
+):
+    """Attempt 1 was lost with its GPU capacity: the guardian recorded it `failed` and `recovering` and submits attempt
+    2 while `pulumi up`'s provider submits the run too. Both compute `<run>-2` (one numbering), both reach Ray's
+    submit_job at the same moment (a barrier holds the first until the second arrives), Ray takes one and refuses the
+    other's id (ray 2.60.0 dashboard/modules/job/job_manager.py L549-556), and the one refused says so: one live attempt
+    on the run directory, not two."""
+    import threading
+
+    from incluster.guardian.loop import Guardian, Hooks
+    from incluster.guardian.policy import Backoff, decide
+    from incluster.guardian.settings import settings_from
+    from incluster.record import read
+    from jobs.guardian.settings import guardian_settings
+
+    config = config_of("dev", stack="prov-race", job={"preflight": "off"})
+    submission = on_data_root(submission_of(config, training_spec(config, PREEMPTED), 1), str(tmp_path))
+    run = submission["metadata"]["run"]
+    props = {
+        **props_for(tmp_path, ray_head, "prov-race", PREEMPTED, ready_timeout_seconds=30),
+        "submission": submission,
+    }
+    provider = JobProvider()
+    assert provider.create(props).outs["submission_id"] == f"{run}-1"
+    lines: list[str] = []
+    values = {**guardian_settings(config), "run": run, "submission": submission}
+    guardian = Guardian(settings_from(values, "test"), endpoint_for_address(ray_head), Hooks(), lines.append,
+                        backoff=Backoff(0, 0), settle=1.0)  # fmt: skip
+    deadline = time.monotonic() + 60
+    while (action := decide(guardian.observe())).kind != "recover":
+        assert time.monotonic() < deadline, f"the guardian never decided to recover; last: {action}"
+        if action.kind == "record":
+            guardian.apply(action)
+        else:
+            time.sleep(0.5)
+    assert [(item["attempt"], item["event"]) for item in read(Path(run_dir_of(submission)))] == [
+        (1, "failed"),
+        (1, "recovering"),
+    ]
+
+    client_type = job_client._client_type()
+    submit_job = client_type.submit_job
+    both_there = threading.Barrier(2, timeout=60)
+
+    def at_once(self, **kwargs):
+        if kwargs.get("submission_id") == f"{run}-2":
+            both_there.wait()
+        return submit_job(self, **kwargs)
+
+    monkeypatch.setattr(client_type, "submit_job", at_once)
+    failures: list[BaseException] = []
+
+    def guardian_submits() -> None:
+        try:
+            guardian.apply(action)
+        except BaseException as error:  # noqa: BLE001 - re-raised below
+            failures.append(error)
+
+    thread = threading.Thread(target=guardian_submits, daemon=True)
+    thread.start()
+    capsys.readouterr()
+    outs = provider.update("prov-race", props, {**props, "cluster_uid": "uid-2"}).outs
+    thread.join(90)
+    assert not thread.is_alive() and not failures, failures
+    assert outs["submission_id"] == f"{run}-2"
+    client = client_of(ray_head)
+    assert [job.submission_id for job in attempts(client, run)] == [f"{run}-1", f"{run}-2"]
+    refused = f"{run}-2 was submitted by another submitter first"
+    said = [line for line in (*lines, *capsys.readouterr().err.splitlines()) if refused in line]
+    assert len(said) == 1, lines
+    events = [(item["attempt"], item["event"]) for item in read(Path(run_dir_of(submission)))]
+    guardian_won = said[0].startswith("grpo-gke job: ")
+    assert events == [(1, "failed"), (1, "recovering"), *([(2, "submitted")] if guardian_won else [])]

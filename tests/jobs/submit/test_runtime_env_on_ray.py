@@ -6,7 +6,8 @@ import sys
 from pathlib import Path
 
 from incluster.job_client import connect, endpoint_for_address, follow
-from incluster.run_submission import ensure_run
+from incluster.run_submission import ensure_run, local_view
+from incluster.runs import run_dir_of
 from jobs.spec.training import on_data_root, submission_of, training_spec
 from tests.jobs.spec.test_training import nemo_rl
 
@@ -15,7 +16,7 @@ INIT_STAND_IN = Path(__file__).resolve().parents[2] / "support" / "nemo_rl_init_
 
 def run_to_end(address: str, submission: dict) -> tuple[str, str]:
     client = connect(endpoint_for_address(address))
-    submission_id = ensure_run(client, submission).submission_id
+    submission_id = ensure_run(client, submission, lambda: local_view(Path(run_dir_of(submission)))).submission_id
     status = follow(client, submission_id, "nemo-rl", None, lambda _: None)
     return status, client.get_job_logs(submission_id)
 

@@ -12,7 +12,7 @@ import pytest
 
 from incluster.attempt import AttemptLog
 from incluster.job_client import JobError
-from jobs.runs.run_files import (
+from incluster.run_files import (
     MARKER,
     READER_METADATA,
     attempt_log,
@@ -61,6 +61,16 @@ def test_the_local_reader_reads_the_same(run_dir):
         attempt_log(3): None,
     }
     assert read_local_run_files(run_dir, [attempt_log(1)], "console") == {attempt_log(1): LOG.splitlines(True)[1]}
+
+
+def test_a_name_ending_in_a_slash_reads_the_directorys_entries_and_none_for_a_missing_one(run_dir):
+    """What a submitter reads to number the next attempt: the attempt logs' names (incluster/run_submission.py)."""
+    (run_dir / attempt_log(10)).write_text("")
+    entrypoint = reader_entrypoint(str(run_dir), ["logs/", "preflight/"])
+    result = subprocess.run(entrypoint, shell=True, capture_output=True, text=True, timeout=60, check=True)
+    listed = {"logs/": "attempt-1.log\nattempt-10.log\n", "preflight/": None}
+    assert parse_reader_log(result.stdout) == listed
+    assert read_local_run_files(run_dir, ["logs/", "preflight/"]) == listed
 
 
 @pytest.mark.parametrize("name", ["/etc/passwd", "../other-run/attempts.jsonl", ""])
@@ -122,7 +132,7 @@ def test_the_holdings_job_lists_what_park_run_reads_from_a_mounted_instance(tmp_
     import subprocess
 
     from incluster.park import Holdings, holdings_of
-    from jobs.runs.run_files import holdings_entrypoint, printed
+    from incluster.run_files import holdings_entrypoint, printed
     from tests.support.lustre_stand_in import RUN, a_run
 
     a_run(tmp_path)

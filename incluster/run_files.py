@@ -1,10 +1,11 @@
-"""Small files of a run directory on the shared storage, read from the CLI's machine.
+"""Small files of a run directory on the shared storage, read from the CLI's machine or by `pulumi up`.
 
 The shared storage is mounted only in the cluster (`/data` in the Ray pods), so `read_run_files`
 reads it through a short Ray job on the head: its driver, a stdlib-only `python3 -c` script, prints
 the files as one JSON line after a marker; the CLI reads that from the job's log and deletes the job.
 Every request has DEADLINES.request and the whole read DEADLINES.run_files. `read_local_run_files`
-reads a directory on this machine (`--data-root DIR`, a run placed under a local directory).
+reads a directory on this machine (`--data-root DIR`, a run placed under a local directory). A name ending in `/`
+is a directory: its entries' names are read, one a line, sorted.
 
 A run directory holds the run's record `attempts.jsonl` and each attempt's timestamped log
 `logs/attempt-<N>.log`, one `<UTC ISO 8601 time with milliseconds and Z>\\t<line>` per output line, rolled into
@@ -15,6 +16,7 @@ order under its name.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import time
@@ -50,6 +52,9 @@ _READER = (
     "        part += 1\n"
     "for name in names:\n"
     "    try:\n"
+    "        if name.endswith('/'):\n"
+    "            found[name] = ''.join(entry + '\\n' for entry in sorted(os.listdir(os.path.join(root, name))))\n"
+    "            continue\n"
     "        text = []\n"
     "        for part in parts(name):\n"
     "            with open(os.path.join(root, part), encoding='utf-8', errors='replace') as handle:\n"
@@ -102,9 +107,9 @@ def read_run_files(
     report: Report | None = None,
     poll: float = 0.5,
 ) -> dict[str, str | None]:
-    """The text of each of `names` (relative to `run_dir` on the shared storage), None for a file that is
-    missing or unreadable, read by a short Ray job on the head that is deleted once read; only the lines
-    matching the regular expression `keep_lines` when it is given. JobError when the read fails or takes
+    """The text of each of `names` (relative to `run_dir` on the shared storage; a directory's entries for a name
+    ending in `/`), None for a file that is missing or unreadable, read by a short Ray job on the head that is
+    deleted once read; only the lines matching the regular expression `keep_lines` when it is given. JobError when the read fails or takes
     longer than DEADLINES.run_files."""
     found = _through_head(
         client, reader_entrypoint(run_dir, names, keep_lines), f"reading {len(names)} files of {run_dir}", report, poll
@@ -197,6 +202,9 @@ def read_local_run_files(run_dir: Path, names: Sequence[str], keep_lines: str | 
     found: dict[str, str | None] = {}
     for name in _checked(names):
         try:
+            if name.endswith("/"):
+                found[name] = "".join(f"{entry}\n" for entry in sorted(os.listdir(run_dir / name)))
+                continue
             text = "".join(
                 (run_dir / part).read_text(encoding="utf-8", errors="replace") for part in _parts(run_dir, name)
             )
