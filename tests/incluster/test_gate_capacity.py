@@ -152,7 +152,7 @@ def test_the_guardian_records_once_which_rung_its_gate_waited_on_and_why(tmp_pat
     )
     guard = object.__new__(Guardian)
     reports: list[str] = []
-    guard.settings, guard.clock, guard.report = settings, lambda: T0 + 120, reports.append
+    guard.settings, guard.clock, guard.report, guard.lease = settings, lambda: T0 + 120, reports.append, None
     with stand_in_api_server(server):
         capacity = Guardian.capacity_of(settings, server.endpoint)
         assert (capacity.provisioning, capacity.namespace) == (settings.raw["provisioning"], "grpo")

@@ -159,7 +159,7 @@ def test_the_guardian_marks_a_parked_marker_stale_before_it_submits(parking, mon
     monkeypatch.setattr(readiness, "wait_for_gpus", lambda *args, **kwargs: None)
     monkeypatch.setattr(guardian, "preflight", lambda attempt: True)
 
-    def ensure_run(client, submission, deadline_stop_of=None, after=0):
+    def ensure_run(client, submission, known, deadline_stop_of=None, after=0):
         submitted.append(json.loads((bucket / names.PARK_MARKER).read_text())["state"])
         return SimpleNamespace(action="resumed", submission_id=f"{RUN}-2", sentence=lambda: "")
 

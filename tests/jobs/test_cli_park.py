@@ -154,7 +154,8 @@ def test_submit_after_a_park_marks_the_marker_stale_and_pulumi_up_then_refuses_t
                                                                                          monkeypatch):  # fmt: skip
     """`python -m jobs park` parks, then `python -m jobs submit` continues the run: before it submits, the marker is
     stale, so `storage.parked: true` is refused (infra/storage.py park_refusal). The Ray head is a stand-in with no
-    job of the run (StandInJobs), the GPU gate and the submission are patched at that boundary."""
+    job of the run (StandInJobs; `--data-root` reads the run directory in place), the GPU gate and the submission are
+    patched at that boundary."""
     from incluster import job_client, readiness, run_submission, scaling
     from incluster.google_token import Credential
     from jobs.submit import parked
@@ -175,7 +176,7 @@ def test_submit_after_a_park_marks_the_marker_stale_and_pulumi_up_then_refuses_t
 
     monkeypatch.setattr(run_submission, "ensure_run", ensure_run)
     stack = args[args.index("--stack") : args.index("--data-root")]
-    code, out, err = cli(capsys, "submit", *stack, "--address", "http://127.0.0.1:8265")
+    code, out, err = cli(capsys, "submit", *stack, "--address", "http://127.0.0.1:8265", "--data-root", str(data))
     assert (code, seen) == (2, ["stale"])
     assert err.splitlines() == [
         f"the park marker of {run} is stale now: the run goes on, park it again before deleting",

@@ -33,7 +33,8 @@ def parked_run(tmp_path, monkeypatch):
 
 def deploy_props(parked_bucket: str | None) -> dict:
     """The post-deploy step's inputs for a run on a local head (no kubeconfig)."""
-    submission = {"metadata": {"run": RUN, "stack": "verl"}, "entrypoint": "x"}
+    submission = {"metadata": {"run": RUN, "stack": "verl"}, "entrypoint": "x",
+                  "runtime_env": {"env_vars": {"GRPO_RUN_DIR": f"/data/checkpoints/{RUN}"}}}  # fmt: skip
     return {"submission": submission, "address": "http://127.0.0.1:8265", "gpu_nodes": 1, "ready_timeout_seconds": 1,
             "parked_bucket": parked_bucket}  # fmt: skip
 
@@ -41,12 +42,12 @@ def deploy_props(parked_bucket: str | None) -> dict:
 def test_the_post_deploy_step_marks_the_marker_stale_before_it_submits(parked_run, monkeypatch, capfd):
     seen: list[str] = []
 
-    def ensure_run(client, submission):
+    def ensure_run(client, submission, known):
         seen.append(json.loads((parked_run / names.PARK_MARKER).read_text())["state"])
         return SimpleNamespace(submission_id=f"{RUN}-2", sentence=lambda: "submitted")
 
     monkeypatch.setattr(provider, "connect", lambda endpoint: None)
-    monkeypatch.setattr(provider, "wants_workers", lambda client, submission: True)
+    monkeypatch.setattr(provider, "next_step", lambda client, submission, known: SimpleNamespace(action="submitted"))
     monkeypatch.setattr(provider, "bring_back", lambda *args: None)
     monkeypatch.setattr(provider, "wait_for_gpus", lambda *args, **kwargs: None)
     monkeypatch.setattr(provider, "ensure_run", ensure_run)
@@ -60,9 +61,9 @@ def test_the_post_deploy_step_marks_the_marker_stale_before_it_submits(parked_ru
 
 def test_a_run_with_nothing_to_submit_leaves_the_marker_parked(parked_run, monkeypatch):
     monkeypatch.setattr(provider, "connect", lambda endpoint: None)
-    monkeypatch.setattr(provider, "wants_workers", lambda client, submission: False)
-    monkeypatch.setattr(provider, "ensure_run", lambda client, submission: SimpleNamespace(
-        submission_id=f"{RUN}-1", sentence=lambda: "succeeded"))  # fmt: skip
+    monkeypatch.setattr(provider, "next_step", lambda client, submission, known: SimpleNamespace(
+        action="succeeded", submission_id=f"{RUN}-1", sentence=lambda: "succeeded"))  # fmt: skip
+    monkeypatch.setattr(provider, "ensure_run", lambda *args: pytest.fail("nothing is submitted"))
     provider._deploy(deploy_props(BUCKET), fresh_cluster=False)
     assert read_marker(StandInObjects(parked_run))["state"] == "parked"
 
@@ -75,7 +76,7 @@ def test_a_marker_that_cannot_be_marked_fails_pulumi_up_before_it_submits(parked
 
     monkeypatch.setattr(parked, "mark_stale", refused)
     monkeypatch.setattr(provider, "connect", lambda endpoint: None)
-    monkeypatch.setattr(provider, "wants_workers", lambda client, submission: True)
+    monkeypatch.setattr(provider, "next_step", lambda client, submission, known: SimpleNamespace(action="submitted"))
     monkeypatch.setattr(provider, "ensure_run", lambda *args: pytest.fail("submitted"))
     with pytest.raises(Exception, match=f"grpo-gke job {RUN}: writing gs://b/parked/marker.json: HTTP 403: denied"):
         provider._deploy(deploy_props(BUCKET), fresh_cluster=False)
