@@ -197,6 +197,13 @@ def scale_to(
         if answer.status_code >= 400 and transient_status(answer.status_code, wait):
             raise ApiUnavailable(f"the API server answered HTTP {answer.status_code} to the patch", wait)
         _refused(answer, "patch")
+        try:
+            answer.json()
+        except ValueError:
+            raise JobError(
+                f"the API server at {api.address} answered the patch of rayclusters/{names.RAY_CLUSTER} with no"
+                " object: the workers' count is not known to have changed"
+            ) from None
 
     retrying(once, f"patching rayclusters/{names.RAY_CLUSTER}", deadline_seconds, report, sleep=sleep)
 

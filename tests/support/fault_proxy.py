@@ -6,8 +6,9 @@ test): `refused` (the connection is reset before any answer: requests raises Con
 connection; a listening proxy cannot refuse at the TCP level), `timeout` (no answer for `hold` seconds, longer than the
 client's read deadline), `cut` (a Content-Length promised and half of it sent: requests raises ChunkedEncodingError),
 `not-json` (a 200 with an HTML page, what a login or error page in front of an API answers) and any HTTP status with
-the fault's headers (a 429 or 503 with Retry-After) and body. Bounded: each held answer is released after `hold`
-seconds at most, and the server's threads are daemons stopped with it.
+the fault's headers (a 429 or 503 with Retry-After) and body. A websocket upgrade is refused with a 400 (not
+tunnelled). Bounded: each held answer is released after `hold` seconds at most, and the server's threads are daemons
+stopped with it.
 """
 
 from __future__ import annotations
@@ -144,6 +145,11 @@ def _handler(proxy: FaultProxy) -> type[BaseHTTPRequestHandler]:
         def _handle(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length) if length else b""
+            if self.headers.get("Upgrade", "").lower() == "websocket":
+                # No websocket is tunnelled (Ray's log stream): refused as a proxy that does not upgrade would; the
+                # Jobs client then polls (incluster/job_client.py follow).
+                self._answer(400, b"websocket upgrades are not proxied", {}, "text/plain")
+                return
             fault = proxy.take(self.command, self.path)
             if fault is not None:
                 self._fault(fault)
@@ -172,7 +178,12 @@ def _handler(proxy: FaultProxy) -> type[BaseHTTPRequestHandler]:
 def fault_proxy(upstream: str) -> Iterator[FaultProxy]:
     """A FaultProxy in front of `upstream` (a loopback http URL) while the block runs; its `url` is where to send."""
     proxy = FaultProxy(upstream)
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(proxy))
+
+    class Server(ThreadingHTTPServer):
+        def handle_error(self, request: Any, client_address: Any) -> None:
+            pass  # a client that gave up on a held or cut answer closed its end: nothing to report
+
+    server = Server(("127.0.0.1", 0), _handler(proxy))
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
