@@ -1,7 +1,7 @@
 """The fault matrix of docs/relies-on.md ("Faults at every boundary"), cell by cell: every call path the in-cluster
 code takes at run time meets every fault through one fault-injecting proxy (tests/support/fault_proxy.py) placed in
-front of the in-process stand-in of its boundary, and does what its cell says (the Ray head's rows: the next
-commit). The cells are read from the document; the call paths are found in incluster/'s source, so a new call site
+front of the in-process stand-in of its boundary, and does what its cell says (the Ray head's rows: not yet,
+docs/relies-on.md says why). The cells are read from the document; the call paths are found in incluster/'s source, so a new call site
 without a row fails here. Every fault is injected at the boundary, as the test's name says; deadlines are shrunk
 (read timeouts of a fraction of a second, pauses not slept) so that the whole matrix takes seconds."""
 
