@@ -56,6 +56,7 @@ from urllib.parse import parse_qs, unquote, urlparse
 
 from incluster import record
 from incluster.lustre_transfer import PreconditionFailed, Refused, Stored
+from jobs.demo.stand_in_trainer import write_archive
 from tests.support.loopback import serving
 
 
@@ -353,7 +354,8 @@ def write(path: Path, text: str) -> None:
 
 def a_run(root: Path) -> None:
     """A verl run on the instance: its record (written by incluster/record.py), logs, metrics, two complete steps of
-    verl 0.9.1's layout (incluster/checkpoints.py: every rank's shards, rank 0's fsdp_config.json, data.pt), verl's
+    verl 0.9.1's layout (incluster/checkpoints.py: every rank's shards and data.pt whole zip archives as torch.save
+    writes them, jobs/demo/stand_in_trainer.py write_archive; rank 0's fsdp_config.json), verl's
     rotated remains of an older one, the tracker, and one export; beside it what staging put there (not the run's)."""
     run_dir = root / "checkpoints" / RUN
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -362,13 +364,13 @@ def a_run(root: Path) -> None:
     write(run_dir / "metrics" / "attempt-1" / "grpo" / "run.jsonl", '{"step": 4}\n')
     write(run_dir / "global_step_2" / "data.pt", "rotated")
     for step in (4, 6):
+        actor = run_dir / f"global_step_{step}" / "actor"
+        actor.mkdir(parents=True, exist_ok=True)
         for rank in range(8):
             for shard in ("model", "optim", "extra_state"):
-                write(
-                    run_dir / f"global_step_{step}" / "actor" / f"{shard}_world_size_8_rank_{rank}.pt", f"{step}{rank}"
-                )
-        write(run_dir / f"global_step_{step}" / "actor" / "fsdp_config.json", '{"FSDP_version": 1, "world_size": 8}')
-        write(run_dir / f"global_step_{step}" / "data.pt", f"data {step}")
+                write_archive(actor / f"{shard}_world_size_8_rank_{rank}.pt", {"step": step, "rank": rank})
+        write(actor / "fsdp_config.json", '{"FSDP_version": 1, "world_size": 8}')
+        write_archive(run_dir / f"global_step_{step}" / "data.pt", {"step": step})
     write(run_dir / "latest_checkpointed_iteration.txt", "6")
     write(root / "exports" / RUN / "step-6" / "lineage.json", '{"step": 6}')
     write(root / "exports" / RUN / "step-6" / "model.safetensors", "weights")
