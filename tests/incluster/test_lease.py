@@ -597,13 +597,13 @@ def test_a_park_that_outlives_the_lease_is_reported_and_not_recorded_beside_the_
     entries = record.read(settings.run_dir)
     assert [(item["event"], item.get("lease")) for item in entries] == [
         ("submitted", None),  # the run's record as it stood (tests/support/lustre_stand_in.py a_run)
-        ("exported", None),
         ("park-failed", {"holder": FOREGROUND, "transitions": 1}),
     ]
     marker = json.loads((bucket / names.PARK_MARKER).read_text())
-    objects = sum(item["objects"] for item in marker["exported"].values())
+    objects = sum(marker["objects"].values())
     assert lines[-1] == (
-        f"{settings.run}: attempt 1 parked: {objects} objects (step 6) in gs://{BUCKET}/; the Lustre instance bills on"
+        f"{settings.run}: attempt 1 parked: {objects} objects (step 6) in gs://{BUCKET}/{marker['prefix']}; the Lustre"
+        " instance bills on"
         f" until storage.parked true and pulumi up delete it (not recorded: this guardian lost the Lease; {FOREGROUND}"
         f" holds the Lease {NAMESPACE}/{NAME} (renewed 0 s ago))"
     )
@@ -630,7 +630,7 @@ def test_a_reader_drops_an_entry_its_writer_made_after_another_term_had_written(
     new.append(1, "failed", "the GPU node went away")
     # The old holder's check passed just before the take-over (the race no check closes): its entry lands after.
     monkeypatch.setattr(first, "confirm", lambda: {"holder": IN_CLUSTER, "transitions": 0})
-    old.append(1, "recovering", "a late decision of the deposed guardian")
+    old.append(1, "recovering", "a late decision of the deposed guardian", details={"backoff_s": 30})
     new.append(1, "gave-up", "the new holder's decision")
     written = record.read(settings.run_dir)
     assert [item["event"] for item in written] == ["submitted", "failed", "recovering", "gave-up"]
