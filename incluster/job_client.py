@@ -66,6 +66,13 @@ class Unreachable(JobError):
     """The Ray dashboard cannot be reached."""
 
 
+class Refused(JobError):
+    """The Ray dashboard (or the API server's service proxy before it) answered, but not with what was asked: a
+    status other than 200, which Ray's SDK raises as a bare RuntimeError (ray 2.60.0
+    python/ray/dashboard/modules/dashboard_sdk.py `_raise_error` L304-307; an expired token as AuthenticationError,
+    `_do_request` L336-341), or a 200 that is not JSON."""
+
+
 @contextlib.contextmanager
 def _explicit_address() -> Iterator[None]:
     """Stop RAY_ADDRESS / RAY_API_SERVER_ADDRESS from silently replacing the address we pass."""
@@ -98,15 +105,39 @@ def _client_type() -> type[JobSubmissionClient]:
     (`SubmissionClient._do_request`, ray 2.60.0), so a silent dashboard would block for ever."""
     # lazy: every `python -m jobs` start imports this module; requests adds 50-130 ms, ray.job_submission ~0.65 s
     import requests
+    from ray.exceptions import AuthenticationError
     from ray.job_submission import JobSubmissionClient
 
     class DeadlineClient(JobSubmissionClient):
         def _do_request(self, method: str, endpoint: str, **kwargs: Any) -> requests.Response:
             try:
                 kwargs.setdefault("timeout", DEADLINES.request)
-                return super()._do_request(method, endpoint, **kwargs)
+                response = super()._do_request(method, endpoint, **kwargs)
             except (requests.exceptions.Timeout, requests.exceptions.ConnectionError) as error:
                 raise unreachable(self._address, error) from None
+            except requests.exceptions.RequestException as error:  # a cut answer: ChunkedEncodingError and the like
+                raise Unreachable(
+                    f"the Ray dashboard at {self._address} cut its answer short: {type(error).__name__}"
+                ) from None
+            except AuthenticationError as error:
+                first = (str(error).strip().splitlines() or ["refused"])[0][:200]
+                raise Refused(f"the Ray dashboard failed: {first} ({self._address})") from None
+            decoded = response.json
+
+            def checked_json(**json_kwargs: Any) -> Any:
+                try:
+                    return decoded(**json_kwargs)
+                except ValueError:
+                    kind = response.headers.get("Content-Type") or "no content type"
+                    raise Refused(
+                        f"the Ray dashboard failed: {method} {endpoint} at {self._address} answered {kind}, not JSON"
+                    ) from None
+
+            response.json = checked_json  # type: ignore[method-assign]
+            return response
+
+        def _raise_error(self, r: requests.Response) -> None:
+            raise Refused(refusal_line(self._address, r.status_code, r.text))
 
     return DeadlineClient
 
@@ -136,6 +167,13 @@ def connect(endpoint: Endpoint) -> JobSubmissionClient:
         if "Version check returned 404" in str(error):
             raise Unreachable(not_a_dashboard(endpoint.address)) from None
         raise Unreachable(f"cannot reach the Ray dashboard at {endpoint.address}: {short_reason(error)}") from None
+
+
+def refusal_line(address: str, status: int, body: str) -> str:
+    """One line for a dashboard's (or its proxy's) answer `status` with `body`: the body's first line, shortened (the
+    CLI's "the Ray dashboard failed" line, jobs/cli/main.py, for every caller)."""
+    first = next((line.strip() for line in body.splitlines() if line.strip()), "no body")
+    return f"the Ray dashboard failed: HTTP {status} from {address}: {first[:200]}"
 
 
 def not_a_dashboard(address: str) -> str:

@@ -21,7 +21,9 @@ Any submitter of an attempt (the guardian, `python -m jobs submit`, the post-dep
 `parked` marker `stale` first (`mark_stale`): the instance is then newer than the bucket, and infra/storage.py
 park_refusal refuses to delete it.
 
-A fresh prefix per park (`parked/data/<park id>/`, the id from the park's start time): Managed Lustre's transfers
+A fresh prefix per park (`parked/data/<park id>/`, the id from the park's start time; a try again of a park of the
+same run and attempt that failed, its marker still `parking`, reuses that try's prefix: nothing was pruned in
+between, the run being over, and the export the failed try left running is picked up): Managed Lustre's transfers
 are incremental and never delete at the destination (managed-lustre/docs/transfer-data), so into one fixed prefix a
 step deleted on the instance after one park (grpo.keepCheckpoints' pruning) would stay in the bucket, come back at
 the next unpark and be resumed from. Each park therefore copies the whole of what the instance holds (its time is
@@ -53,6 +55,7 @@ from incluster.lustre_transfer import (
     POLL_SECONDS,
     Objects,
     PreconditionFailed,
+    Stored,
     TransferError,
     Transfers,
     gcs_uri,
@@ -206,6 +209,21 @@ def _transfer(
     return done
 
 
+def _unfinished_prefix(current: Stored | None, request: ParkRequest) -> str | None:
+    """The prefix of a park of this very run and attempt into this instance that began and failed (the marker still
+    `parking`): a try again exports into it, so that the export it left running is picked up
+    (lustre_transfer.RestTransfers._start matches a running transfer by its paths) and what it copied is skipped
+    (transfers are incremental); None otherwise."""
+    try:
+        marker = json.loads(current.text) if current else None
+    except ValueError:
+        return None
+    if not isinstance(marker, dict) or marker.get("state") != PARKING or not isinstance(marker.get("prefix"), str):
+        return None
+    same = (marker.get("run"), marker.get("attempt"), marker.get("instance"))
+    return marker["prefix"] if same == (request.run, request.attempt, request.instance) else None
+
+
 def park_run(
     transfers: Transfers,
     objects: Objects,
@@ -224,7 +242,7 @@ def park_run(
     step = newest_complete_step(holdings.run_files, request.framework, request.world_size)
     current = objects.read(names.PARK_MARKER)
     started = now()
-    prefix = f"{names.PARK_PREFIX}{park_id(started)}/"
+    prefix = _unfinished_prefix(current, request) or f"{names.PARK_PREFIX}{park_id(started)}/"
     roots = [holdings.checkpoints_root, *([holdings.exports_root] if holdings.exports is not None else [])]
     parking = {
         "state": PARKING,

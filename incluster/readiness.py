@@ -42,6 +42,10 @@ def ray_nodes(endpoint: Endpoint) -> list[dict[str, Any]]:
         ) from None
     except (ValueError, KeyError, TypeError):
         raise JobError(f"the Ray dashboard at {endpoint.address} returned no node list") from None
+    except requests.exceptions.RequestException as error:  # a cut answer: ChunkedEncodingError and the like
+        raise Unreachable(
+            f"the Ray dashboard at {endpoint.address} cut its node list short: {type(error).__name__}"
+        ) from None
     if not isinstance(nodes, list) or not all(isinstance(node, dict) for node in nodes):
         raise JobError(f"the Ray dashboard at {endpoint.address} returned no node list")
     return nodes
@@ -98,7 +102,7 @@ def api_items(api: Endpoint, path: str, params: dict[str, str], what: str) -> li
             verify=api.verify,
             timeout=job_client.DEADLINES.request,
         )
-    except (requests.exceptions.Timeout, requests.exceptions.ConnectionError):
+    except requests.exceptions.RequestException:  # no connection, no answer in time, or a cut answer
         raise Unreachable(f"the API server at {api.address} did not answer listing {what}") from None
     if answer.status_code >= 400:
         raise JobError(f"the API server answered HTTP {answer.status_code} listing {what}")

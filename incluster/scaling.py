@@ -29,11 +29,13 @@ to the API server, each request within DEADLINES.request.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from core import names
+from incluster.backoff import Transient, retry_after, retrying, transient_status
 from incluster.endpoint import Endpoint, service_proxy_url
 from incluster.job_client import DEADLINES, JobError, Unreachable
 
@@ -42,6 +44,10 @@ FIELD_MANAGER = "grpo-gke-guardian"
 
 JSON_PATCH = "application/json-patch+json"
 """Content type of an RFC 6902 JSON patch."""
+
+PATCH_RETRY_SECONDS = 120.0
+"""How long a patch of the worker count keeps trying a silent or transient API server before the caller hears of it
+(the guardian then looks again at its next poll)."""
 
 WORKER_GROUP_INDEX = 0
 """The stack's RayCluster has one worker group, the first (workloads/raycluster.py render_spec)."""
@@ -128,7 +134,7 @@ def bring_back(endpoint: Endpoint, nodes: int, report: Callable[[str], None]) ->
     if api is None or gpu_workers(api) >= nodes:
         return False
     report(f"the GPU workers were scaled to zero: scaling them back to {nodes}")
-    scale_to(api, names.WORKER_REPLICAS)
+    scale_to(api, names.WORKER_REPLICAS, report)
     return True
 
 
@@ -141,35 +147,65 @@ def gpu_workers(api: Endpoint) -> int:
         answer = requests.get(
             f"{api.address}{raycluster_path()}", headers=dict(api.headers), verify=api.verify, timeout=DEADLINES.request
         )
-    except (requests.exceptions.Timeout, requests.exceptions.ConnectionError):
+    except requests.exceptions.RequestException:
         raise Unreachable(
             f"the API server at {api.address} did not answer within {DEADLINES.connect:g} + {DEADLINES.read:g} s"
         ) from None
     _refused(answer, "read")
-    return desired_workers(answer.json())
+    try:
+        return desired_workers(answer.json())
+    except (ValueError, AttributeError):
+        raise JobError(f"the API server at {api.address} answered the read of rayclusters/{names.RAY_CLUSTER}"
+                       " with no object") from None  # fmt: skip
 
 
-def scale_to(api: Endpoint, replicas: int) -> None:
-    """Send scale_request(`replicas`) to the API server `api` (its base URL), within DEADLINES.request; a refused
-    or silent API server is a JobError naming what to do."""
+class ApiUnavailable(Transient, Unreachable):
+    """The API server did not answer the patch, or answered it with a transient status: tried again."""
+
+
+def scale_to(
+    api: Endpoint,
+    replicas: int,
+    report: Callable[[str], None] = lambda _: None,
+    deadline_seconds: float = PATCH_RETRY_SECONDS,
+    sleep: Callable[[float], None] = time.sleep,
+) -> None:
+    """Send scale_request(`replicas`) to the API server `api` (its base URL), each try within DEADLINES.request; a
+    silent API server or a transient answer (a 503, a 429 or 5xx with Retry-After) is tried again with
+    incluster/backoff.py's backoff and a progress line for `deadline_seconds`; a refused or still silent API server is
+    a JobError naming what to do."""
     import requests  # lazy: every `python -m jobs` start imports this module; requests adds 50-130 ms (measured)
 
     request = scale_request(replicas)
-    try:
-        answer = requests.request(
-            request.method,
-            f"{api.address}{request.path}",
-            params=request.query,
-            data=json.dumps(request.body),
-            headers={**api.headers, "Content-Type": request.content_type},
-            verify=api.verify,
-            timeout=DEADLINES.request,
-        )
-    except (requests.exceptions.Timeout, requests.exceptions.ConnectionError):
-        raise Unreachable(
-            f"the API server at {api.address} did not answer within {DEADLINES.connect:g} + {DEADLINES.read:g} s"
-        ) from None
-    _refused(answer, "patch")
+
+    def once() -> None:
+        try:
+            answer = requests.request(
+                request.method,
+                f"{api.address}{request.path}",
+                params=request.query,
+                data=json.dumps(request.body),
+                headers={**api.headers, "Content-Type": request.content_type},
+                verify=api.verify,
+                timeout=DEADLINES.request,
+            )
+        except requests.exceptions.RequestException:
+            raise ApiUnavailable(
+                f"the API server at {api.address} did not answer within {DEADLINES.connect:g} + {DEADLINES.read:g} s"
+            ) from None
+        wait = retry_after(answer.headers.get("Retry-After")) if answer.status_code >= 400 else None
+        if answer.status_code >= 400 and transient_status(answer.status_code, wait):
+            raise ApiUnavailable(f"the API server answered HTTP {answer.status_code} to the patch", wait)
+        _refused(answer, "patch")
+        try:
+            answer.json()
+        except ValueError:
+            raise JobError(
+                f"the API server at {api.address} answered the patch of rayclusters/{names.RAY_CLUSTER} with no"
+                " object: the workers' count is not known to have changed"
+            ) from None
+
+    retrying(once, f"patching rayclusters/{names.RAY_CLUSTER}", deadline_seconds, report, sleep=sleep)
 
 
 def _refused(answer: Any, verb: str) -> None:

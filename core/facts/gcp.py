@@ -55,11 +55,12 @@ WORKLOAD_KSA_MEMBER = "serviceAccount:{project}.svc.id.goog[{namespace}/{ksa}]"
 """The IAM member of a Kubernetes service account in a WORKLOAD_IDENTITY_USER_ROLE grant (same sources); the pool
 exists once the cluster with workload identity does, so the grant waits for the cluster."""
 
-PARK_PERMISSIONS = ("lustre.instances.exportData", "lustre.operations.get")
-"""What the guardian's parking calls need on Managed Lustre: exportData (`POST {instance}:exportData`) and the
-Operation's reads. Only roles/lustre.admin holds exportData among the predefined roles, with delete and create too
-(cloud.google.com/iam/docs/roles-permissions/lustre, read 2026-12-01), so the guardian gets a custom role of these
-two alone."""
+PARK_PERMISSIONS = ("lustre.instances.exportData", "lustre.operations.get", "lustre.operations.list")
+"""What the guardian's parking calls need on Managed Lustre: exportData (`POST {instance}:exportData`), the
+Operation's reads, and the list of the operations that finds an export still running to pick it up
+(incluster/lustre_transfer.py RestTransfers._start). Only roles/lustre.admin holds exportData among the predefined
+roles, with delete and create too (cloud.google.com/iam/docs/roles-permissions/lustre, read 2026-12-01), so the
+guardian gets a custom role of these alone."""
 
 BUCKET_OBJECT_ROLE = "roles/storage.objectUser"
 """Role of the Ray pods on the bucket (DOC-VERL; gcp-infrastructure.md §1 row 12)."""

@@ -41,7 +41,7 @@ once per attempt (`<run dir>/attempts.jsonl`, incluster/record.py). The rules:
   after it with nothing live (a RayCluster made anew by `pulumi up`, an unpark) are scaled to zero again;
 - then, with storage.parkWhenIdle and nothing live, the run is parked in the parked bucket (through Hooks.park,
   incluster/park.py park_run, as the Google service account its Kubernetes one is linked to): `parked`, or
-  `park-failed` with why, not tried again by itself; with a park target, before each attempt it submits, a parked
+  `park-failed` with why, tried again after a backoff up to policy.PARK_TRIES times; with a park target, before each attempt it submits, a parked
   marker is marked stale (through Hooks.mark_stale, incluster/park.py mark_stale), and nothing is submitted when it
   cannot be.
 

@@ -71,7 +71,7 @@ def cluster_hooks(
 
     def scale_to_zero(_: Settings) -> str:
         assert api is not None
-        scaling.scale_to(api, 0)
+        scaling.scale_to(api, 0, report)
         return f"the GPU worker group {settings.raw.get('gpuWorkerGroup', '')} of {api.address} patched to 0 replicas"
 
     return Hooks(

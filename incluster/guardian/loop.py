@@ -61,9 +61,10 @@ DEADLINE_REFRESH_SECONDS = 300.0
 POLL_SECONDS = 10.0
 """Seconds between two looks at the cluster while nothing changes."""
 
-REPEATABLE_EVENTS = frozenset({"preflight-passed"})
+REPEATABLE_EVENTS = frozenset({"preflight-passed", "park-failed"})
 """Record events one attempt may have more than once: a passed preflight per Ray head (a new head before the next
-attempt is checked again). Every other decision is recorded once per attempt."""
+attempt is checked again), a failed park per try (policy.PARK_TRIES). Every other decision is recorded once per
+attempt."""
 
 
 @dataclass(frozen=True)
@@ -539,12 +540,19 @@ class Guardian:
 
     def park(self, action: Action) -> None:
         """Park the run through the park hook and record `parked` with what the marker says, or `park-failed` with
-        why (a failed park is not tried again by itself: `python -m jobs park` parks by hand)."""
+        why, which try it was and when (the policy tries again up to PARK_TRIES times; then `python -m jobs park`
+        parks by hand)."""
         assert self.hooks.park is not None and self.settings.park is not None
         try:
             marker = self.hooks.park(self.settings)
         except (TransferError, TokenError) as error:
-            self.append(action.attempt, "park-failed", one_line(f"{error}; python -m jobs park parks it by hand"))
+            details = {"tries": action.details.get("tries", 1), "at": self.clock()}
+            self.append(
+                action.attempt,
+                "park-failed",
+                one_line(f"{error}; python -m jobs park parks it by hand"),
+                details=details,
+            )
             return
         objects = sum(int(count) for count in (marker.get("objects") or {}).values())
         step = "no checkpoint" if marker.get("step") is None else f"step {marker['step']}"

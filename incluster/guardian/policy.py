@@ -59,6 +59,10 @@ class Backoff:
 BACKOFF = Backoff()
 """The guardian's backoff: 30 s doubling to 10 min."""
 
+PARK_TRIES = 3
+"""How many times the guardian tries to park a run before it leaves it to `python -m jobs park`; a park-failed entry
+without its try count (written before the count was) counts as the last."""
+
 
 @dataclass(frozen=True)
 class AttemptView:
@@ -319,16 +323,31 @@ def _idle(state: State, why: str) -> Action:
 
 
 def _park(state: State, why: str) -> Action:
-    """With the GPU workers at zero: park the run (storage.parkWhenIdle) once, while no job is live (a live job may
-    still write to the run's directory); done without a park hook, once parked, or once parking failed (it is not
-    tried again by itself: the `park-failed` entry says why, `python -m jobs park` parks by hand)."""
+    """With the GPU workers at zero: park the run (storage.parkWhenIdle) while no job is live (a live job may still
+    write to the run's directory); done without a park hook or once parked. A failed park is tried again after the
+    backoff, PARK_TRIES times in all (a try picks up the export still running in the cloud:
+    incluster/lustre_transfer.py RestTransfers._start); then done, the last `park-failed` entry saying why and that
+    `python -m jobs park` parks by hand."""
     newest, recorded = state.newest, state.recorded
     assert newest is not None
-    if not state.can_park or "parked" in recorded or "park-failed" in recorded:
+    if not state.can_park or "parked" in recorded:
         return Action("done", newest.number, why)
+    failed = recorded.get("park-failed")
+    tries = int((failed.get("details") or {}).get("tries", PARK_TRIES)) if failed else 0
+    if tries >= PARK_TRIES:
+        return Action(
+            "done", newest.number, f"{why}; parking failed {tries} times: python -m jobs park parks it by hand"
+        )
+    if failed:
+        left = float((failed.get("details") or {}).get("at", 0)) + state.backoff.delay(tries - 1) - state.now
+        if left > 0:
+            reason = f"{why}; parking failed ({tries} of {PARK_TRIES} tries): trying again in {left:.0f} s"
+            return Action("wait", newest.number, reason, wait_s=left)
     if state.anything_live:
         return Action("wait", newest.number, f"{why}; a job is live on the cluster, so the run is not parked yet")
-    return Action("park", newest.number, f"{why}; the GPU workers are at zero: parking the run (storage.parkWhenIdle)")
+    reason = f"{why}; the GPU workers are at zero: parking the run (storage.parkWhenIdle)"
+    return Action("park", newest.number, reason + (f", try {tries + 1} of {PARK_TRIES}" if tries else ""),
+                  details={"tries": tries + 1})  # fmt: skip
 
 
 def _after_deadline_stop(state: State, step: int) -> Action:

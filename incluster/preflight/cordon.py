@@ -36,14 +36,17 @@ def _request(api: Endpoint, method: str, path: str, body: dict | None = None) ->
         response = requests.request(
             method, url, headers=headers, json=body, verify=api.verify, timeout=DEADLINES.request
         )
-    except (requests.exceptions.Timeout, requests.exceptions.ConnectionError) as error:
+    except requests.exceptions.RequestException as error:  # no connection, no answer in time, or a cut answer
         raise CordonError(
             f"the API server at {api.address} did not answer {method} {path}: {type(error).__name__}"
         ) from None
     if response.status_code >= 400:
         reason = response.reason or "error"
         raise CordonError(f"the API server refused {method} {path}: {response.status_code} {reason}")
-    return response.json()
+    try:
+        return response.json()
+    except ValueError:
+        raise CordonError(f"the API server answered {method} {path} with no JSON object") from None
 
 
 def node_of_pod(api: Endpoint, pod: str) -> str:

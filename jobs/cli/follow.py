@@ -92,9 +92,9 @@ def follow(
         raise Interrupted(
             f"interrupted; {submission_id} keeps running (stop it with {job_command('stop', stack, submission_id)})"
         ) from None
-    except (OSError, RuntimeError, job_client.Unreachable) as error:
-        # A request past its deadline is Unreachable; requests' connection errors are OSErrors; the Jobs API
-        # answers HTTP errors with RuntimeError.
+    except (OSError, RuntimeError, job_client.Unreachable, job_client.Refused) as error:
+        # A request past its deadline is Unreachable; requests' connection errors are OSErrors; the Jobs API's
+        # HTTP errors are Refused (incluster/job_client.py), a websocket's RuntimeError.
         reason = first_line(error).removeprefix(f"cannot reach the Ray dashboard at {client.get_address()}: ")
         raise job_client.Unreachable(
             f"lost the Ray dashboard at {client.get_address()} while following {submission_id}"

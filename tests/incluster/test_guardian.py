@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 
 from incluster.guardian.command import main
-from incluster.guardian.policy import Action, AttemptView, Backoff, NodeView, State, decide
+from incluster.guardian.policy import PARK_TRIES, Action, AttemptView, Backoff, NodeView, State, decide
 from incluster.guardian.settings import GuardError, ParkTarget, Settings, read_settings, settings_from
 from jobs.guardian.settings import guardian_settings
 from tests.conftest import LUSTRE, config_of
@@ -170,6 +170,29 @@ def test_with_the_gpu_workers_at_zero_the_run_is_parked_once_while_nothing_is_li
     assert decide(state(settings, now=late, recorded=failed, can_park=True)).kind == "park"
     not_yet = [("succeeded", {}), ("export-submitted", {})]
     assert decide(state(settings, "SUCCEEDED", now=END + 60, recorded=not_yet, can_park=True)).kind == "wait"
+
+
+def test_a_failed_park_is_tried_again_after_the_backoff_then_left_to_jobs_park_after_park_tries(settings):
+    scaled = [("succeeded", {}), ("export-submitted", {}), ("scaled-to-zero", {})]
+    late = END + 16 * 60
+
+    def after(tries: int, now: float) -> Action:
+        failed = ("park-failed", {"details": {"tries": tries, "at": late}})
+        return decide(state(settings, "SUCCEEDED", now=now, recorded=[*scaled, failed], can_park=True))
+
+    first = decide(state(settings, "SUCCEEDED", now=late, recorded=scaled, can_park=True))
+    assert first.details == {"tries": 1}
+    waiting = after(1, late + 10)
+    assert (waiting.kind, waiting.wait_s) == ("wait", 20)
+    assert waiting.reason.endswith("parking failed (1 of 3 tries): trying again in 20 s")
+    again = after(1, late + 30)
+    assert (again.kind, again.details) == ("park", {"tries": 2}) and again.reason.endswith("try 2 of 3")
+    assert after(2, late + 59).kind == "wait" and after(2, late + 60).details == {"tries": 3}
+    given_up = after(PARK_TRIES, late + 3600)
+    assert (given_up.kind, given_up.reason) == (
+        "done",
+        "attempt 1 SUCCEEDED; parking failed 3 times: python -m jobs park parks it by hand",
+    )
 
 
 def test_gpu_workers_that_came_back_after_the_scale_to_zero_are_scaled_to_zero_again_once_nothing_is_live(settings):

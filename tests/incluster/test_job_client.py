@@ -1,14 +1,25 @@
 """The Ray Jobs API client without a Ray head: following a job through a fake client whose log stream fails at
-once, and stopping attempts through one whose stop ends them, is ignored or is refused."""
+once, and stopping attempts through one whose stop ends them, is ignored or is refused; a Jobs API answer other than
+200 through the fault proxy in front of a stand-in dashboard."""
 
 from __future__ import annotations
 
 import asyncio
+import http.server
+import json
+import threading
+from dataclasses import replace
 
 import pytest
 
 from incluster import job_client
+from incluster.guardian.loop import Guardian, Hooks
+from incluster.guardian.settings import settings_from
+from jobs.guardian.settings import guardian_settings
+from tests.conftest import config_of
+from tests.incluster.test_guardian_preflight import _with_run_dir
 from tests.support.clock import Clock
+from tests.support.fault_proxy import Fault, fault_proxy
 
 
 class DeadStreamClient:
@@ -102,3 +113,54 @@ def test_a_stop_that_ray_refuses_is_a_job_error():
     client = StoppingClient(ATTEMPTS, refuses=True)
     with pytest.raises(job_client.JobError, match=r"^Ray refused to stop r-2: Request failed with status code 500"):
         job_client.stop_jobs(client, ATTEMPTS)
+
+
+class Dashboard(http.server.BaseHTTPRequestHandler):
+    """The few Jobs and state API answers a guardian's first look needs, as Ray 2.60's dashboard gives them: the
+    version check (`/api/version`), no job (`/api/jobs/`), no node (`/api/v0/nodes`)."""
+
+    def do_GET(self) -> None:
+        answers = {"/api/version": {"ray_version": "2.60.0", "version": "4"}, "/api/jobs/": []}
+        body = answers.get(self.path.split("?")[0], {"data": {"result": {"result": []}}})
+        data = json.dumps(body).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+def test_a_503_from_the_service_proxy_while_the_head_restarts_is_a_progress_line_and_another_look(tmp_path):
+    """Fault injected: the API server's service proxy answers the Jobs API with 503 "no endpoints available for
+    service" twice (the head pod restarting); the guardian says so and looks again, it does not end."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Dashboard)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    values = settings_from(guardian_settings(config_of("dev")), "test")
+    settings = replace(values, submission=_with_run_dir(values.submission, tmp_path / "run"))
+    lines: list[str] = []
+    looks: list[float] = []
+    try:
+        with fault_proxy(f"http://127.0.0.1:{server.server_address[1]}") as proxy:
+            guardian = Guardian(settings, job_client.endpoint_for_address(proxy.url), Hooks(), lines.append)
+            body = 'no endpoints available for service "grpo-head-svc:dashboard"'
+            proxy.inject(Fault(503, "/api/jobs/", "GET", times=2, body=body, content_type="text/plain"))
+
+            def sleep(seconds: float) -> None:
+                looks.append(seconds)
+                if len(looks) == 3:
+                    raise KeyboardInterrupt
+
+            with pytest.raises(KeyboardInterrupt):
+                guardian.run(poll=5, sleep=sleep)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert looks == [5, 5, 5]
+    assert lines[0] == (
+        f"{settings.run}: the Ray dashboard failed: HTTP 503 from {proxy.url}: no endpoints available for service"
+        ' "grpo-head-svc:dashboard"; trying again in 5 s'
+    )
+    assert len(lines) == 2 and "trying again" not in lines[1], lines  # the third look found the head again

@@ -2,11 +2,14 @@
 authorised, because the Authorization header they read at each request is a FreshBearer (incluster/google_token.py);
 the answers of the two APIs read as they document them (Cloud Storage JSON API objects.list pages, objects.get,
 objects.insert with ifGenerationMatch and its 412; Managed Lustre v1 Operations and TransferCounters), `requests`
-patched at the boundary."""
+patched at the boundary; through the fault proxy in front of the Google APIs stand-in (tests/support/lustre_stand_in.py
+served over HTTP), a transient answer (UNAVAILABLE, a reset, a cut body) is retried with the backoff and Retry-After, a
+refusal is not, a retried conditional write stays conditional, and an export asked again while it runs is picked up."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -25,13 +28,15 @@ from incluster.lustre_transfer import (
     wait_for,
 )
 from tests.support.clock import Clock
+from tests.support.fault_proxy import Fault, FaultProxy, fault_proxy
+from tests.support.lustre_stand_in import BUCKET, INSTANCE, StandInGoogleApis, google_apis, stand_in_apis
 
 
 class Answer:
     """A `requests` response with a JSON body (or a text one), as `_checked` reads it."""
 
     def __init__(self, body: dict[str, Any] | str, status: int = 200, reason: str = "OK") -> None:
-        self.status_code, self.reason = status, reason
+        self.status_code, self.reason, self.headers = status, reason, {}
         self.text = body if isinstance(body, str) else json.dumps(body)
         self.content = self.text.encode()
         self._body = body
@@ -124,7 +129,7 @@ def test_the_marker_is_read_with_its_generation_and_an_error_page_is_no_marker(m
 
     monkeypatch.setattr(lustre_transfer.requests, "get", failing)
     with pytest.raises(TransferError, match="reading gs://parked/parked/marker.json: HTTP 503"):
-        RestObjects("parked", {}).read("parked/marker.json")
+        RestObjects("parked", {}, retry_seconds=0).read("parked/marker.json")
     monkeypatch.setattr(lustre_transfer.requests, "get", lambda url, **kwargs: Answer({"error": {"message": "x"}}, 404))
     assert RestObjects("parked", {}).read("parked/marker.json") is None
 
@@ -175,3 +180,128 @@ def test_the_progress_line_reads_the_v1_byte_counters():
     running = operation({"bytesFoundCount": str(3 * 2**30), "bytesCopiedCount": str(2**30)})
     assert progress_of(running) == "1.0 of 3.0 GiB"
     assert progress_of({"metadata": {"statusMessage": "queued"}}) == "queued"
+
+
+@pytest.fixture
+def proxied_apis(tmp_path) -> Iterator[tuple[StandInGoogleApis, FaultProxy]]:
+    """The Google APIs stand-in behind the fault proxy, its instance holding /checkpoints/run."""
+    (tmp_path / "lustre" / "checkpoints" / "run").mkdir(parents=True)
+    (tmp_path / "lustre" / "checkpoints" / "run" / "data.pt").write_text("data")
+    with google_apis(stand_in_apis(tmp_path)) as apis, fault_proxy(apis.url) as proxy:
+        yield apis, proxy
+
+
+def clients(proxy: FaultProxy, lines: list[str], slept: list[float]) -> tuple[RestTransfers, RestObjects]:
+    """The REST clients through the proxy, their progress lines into `lines`, their pauses into `slept`."""
+    token = {"Authorization": "Bearer ya29.test"}
+    transfers = RestTransfers(token, lines.append, api=f"{proxy.url}/v1", sleep=slept.append)
+    objects = RestObjects(BUCKET, token, lines.append, f"{proxy.url}/storage/v1", f"{proxy.url}/upload/storage/v1",
+                          sleep=slept.append)  # fmt: skip
+    return transfers, objects
+
+
+UNAVAILABLE = json.dumps(
+    {"error": {"code": 503, "message": "The service is currently unavailable.", "status": "UNAVAILABLE"}}
+)
+"""Google's JSON error for UNAVAILABLE (cloud.google.com/apis/design/errors)."""
+
+
+def test_an_unavailable_read_of_a_running_export_is_retried_after_its_retry_after_until_the_export_ends(proxied_apis):
+    """Fault injected: operations.get answers 503 UNAVAILABLE with Retry-After: 7 twice, then a cut answer."""
+    apis, proxy = proxied_apis
+    lines, slept = [], []
+    transfers, _ = clients(proxy, lines, slept)
+    started = transfers.export_data(INSTANCE, "/checkpoints/run", f"gs://{BUCKET}/parked/data/checkpoints/run/")
+    proxy.inject(Fault(503, "/operations/", "GET", times=2, headers={"Retry-After": "7"}, body=UNAVAILABLE),
+                 Fault("cut", "/operations/", "GET"))  # fmt: skip
+    clock = Clock(0.0)
+    done = wait_for(transfers, started, "exporting /checkpoints/run", 600, lines.append, 10, clock,
+                    lambda s: (slept.append(s), clock.sleep(s)))  # fmt: skip
+    assert done["@type"].endswith("ExportDataResponse") and apis.lustre.starts == 1
+    # The poll, Retry-After twice (longer than the backoff's 1 s and 2 s), the backoff's 4 s after the cut answer, then
+    # the poll before the second read, which finds it done.
+    assert slept == [10, 7, 7, 4, 10]
+    retried = [line for line in lines if "trying again" in line]
+    assert len(retried) == 3 and "HTTP 503: The service is currently unavailable." in retried[0], lines
+
+
+def test_an_unavailable_export_is_started_again_with_its_request_id_and_starts_once(proxied_apis):
+    """Fault injected: exportData answers 503 UNAVAILABLE once, and the connection is reset once."""
+    apis, proxy = proxied_apis
+    lines, slept = [], []
+    transfers, _ = clients(proxy, lines, slept)
+    proxy.inject(Fault(503, ":exportData", "POST", body=UNAVAILABLE), Fault("refused", ":exportData", "POST"))
+    started = transfers.export_data(INSTANCE, "/checkpoints/run", f"gs://{BUCKET}/parked/data/checkpoints/run/")
+    assert started["done"] is False and apis.lustre.starts == 1 and slept == [1.0, 2.0]
+
+
+def test_a_second_export_of_the_same_path_picks_up_the_one_running(proxied_apis):
+    """A guardian that restarted while its export ran asks again: the instance refuses to queue it (ABORTED), and the
+    export running is the same one, so it is waited on instead; another path's export is still refused."""
+    apis, proxy = proxied_apis
+    lines, slept = [], []
+    transfers, _ = clients(proxy, lines, slept)
+    uri = f"gs://{BUCKET}/parked/data/checkpoints/run/"
+    first = transfers.export_data(INSTANCE, "/checkpoints/run", uri)
+    again = transfers.export_data(INSTANCE, "/checkpoints/run", uri)
+    assert again["name"] == first["name"] and apis.lustre.starts == 1
+    assert lines == [f"exporting /checkpoints/run: picking up {first['name']}, which runs it already"]
+    with pytest.raises(TransferError, match="HTTP 409: unable to queue the operation"):
+        transfers.export_data(INSTANCE, "/exports/run", f"gs://{BUCKET}/parked/data/exports/run/")
+
+
+def test_a_refused_read_is_not_retried_and_a_transient_one_gives_up_at_the_deadline(proxied_apis):
+    """Faults injected: a 403 (not retried: AIP-194), then 503s past the wait's deadline."""
+    apis, proxy = proxied_apis
+    lines, slept = [], []
+    transfers, objects = clients(proxy, lines, slept)
+    proxy.inject(Fault(403, "/o", "GET", body=json.dumps({"error": {"code": 403, "message": "denied"}})))
+    with pytest.raises(TransferError, match="HTTP 403: denied"):
+        objects.names("parked/")
+    assert slept == []
+    started = transfers.export_data(INSTANCE, "/checkpoints/run", f"gs://{BUCKET}/parked/data/checkpoints/run/")
+    proxy.inject(Fault(503, "/operations/", "GET", times=100, body=UNAVAILABLE))
+    clock = Clock(0.0)
+    with pytest.raises(TransferError, match="HTTP 503"):
+        wait_for(transfers, started, "exporting /checkpoints/run", 30, lines.append, 10, clock, clock.sleep)
+    assert 10 + 1 + 2 + 4 + 8 <= clock.now <= 30
+
+
+def test_a_retried_conditional_write_stays_conditional_and_its_own_stored_try_is_no_conflict(tmp_path, monkeypatch):
+    """Fault injected at the boundary: the first insert reaches the bucket and its answer is lost (a reset). The retry
+    names the same ifGenerationMatch and meets 412; the object holds this very text, so the write succeeded. When
+    another writer's text is there instead, the 412 stands; a 412 on the first try is not retried."""
+    name = "parked/marker.json"
+    sent: list[str] = []
+    real_post = lustre_transfer.requests.post
+
+    def lossy(url: str, **kwargs: Any) -> Any:
+        sent.append(kwargs["params"]["ifGenerationMatch"])
+        answer = real_post(url, **{**kwargs, "data": other} if len(sent) == 1 and other else kwargs)
+        if len(sent) == 1:
+            raise lustre_transfer.requests.ConnectionError("connection reset after the request was sent")
+        return answer
+
+    with google_apis(stand_in_apis(tmp_path)) as apis:
+        lines: list[str] = []
+        objects = RestObjects(BUCKET, {}, lines.append, f"{apis.url}/storage/v1", f"{apis.url}/upload/storage/v1",
+                              sleep=lambda s: None)  # fmt: skip
+        monkeypatch.setattr(lustre_transfer.requests, "post", lossy)
+        other = b""
+        generation = objects.write_text(name, '{"state": "parking"}', if_generation=0)
+        assert sent == ["0", "0"] and objects.read(name) == Stored('{"state": "parking"}', generation)
+        assert lines[-1].endswith("a retry met HTTP 412 and the object holds this text: an earlier try stored it")
+
+        sent.clear()
+        other = b'{"state": "stale"}'
+        with pytest.raises(PreconditionFailed, match="HTTP 412"):
+            objects.write_text(name, '{"state": "parked"}', if_generation=generation)
+        assert sent == [str(generation)] * 2 and objects.read(name).text == '{"state": "stale"}'
+
+        monkeypatch.setattr(
+            lustre_transfer.requests, "post", lambda url, **kwargs: (sent.append("x"), real_post(url, **kwargs))[1]
+        )
+        sent.clear()
+        with pytest.raises(PreconditionFailed, match="HTTP 412"):
+            objects.write_text(name, '{"state": "parked"}', if_generation=generation)
+        assert sent == ["x"]

@@ -11,7 +11,7 @@ from itertools import count
 import pytest
 
 from core import names
-from incluster.lustre_transfer import TransferError, wait_for
+from incluster.lustre_transfer import RestObjects, RestTransfers, TransferError, wait_for
 from incluster.park import (
     PARKED,
     PARKING,
@@ -25,7 +25,18 @@ from incluster.park import (
     read_marker,
     restore_run,
 )
-from tests.support.lustre_stand_in import BUCKET, INSTANCE, RUN, StandInLustre, StandInObjects, a_run, tree, write
+from tests.support.lustre_stand_in import (
+    BUCKET,
+    INSTANCE,
+    RUN,
+    StandInLustre,
+    StandInObjects,
+    a_run,
+    google_apis,
+    stand_in_apis,
+    tree,
+    write,
+)
 
 REQUEST = ParkRequest(INSTANCE, BUCKET, "verl", RUN, 1, "verl", 8)
 """The park of the stand-in run (stack `verl`: RUN is `verl-qwen-<hash>`)."""
@@ -320,3 +331,24 @@ def test_the_newest_complete_step_skips_steps_in_the_making():
     assert (
         newest_complete_step([*verl, "global_step_2/data.pt", "global_step_2/actor/fsdp_config.json"], "verl", 1) == 2
     )
+
+
+def test_a_park_tried_again_picks_up_the_export_its_failed_try_left_running(tmp_path):
+    """Fault injected: the first try's wait ends at its deadline (0 s) while its export still runs in the cloud, the
+    marker left `parking`; the next try (the guardian's PARK_TRIES) exports into the same prefix, so the instance's
+    refusal of a second transfer (ABORTED) is answered by waiting on the one running, and the park ends parked."""
+    apis = stand_in_apis(tmp_path, reads_to_done=3)
+    a_run(tmp_path / "lustre")
+    lines: list[str] = []
+    with google_apis(apis):
+        transfers = RestTransfers({}, lines.append, api=f"{apis.url}/v1", sleep=lambda s: None)
+        objects = RestObjects(BUCKET, {}, lines.append, f"{apis.url}/storage/v1", f"{apis.url}/upload/storage/v1",
+                              sleep=lambda s: None)  # fmt: skip
+        holdings, now = holdings_of(tmp_path / "lustre", "/checkpoints", "/exports", RUN), clock()
+        with pytest.raises(TransferError, match="still running"):
+            park_run(transfers, objects, REQUEST, holdings, 0, lines.append, now, 0)
+        first = read_marker(objects)
+        marker = park_run(transfers, objects, REQUEST, holdings, 60, lines.append, now, 0)
+    assert first["state"] == PARKING and marker["state"] == PARKED and marker["prefix"] == first["prefix"]
+    assert apis.lustre.starts == 2, "the checkpoints' export once, the exports' once"
+    assert any(line.endswith("which runs it already") for line in lines), lines

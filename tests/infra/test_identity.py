@@ -136,7 +136,11 @@ def test_a_parking_lustre_stack_gives_the_guardian_a_google_account_that_may_exp
     assert (account.inputs["accountId"], account.inputs["project"]) == ("grpo-test-guardian", "my-grpo-project")
     role = recording.one("gcp:projects/iAMCustomRole:IAMCustomRole")
     lustre = recording.one("gcp:lustre/instance:Instance")
-    assert role.inputs["permissions"] == ["lustre.instances.exportData", "lustre.operations.get"]
+    assert role.inputs["permissions"] == [
+        "lustre.instances.exportData",
+        "lustre.operations.get",
+        "lustre.operations.list",
+    ]
     offline_uid = str(uuid.uuid5(uuid.NAMESPACE_URL, f"gcp:lustre/instance:Instance/{lustre.name}"))  # plan/mocks.py
     assert role.inputs["roleId"] == names.park_role_id("grpo-test", offline_uid)
     assert lustre.name in depends_on(recording, role)

@@ -65,10 +65,10 @@ def test_a_lustre_stack_that_parks_names_the_guardians_google_account_and_its_tw
         "Kubernetes service accounts grpo/ray-grpo and grpo/grpo-guardian through workload identity, no Google role"
         " (Managed Lustre is reached over the VPC); to park the run, grpo/grpo-guardian acts as"
         " grpo-test-guardian@my-grpo-project.iam.gserviceaccount.com with a custom role of"
-        " lustre.instances.exportData and lustre.operations.get alone on project my-grpo-project (no narrower grant"
-        " exists: docs/security.md), so it may export every Managed Lustre instance of the project into any bucket"
-        f" the project's Lustre service agent may write (this stack grants it bucket {config.parked_bucket_name}) and"
-        " read every Lustre operation there, and roles/storage.objectUser on bucket"
+        " lustre.instances.exportData and lustre.operations.get and lustre.operations.list alone on project"
+        " my-grpo-project (no narrower grant exists: docs/security.md), so it may export every Managed Lustre instance"
+        f" of the project into any bucket the project's Lustre service agent may write (this stack grants it bucket"
+        f" {config.parked_bucket_name}) and read every Lustre operation there, and roles/storage.objectUser on bucket"
         f" {config.parked_bucket_name} only"
     )
     parked = {"parkWhenIdle": True, "parked": True, "keepOnDestroy": False}

@@ -1,0 +1,285 @@
+"""The fault matrix of docs/relies-on.md ("Faults at every boundary"), cell by cell: every call path the in-cluster
+code takes at run time meets every fault through one fault-injecting proxy (tests/support/fault_proxy.py) placed in
+front of the in-process stand-in of its boundary, and does what its cell says (the Ray head's rows: not yet,
+docs/relies-on.md says why). The cells are read from the document; the call paths are found in incluster/'s source, so a new call site
+without a row fails here. Every fault is injected at the boundary, as the test's name says; deadlines are shrunk
+(read timeouts of a fraction of a second, pauses not slept) so that the whole matrix takes seconds."""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
+from dataclasses import replace
+from http.server import ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from incluster import google_token, job_client, lustre_transfer, scaling
+from incluster.endpoint import Endpoint
+from incluster.guardian.cluster import gpu_nodes_of
+from incluster.lease import Lease
+from incluster.lustre_transfer import RestObjects, RestTransfers, TransferError, wait_for
+from incluster.preflight import cordon
+from tests.support.clock import Clock
+from tests.support.fault_proxy import Fault, FaultProxy, fault_proxy
+from tests.support.kube_stand_in import StandInApiServer, gpu_node, stand_in_api_server
+from tests.support.lease_api_server import lease_api_server
+from tests.support.lustre_stand_in import BUCKET, INSTANCE, StandInGoogleApis, google_apis, stand_in_apis
+
+REPO = Path(__file__).resolve().parents[2]
+TABLE_HEADING = "## Faults at every boundary (issue 31)"
+FAULTS = ("refused", "timeout", "cut", "not-json", "401", "403", "404", "409", "429", "500", "503")
+READ_SECONDS = 0.5
+"""The read deadline of every request to a stand-in under test (a busy two-core machine answers a stand-in well within
+it); the proxy holds a `timeout` for twice as long."""
+
+CALL = re.compile(
+    r"^(requests\.(get|post|put|patch|delete|request|head)|(urllib\.request\.)?urlopen|client_type"
+    r"|.*client\.(list_jobs|submit_job|stop_job|get_job_status|get_job_info|get_job_logs|tail_job_logs|delete_job))$"
+)
+"""A call that leaves the process: requests, urllib, the Ray Jobs client (and the client's construction)."""
+
+
+def table() -> dict[str, dict[str, str]]:
+    """The matrix's rows by call path: each fault's cell."""
+    text = (REPO / "docs" / "relies-on.md").read_text()
+    section = text.split(TABLE_HEADING, 1)[1].split("\n## ", 1)[0]
+    rows: dict[str, dict[str, str]] = {}
+    header: list[str] = []
+    for line in section.splitlines():
+        if not line.startswith("|") or line.startswith("|---"):
+            continue
+        cells = [cell.strip() for cell in line.strip("|").split("|")]
+        if cells[0] == "boundary":
+            header = cells
+            continue
+        rows[cells[1].strip("`")] = dict(zip(header[2:-1], cells[2:-1], strict=True))
+    assert header[2:-1] == list(FAULTS), header
+    return rows
+
+
+def call_paths() -> set[str]:
+    """`file:function` (or `file:Class.method`) of every call in incluster/ that leaves the process."""
+    found = set()
+    for path in sorted((REPO / "incluster").rglob("*.py")):
+        where = path.relative_to(REPO).as_posix()
+
+        def visit(node: ast.AST, scope: list[str], where: str = where) -> None:
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    visit(child, [*scope, child.name])
+                    continue
+                if isinstance(child, ast.Call) and CALL.match(ast.unparse(child.func)):
+                    top = scope[:2] if scope and scope[0][:1].isupper() else scope[:1]
+                    found.add(f"{where}:{'.'.join(top)}")
+                visit(child, scope)
+
+        visit(ast.parse(path.read_text()), [])
+    return found
+
+
+ROWS = table()
+
+
+def test_every_call_path_that_leaves_the_process_has_a_row_and_every_row_a_call_path():
+    assert call_paths() == set(ROWS)
+
+
+def test_the_call_path_finder_sees_a_new_call_site():
+    tree = ast.parse("def fetch(client):\n    return client.get_job_logs('x')\n")
+    assert any(isinstance(node, ast.Call) and CALL.match(ast.unparse(node.func)) for node in ast.walk(tree))
+
+
+def fault_of(kind: str, body: str, content_type: str = "application/json") -> Fault:
+    """The matrix's fault `kind` on the next matching request, with the boundary's error `body`."""
+    if kind in ("refused", "timeout", "cut", "not-json"):
+        return Fault(kind)
+    headers = {"Retry-After": "0"} if kind == "429" else {}
+    return Fault(int(kind), headers=headers, body=body, content_type=content_type)
+
+
+GOOGLE_ERROR = json.dumps({"error": {"code": 0, "message": "injected by the fault proxy", "status": "INJECTED"}})
+KUBE_STATUS = json.dumps({"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": "injected"})
+
+
+def one_line(error: BaseException) -> str:
+    """`error`'s text, asserted to be one line."""
+    text = str(error)
+    assert text and "\n" not in text, repr(text)
+    return text
+
+
+def shrink_deadlines(monkeypatch: pytest.MonkeyPatch, seconds: float) -> None:
+    """Every request's connect and read deadline `seconds`."""
+    tiny = replace(job_client.DEADLINES, connect=seconds, read=seconds)
+    import incluster.lease
+
+    for module in (job_client, scaling, incluster.lease, cordon):
+        if hasattr(module, "DEADLINES"):
+            monkeypatch.setattr(module, "DEADLINES", tiny)
+    monkeypatch.setattr(lustre_transfer, "REQUEST_SECONDS", seconds)
+    monkeypatch.setattr(google_token, "METADATA_REQUEST_SECONDS", seconds)
+
+
+def through(proxy: FaultProxy, fault: Fault, path: str, method: str | None, call: Callable[[], Any]) -> str:
+    """Inject `fault` on the next `method` request to `path`, run `call`: `retry` when it then succeeded after the
+    fault (a later request got through), `ok` when it succeeded otherwise, `error` when it raised a one-line error of
+    the project's kinds."""
+    proxy.faults.clear()
+    fault.path, fault.method = path, method
+    proxy.inject(fault)
+    before = len(proxy.seen)
+    try:
+        call()
+    except (job_client.JobError, TransferError, google_token.TokenError, cordon.CordonError) as error:
+        one_line(error)
+        assert any(kind is not None for *_, kind in proxy.seen[before:]), f"failed before the fault: {error}"
+        return "error"
+    given = [index for index, (*_, kind) in enumerate(proxy.seen[before:]) if kind is not None]
+    assert given, f"no request met the fault on {method} {path}: {proxy.seen[before:]}"
+    later = [kind for *_, kind in proxy.seen[before + given[0] + 1 :]]
+    return "retry" if later else "ok"
+
+
+# Kubernetes API server -----------------------------------------------------------------------------------------------
+
+
+def kube_driver(name: str, proxy: FaultProxy, fault: Fault, api: Endpoint) -> str:
+    """The Kubernetes rows: through the proxy in front of the Kubernetes stand-in (the Lease: the Lease API server)."""
+    if name == "api_items":
+        return through(proxy, fault, "/api/v1/nodes", "GET", lambda: gpu_nodes_of(api))
+    if name == "gpu_workers":
+        return through(proxy, fault, "/rayclusters/", "GET", lambda: scaling.gpu_workers(api))
+    if name == "scale_to":
+        return through(proxy, fault, "/rayclusters/", "PATCH", lambda: scaling.scale_to(api, 0, sleep=lambda s: None))
+    if name == "_request":
+        return through(proxy, fault, "/api/v1/nodes/", "PATCH", lambda: cordon.cordon(api, "gpu-1"))
+    raise AssertionError(f"no driver for the Kubernetes row {name}")
+
+
+def lease_driver(proxy: FaultProxy, fault: Fault) -> str:
+    """The Lease row, through its public API: one renewing try (renew_once) after the fault on its read."""
+    lease = Lease(Endpoint(proxy.url, {"Authorization": "Bearer t"}, True), "guardian-a")
+    proxy.faults.clear()
+    fault.path, fault.method = "/leases/", "GET"
+    proxy.inject(fault)
+    lease.renew_once()
+    return "kept" if lease.last_error else "ok"
+
+
+# Google APIs and the metadata server ---------------------------------------------------------------------------------
+
+
+def google_driver(name: str, proxy: FaultProxy, fault: Fault, apis: StandInGoogleApis) -> str:
+    """The Managed Lustre and Cloud Storage rows, through the proxy in front of the Google APIs stand-in."""
+    token = {"Authorization": "Bearer ya29.test"}
+    transfers = RestTransfers(token, lambda line: None, api=f"{proxy.url}/v1", sleep=lambda s: None)
+    objects = RestObjects(BUCKET, token, lambda line: None, f"{proxy.url}/storage/v1", f"{proxy.url}/upload/storage/v1",
+                          sleep=lambda s: None)  # fmt: skip
+    uri = f"gs://{BUCKET}/parked/data/checkpoints/run/"
+    apis.lustre.operations.clear()
+    if name == "RestTransfers._post":
+        return through(proxy, fault, ":exportData", "POST", lambda: transfers.export_data(INSTANCE, "/run", uri))
+    if name == "RestTransfers.get_operation":
+        started = transfers.export_data(INSTANCE, "/run", uri)
+        clock = Clock(0.0)
+        wait = lambda: wait_for(transfers, started, "exporting /run", 600, lambda line: None, 1, clock, clock.sleep)  # noqa: E731
+        return through(proxy, fault, "/operations/", "GET", wait)
+    if name == "RestTransfers._page":
+        return through(proxy, fault, "/operations", "GET", lambda: transfers.list_operations(INSTANCE))
+    if name == "RestObjects._get":
+        return through(proxy, fault, "/o", "GET", lambda: objects.names("parked/"))
+    if name == "RestObjects.write_text":
+        stored = objects.read("parked/marker.json")
+        generation = stored.generation if stored else 0
+        return through(proxy, fault, "/o", "POST", lambda: objects.write_text("parked/marker.json", "{}", generation))
+    raise AssertionError(f"no driver for the Google row {name}")
+
+
+def metadata_driver(proxy: FaultProxy, fault: Fault, url: str) -> str:
+    """The metadata server row: metadata_credential through the proxy in front of the token stand-in."""
+    path = url.split("127.0.0.1", 1)[1].split("/", 1)[1]
+    return through(proxy, fault, "/token", "GET", lambda: google_token.metadata_credential(f"{proxy.url}/{path}"))
+
+
+@pytest.fixture(scope="module")
+def stand_ins(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """Every in-process stand-in with a fault proxy in front of it, for the module."""
+    from tests.incluster.test_google_token import TOKEN_PATH, MetadataServer
+
+    with ExitStack() as stack:
+        kube = stack.enter_context(stand_in_api_server(StandInApiServer(nodes=[gpu_node("gpu-1")])))
+        lease_url, _ = stack.enter_context(lease_api_server())
+        root = tmp_path_factory.mktemp("google")
+        (root / "lustre" / "run").mkdir(parents=True)
+        (root / "lustre" / "run" / "data.pt").write_text("data")
+        apis = stack.enter_context(google_apis(stand_in_apis(root, reads_to_done=1)))
+        metadata = ThreadingHTTPServer(("127.0.0.1", 0), MetadataServer)
+        threading.Thread(target=metadata.serve_forever, daemon=True).start()
+        stack.callback(metadata.server_close)
+        stack.callback(metadata.shutdown)
+        proxies = {
+            "kube": stack.enter_context(fault_proxy(kube.address)),
+            "lease": stack.enter_context(fault_proxy(lease_url)),
+            "google": stack.enter_context(fault_proxy(apis.url)),
+            "metadata": stack.enter_context(fault_proxy(f"http://127.0.0.1:{metadata.server_address[1]}")),
+        }
+        for proxy in proxies.values():
+            proxy.hold = 2 * READ_SECONDS
+        yield {"proxies": proxies, "apis": apis, "metadata_server": MetadataServer,
+               "metadata_url": f"http://127.0.0.1:{metadata.server_address[1]}{TOKEN_PATH}"}  # fmt: skip
+
+
+BODIES = {"kube": KUBE_STATUS, "lease": KUBE_STATUS, "google": GOOGLE_ERROR,
+          "metadata": "injected"}  # fmt: skip
+
+
+def boundary_of(path: str) -> str:
+    """Which stand-in (or the Ray head) a call path's row meets."""
+    if path.startswith("incluster/lease.py"):
+        return "lease"
+    if path.startswith(("incluster/scaling.py", "incluster/preflight/cordon.py")) or path.endswith(":api_items"):
+        return "kube"
+    if path.startswith("incluster/lustre_transfer.py"):
+        return "google"
+    if path.startswith("incluster/google_token.py"):
+        return "metadata"
+    return "ray"
+
+
+STAND_IN_CELLS = [(path, fault) for path in ROWS for fault in FAULTS if boundary_of(path) != "ray"]
+
+
+def cell_id(path: str, fault: str) -> str:
+    """A cell's test id: its function and fault."""
+    return f"{path.split(':')[1]}-{fault}"
+
+
+@pytest.mark.parametrize(("path", "fault"), STAND_IN_CELLS, ids=[cell_id(*cell) for cell in STAND_IN_CELLS])
+def test_each_call_path_to_a_stand_in_does_what_the_matrix_says_for_each_fault(
+    path: str, fault: str, monkeypatch: pytest.MonkeyPatch, stand_ins: dict[str, Any]
+) -> None:
+    """Fault injected at the boundary by the proxy in front of the stand-in, as the parameters name it."""
+    shrink_deadlines(monkeypatch, READ_SECONDS)
+    expected = ROWS[path][fault]
+    boundary = boundary_of(path)
+    injected = fault_of(fault, BODIES[boundary], "text/plain" if boundary == "metadata" else "application/json")
+    name = path.split(":", 1)[1]
+    proxy = stand_ins["proxies"][boundary]
+    if boundary == "lease":
+        observed = lease_driver(proxy, injected)
+    elif boundary == "kube":
+        observed = kube_driver(name, proxy, injected, Endpoint(proxy.url, {"Authorization": "Bearer stand-in"}, True))
+    elif boundary == "google":
+        observed = google_driver(name, proxy, injected, stand_ins["apis"])
+    else:
+        token = json.dumps({"access_token": "ya29.m", "expires_in": 3599, "token_type": "Bearer"})
+        stand_ins["metadata_server"].answers = [(200, token)] * 3
+        observed = metadata_driver(proxy, injected, stand_ins["metadata_url"])
+    assert observed == expected, f"{path} under {fault}: the matrix says {expected}, the code does {observed}"
