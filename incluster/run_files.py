@@ -21,7 +21,7 @@ import re
 import shlex
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
@@ -124,12 +124,10 @@ def _through_head(
     submission_id = f"grpo-gke-run-files-{uuid.uuid4().hex[:12]}"
     if report is not None:
         report(f"{what} through the Ray head (at most {job_client.DEADLINES.run_files:g} s)")
-    try:
-        client.submit_job(entrypoint=entrypoint, submission_id=submission_id, metadata=dict(READER_METADATA))
-    except JobError:
-        raise
-    except Exception as error:  # noqa: BLE001 - the Jobs API answers with RuntimeError and HTTP errors
-        raise JobError(f"Ray refused the job reading the run's files: {str(error).strip()[:200]}") from None
+    _refused_as_job_error(
+        lambda: client.submit_job(entrypoint=entrypoint, submission_id=submission_id, metadata=dict(READER_METADATA)),
+        "start",
+    )
     deadline = time.monotonic() + job_client.DEADLINES.run_files
     try:
         while (status := status_of(client, submission_id)) not in TERMINAL:
@@ -140,7 +138,7 @@ def _through_head(
                     f" {job_client.DEADLINES.run_files:g} s"
                 )
             time.sleep(poll)
-        log = client.get_job_logs(submission_id)
+        log = _refused_as_job_error(lambda: client.get_job_logs(submission_id), "read the log of")
     finally:
         _delete(client, submission_id)
     if status != "SUCCEEDED":
@@ -184,7 +182,18 @@ def _delete(client: JobSubmissionClient, submission_id: str) -> None:
     deadline = time.monotonic() + job_client.DEADLINES.stop
     while status_of(client, submission_id) not in TERMINAL and time.monotonic() < deadline:
         time.sleep(0.2)
-    client.delete_job(submission_id)
+    _refused_as_job_error(lambda: client.delete_job(submission_id), "delete")
+
+
+def _refused_as_job_error(call: Callable[[], Any], verb: str) -> Any:
+    """`call()`'s result; JobError naming what Ray refused when the Jobs API answers anything but success (Ray's SDK
+    raises RuntimeError for a status other than 200: ray 2.60.0 dashboard/modules/dashboard_sdk.py _raise_error)."""
+    try:
+        return call()
+    except JobError:
+        raise
+    except Exception as error:  # noqa: BLE001 - the Jobs API answers with RuntimeError and HTTP errors
+        raise JobError(f"Ray refused to {verb} the job reading the run's files: {str(error).strip()[:200]}") from None
 
 
 def _parts(run_dir: Path, name: str) -> list[str]:

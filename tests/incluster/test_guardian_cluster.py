@@ -56,7 +56,7 @@ def test_the_lease_and_the_scale_to_zero_of_an_in_cluster_guardian_send_the_rota
     assert api is not None and api.address == IN_CLUSTER_API
     lease = Lease(api, "in-cluster guardian grpo-guardian-7d9c5-x2x9k")
     sent: list[dict[str, str]] = []
-    monkeypatch.setattr(scaling, "scale_to", lambda api, replicas: sent.append(dict(api.headers)))
+    monkeypatch.setattr(scaling, "scale_to", lambda api, replicas, report=None: sent.append(dict(api.headers)))
     settings = settings_from(guardian_settings(config_of("dev")), "test")
     hooks = cluster_hooks(settings, in_cluster, print, print)
     assert hooks.scale_to_zero is not None

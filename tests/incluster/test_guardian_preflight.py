@@ -155,7 +155,7 @@ def test_the_guardians_hooks_export_and_scale_to_zero_through_the_api_server(mon
         "submit_export",
         lambda client, submission: sent.append((client, submission)) or ("x-1", already.pop(0)),
     )
-    monkeypatch.setattr(scaling, "scale_to", lambda api, replicas: sent.append((api.address, replicas)))
+    monkeypatch.setattr(scaling, "scale_to", lambda api, replicas, report=None: sent.append((api.address, replicas)))
     proxy = Endpoint(address="https://1.2.3.4/api/v1/namespaces/grpo/services/grpo-head-svc:8265/proxy")
     hooks = cluster_hooks(settings, proxy, no_google_token, print)
     assert hooks.export(ExportRequest(settings, 1, 8)).startswith("x-1 exports")

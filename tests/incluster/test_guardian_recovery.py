@@ -316,6 +316,8 @@ REQUEST_SITES = {
         "the API server: gpu_nodes_of, worker_pods_of and the gate's scale_up_events, recorded above"
     ),
     ("incluster/scaling.py", "scale_to"): "the API server: scale to zero, recorded above",
+    ("incluster/scaling.py", "once"): "the API server: scale to zero's one try, which scale_to's backoff sends again,"
+    " recorded above",
     ("incluster/preflight/cordon.py", "_request"): "the API server: cordoning, recorded above",
     ("incluster/scaling.py", "gpu_workers"): "the API server: the GPU workers' count after the scale to zero, recorded"
     " above (also bring_back's read: pulumi up and the CLI, with the user's credentials)",
@@ -325,6 +327,10 @@ REQUEST_SITES = {
     ("incluster/lustre_transfer.py", "get_operation"): "Managed Lustre's API (operations.get), not the API server",
     ("incluster/lustre_transfer.py", "_get"): "Cloud Storage (the parked bucket's objects), not the API server",
     ("incluster/lustre_transfer.py", "write_text"): "Cloud Storage (the park marker), not the API server",
+    ("incluster/lustre_transfer.py", "send"): "Managed Lustre's API or Cloud Storage: the one try of each request"
+    " above, which the backoff sends again, not the API server",
+    ("incluster/lustre_transfer.py", "_page"): "a listing page of Managed Lustre's operations or of Cloud Storage's"
+    " objects, not the API server",
     ("incluster/google_token.py", "metadata_credential"): "the node's metadata server (a Google token), not the API"
     " server",
 }
