@@ -207,11 +207,18 @@ def prunable(run_dir: Path, framework: str, world_size: int, keep: int | None, l
     `keep` except step `loaded` (the newest a resume has loaded, or the one it is loading: the wrapper removes these only
     after that load, so a step is kept until a newer one has loaded), and the oldest
     moved-aside directories of `incomplete/` beyond the newest `keep` by the UTC time that ends their names (cut saves
-    would otherwise fill the instance).
+    would otherwise fill the instance). Rotated remains of a step beyond `loaded` stay: the attempt resuming from
+    `loaded` saves that step again into the same directory, and removing it after the load would race that save (seen
+    in tests/incluster/test_checkpoints_on_ray.py: the new save's shard written into a directory just removed); a later
+    attempt's prune removes what verl's rotation then leaves of it.
     Incomplete steps are left to prepare_resume's move aside."""
     if framework != "verl" or not keep or keep < 1:
         return []
-    removed = [path for _, path in sorted(_candidates(run_dir, framework)) if rotated(path, framework)]
+    removed = [
+        path
+        for step, path in sorted(_candidates(run_dir, framework))
+        if rotated(path, framework) and (loaded is None or step <= loaded)
+    ]
     complete = [item for item in step_dirs(run_dir, framework, world_size) if item.complete]
     removed += [item.path for item in complete[: max(0, len(complete) - keep)] if item.step != loaded]
     aside = run_dir / INCOMPLETE_DIR

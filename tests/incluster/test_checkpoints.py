@@ -194,6 +194,19 @@ def test_the_newest_step_a_resume_loaded_is_kept_beyond_keep_until_a_newer_one_h
     ]
 
 
+def test_rotated_remains_beyond_the_step_a_resume_loads_stay_for_that_attempt_to_save_again(tmp_path):
+    """After a fall back to step 20, the attempt saves steps 30 and 40 again into the directories verl's rotation left:
+    removing them once it loaded 20 would race its own saves; with nothing loaded yet (a start from scratch, pruned
+    before the trainer runs) every rotated remain goes."""
+    verl_step(tmp_path, 20)
+    for step in (10, 30, 40):
+        rotated_step(tmp_path, step)
+    assert [path.name for path in prunable(tmp_path, "verl", WORLD, 1, loaded=20)] == ["global_step_10"]
+    assert [path.name for path in prunable(tmp_path, "verl", WORLD, 1, loaded=None)] == [
+        "global_step_10", "global_step_30", "global_step_40",
+    ]  # fmt: skip
+
+
 def test_a_shard_cut_short_or_without_its_end_of_central_directory_is_not_whole_and_the_step_not_complete(tmp_path):
     """A boundary fault: a save whose last bytes never reached the storage (a node lost before its cache was
     flushed): the file cut short, or its end of central directory record zero; a step 10 whose fsdp_config.json was cut
