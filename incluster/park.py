@@ -166,7 +166,7 @@ class ParkRequest:
     stack: str
     """The stack's name (infra/storage.py park_refusal compares it)."""
     run: str
-    """The run the parker was asked to park."""
+    """The run the parker was asked to park (infra/storage.py park_refusal asks for the config's run exactly)."""
     attempt: int
     """The run's newest attempt in its record (0: none)."""
     framework: str

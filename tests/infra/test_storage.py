@@ -256,25 +256,28 @@ def test_park_refusal_reads_the_marker():
          "workload": {"framework": "verl", "model": "Qwen/Qwen2.5-0.5B-Instruct", "dataset": "gsm8k"}}
     )  # fmt: skip
     # A marker `python -m jobs park` wrote passes (tests/jobs/test_cli_park.py); here each field it is judged by.
-    parked = {"state": "parked", "stack": "s", "run": "s-0123456789", "runs": ["s-0123456789", "s-other"]}
-    assert park_refusal(json.dumps(parked), config) is None
-    assert "says None" in park_refusal("not json", config)
-    assert "says None" in park_refusal("[]", config)
+    run = "s-0123456789"
+    parked = {"state": "parked", "stack": "s", "run": run, "runs": [run, "s-other"]}
+    assert park_refusal(json.dumps(parked), config, run) is None
+    assert "says None" in park_refusal("not json", config, run)
+    assert "says None" in park_refusal("[]", config, run)
     for state in ("parking", "stale", "restored"):
-        assert f"says {state!r}, not 'parked'" in park_refusal(json.dumps({**parked, "state": state}), config)
-    assert park_refusal(json.dumps({**parked, "stack": "t", "run": "t-0123456789"}), config).startswith(
+        assert f"says {state!r}, not 'parked'" in park_refusal(json.dumps({**parked, "state": state}), config, run)
+    assert park_refusal(json.dumps({**parked, "stack": "t", "run": "t-0123456789"}), config, run).startswith(
         "grpo-gke:storage.parked is true but gs://grpo-s-parked-7b5ca2ad/parked/marker.json parked t-0123456789 of"
         " stack 't', not a run of 's': deleting the Lustre instance would lose this stack's run;"
     )
-    assert "parked sx-0123456789 of stack 's'" in park_refusal(json.dumps({**parked, "run": "sx-0123456789"}), config)
-    assert "does not list s-0123456789 among the runs it exported" in park_refusal(
-        json.dumps({**parked, "runs": ["s-other"]}), config
+    assert "parked sx-0123456789 of stack 's'" in park_refusal(
+        json.dumps({**parked, "run": "sx-0123456789"}), config, run
     )
-    assert park_refusal(None, config).endswith(
+    assert "does not list s-0123456789 among the runs it exported" in park_refusal(
+        json.dumps({**parked, "runs": ["s-other"]}), config, run
+    )
+    assert park_refusal(None, config, run).endswith(
         "; run python -m jobs park --stack s first (or set storage.parked false)"
     )
     parking = config.model_copy(update={"storage": config.storage.model_copy(update={"park_when_idle": True})})
-    assert park_refusal(None, parking).endswith(
+    assert park_refusal(None, parking, run).endswith(
         "; run python -m jobs park --stack s or wait for the guardian's parked entry (python -m jobs status --stack s)"
         " first (or set storage.parked false)"
     )
