@@ -42,6 +42,7 @@ import re
 import shutil
 import sys
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -112,15 +113,37 @@ def torn(path: Path) -> str:
     return ""
 
 
+def step_files(framework: str, world_size: int) -> tuple[str, ...]:
+    """What a complete step directory holds, relative to it (a name ending in `/`: a directory of files): verl's
+    shards of every rank, rank 0's fsdp_config.json and data.pt; NeMo-RL's training_info.json and policy/weights."""
+    if framework == "verl":
+        shards = [
+            f"actor/{kind}_world_size_{world_size}_rank_{rank}.pt" for kind in VERL_SHARDS for rank in range(world_size)
+        ]
+        return (*shards, "actor/fsdp_config.json", "data.pt")
+    return ("training_info.json", "policy/weights/")
+
+
+def step_lacks(name: str, framework: str, world_size: int, held: Callable[[str], bool]) -> tuple[str, ...]:
+    """What the step directory `name` lacks to be complete (empty when nothing): the one rule of a complete step, for
+    the resume (files on disk, here) and the park (the names of what the instance holds, incluster/park.py). `held`
+    says whether one of `step_files` is there. A directory `step_of` takes for no step (NeMo-RL's `tmp_step_<N>`) also
+    lacks its rename."""
+    missing = [f"the rename to {name.removeprefix('tmp_')}"] if step_of(name, framework) is None else []
+    missing += [path.rstrip("/") for path in step_files(framework, world_size) if not held(path)]
+    return tuple(missing)
+
+
+def _on_disk(step_dir: Path) -> Callable[[str], bool]:
+    """`step_lacks`'s `held` for a step directory on disk: a file, or a directory for a name ending in `/`."""
+    return lambda path: (step_dir / path).is_dir() if path.endswith("/") else (step_dir / path).is_file()
+
+
 def _missing_verl(path: Path, world_size: int) -> tuple[str, ...]:
-    shards = [
-        f"actor/{kind}_world_size_{world_size}_rank_{rank}.pt" for kind in VERL_SHARDS for rank in range(world_size)
-    ]
-    wanted = [*shards, "actor/fsdp_config.json", "data.pt"]
-    missing = tuple(name for name in wanted if not (path / name).is_file())
+    missing = step_lacks(path.name, "verl", world_size, _on_disk(path))
     if missing:
         return missing
-    cut = [name for name in [*shards, "data.pt"] if torn(path / name)]
+    cut = [name for name in step_files("verl", world_size) if name.endswith(".pt") and torn(path / name)]
     try:
         json.loads((path / "actor/fsdp_config.json").read_bytes())
     except (OSError, ValueError):
@@ -129,9 +152,7 @@ def _missing_verl(path: Path, world_size: int) -> tuple[str, ...]:
 
 
 def _missing_nemo_rl(path: Path) -> tuple[str, ...]:
-    missing = [] if path.name.startswith("step_") else [f"the rename to step_{path.name.rsplit('_', 1)[1]}"]
-    missing += [name for name in ("training_info.json", "policy/weights") if not (path / name).exists()]
-    return tuple(missing)
+    return step_lacks(path.name, "nemo-rl", 0, _on_disk(path))
 
 
 def rotated(path: Path, framework: str) -> bool:
