@@ -25,14 +25,17 @@ aside as unloadable and resumes from the previous complete step (incluster/attem
 NeMo-RL (`nemo_rl/utils/checkpoint.py`, NVIDIA-NeMo/RL @01e9028): a step is written into
 `tmp_step_<N>/` (training_info.json first) and renamed to `step_<N>/` when complete; resume takes the
 `step_<N>` with the highest N (`get_latest_checkpoint_path`), so an incomplete one must not be named
-`step_<N>`. Its rotation (`checkpointing.keep_top_k`) needs no help: at v0.7.0 remove_old_checkpoints (L268-313)
-lists every `step_<N>` of the directory (_load_checkpoint_history, L393-419), whichever attempt wrote it, and removes
-whole step directories beyond the newest K (by step when metric_name is null, L291-292).
+`step_<N>`. Its rotation (`checkpointing.keep_top_k`) needs no help with the complete steps: at v0.7.0 (81aa43d)
+remove_old_checkpoints (L268-313), called by finalize_checkpoint after each rename (L266), lists every `step_<N>` of
+the directory (_load_checkpoint_history, L393-419: the glob `step_*` of L410, fullmatch `step_\\d+`), whichever attempt
+wrote it, and removes whole step directories beyond the newest K (by step when metric_name is null, L291-292). It
+never reaches `incomplete/`, where the wrapper moves cut `tmp_step_<N>` saves aside: `prunable` trims that for both
+frameworks.
 
 Pod-side (the attempt wrapper, incluster/attempt.py, runs it in the framework image; incluster/): stdlib only. Filesystem reads, plus the writes `prepare_resume` makes: moving incomplete step directories
-into `<run dir>/incomplete/`, verl's tracker file and, with `keep`, removing what verl's rotation leaves, the complete
-steps beyond `grpo.keepCheckpoints` and the moved-aside directories beyond it (which the user asked to keep no more
-of).
+into `<run dir>/incomplete/`, verl's tracker file and, with `keep`, removing the moved-aside directories beyond
+`grpo.keepCheckpoints` (which the user asked to keep no more of) and, for verl, what its rotation leaves and the
+complete steps beyond it.
 """
 
 from __future__ import annotations
@@ -224,24 +227,27 @@ def mark_loaded(run_dir: Path, step: int) -> None:
 
 
 def prunable(run_dir: Path, framework: str, world_size: int, keep: int | None, loaded: int | None) -> list[Path]:
-    """What `prune` removes with `keep` (none without one): verl's rotated remains, every complete step but the newest
-    `keep` except step `loaded` (the newest a resume has loaded, or the one it is loading: the wrapper removes these only
-    after that load, so a step is kept until a newer one has loaded), and the oldest
-    moved-aside directories of `incomplete/` beyond the newest `keep` by the UTC time that ends their names (cut saves
-    would otherwise fill the instance). Rotated remains of a step beyond `loaded` stay: the attempt resuming from
-    `loaded` saves that step again into the same directory, and removing it after the load would race that save (seen
-    in tests/incluster/test_checkpoints_on_ray.py: the new save's shard written into a directory just removed); a later
-    attempt's prune removes what verl's rotation then leaves of it.
-    Incomplete steps are left to prepare_resume's move aside."""
-    if framework != "verl" or not keep or keep < 1:
+    """What `prune` removes with `keep` (none without one): the oldest moved-aside directories of `incomplete/` beyond
+    the newest `keep` by the UTC time that ends their names (cut saves would otherwise fill the instance), for either
+    framework; and for verl, its rotated remains and every complete step but the newest `keep` except step `loaded`
+    (the newest a resume has loaded, or the one it is loading: the wrapper removes these only after that load, so a
+    step is kept until a newer one has loaded). Rotated remains of a step beyond `loaded` stay: the attempt resuming
+    from `loaded` saves that step again into the same directory, and removing it after the load would race that save
+    (seen in tests/incluster/test_checkpoints_on_ray.py: the new save's shard written into a directory just removed); a
+    later attempt's prune removes what verl's rotation then leaves of it. NeMo-RL's complete steps are its own
+    rotation's (checkpointing.keep_top_k, which reaches every `step_<N>` of the directory and never `incomplete/`:
+    see the module's docstring). Incomplete steps are left to prepare_resume's move aside."""
+    if not keep or keep < 1:
         return []
-    removed = [
-        path
-        for step, path in sorted(_candidates(run_dir, framework))
-        if rotated(path, framework) and (loaded is None or step <= loaded)
-    ]
-    complete = [item for item in step_dirs(run_dir, framework, world_size) if item.complete]
-    removed += [item.path for item in complete[: max(0, len(complete) - keep)] if item.step != loaded]
+    removed = []
+    if framework == "verl":
+        removed += [
+            path
+            for step, path in sorted(_candidates(run_dir, framework))
+            if rotated(path, framework) and (loaded is None or step <= loaded)
+        ]
+        complete = [item for item in step_dirs(run_dir, framework, world_size) if item.complete]
+        removed += [item.path for item in complete[: max(0, len(complete) - keep)] if item.step != loaded]
     aside = run_dir / INCOMPLETE_DIR
     moved = sorted(aside.iterdir(), key=lambda path: (path.name[-16:], path.name)) if aside.is_dir() else []
     return removed + moved[: max(0, len(moved) - keep)]
