@@ -17,7 +17,8 @@ with the state's outputs (pulumi 3.272.0 pulumi/dynamic/__main__.py Diff, Delete
 delete: nothing when the instance is kept on destroy (storage.keepOnDestroy: the engine only forgets it);
 otherwise read the parked bucket's marker and ask infra/storage.py park_refusal whether the run of the stack config
 of the last `pulumi up` is parked (the config kept in the state without its secrets, which are outside the run's
-hash; its run id from jobs/spec/training.py training_spec); a refusal fails the delete with one line saying what to do. create and update do nothing but keep the inputs.
+hash; its run id from jobs/spec/training.py training_spec); a refusal fails the delete with one line saying what to
+do. create and update do nothing but keep the inputs.
 
 It pickles as the post-deploy step's provider does (jobs/submit/provider.py: stdlib calls that import this module,
 no bytecode).
