@@ -2,10 +2,11 @@
 
 The entrypoint of every attempt, whoever submits it (`pulumi up`, the CLI, the guardian): first it
 prepares the resume in `$GRPO_RUN_DIR` (incluster/checkpoints.py: the newest complete checkpoint, verl's
-tracker rewritten to it, incomplete step directories moved aside) and, with `--keep K` (verl's
-`grpo.keepCheckpoints`), removes verl's rotated remains and the complete steps beyond the newest K, which verl's
-own rotation never reaches once the attempt that saved them is over, and the oldest moved-aside directories beyond
-K, once the framework has loaded the step it resumed from (incluster/checkpoints.py prunable); then it runs COMMAND,
+tracker rewritten to it, incomplete step directories moved aside) and, with `--keep K` (`grpo.keepCheckpoints`),
+removes the oldest moved-aside directories beyond K and, for verl, its rotated remains and the complete steps beyond
+the newest K, which verl's own rotation never reaches once the attempt that saved them is over, once the framework has
+loaded the step it resumed from (incluster/checkpoints.py prunable; NeMo-RL's, only moved-aside directories that no
+resume reads, at once: its complete steps are keep_top_k's); then it runs COMMAND,
 passing its output (stdout and stderr merged) through unchanged and appending every line to
 `$GRPO_RUN_DIR/logs/attempt-$GRPO_ATTEMPT.log` as `<UTC time, ISO 8601 with milliseconds and Z>\\t<line>` (best
 effort: a failed write is reported once on stderr and the output goes on). A verl step that fails to load (torch's
@@ -333,7 +334,7 @@ def _parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="python3 -m incluster.attempt", description=__doc__.splitlines()[0])
     top.add_argument("--framework", required=True, choices=FRAMEWORKS, help="whose checkpoint layout")
     top.add_argument("--world-size", required=True, type=int, help="ranks of the run (8 x gpu.nodes)")
-    top.add_argument("--keep", type=int, help="complete checkpoints kept across attempts (verl's grpo.keepCheckpoints)")
+    top.add_argument("--keep", type=int, help="checkpoints kept across attempts (grpo.keepCheckpoints)")
     top.add_argument("command", nargs=argparse.REMAINDER, help="-- and the framework's command")
     return top
 
@@ -374,7 +375,11 @@ def _attempt(args: argparse.Namespace, command: list[str], run_dir: Path, attemp
         _emit(f"{PREFIX} {attempt}: {where} in {run_dir}\n".encode(), log)
         loaded_before = loaded_step(run_dir)
         doomed = prunable(run_dir, args.framework, args.world_size, args.keep, chosen.step if chosen else None)
-        proven = _on_loaded(run_dir, attempt, chosen, doomed, args.keep, log)
+        # NeMo-RL's are moved-aside directories only, never what a failed load falls back to: no load to wait for.
+        at_once = chosen is None or args.framework != "verl"
+        proven = _on_loaded(run_dir, attempt, chosen, [] if at_once else doomed, args.keep, log)
+        if at_once:
+            _prune(run_dir, attempt, doomed, args.keep, log)
         if chosen is None:
             proven()
         outcome = _run(command, log, chosen.step if chosen else 0, proven)
@@ -405,15 +410,24 @@ def _on_loaded(
         try:
             if chosen is not None:
                 mark_loaded(run_dir, chosen.step)
-            removed = prune(doomed)
         except OSError as error:
-            _emit(f"{PREFIX} {attempt}: could not record the loaded step or prune: {error}\n".encode(), log)
+            _emit(f"{PREFIX} {attempt}: could not record the loaded step: {error}\n".encode(), log)
             return
-        if removed:
-            names = ", ".join(path.relative_to(run_dir).as_posix() for path in removed)
-            _emit(f"{PREFIX} {attempt}: removed {names} (keeping the newest {keep} checkpoints)\n".encode(), log)
+        _prune(run_dir, attempt, doomed, keep, log)
 
     return proven
+
+
+def _prune(run_dir: Path, attempt: str, doomed: list[Path], keep: int | None, log: AttemptLog) -> None:
+    """Remove what `prunable` chose, saying what went."""
+    try:
+        removed = prune(doomed)
+    except OSError as error:
+        _emit(f"{PREFIX} {attempt}: could not prune: {error}\n".encode(), log)
+        return
+    if removed:
+        names = ", ".join(path.relative_to(run_dir).as_posix() for path in removed)
+        _emit(f"{PREFIX} {attempt}: removed {names} (keeping the newest {keep} checkpoints)\n".encode(), log)
 
 
 if __name__ == "__main__":

@@ -25,14 +25,17 @@ aside as unloadable and resumes from the previous complete step (incluster/attem
 NeMo-RL (`nemo_rl/utils/checkpoint.py`, NVIDIA-NeMo/RL @01e9028): a step is written into
 `tmp_step_<N>/` (training_info.json first) and renamed to `step_<N>/` when complete; resume takes the
 `step_<N>` with the highest N (`get_latest_checkpoint_path`), so an incomplete one must not be named
-`step_<N>`. Its rotation (`checkpointing.keep_top_k`) needs no help: at v0.7.0 remove_old_checkpoints (L268-313)
-lists every `step_<N>` of the directory (_load_checkpoint_history, L393-419), whichever attempt wrote it, and removes
-whole step directories beyond the newest K (by step when metric_name is null, L291-292).
+`step_<N>`. Its rotation (`checkpointing.keep_top_k`) needs no help with the complete steps: at v0.7.0 (81aa43d)
+remove_old_checkpoints (L268-313), called by finalize_checkpoint after each rename (L266), lists every `step_<N>` of
+the directory (_load_checkpoint_history, L393-419: the glob `step_*` of L410, fullmatch `step_\\d+`), whichever attempt
+wrote it, and removes whole step directories beyond the newest K (by step when metric_name is null, L291-292). It
+never reaches `incomplete/`, where the wrapper moves cut `tmp_step_<N>` saves aside: `prunable` trims that for both
+frameworks.
 
 Pod-side (the attempt wrapper, incluster/attempt.py, runs it in the framework image; incluster/): stdlib only. Filesystem reads, plus the writes `prepare_resume` makes: moving incomplete step directories
-into `<run dir>/incomplete/`, verl's tracker file and, with `keep`, removing what verl's rotation leaves, the complete
-steps beyond `grpo.keepCheckpoints` and the moved-aside directories beyond it (which the user asked to keep no more
-of).
+into `<run dir>/incomplete/`, verl's tracker file and, with `keep`, removing the moved-aside directories beyond
+`grpo.keepCheckpoints` (which the user asked to keep no more of) and, for verl, what its rotation leaves and the
+complete steps beyond it.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ import re
 import shutil
 import sys
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -112,15 +116,37 @@ def torn(path: Path) -> str:
     return ""
 
 
+def step_files(framework: str, world_size: int) -> tuple[str, ...]:
+    """What a complete step directory holds, relative to it (a name ending in `/`: a directory of files): verl's
+    shards of every rank, rank 0's fsdp_config.json and data.pt; NeMo-RL's training_info.json and policy/weights."""
+    if framework == "verl":
+        shards = [
+            f"actor/{kind}_world_size_{world_size}_rank_{rank}.pt" for kind in VERL_SHARDS for rank in range(world_size)
+        ]
+        return (*shards, "actor/fsdp_config.json", "data.pt")
+    return ("training_info.json", "policy/weights/")
+
+
+def step_lacks(name: str, framework: str, world_size: int, held: Callable[[str], bool]) -> tuple[str, ...]:
+    """What the step directory `name` lacks to be complete (empty when nothing): the one rule of a complete step, for
+    the resume (files on disk, here) and the park (the names of what the instance holds, incluster/park.py). `held`
+    says whether one of `step_files` is there. A directory `step_of` takes for no step (NeMo-RL's `tmp_step_<N>`) also
+    lacks its rename."""
+    missing = [f"the rename to {name.removeprefix('tmp_')}"] if step_of(name, framework) is None else []
+    missing += [path.rstrip("/") for path in step_files(framework, world_size) if not held(path)]
+    return tuple(missing)
+
+
+def _on_disk(step_dir: Path) -> Callable[[str], bool]:
+    """`step_lacks`'s `held` for a step directory on disk: a file, or a directory for a name ending in `/`."""
+    return lambda path: (step_dir / path).is_dir() if path.endswith("/") else (step_dir / path).is_file()
+
+
 def _missing_verl(path: Path, world_size: int) -> tuple[str, ...]:
-    shards = [
-        f"actor/{kind}_world_size_{world_size}_rank_{rank}.pt" for kind in VERL_SHARDS for rank in range(world_size)
-    ]
-    wanted = [*shards, "actor/fsdp_config.json", "data.pt"]
-    missing = tuple(name for name in wanted if not (path / name).is_file())
+    missing = step_lacks(path.name, "verl", world_size, _on_disk(path))
     if missing:
         return missing
-    cut = [name for name in [*shards, "data.pt"] if torn(path / name)]
+    cut = [name for name in step_files("verl", world_size) if name.endswith(".pt") and torn(path / name)]
     try:
         json.loads((path / "actor/fsdp_config.json").read_bytes())
     except (OSError, ValueError):
@@ -129,9 +155,7 @@ def _missing_verl(path: Path, world_size: int) -> tuple[str, ...]:
 
 
 def _missing_nemo_rl(path: Path) -> tuple[str, ...]:
-    missing = [] if path.name.startswith("step_") else [f"the rename to step_{path.name.rsplit('_', 1)[1]}"]
-    missing += [name for name in ("training_info.json", "policy/weights") if not (path / name).exists()]
-    return tuple(missing)
+    return step_lacks(path.name, "nemo-rl", 0, _on_disk(path))
 
 
 def rotated(path: Path, framework: str) -> bool:
@@ -203,24 +227,27 @@ def mark_loaded(run_dir: Path, step: int) -> None:
 
 
 def prunable(run_dir: Path, framework: str, world_size: int, keep: int | None, loaded: int | None) -> list[Path]:
-    """What `prune` removes with `keep` (none without one): verl's rotated remains, every complete step but the newest
-    `keep` except step `loaded` (the newest a resume has loaded, or the one it is loading: the wrapper removes these only
-    after that load, so a step is kept until a newer one has loaded), and the oldest
-    moved-aside directories of `incomplete/` beyond the newest `keep` by the UTC time that ends their names (cut saves
-    would otherwise fill the instance). Rotated remains of a step beyond `loaded` stay: the attempt resuming from
-    `loaded` saves that step again into the same directory, and removing it after the load would race that save (seen
-    in tests/incluster/test_checkpoints_on_ray.py: the new save's shard written into a directory just removed); a later
-    attempt's prune removes what verl's rotation then leaves of it.
-    Incomplete steps are left to prepare_resume's move aside."""
-    if framework != "verl" or not keep or keep < 1:
+    """What `prune` removes with `keep` (none without one): the oldest moved-aside directories of `incomplete/` beyond
+    the newest `keep` by the UTC time that ends their names (cut saves would otherwise fill the instance), for either
+    framework; and for verl, its rotated remains and every complete step but the newest `keep` except step `loaded`
+    (the newest a resume has loaded, or the one it is loading: the wrapper removes these only after that load, so a
+    step is kept until a newer one has loaded). Rotated remains of a step beyond `loaded` stay: the attempt resuming
+    from `loaded` saves that step again into the same directory, and removing it after the load would race that save
+    (seen in tests/incluster/test_checkpoints_on_ray.py: the new save's shard written into a directory just removed); a
+    later attempt's prune removes what verl's rotation then leaves of it. NeMo-RL's complete steps are its own
+    rotation's (checkpointing.keep_top_k, which reaches every `step_<N>` of the directory and never `incomplete/`:
+    see the module's docstring). Incomplete steps are left to prepare_resume's move aside."""
+    if not keep or keep < 1:
         return []
-    removed = [
-        path
-        for step, path in sorted(_candidates(run_dir, framework))
-        if rotated(path, framework) and (loaded is None or step <= loaded)
-    ]
-    complete = [item for item in step_dirs(run_dir, framework, world_size) if item.complete]
-    removed += [item.path for item in complete[: max(0, len(complete) - keep)] if item.step != loaded]
+    removed = []
+    if framework == "verl":
+        removed += [
+            path
+            for step, path in sorted(_candidates(run_dir, framework))
+            if rotated(path, framework) and (loaded is None or step <= loaded)
+        ]
+        complete = [item for item in step_dirs(run_dir, framework, world_size) if item.complete]
+        removed += [item.path for item in complete[: max(0, len(complete) - keep)] if item.step != loaded]
     aside = run_dir / INCOMPLETE_DIR
     moved = sorted(aside.iterdir(), key=lambda path: (path.name[-16:], path.name)) if aside.is_dir() else []
     return removed + moved[: max(0, len(moved) - keep)]

@@ -50,7 +50,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from core import names
-from incluster.checkpoints import VERL_SHARDS, step_of
+from incluster.checkpoints import step_lacks, step_of
 from incluster.lustre_transfer import (
     POLL_SECONDS,
     Objects,
@@ -99,25 +99,25 @@ def parked_prefix(prefix: str, path: str) -> str:
 
 def complete_steps(files: Iterable[str], framework: str, world_size: int) -> list[int]:
     """The steps whose directory holds every file the framework resumes from, by the files' names (relative to the
-    run directory; incluster/checkpoints.py's rule: verl's shards of every rank, rank 0's fsdp_config.json and
-    data.pt; NeMo-RL's renamed `step_<N>` with training_info.json and policy/weights, never `tmp_step_<N>`), sorted."""
-    by_step: dict[tuple[int, str], set[str]] = {}
+    run directory), by incluster/checkpoints.py's one rule of a complete step (step_lacks), sorted."""
+    by_dir: dict[str, set[str]] = {}
     for name in files:
         first, _, rest = name.partition("/")
-        step = None if first.startswith("tmp_") else step_of(first, framework)
-        if step is not None and rest:
-            by_step.setdefault((step, first), set()).add(rest)
-    if framework == "verl":
-        wanted = {f"actor/{kind}_world_size_{world_size}_rank_{rank}.pt" for kind in VERL_SHARDS
-                  for rank in range(world_size)} | {"actor/fsdp_config.json", "data.pt"}  # fmt: skip
-        return sorted({step for (step, _), held in by_step.items() if wanted <= held})
+        if rest:
+            by_dir.setdefault(first, set()).add(rest)
     return sorted(
         {
             step
-            for (step, _), held in by_step.items()
-            if "training_info.json" in held and any(item.startswith("policy/weights/") for item in held)
+            for first, held in by_dir.items()
+            if (step := step_of(first, framework)) is not None
+            and not step_lacks(first, framework, world_size, _held_in(held))
         }
     )
+
+
+def _held_in(held: set[str]) -> Callable[[str], bool]:
+    """`step_lacks`'s `held` for the names of a step directory's files: a name, or a prefix for one ending in `/`."""
+    return lambda path: any(item.startswith(path) for item in held) if path.endswith("/") else path in held
 
 
 def newest_complete_step(files: Iterable[str], framework: str, world_size: int) -> int | None:
@@ -166,7 +166,7 @@ class ParkRequest:
     stack: str
     """The stack's name (infra/storage.py park_refusal compares it)."""
     run: str
-    """The run the parker was asked to park."""
+    """The run the parker was asked to park (infra/storage.py park_refusal asks for the config's run exactly)."""
     attempt: int
     """The run's newest attempt in its record (0: none)."""
     framework: str

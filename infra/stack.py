@@ -19,8 +19,9 @@ from infra.registry import ImageRepositories, ImageRepositoriesArgs
 from infra.storage import Storage, StorageArgs
 
 
-def build_infra(config: StackConfig) -> InfraOutputs:
-    """Register every Google Cloud resource of `config` and return the hand-off to the workloads."""
+def build_infra(config: StackConfig, run: str) -> InfraOutputs:
+    """Register every Google Cloud resource of `config` and return the hand-off to the workloads; `run` is the
+    config's run id (jobs/spec/training.py training_spec), which a park marker must name (infra/storage.py)."""
     prefix = config.cluster_name
     lustre = config.storage.type == "lustre"
     apis = Apis(
@@ -76,6 +77,7 @@ def build_infra(config: StackConfig) -> InfraOutputs:
             cluster=cluster,
             cluster_vpc=networks.cluster_vpc.name,
             cluster_vpc_id=networks.cluster_vpc_id,
+            run=run,
         ),
     )
     guardian = None

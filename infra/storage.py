@@ -10,7 +10,7 @@ import pulumi
 import pulumi_gcp as gcp
 
 from core import names
-from core.config.model import StackConfig, sanitize_name
+from core.config.model import StackConfig
 from core.facts.gcp import BUCKET_OBJECT_ROLE, LUSTRE_SERVICE_AGENT, LUSTRE_TRANSFER_ROLE, WORKLOAD_PRINCIPAL
 from core.facts.platform import PSA_DELETION_POLICY
 from core.resource_options import fixed_name_options
@@ -53,13 +53,14 @@ def lustre_agent_member(project_number: str) -> str:
     return f"serviceAccount:{LUSTRE_SERVICE_AGENT.format(number=project_number)}"
 
 
-def park_refusal(marker_text: str | None, config: StackConfig) -> str | None:
+def park_refusal(marker_text: str | None, config: StackConfig, run: str) -> str | None:
     """Why `pulumi up` with storage.parked true must not delete the Lustre instance, from the parked bucket's marker
-    alone (incluster/park.py writes it); None when the run is parked. Refused: no marker; one that is not `parked`
-    (`parking`: a park that has not finished or failed; `stale`: an attempt was submitted after the park; `restored`:
-    the run was imported back since); one of another stack, or whose run is not of this stack's runs
-    (`<stack>-<spec hash>`: the hash is computed above this layer, in jobs/spec, so the run's name is checked by its
-    stack's prefix); one that does not list its own run among the run directories it exported."""
+    alone (incluster/park.py writes it); None when `run`, the config's run, is parked. `run` is
+    `<stack>-<spec hash>` (jobs/spec/training.py training_spec), computed above this layer by its caller. Refused:
+    no marker; one that is not `parked` (`parking`: a park that has not finished or failed; `stale`: an attempt was
+    submitted after the park; `restored`: the run was imported back since); one of another stack; one that parked
+    another run than `run` (the config's spec changed since the park); one that does not list `run` among the run
+    directories it exported."""
     command = f"python -m jobs park --stack {config.stack}"
     if config.storage.park_when_idle:
         command += f" or wait for the guardian's parked entry (python -m jobs status --stack {config.stack})"
@@ -74,17 +75,24 @@ def park_refusal(marker_text: str | None, config: StackConfig) -> str | None:
         marker = marker if isinstance(marker, dict) else {}
     except ValueError:
         marker = {}
-    state, run = marker.get("state"), str(marker.get("run") or "")
+    state, parked = marker.get("state"), str(marker.get("run") or "")
     if state != "parked":
         return (
             f"grpo-gke:storage.parked is true but {where} says {state!r}, not 'parked': the run on the instance is"
             f" newer than the bucket's; run {command} first (or set storage.parked false)"
         )
-    if marker.get("stack") != config.stack or not run.startswith(f"{sanitize_name(config.stack, 40)}-"):
+    if marker.get("stack") != config.stack:
         return (
-            f"grpo-gke:storage.parked is true but {where} parked {run or 'no run'} of stack {marker.get('stack')!r},"
+            f"grpo-gke:storage.parked is true but {where} parked {parked or 'no run'} of stack {marker.get('stack')!r},"
             f" not a run of {config.stack!r}: deleting the Lustre instance would lose this stack's run; run {command}"
             " first (or set storage.parked false)"
+        )
+    if parked != run:
+        return (
+            f"grpo-gke:storage.parked is true but {where} parked {parked or 'no run'} of stack {config.stack!r}, and"
+            f" this config names the run {run} (its spec changed since the park): the park does not speak for {run},"
+            f" and deleting the Lustre instance could lose it; undo the config's change, or run {command} again with"
+            " this config (or set storage.parked false)"
         )
     if run not in (marker.get("runs") or []):
         return (
@@ -118,6 +126,9 @@ class StorageArgs:
     """Name of the cluster VPC (Lustre firewall)."""
     cluster_vpc_id: pulumi.Input[str]
     """`projects/<p>/global/networks/<vpc>` of the cluster VPC (Lustre and its peering)."""
+    run: str
+    """The config's run id, `<stack>-<spec hash>` (jobs/spec/training.py training_spec, computed by the program):
+    the run a park marker must name before storage.parked deletes the Lustre instance (park_refusal)."""
 
 
 class Storage(pulumi.ComponentResource):
@@ -227,7 +238,7 @@ class Storage(pulumi.ComponentResource):
         )
         self._parked_bucket(args)
         if config.storage.parked:
-            refusal = park_refusal(read_park_marker(config), config)
+            refusal = park_refusal(read_park_marker(config), config, args.run)
             if refusal is not None:
                 raise pulumi.RunError(refusal)
             self._agent_grant(args, [])

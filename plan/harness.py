@@ -15,6 +15,8 @@ from pulumi.runtime.sync_await import _sync_await
 
 from core.config.model import PROJECT_NAMESPACE
 from core.stackfile import read_stack_file, stack_file
+from jobs.spec.load import load_config
+from jobs.spec.training import training_spec
 from plan.mocks import FAKE_PARK_MARKER, OfflineMocks, fake_park_marker
 from plan.monitor import SECRET_PLACEHOLDER, Recorded, RecordingMonitor, wire_value
 
@@ -85,6 +87,11 @@ class _EngineLog(logging.Handler):
         self.messages.append(record.getMessage())
 
 
+def planned_run(values: Mapping[str, str], secret_keys: Iterable[str], stack: str) -> str:
+    """The run id of the config of `values` (jobs/spec/training.py training_spec), which a parked marker names."""
+    return training_spec(load_config(values, secret_keys, stack).config).run
+
+
 def run_values(
     values: Mapping[str, str],
     secret_keys: Iterable[str] = (),
@@ -93,11 +100,14 @@ def run_values(
 ) -> Recording:
     """Run `__main__.py` for raw config values (`ns:key` -> string) and return what it registered; `park_marker`
     is the parked bucket's marker as the mocked provider reads it (None: there is none; FAKE_PARK_MARKER: a parked
-    marker of `stack`'s run).
+    marker of the config's run, planned_run).
 
     A refused config raises `pulumi.RunError` from the program, before any resource.
     """
-    mocks = OfflineMocks(fake_park_marker(stack) if park_marker == FAKE_PARK_MARKER else park_marker)
+    if park_marker == FAKE_PARK_MARKER:
+        mocks = OfflineMocks(lambda: fake_park_marker(stack, planned_run(values, secret_keys, stack)))
+    else:
+        mocks = OfflineMocks(park_marker)
     monitor = RecordingMonitor(mocks, project=PROJECT_NAMESPACE, stack=stack)
     engine_log = _EngineLog()
     logger = logging.getLogger(f"grpo-gke.plan.{stack}")

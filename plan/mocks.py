@@ -7,11 +7,10 @@ config give byte-identical plans. Addresses come from the documentation ranges (
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import pulumi
-
-from core.config.model import sanitize_name
 
 FAKE_PROJECT_NUMBER = "123456789012"
 """Project number returned for `gcp.organizations.get_project` offline."""
@@ -79,9 +78,9 @@ FAKE_PARK_MARKER = '{"run": "<run>", "runs": ["<run>"], "stack": "<stack>", "sta
 the planned stack (fake_park_marker): a parked stack plans as parked."""
 
 
-def fake_park_marker(stack: str) -> str:
-    """FAKE_PARK_MARKER of `stack`'s run `<stack>-offline` (infra/storage.py park_refusal checks the stack's prefix)."""
-    return FAKE_PARK_MARKER.replace("<stack>", stack).replace("<run>", f"{sanitize_name(stack, 40)}-offline")
+def fake_park_marker(stack: str, run: str) -> str:
+    """FAKE_PARK_MARKER of `stack`'s run `run` (infra/storage.py park_refusal asks for the config's exact run)."""
+    return FAKE_PARK_MARKER.replace("<stack>", stack).replace("<run>", run)
 
 
 PARK_MARKER_TOKEN = "gcp:storage/getBucketObjectContent:getBucketObjectContent"
@@ -91,11 +90,12 @@ PARK_MARKER_TOKEN = "gcp:storage/getBucketObjectContent:getBucketObjectContent"
 class OfflineMocks(pulumi.runtime.Mocks):
     """Mocks that echo inputs and add fixed computed outputs per resource type."""
 
-    def __init__(self, park_marker: str | None = FAKE_PARK_MARKER) -> None:
+    def __init__(self, park_marker: str | Callable[[], str] | None = FAKE_PARK_MARKER) -> None:
         self.invoked: set[str] = set()
         """Tokens of the provider functions the program called."""
         self.park_marker = park_marker
-        """The parked bucket's marker object's text; None: there is none (the provider's read fails)."""
+        """The parked bucket's marker object's text, or what makes it when the program reads it; None: there is none
+        (the provider's read fails)."""
 
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict]:
         """Give every resource a stable id and its inputs plus computed outputs."""
@@ -117,5 +117,6 @@ class OfflineMocks(pulumi.runtime.Mocks):
                 # As the engine answers a failed provider function: a failure, which the SDK raises in the program.
                 missing = f"googleapi: Error 404: No such object: {args.args.get('bucket')}/{args.args.get('name')}"
                 return {}, [("name", missing)]
-            return {"bucket": args.args.get("bucket"), "name": args.args.get("name"), "content": self.park_marker}, []
+            content = self.park_marker() if callable(self.park_marker) else self.park_marker
+            return {"bucket": args.args.get("bucket"), "name": args.args.get("name"), "content": content}, []
         return {}, []

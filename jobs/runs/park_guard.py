@@ -15,9 +15,10 @@ calculateDependentReplacements, requiresReplacement): hence the instance's name 
 with the state's outputs (pulumi 3.272.0 pulumi/dynamic/__main__.py Diff, Delete).
 
 delete: nothing when the instance is kept on destroy (storage.keepOnDestroy: the engine only forgets it);
-otherwise read the parked bucket's marker and ask infra/storage.py park_refusal, with the stack config of the last
-`pulumi up` (kept in the state without its secrets), whether the run is parked; a refusal fails the delete with one
-line saying what to do. create and update do nothing but keep the inputs.
+otherwise read the parked bucket's marker and ask infra/storage.py park_refusal whether the run of the stack config
+of the last `pulumi up` is parked (the config kept in the state without its secrets, which are outside the run's
+hash; its run id from jobs/spec/training.py training_spec); a refusal fails the delete with one line saying what to
+do. create and update do nothing but keep the inputs.
 
 It pickles as the post-deploy step's provider does (jobs/submit/provider.py: stdlib calls that import this module,
 no bytecode).
@@ -44,6 +45,7 @@ from core.config.model import StackConfig
 from incluster.google_token import FreshBearer
 from incluster.lustre_transfer import RestObjects, TransferError
 from infra.storage import park_refusal
+from jobs.spec.training import training_spec
 from jobs.submit.access import user_credential
 from jobs.submit.provider import PROJECT_DIR, _Call
 
@@ -75,7 +77,8 @@ def deletion_refusal(marker_text: str | None, props: dict[str, Any]) -> str | No
     """Why the instance must not be deleted now (one line), or None: kept on destroy, or its run parked."""
     if props["kept"]:
         return None
-    refusal = park_refusal(marker_text, StackConfig.model_validate(json.loads(props["config"])))
+    config = StackConfig.model_validate(json.loads(props["config"]))
+    refusal = park_refusal(marker_text, config, training_spec(config).run)
     if refusal is None:
         return None
     return (

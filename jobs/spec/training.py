@@ -349,10 +349,11 @@ def attempt_entrypoint(spec: TrainingSpec, world_size: int, keep: int | None = N
     """The attempt's entrypoint: the attempt wrapper (incluster/attempt.py: the checkpoint check, the timestamped
     log) around the spec's command, run by a shell as Ray runs every entrypoint. Not part of the run's hash.
 
-    For verl it keeps `grpo.keepCheckpoints` across attempts (`--keep`): verl's rotation reaches only the steps
-    its own process saved (incluster/checkpoints.py). NeMo-RL's keep_top_k already reaches every step of the directory."""
+    It keeps `grpo.keepCheckpoints` across attempts (`--keep`): of the cut saves it moved to `incomplete/`, for
+    either framework, and of verl's complete steps, which verl's rotation reaches only when its own process saved them
+    (incluster/checkpoints.py prunable); NeMo-RL's keep_top_k already reaches every complete step of the directory."""
     wrapper = ["python3", "-m", "incluster.attempt", "--framework", spec.framework, "--world-size", str(world_size)]
-    if keep is not None and spec.framework == "verl":
+    if keep is not None:
         wrapper += ["--keep", str(keep)]
     return shlex.join([*wrapper, "--", "sh", "-c", spec.entrypoint])
 

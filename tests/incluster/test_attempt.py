@@ -238,3 +238,65 @@ def test_a_step_that_fails_to_load_with_no_earlier_complete_step_stays_where_it_
     )
     assert (tmp_path / "global_step_2" / "data.pt").is_file() and not (tmp_path / "incomplete").exists()
     assert not (tmp_path / "loaded-step.txt").exists()
+
+
+NEMO_RL_SAVES = """\
+import os, sys
+from pathlib import Path
+
+run = Path(os.environ["GRPO_RUN_DIR"])
+newest = max((int(path.name.split("_")[1]) for path in run.glob("step_*")), default=0)
+
+
+def save(step, whole):
+    tmp = run / f"tmp_step_{step}"
+    (tmp / "policy" / "weights").mkdir(parents=True)
+    (tmp / "training_info.json").write_text('{"step": %d}' % step)
+    if whole:
+        (tmp / "policy" / "weights" / "model.safetensors").write_bytes(b"weights")
+        tmp.rename(run / f"step_{step}")
+
+
+save(newest + 1, True)
+save(newest + 2, False)
+sys.exit(137)
+"""
+"""Stands in for NeMo-RL v0.7.0's saves (no stand-in trainer writes its layout): nemo_rl/utils/checkpoint.py
+init_tmp_checkpoint makes `tmp_step_<N>/` and writes training_info.json first (L218-228), the policy's weights go
+under it, and finalize_checkpoint renames it to `step_<N>` (L247-265). It saves the step after the newest whole,
+then is cut during the next save (the fault injected at the boundary: a node lost mid-save, exit 137), leaving
+`tmp_step_<N+2>/` with training_info.json only. It does not rotate: keep_top_k is NeMo-RL's own."""
+
+
+def test_nemo_rl_attempts_keep_the_newest_cut_saves_moved_aside_and_leave_its_complete_steps(tmp_path):
+    """Five attempts of a NeMo-RL run, each its submission's entrypoint (jobs/spec/training.py: the wrapper with
+    `--keep` grpo.keepCheckpoints around the trainer command) run by a shell as Ray runs it: each moves the last
+    attempt's cut `tmp_step_<N>` to `incomplete/`, which keeps the newest two; every complete `step_<N>` stays (the
+    wrapper never rotates NeMo-RL's, keep_top_k does)."""
+    from jobs.spec.training import submission_of, training_spec
+    from tests.conftest import combination_config
+
+    config = combination_config(framework="nemo-rl", grpo={"keepCheckpoints": 2})
+    script = tmp_path / "saves.py"
+    script.write_text(NEMO_RL_SAVES)
+    spec = training_spec(config, f"python3 {script}")
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    outputs = []
+    with shipping.py_modules() as modules:
+        for attempt in range(1, 6):
+            entrypoint = submission_of(config, spec, attempt)["entrypoint"]
+            assert "--framework nemo-rl" in entrypoint and "--keep 2 " in entrypoint
+            env = {**os.environ, "GRPO_RUN_DIR": str(run_dir), "GRPO_ATTEMPT": str(attempt),
+                   "PYTHONPATH": str(Path(modules[0]).parent),
+                   "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}  # fmt: skip
+            result = subprocess.run(["sh", "-c", entrypoint], env=env, capture_output=True, timeout=60, cwd="/")
+            assert result.returncode == 137, result.stdout + result.stderr
+            outputs.append(result.stdout.decode().splitlines())
+    assert sorted(path.name for path in run_dir.glob("step_*")) == [f"step_{n}" for n in range(1, 6)]
+    assert [path.name for path in run_dir.glob("tmp_step_*")] == ["tmp_step_6"], "the last cut, not yet moved"
+    aside = sorted(path.name.rsplit("-", 1)[0] for path in (run_dir / "incomplete").iterdir())
+    assert aside == ["tmp_step_4", "tmp_step_5"]
+    assert outputs[4][0] == f"grpo-gke attempt 5: resuming from step_4 (step 4) in {run_dir}"
+    removed = re.fullmatch(r"grpo-gke attempt 5: removed (\S+) \(keeping the newest 2 checkpoints\)", outputs[4][1])
+    assert removed is not None and removed.group(1).startswith("incomplete/tmp_step_3-")

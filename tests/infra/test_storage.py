@@ -249,6 +249,33 @@ def test_parking_after_the_run_came_back_is_refused_until_it_is_parked_again():
         run_values(values, park_marker='{"state": "restored"}')
 
 
+def test_parking_a_config_whose_spec_changed_since_the_park_is_refused_naming_both_runs(tmp_path):
+    """The project's park (incluster/park.py park_run on the Lustre and bucket stand-ins) parked the run of the standard
+    B200 Lustre stack; `pulumi up` with storage.parked true passes for that config, and is refused, naming both runs,
+    for the same stack with its learning rate changed since (another spec hash: a run the park did not export)."""
+    from jobs.spec.training import training_spec
+    from tests.conftest import combination_config
+    from tests.jobs.runs.test_park_guard import UNKEPT, park
+
+    bucket = tmp_path / "bucket"
+    instance = "projects/my-grpo-project/locations/us-central1-b/instances/grpo-test-lustre"
+    park({"bucket": PARKED_BUCKET, "instance": instance}, tmp_path / "lustre", bucket)
+    marker = (bucket / names.PARK_MARKER).read_text()
+    run = training_spec(combination_config("standard", "b200", "lustre", **UNKEPT)).run
+    assert json.loads(marker)["run"] == run
+    run_values(combination_values("standard", "b200", "lustre", storage=PARKED), park_marker=marker)
+    edited = {"learningRate": 2e-6}
+    other = training_spec(combination_config("standard", "b200", "lustre", **UNKEPT, grpo=edited)).run
+    with pytest.raises(pulumi.RunError) as refused:
+        run_values(combination_values("standard", "b200", "lustre", storage=PARKED, grpo=edited), park_marker=marker)
+    assert str(refused.value) == (
+        f"grpo-gke:storage.parked is true but gs://{PARKED_BUCKET}/parked/marker.json parked {run} of stack 'test',"
+        f" and this config names the run {other} (its spec changed since the park): the park does not speak for"
+        f" {other}, and deleting the Lustre instance could lose it; undo the config's change, or run python -m jobs"
+        " park --stack test again with this config (or set storage.parked false)"
+    )
+
+
 def test_park_refusal_reads_the_marker():
     config = StackConfig.model_validate(
         {"stack": "s", "project": "my-grpo-project", "region": "us-central1", "zone": "us-central1-b",
@@ -256,25 +283,28 @@ def test_park_refusal_reads_the_marker():
          "workload": {"framework": "verl", "model": "Qwen/Qwen2.5-0.5B-Instruct", "dataset": "gsm8k"}}
     )  # fmt: skip
     # A marker `python -m jobs park` wrote passes (tests/jobs/test_cli_park.py); here each field it is judged by.
-    parked = {"state": "parked", "stack": "s", "run": "s-0123456789", "runs": ["s-0123456789", "s-other"]}
-    assert park_refusal(json.dumps(parked), config) is None
-    assert "says None" in park_refusal("not json", config)
-    assert "says None" in park_refusal("[]", config)
+    run = "s-0123456789"
+    parked = {"state": "parked", "stack": "s", "run": run, "runs": [run, "s-other"]}
+    assert park_refusal(json.dumps(parked), config, run) is None
+    assert "says None" in park_refusal("not json", config, run)
+    assert "says None" in park_refusal("[]", config, run)
     for state in ("parking", "stale", "restored"):
-        assert f"says {state!r}, not 'parked'" in park_refusal(json.dumps({**parked, "state": state}), config)
-    assert park_refusal(json.dumps({**parked, "stack": "t", "run": "t-0123456789"}), config).startswith(
+        assert f"says {state!r}, not 'parked'" in park_refusal(json.dumps({**parked, "state": state}), config, run)
+    assert park_refusal(json.dumps({**parked, "stack": "t", "run": "t-0123456789"}), config, run).startswith(
         "grpo-gke:storage.parked is true but gs://grpo-s-parked-7b5ca2ad/parked/marker.json parked t-0123456789 of"
         " stack 't', not a run of 's': deleting the Lustre instance would lose this stack's run;"
     )
-    assert "parked sx-0123456789 of stack 's'" in park_refusal(json.dumps({**parked, "run": "sx-0123456789"}), config)
-    assert "does not list s-0123456789 among the runs it exported" in park_refusal(
-        json.dumps({**parked, "runs": ["s-other"]}), config
+    assert "parked sx-0123456789 of stack 's'" in park_refusal(
+        json.dumps({**parked, "run": "sx-0123456789"}), config, run
     )
-    assert park_refusal(None, config).endswith(
+    assert "does not list s-0123456789 among the runs it exported" in park_refusal(
+        json.dumps({**parked, "runs": ["s-other"]}), config, run
+    )
+    assert park_refusal(None, config, run).endswith(
         "; run python -m jobs park --stack s first (or set storage.parked false)"
     )
     parking = config.model_copy(update={"storage": config.storage.model_copy(update={"park_when_idle": True})})
-    assert park_refusal(None, parking).endswith(
+    assert park_refusal(None, parking, run).endswith(
         "; run python -m jobs park --stack s or wait for the guardian's parked entry (python -m jobs status --stack s)"
         " first (or set storage.parked false)"
     )

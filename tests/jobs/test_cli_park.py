@@ -65,7 +65,25 @@ def test_park_exports_the_run_and_its_exports_waits_verifies_and_marks_it(parked
         " anew, park-guard refuses pulumi destroy and any edit that replaces the instance",
     ]
     assert tree(data) == before, "parking reads the instance, never changes it"
-    assert park_refusal(out, config) is None, "pulumi up accepts the marker the command wrote"
+    assert park_refusal(out, config, run) is None, "pulumi up accepts the marker the command wrote"
+
+
+def test_the_marker_speaks_for_the_parked_run_only_not_for_a_config_whose_spec_changed_since(parked_stack, capsys):
+    """The marker `python -m jobs park` wrote passes `pulumi up` for the config it parked; the same stack with its
+    learning rate changed names another run (another spec hash), which the park did not export: refused."""
+    config, run, data, bucket, stand_in, args = parked_stack
+    code, out, err = cli(capsys, *args)
+    assert code == 0, err
+    assert park_refusal(out, config, training_spec(config).run) is None
+    edited = config.model_copy(update={"grpo": config.grpo.model_copy(update={"learning_rate": 2e-6})})
+    other = training_spec(edited).run
+    assert other != run and other.startswith("lus-")
+    assert park_refusal(out, edited, other) == (
+        f"grpo-gke:storage.parked is true but gs://{config.parked_bucket_name}/parked/marker.json parked {run} of"
+        f" stack 'lus', and this config names the run {other} (its spec changed since the park): the park does not"
+        f" speak for {other}, and deleting the Lustre instance could lose it; undo the config's change, or run"
+        " python -m jobs park --stack lus again with this config (or set storage.parked false)"
+    )
 
 
 def test_park_takes_every_run_on_the_instance_and_exports_the_record_does_not_name(parked_stack, capsys):
@@ -112,7 +130,7 @@ def test_a_transfer_that_is_not_whole_exits_2_in_one_line_and_marks_nothing_park
     )
     marker = (bucket / "parked" / "marker.json").read_text()
     assert json.loads(marker)["state"] == "parking"
-    assert "says 'parking', not 'parked'" in park_refusal(marker, config)
+    assert "says 'parking', not 'parked'" in park_refusal(marker, config, run)
 
 
 def test_park_on_a_bucket_stack_is_refused_naming_the_key(make_stack, capsys):
@@ -183,4 +201,4 @@ def test_submit_after_a_park_marks_the_marker_stale_and_pulumi_up_then_refuses_t
         "error: stand-in: not submitted",
     ]
     marker = (bucket / "parked" / "marker.json").read_text()
-    assert "says 'stale', not 'parked'" in park_refusal(marker, config)
+    assert "says 'stale', not 'parked'" in park_refusal(marker, config, run)

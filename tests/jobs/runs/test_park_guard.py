@@ -95,6 +95,22 @@ def test_a_parked_run_lets_the_instance_go(infra_run, bucket_of, tmp_path, capfd
     )
 
 
+def test_a_config_whose_spec_changed_since_the_park_is_refused_naming_both_runs(infra_run, bucket_of, tmp_path):
+    """The park parked the run of the config (learning rate as shipped); the last `pulumi up` changed the learning
+    rate, so the kept config names another run of the same stack, which the park did not export."""
+    parked = combination_config("standard", "b200", "lustre", **UNKEPT)
+    props = guard_props(infra_run, **UNKEPT, grpo={"learningRate": 2e-6})
+    park(props, tmp_path / "lustre", bucket_of)
+    edited = training_spec(combination_config("standard", "b200", "lustre", **UNKEPT, grpo={"learningRate": 2e-6}))
+    assert edited.run != training_spec(parked).run
+    with pytest.raises(Exception) as refused:
+        ParkGuardProvider().delete(props["instance"], props)
+    assert (
+        f"parked {training_spec(parked).run} of stack 'test', and this config names the run {edited.run} (its spec"
+        " changed since the park)"
+    ) in str(refused.value)
+
+
 def test_a_run_imported_back_is_refused_with_what_to_do(infra_run, bucket_of, tmp_path, monkeypatch):
     props = guard_props(infra_run, **UNKEPT)
     lustre = tmp_path / "lustre"

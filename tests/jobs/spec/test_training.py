@@ -331,8 +331,9 @@ def test_every_attempt_runs_the_spec_command_under_the_attempt_wrapper_outside_t
     spec = training_spec(config)
     words = shlex.split(submission_for(config)["entrypoint"])
     world = str(8 * config.gpu.nodes)
-    # verl's attempts keep grpo.keepCheckpoints across attempts (--keep); NeMo-RL's keep_top_k does it itself.
-    keep = ["--keep", str(config.grpo.keep_checkpoints)] if spec.framework == "verl" else []
+    # Every attempt keeps grpo.keepCheckpoints across attempts (--keep): the cut saves moved to incomplete/ of either
+    # framework, and verl's complete steps (NeMo-RL's keep_top_k rotates its own).
+    keep = ["--keep", str(config.grpo.keep_checkpoints)]
     assert words == ["python3", "-m", "incluster.attempt", "--framework", spec.framework, "--world-size", world, *keep,
                      "--", "sh", "-c", spec.entrypoint]  # fmt: skip
     smoke = training_spec(config, "echo hi")
