@@ -72,9 +72,12 @@ TRACKING_OVERRIDES = {
 """Overrides that turn experiment tracking (W&B, TensorBoard) on and name its project: where the run's
 figures are sent, not what is trained, so they are kept out of the run's hash like the schedule."""
 
-VERL_LOGGERS = ("console", "file", "tensorboard")
+VERL_LOGGERS = ("console", "tensorboard")
 """verl's `trainer.logger` backends of every run (verl/utils/tracking.py Tracking.supported_backend);
-`wandb` is added when `grpo-gke:wandbApiKey` is set."""
+`wandb` is added when `grpo-gke:wandbApiKey` is set. No `file`: its FileLogger opens one file for the whole attempt and
+closes it only at the end (verl 0.9.1 verl/utils/tracking.py L529-548), which on Cloud Storage reaches the bucket only
+then; the console step line carries the same metrics into the attempt's rolled log (incluster/export_run.py
+REWARD_KEYS)."""
 
 
 @dataclass(frozen=True)

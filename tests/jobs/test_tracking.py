@@ -30,7 +30,7 @@ def env_of(config, attempt: int = 1) -> dict[str, str]:
 
 def test_verl_always_writes_tensorboard_per_run_and_wandb_only_with_the_key():
     plain = config_of("dev")
-    assert overrides_of(plain)["trainer.logger"] == ["console", "file", "tensorboard"]
+    assert overrides_of(plain)["trainer.logger"] == ["console", "tensorboard"]
     assert overrides_of(plain)["trainer.project_name"] == "grpo-gke"
     run_dir = training_spec(plain).run_dir
     for attempt in (1, 2):
@@ -38,7 +38,7 @@ def test_verl_always_writes_tensorboard_per_run_and_wandb_only_with_the_key():
         assert env["TENSORBOARD_DIR"] == f"{run_dir}/tensorboard"
         assert not [name for name in env if name.startswith("WANDB_")]
     tracked = config_of("dev", wandb_key=KEY)
-    assert overrides_of(tracked)["trainer.logger"] == ["console", "file", "tensorboard", "wandb"]
+    assert overrides_of(tracked)["trainer.logger"] == ["console", "tensorboard", "wandb"]
 
 
 @pytest.mark.parametrize("stack", ["dev", "nemo-rl-standard-b200"])
