@@ -71,7 +71,7 @@ def test_verl_spec_is_grpo_with_kl_loss_on_the_staged_model_data_and_pool():
     assert values["actor_rollout_ref.rollout.tensor_model_parallel_size"] == 8
     assert values["actor_rollout_ref.rollout.n"] == 8
     assert values["trainer.nnodes"] == 2 and values["trainer.n_gpus_per_node"] == 8
-    assert values["trainer.logger"] == ["console", "tensorboard"]
+    assert values["trainer.logger"] == ["console"]  # Cloud Storage: no TensorBoard (tests/jobs/test_tracking.py)
     assert values["trainer.default_local_dir"] == spec.run_dir == f"{paths.checkpoint_root()}/{spec.run}"
     assert values["trainer.max_actor_ckpt_to_keep"] == config.grpo.keep_checkpoints
     assert values["trainer.resume_mode"] == "auto"
