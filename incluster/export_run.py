@@ -1,4 +1,4 @@
-"""The export Ray job's driver (pod-side, incluster/: the standard library and incluster.checkpoints only): picks the
+"""The export Ray job's driver (pod-side, incluster/: the standard library and the shipped incluster package only): picks the
 checkpoint (the given step, which must be complete, or the newest complete one), runs the framework's converter
 into a fresh directory beside `<exports root>/step-<N>/`, writes `lineage.json` there, then renames it to
 `step-<N>/`: a `step-<N>/` is always whole, and one that exists is an export already done (exit 0, nothing run).
@@ -8,6 +8,10 @@ The converter's target must not exist: NeMo-RL v0.7.0 raises FileExistsError whe
 L213-215 export_model_from_megatron; neither examples/converters script passes `overwrite`), and verl 0.9.1's
 merger creates it (verl/model_merger/base_model_merger.py L162, `exist_ok=True`). A converter that fails leaves
 nothing behind: its scratch directory is removed.
+
+verl's reward at the exported step is read from the step lines of the attempts' logs (the attempt wrapper's rolled
+parts, incluster/attempt.py log_parts), the lines `status` and `plot` read: on Cloud Storage a part reaches the bucket
+within ROLL_SECONDS, where a file verl held open for the whole attempt would be lost with the head.
 
 `python3 -m incluster.export_run --framework F --run-dir D --world-size W --exports-root E --run R --spec-hash H
 [--step N] -- CONVERTER...`: in CONVERTER, @STEP_DIR@ and @TARGET_DIR@ stand for the checkpoint and the model
@@ -24,10 +28,14 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from incluster.attempt import log_parts
 from incluster.checkpoints import CheckpointError, newest_complete, step_dirs
+from incluster.progress import VERL_SCORE_KEY, parse_verl_metrics
+from incluster.runs import logged_attempts
 
 STEP_DIR = "@STEP_DIR@"
 """Stands for the chosen checkpoint directory in the converter's command."""
@@ -35,9 +43,12 @@ STEP_DIR = "@STEP_DIR@"
 TARGET_DIR = "@TARGET_DIR@"
 """Stands for the model directory in the converter's command."""
 
-REWARD_KEYS = {"verl": "critic/score/mean", "nemo-rl": "val_reward"}
-"""The reward each framework records: verl's per-step metric in its file logger's JSON lines, NeMo-RL's
-validation reward in the step's training_info.json."""
+REWARD_KEYS = {"verl": VERL_SCORE_KEY, "nemo-rl": "val_reward"}
+"""The reward each framework records: verl's per-step metric in its console step line, which carries every numeric
+metric the step logged (verl 0.9.1 verl/utils/tracking.py L191-194 Tracking.log hands the same dict to every backend;
+verl/utils/logger/aggregate_logger.py L26-32 concat_dict_to_str prints each numbers.Number value, L49-51 LocalLogger.log;
+`critic/score/mean` is a Python float, verl/trainer/ppo/metric_utils.py L474-475 and L556), NeMo-RL's validation reward
+in the step's training_info.json."""
 
 REFUSED = 3
 """Exit code when no complete checkpoint fits, or the model directory is there without its lineage."""
@@ -90,26 +101,38 @@ def choose(run_dir: Path, framework: str, world_size: int, step: int | None) -> 
 
 
 def final_reward(run_dir: Path, framework: str, step_dir: Path, step: int) -> float | None:
-    """The reward at the exported step: verl's last `critic/score/mean` logged at or before it (any attempt's
-    metrics file), NeMo-RL's `val_reward` of the step; None when not recorded."""
+    """The reward at the exported step: verl's `critic/score/mean` of the latest step at or before it in the step lines
+    of every attempt's log (a step an attempt ran again: the later attempt's line), NeMo-RL's `val_reward` of the step;
+    None when not recorded."""
     key = REWARD_KEYS[framework]
     if framework == "nemo-rl":
         info = step_dir / "training_info.json"
         value = json.loads(info.read_text()).get(key) if info.is_file() else None
         return float(value) if isinstance(value, (int, float)) else None
     found: tuple[int, float] | None = None
-    for path in sorted((run_dir / "metrics").rglob("*.jsonl")):
-        for line in path.read_text().splitlines():
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue
-            data = record.get("data", record) if isinstance(record, dict) else {}
-            at = record.get("step") if isinstance(record, dict) else None
-            if isinstance(at, int) and at <= step and isinstance(data.get(key), (int, float)):
-                if found is None or at >= found[0]:
-                    found = (at, float(data[key]))
+    for at, reward in _logged_rewards(run_dir, key):
+        if at <= step and (found is None or at >= found[0]):
+            found = (at, reward)
     return found[1] if found else None
+
+
+def _logged_rewards(run_dir: Path, key: str) -> Iterator[tuple[int, float]]:
+    """The (step, `key`) of every verl step line that carries `key`, in every attempt's log, oldest attempt first, each
+    log read line by line across its parts (a log is GBs); a part that cannot be read is skipped."""
+    try:
+        names = [path.name for path in (run_dir / "logs").iterdir()]
+    except OSError:
+        return
+    for attempt in sorted(logged_attempts(names)):
+        for path in log_parts(run_dir, attempt):
+            try:
+                with path.open(encoding="utf-8", errors="replace") as log:
+                    for line in log:
+                        metrics = parse_verl_metrics(line.split("\t", 1)[-1]) if "step:" in line else None
+                        if metrics and "step" in metrics and key in metrics:
+                            yield int(metrics["step"]), metrics[key]
+            except OSError:
+                continue
 
 
 def lineage(run: str, spec_hash: str, step: int, reward: float | None, source: Path) -> dict[str, Any]:

@@ -15,11 +15,6 @@ RUN_ENV = ("GRPO_RUN", "GRPO_ATTEMPT", "GRPO_RUN_DIR")
 """Environment of each attempt's driver: the run id, the attempt number and the run directory
 (set per attempt, after the run's hash)."""
 
-VERL_METRICS_ROOT = "VERL_FILE_LOGGER_ROOT"
-"""verl's file logger writes <root>/<project>/<experiment>.jsonl, creating the directory itself
-(VERL_FILE_LOGGER_PATH is opened as-is, before the run directory exists), and truncates the
-file when training starts: each attempt therefore gets a root of its own."""
-
 TENSORBOARD_DIR = "TENSORBOARD_DIR"
 """Where verl's tensorboard logger writes its event files (verl/utils/tracking.py _TensorboardAdapter,
 default `tensorboard_log/<project>/<experiment>`); every attempt of a run writes `<run dir>/tensorboard`."""
@@ -46,8 +41,8 @@ def run_dir_of(submission: dict) -> str:
 
 def for_attempt(submission: dict, attempt: int) -> dict:
     """The submit_job kwargs of attempt `attempt` of the run `submission` names: its own id,
-    metadata and GRPO_* environment, with W&B on its own W&B run in the run's group and, for verl, its own
-    metrics file and the run's TensorBoard directory under the run directory.
+    metadata and GRPO_* environment, with W&B on its own W&B run in the run's group and, for verl, the run's TensorBoard
+    directory under the run directory (read only where `trainer.logger` has `tensorboard`: jobs/spec/training.py).
 
     The run directory is the submission's GRPO_RUN_DIR (the spec's on the shared storage, or a local
     one for a run on this machine), kept for every attempt.
@@ -59,7 +54,6 @@ def for_attempt(submission: dict, attempt: int) -> dict:
     if WANDB_RUN_GROUP in env_vars:
         env_vars[WANDB_RUN_ID] = attempt_id(run, attempt)
     if submission["metadata"]["framework"] == "verl":
-        env_vars[VERL_METRICS_ROOT] = f"{run_dir}/metrics/attempt-{attempt}"
         env_vars[TENSORBOARD_DIR] = f"{run_dir}/tensorboard"
     return {
         **submission,

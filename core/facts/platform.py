@@ -202,6 +202,22 @@ row 15; CT managed-lustre/README.md)."""
 LUSTRE_LEGACY_PORT = 6988
 """LNet port of instances with `gke_support_enabled`, for older nodes (same sources)."""
 
+DURABLE_BEFORE_CLOSE: dict[str, bool] = {
+    # Cloud Storage FUSE with streaming writes (this stack's mount, pods.GCSFUSE_MOUNT_OPTIONS; the default from gcsfuse
+    # v3.0): "the object will be finalized only when the file is closed ... Data is guaranteed to be on GCS only after
+    # the file is closed" (GoogleCloudPlatform/gcsfuse docs/semantics.md, "Streaming Writes", stored commit 7b39292,
+    # read 2026-12-07); the gcsfuse process is the pod's sidecar (pods.GCSFUSE_POD_ANNOTATION) and goes with the pod.
+    "gcs": False,
+    # Managed Lustre: POSIX ("With few exceptions, Lustre passes the full POSIX test suite", wiki.lustre.org
+    # Understanding_Lustre_Internals, "Lustre Features", read 2026-12-07), with the node's kernel as the client (the
+    # nodes reach the instance over LNet, LUSTRE_PORT): what a process has written is the instance's, through the node's
+    # page cache, whether or not the file is ever closed; a lost node loses only what its kernel had not yet written back.
+    "lustre": True,
+}
+"""Per `storage.type`: whether a file a pod holds open reaches the storage as it is written. Where it does not, a file
+held open for a whole attempt (TensorBoard's event file: jobs/spec/training.py tensorboard_on) is lost with the pod
+that writes it; the attempt's own log is closed in parts for that reason (incluster/attempt.py ROLL_SECONDS)."""
+
 
 @dataclass(frozen=True)
 class LustreTier:

@@ -29,7 +29,7 @@ from core.facts.job import (
     NemoRlRecipe,
 )
 from core.facts.memory import TRAINING_STATES, TrainingFamily
-from core.facts.platform import GPUS_PER_NODE
+from core.facts.platform import DURABLE_BEFORE_CLOSE, GPUS_PER_NODE
 from core.names import DATA_MOUNT
 from incluster.runs import for_attempt
 from workloads import paths
@@ -72,9 +72,33 @@ TRACKING_OVERRIDES = {
 """Overrides that turn experiment tracking (W&B, TensorBoard) on and name its project: where the run's
 figures are sent, not what is trained, so they are kept out of the run's hash like the schedule."""
 
-VERL_LOGGERS = ("console", "file", "tensorboard")
-"""verl's `trainer.logger` backends of every run (verl/utils/tracking.py Tracking.supported_backend);
-`wandb` is added when `grpo-gke:wandbApiKey` is set."""
+
+def tensorboard_on(config: StackConfig) -> bool:
+    """Whether the run writes TensorBoard event files: only on a storage where a file held open is written as it goes
+    (core/facts/platform.py DURABLE_BEFORE_CLOSE), Managed Lustre, not Cloud Storage. Both frameworks write them with
+    torch's SummaryWriter (verl 0.9.1 verl/utils/tracking.py L551-567 _TensorboardAdapter, closed in finish L566-567;
+    NeMo-RL nemo_rl/utils/logger.py TensorboardLogger), whose EventFileWriter opens one event file for the writer's life
+    (tensorflow/tensorboard tensorboard/summary/writer/event_file_writer.py L86, `tf.io.gfile.GFile(name, "wb")`, stored
+    commit 70b76c9): with TensorFlow in the image that file is held open for the whole attempt, and a lost head loses
+    it on Cloud Storage; without, tensorboard's stub opens, appends to and closes the file for every record
+    (tensorboard/compat/tensorflow_stub/io/gfile.py L159-173, L767-775), and gcsfuse rewrites a modified object whole on
+    each close (docs/semantics.md, "Staged Writes": the whole object, or what is appended once it is 2 MB) under Cloud
+    Storage's lower limit on repeated writes to one object name (cloud.google.com/storage/docs/request-rate, "Auto-
+    scaling", read 2026-12-07): a write per scalar, hundreds a step. W&B, when `wandbApiKey` is set, streams instead."""
+    return DURABLE_BEFORE_CLOSE[config.storage.type]
+
+
+def verl_loggers(config: StackConfig) -> list[str]:
+    """verl's `trainer.logger` backends (verl/utils/tracking.py Tracking.supported_backend): `console`, whose step line
+    carries every metric into the attempt's rolled log (incluster/export_run.py REWARD_KEYS); `tensorboard` where
+    `tensorboard_on`; `wandb` when `grpo-gke:wandbApiKey` is set. No `file`: its FileLogger opens one file for the whole
+    attempt and closes it only at the end (verl 0.9.1 verl/utils/tracking.py L529-548), which on Cloud Storage reaches
+    the bucket only then."""
+    return [
+        "console",
+        *(["tensorboard"] if tensorboard_on(config) else []),
+        *(["wandb"] if config.wandb_api_key is not None else []),
+    ]
 
 
 @dataclass(frozen=True)
@@ -199,7 +223,7 @@ def verl_overrides(config: StackConfig, run: str, run_dir: str) -> list[str]:
         ("actor_rollout_ref.rollout.gpu_memory_utilization", grpo.gpu_memory_utilization),
         ("actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu", micro),
         ("actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu", micro),
-        ("trainer.logger", [*VERL_LOGGERS, *(["wandb"] if config.wandb_api_key is not None else [])]),
+        ("trainer.logger", verl_loggers(config)),
         ("trainer.project_name", config.tracking.wandb_project),
         ("trainer.experiment_name", run),
         ("trainer.nnodes", config.gpu.nodes),
@@ -244,7 +268,7 @@ def nemo_rl_overrides(config: StackConfig, run: str, run_dir: str) -> list[str]:
         ("checkpointing.keep_top_k", grpo.keep_checkpoints),
         ("checkpointing.metric_name", None),
         ("logger.log_dir", f"{run_dir}/logs"),
-        ("logger.tensorboard_enabled", True),
+        ("logger.tensorboard_enabled", tensorboard_on(config)),
         ("logger.wandb_enabled", config.wandb_api_key is not None),
         ("logger.wandb.project", config.tracking.wandb_project),
         ("logger.wandb.name", run),

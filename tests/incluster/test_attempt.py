@@ -24,6 +24,7 @@ from incluster.attempt import (
     log_path,
     logged_lines,
 )
+from incluster.export_run import final_reward
 from jobs.demo.stand_in_trainer import SHARD_KINDS, metric_line, shard_name, write_archive
 
 WORLD = 2
@@ -198,11 +199,14 @@ def _open_paths() -> set[str]:
 
 def test_the_log_is_rolled_so_no_line_stays_in_an_open_file_longer_than_the_roll_and_readers_read_every_part(tmp_path):
     """Issue 30 item 7: on Cloud Storage FUSE a file reaches the bucket when it is closed, so a lost head loses what the
-    open part holds. Each part is closed `roll_seconds` after it opened, output or not (here 0.5 s for 300)."""
+    open part holds. Each part is closed `roll_seconds` after it opened, output or not (here 0.5 s for 300). The run's
+    metrics are the step lines in it (no verl file logger): the same bound."""
     log = AttemptLog(tmp_path, "4", roll_seconds=0.5)
     log.write(b"step:1 - critic/score/mean:0.5")
     time.sleep(0.8)  # no output for longer than the roll: the part is closed all the same
     assert str(log_path(tmp_path, 4)) not in _open_paths()
+    # a head lost now leaves the closed part, and in it the step's metrics: the export's reward is read there
+    assert final_reward(tmp_path, "verl", tmp_path, 1) == 0.5
     log.write(b"step:2 - critic/score/mean:0.6")
     log.write(b"grpo-gke attempt 4: stopped at its deadline after saving step 2 ('x'); the run resumes from it")
     time.sleep(0.8)

@@ -1,21 +1,24 @@
 """One W&B run per attempt, grouped by the run: `grpo-gke:wandbApiKey` turns on Weights & Biases for both frameworks
 (the run id as WANDB_RUN_GROUP, the attempt's submission id as WANDB_RUN_ID, the project and entity from
 `grpo-gke:tracking`), so a resumed attempt's redone steps are not dropped below W&B's current step; and
-TensorBoard event files are always written per run; tracking stays outside the run's identity, verl's
+TensorBoard event files written per run on Managed Lustre only (not on Cloud Storage, where a file held open is lost
+with its pod); tracking stays outside the run's identity, verl's
 overrides still compose in struct mode and NeMo-RL's fit each release's recipe; the key is in no submission."""
 
 from __future__ import annotations
 
 import json
+import shlex
 
 import pytest
 from omegaconf import OmegaConf
 
 from core.config.problems import ConfigError
+from core.facts import platform
 from core.facts.platform import NEMO_RL_RELEASES
 from jobs.spec.training import for_attempt, submission_for, submission_of, training_spec
 from jobs.spec.validate import check, nemo_rl_problems, verl_problems
-from tests.conftest import config_of
+from tests.conftest import combination_config, config_of
 from tests.jobs.spec.test_training import nemo_rl, overrides_of
 from tests.jobs.spec.test_validate import SHARED_RELEASES, apply_overrides, shared_recipe
 
@@ -28,17 +31,47 @@ def env_of(config, attempt: int = 1) -> dict[str, str]:
     return submission_of(config, spec, attempt)["runtime_env"]["env_vars"]
 
 
-def test_verl_always_writes_tensorboard_per_run_and_wandb_only_with_the_key():
-    plain = config_of("dev")
-    assert overrides_of(plain)["trainer.logger"] == ["console", "file", "tensorboard"]
-    assert overrides_of(plain)["trainer.project_name"] == "grpo-gke"
-    run_dir = training_spec(plain).run_dir
+def test_verl_writes_tensorboard_per_run_on_lustre_only_and_wandb_only_with_the_key():
+    """Issue 30 item 7: on Cloud Storage no TensorBoard (its event file, held open for the attempt, would be lost with
+    the head); on Managed Lustre it is on, in the run's directory."""
+    on_gcs, on_lustre = combination_config(), combination_config(storage_type="lustre")
+    assert overrides_of(on_gcs)["trainer.logger"] == ["console"]
+    assert overrides_of(on_lustre)["trainer.logger"] == ["console", "tensorboard"]
+    assert overrides_of(on_gcs)["trainer.project_name"] == "grpo-gke"
+    run_dir = training_spec(on_lustre).run_dir
     for attempt in (1, 2):
-        env = env_of(plain, attempt)
+        env = env_of(on_lustre, attempt)
         assert env["TENSORBOARD_DIR"] == f"{run_dir}/tensorboard"
         assert not [name for name in env if name.startswith("WANDB_")]
-    tracked = config_of("dev", wandb_key=KEY)
-    assert overrides_of(tracked)["trainer.logger"] == ["console", "file", "tensorboard", "wandb"]
+    assert overrides_of(config_of("dev", wandb_key=KEY))["trainer.logger"] == ["console", "wandb"]
+
+
+@pytest.mark.parametrize("framework", ["verl", "nemo-rl"])
+@pytest.mark.parametrize(("storage", "tensorboard"), [("gcs", False), ("lustre", True)])
+def test_the_attempts_command_carries_tensorboard_only_where_the_storage_writes_an_open_file(
+    framework, storage, tensorboard
+):
+    """The command an attempt runs, as Ray gets it: verl's `trainer.logger` and NeMo-RL's `logger.tensorboard_enabled`
+    follow the storage (core/facts/platform.py DURABLE_BEFORE_CLOSE)."""
+    config = combination_config(storage_type=storage, framework=framework)
+    command = shlex.split(shlex.split(submission_for(config)["entrypoint"])[-1])
+    if framework == "verl":
+        logger = next(word for word in command if word.startswith("trainer.logger="))
+        assert ("tensorboard" in logger) is tensorboard and "file" not in logger
+    else:
+        assert f"logger.tensorboard_enabled={str(tensorboard).lower()}" in command
+
+
+def test_turning_tensorboard_on_or_off_is_the_same_run(monkeypatch):
+    """The logger overrides are outside the run's hash (TRACKING_OVERRIDES): the storage's TensorBoard choice changes
+    the command, never the run."""
+    for stack in ("dev", "nemo-rl-standard-b200"):
+        before = training_spec(config_of(stack))
+        storage = config_of(stack).storage.type
+        monkeypatch.setitem(platform.DURABLE_BEFORE_CLOSE, storage, not platform.DURABLE_BEFORE_CLOSE[storage])
+        after = training_spec(config_of(stack))
+        monkeypatch.undo()
+        assert after.entrypoint != before.entrypoint and (after.run, after.run_dir) == (before.run, before.run_dir)
 
 
 @pytest.mark.parametrize("stack", ["dev", "nemo-rl-standard-b200"])
@@ -76,7 +109,7 @@ def test_without_the_key_no_attempt_names_a_wandb_run():
     assert overrides_of(config_of("dev", wandb_key=KEY))["trainer.project_name"] == "grpo-gke"
 
 
-def test_nemo_rl_turns_on_tensorboard_always_and_wandb_with_the_key():
+def test_nemo_rl_turns_on_tensorboard_on_lustre_and_wandb_with_the_key():
     plain = nemo_rl("v0.7.0")
     workload = plain.workload.model_dump(by_alias=True, exclude_none=True)
     tracked = config_of("nemo-rl-standard-b200", wandb_key=KEY, workload=workload, tracking={"wandbProject": "my-grpo"})

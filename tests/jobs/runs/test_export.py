@@ -13,10 +13,12 @@ from pathlib import Path
 import pytest
 
 from incluster import export_run
-from jobs.demo.stand_in_trainer import write_archive
+from incluster.attempt import log_parts
+from jobs.demo.stand_in_trainer import metric_line, write_archive
 from jobs.runs import export
 from jobs.spec.training import training_spec
 from tests.conftest import combination_config, config_of
+from tests.incluster.test_attempt import wrapped
 
 STAND_IN_CONVERTER = str(Path(__file__).resolve().parents[2] / "support" / "stand_in_converter.py")
 """Plays NeMo-RL's and verl's converters (tests/support/stand_in_converter.py)."""
@@ -113,23 +115,36 @@ def _driver(run_dir: Path, exports: Path, *extra: str) -> int:
     ])  # fmt: skip
 
 
-def test_the_driver_exports_the_newest_complete_step_with_its_lineage(tmp_path, capsys):
+def test_the_driver_exports_the_newest_complete_step_with_the_reward_its_attempts_logged(tmp_path, capsys):
+    """Issue 30 item 7: verl's reward at the exported step comes from the step lines of the attempts' logs as the attempt
+    wrapper writes them (in parts, with Ray's actor prefix as verl's TaskRunner prints them), not from verl's file
+    logger, which holds one file open for the whole attempt. Attempt 1 saved step 10 and logged steps 10 and 15 before
+    it was lost; attempt 2 resumed from step 10 and logged step 15, then (a wrapper started again for the attempt,
+    in its log's next part) steps 20 and 25; step 30's save was cut."""
     run_dir, exports = tmp_path / "run", tmp_path / "exports"
     _verl_step(run_dir, 10)
+
+    def attempt(number: int, *steps: int) -> None:
+        lines = [f"(TaskRunner pid=7) {metric_line(step)}" for step in steps]
+        assert wrapped(run_dir, number, "printf", "%s\\n", *lines).returncode == 0
+
+    attempt(1, 10, 15)
+    attempt(2, 15)
     source = _verl_step(run_dir, 20)
+    attempt(2, 20, 25)
     _verl_step(run_dir, 30, complete=False)
-    metrics = run_dir / "metrics" / "attempt-1" / "grpo-gke"
-    metrics.mkdir(parents=True)
-    lines = [{"step": step, "data": {"critic/score/mean": step / 100}} for step in (10, 20, 25)]
-    (metrics / "dev.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines) + "{torn")
+    assert [path.name for path in log_parts(run_dir, 2)] == ["attempt-2.log", "attempt-2.1.log"]
+    assert not (run_dir / "metrics").exists()
     assert _driver(run_dir, exports) == 0
     model = exports / "step-20"
     assert (model / "config.json").read_text() == f"{source}/actor"
     assert json.loads((model / "lineage.json").read_text()) == {
-        "finalReward": 0.2, "run": "dev-0123456789", "sourceCheckpoint": str(source), "specHash": "0123456789",
+        "finalReward": 20 / 21, "run": "dev-0123456789", "sourceCheckpoint": str(source), "specHash": "0123456789",
         "step": 20,
     }  # fmt: skip
     assert "step 20 from" in capsys.readouterr().out
+    assert _driver(run_dir, exports, "--step", "10") == 0
+    assert json.loads((exports / "step-10" / "lineage.json").read_text())["finalReward"] == 10 / 11
 
 
 @pytest.mark.parametrize(

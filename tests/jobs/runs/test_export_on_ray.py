@@ -10,11 +10,13 @@ import sys
 import pytest
 
 from core import names
-from incluster import readiness, scaling
+from incluster import job_client, readiness, scaling
+from incluster.endpoint import Endpoint
 from incluster.job_client import JobError
 from jobs.cli.main import main
 from jobs.spec.training import training_spec
 from jobs.submit.target import load_stack
+from tests.incluster.test_checkpoints_on_ray import _run_attempt
 from tests.incluster.test_scaling import apply_json_patch
 from tests.jobs.runs.test_export import STAND_IN, _verl_step
 from tests.jobs.test_cli_on_ray import common, run_cli
@@ -25,23 +27,28 @@ pytestmark = pytest.mark.usefixtures("ray_head")
 
 
 def test_export_writes_the_model_and_its_lineage_under_the_data_root(ray_head, make_stack, tmp_path, capsys):
+    """The run directory is an attempt's, run on the Ray head: the stand-in trainer through the attempt wrapper (three
+    steps, each saved, the newest two kept). The reward in lineage.json is the one the exported step's line logged in
+    the attempt's log (issue 30 item 7: no verl file logger)."""
     name, directory = make_stack("cli-export")
     run = training_spec(load_stack(name, directory)).run
     data_root = tmp_path / "root"
     run_dir = data_root / "checkpoints" / run
     run_dir.mkdir(parents=True)
-    source = _verl_step(run_dir, 10, world_size=8)
+    _run_attempt(job_client.connect(Endpoint(address=ray_head)), run_dir, run, 1, steps=3)
+    source = run_dir / "global_step_3"
     converter = shlex.join([sys.executable, "-c", STAND_IN, "@STEP_DIR@/actor", "@TARGET_DIR@"])
     code, out, err = run_cli(
         capsys, "export", *common(name, directory, ray_head), "--data-root", str(data_root), "--converter", converter
     )
     assert code == 0, err
     # /data/x is DIR/x, as for the attempts, and the printed path is where the model is
-    model = data_root / "exports" / run / "step-10"
+    model = data_root / "exports" / run / "step-3"
     assert f"the export of {run} into {data_root}/exports/{run}/" in err and "SUCCEEDED" in err
     assert (model / "config.json").read_text() == f"{source}/actor"
     lineage = json.loads((model / "lineage.json").read_text())
-    assert (lineage["run"], lineage["step"], lineage["sourceCheckpoint"]) == (run, 10, str(source))
+    assert (lineage["run"], lineage["step"], lineage["sourceCheckpoint"]) == (run, 3, str(source))
+    assert lineage["finalReward"] == 3 / 4  # the stand-in's step 3 line, critic/score/mean:np.float64(0.75)
 
 
 def test_a_second_export_of_a_step_follows_the_first_by_its_submission_id(ray_head, make_stack, tmp_path, capsys):

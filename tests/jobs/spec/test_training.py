@@ -71,7 +71,7 @@ def test_verl_spec_is_grpo_with_kl_loss_on_the_staged_model_data_and_pool():
     assert values["actor_rollout_ref.rollout.tensor_model_parallel_size"] == 8
     assert values["actor_rollout_ref.rollout.n"] == 8
     assert values["trainer.nnodes"] == 2 and values["trainer.n_gpus_per_node"] == 8
-    assert values["trainer.logger"] == ["console", "file", "tensorboard"]
+    assert values["trainer.logger"] == ["console"]  # Cloud Storage: no TensorBoard (tests/jobs/test_tracking.py)
     assert values["trainer.default_local_dir"] == spec.run_dir == f"{paths.checkpoint_root()}/{spec.run}"
     assert values["trainer.max_actor_ckpt_to_keep"] == config.grpo.keep_checkpoints
     assert values["trainer.resume_mode"] == "auto"
@@ -79,13 +79,10 @@ def test_verl_spec_is_grpo_with_kl_loss_on_the_staged_model_data_and_pool():
     assert shlex.split(spec.entrypoint)[:3] == ["python3", "-m", VERL_ENTRY_MODULE]
     assert shlex.split(spec.entrypoint)[3:] == list(spec.overrides)
     assert spec.env_vars["PYTHONPATH"] == paths.verl_site_dir()
-    # verl's FileLogger opens VERL_FILE_LOGGER_PATH without creating its directory, at the start of
-    # training, before the first checkpoint creates the run directory; under ROOT it creates it. It
-    # truncates its file on every start, so the root is per attempt and not part of the run.
-    assert "VERL_FILE_LOGGER_PATH" not in spec.env_vars and "VERL_FILE_LOGGER_ROOT" not in spec.env_vars
-    first_env = submission_for(config)["runtime_env"]["env_vars"]
-    assert first_env["VERL_FILE_LOGGER_ROOT"] == f"{spec.run_dir}/metrics/attempt-1"
-    assert "VERL_FILE_LOGGER_ROOT" not in submission_for(config_of("nemo-rl-standard-b200"))["runtime_env"]["env_vars"]
+    # No verl file logger (issue 30 item 7): it holds one file open for the whole attempt; the metrics are in the step
+    # lines of the attempt's rolled log.
+    for env in (spec.env_vars, submission_for(config)["runtime_env"]["env_vars"]):
+        assert not [name for name in env if name.startswith("VERL_FILE_LOGGER")]
 
 
 def test_verl_max_steps_maps_to_total_training_steps():
@@ -203,13 +200,11 @@ def test_submission_holds_only_submit_job_kwargs_known_runtime_env_fields_and_no
         assert all(isinstance(value, str) for value in submission["runtime_env"]["env_vars"].values())
 
 
-def test_attempts_share_the_run_and_differ_only_in_id_attempt_and_metrics_file_and_grpo_attempt():
+def test_attempts_share_the_run_and_differ_only_in_id_attempt_and_grpo_attempt():
     config = config_of("dev")
     first, third = submission_for(config), submission_of(config, training_spec(config), 3)
     assert third["submission_id"] == f"{first['metadata']['run']}-3" and third["metadata"]["attempt"] == "3"
     first_env, third_env = (dict(item["runtime_env"]["env_vars"]) for item in (first, third))
-    assert third_env.pop("VERL_FILE_LOGGER_ROOT").endswith("/metrics/attempt-3")
-    assert first_env.pop("VERL_FILE_LOGGER_ROOT").endswith("/metrics/attempt-1")
     assert (first_env.pop("GRPO_ATTEMPT"), third_env.pop("GRPO_ATTEMPT")) == ("1", "3")
     assert third_env == first_env
     unrelated = {"submission_id": None, "metadata": None, "runtime_env": None}
@@ -284,7 +279,7 @@ def test_each_attempt_gets_grpo_run_attempt_and_run_dir_outside_the_hash():
 
 def test_a_submission_that_names_its_run_directory_keeps_it_for_every_attempt():
     """A run on this machine places the shared storage's run directory under a local one; the next attempt's
-    GRPO_RUN_DIR and verl metrics root stay there (once they moved back to /data on the host)."""
+    GRPO_RUN_DIR and verl's TensorBoard directory stay there (once they moved back to /data on the host)."""
     config = config_of("dev")
     spec = training_spec(config)
     local = f"/tmp/local-data{spec.run_dir}"
@@ -292,7 +287,7 @@ def test_a_submission_that_names_its_run_directory_keeps_it_for_every_attempt():
     first["runtime_env"]["env_vars"]["GRPO_RUN_DIR"] = local
     env = for_attempt(first, 2)["runtime_env"]["env_vars"]
     assert (env["GRPO_RUN_DIR"], env["GRPO_ATTEMPT"]) == (local, "2")
-    assert env["VERL_FILE_LOGGER_ROOT"] == f"{local}/metrics/attempt-2"
+    assert env["TENSORBOARD_DIR"] == f"{local}/tensorboard"
 
 
 def test_the_schedule_is_recorded_in_the_metadata():
