@@ -45,7 +45,10 @@ def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[cp.Contr
     if not shared.is_dir():
         _unavailable(f"{shared} is absent: GKE's networking CRDs live there")
     dirs = cp.component_dirs()
-    crds = [*cp.yaml_documents_of(dirs["kuberay"] / "crd"), *cp.gke_networking_crds(shared)]
+    crds = [
+        *map(cp.open_unless_applied, cp.yaml_documents_of(dirs["kuberay"] / "crd")),
+        *cp.gke_networking_crds(shared),
+    ]
     crds.append(cp.computeclass_crd(COMPUTECLASS_SCHEMA))
     plane = cp.start(tmp_path_factory.mktemp("control-plane"), bins, crds, dirs["kwok"] / "stages")
     yield plane
