@@ -262,7 +262,8 @@ def cmd_status(args: argparse.Namespace, config: StackConfig) -> int:
 
 
 def cmd_plot(args: argparse.Namespace, config: StackConfig) -> int:
-    """Draw the run's reward and step time against the step across its attempts, preemptions and resumes marked."""
+    """Draw the run's reward and step time by stage against the step across its attempts, preemptions and resumes
+    marked."""
     if args.out and Path(args.out).suffix.lower() != ".png":
         raise UsageError(f"--out {args.out}: the plot is a PNG; name a file ending in .png")
     client = job_client.connect(endpoint_of(args, config))
@@ -276,7 +277,7 @@ def cmd_plot(args: argparse.Namespace, config: StackConfig) -> int:
     out = Path(args.out) if args.out else Path(f"{view.run}.png")
     tried = counted(len(view.attempts), "attempt")
     try:
-        draw(points, marks, view.framework, f"{view.run}: {tried}", out)
+        draw(points, marks, view.framework, f"{view.run}: {tried}", out, view.step_times())
     except OSError as error:
         raise UsageError(f"cannot write the plot to {out}: {error.strerror or error}") from None
     print(f"wrote {out}: {counted(len(points), 'step')} of {tried}, {counted(len(marks), 'mark')}")
