@@ -218,3 +218,18 @@ def test_a_failed_last_attempt_is_recovery_until_the_record_gives_up_then_idle()
 
 def test_no_attempt_no_wall_time():
     assert wall_time([], [], [], T0) is None
+
+
+def test_the_stand_in_trainers_step_line_is_read_as_verls():
+    """jobs/demo/stand_in_trainer.py logs verl 0.9.1's metric names: its stage timers, the whole step, and the
+    throughput per GPU as metric_utils.py L687 computes it."""
+    from jobs.demo.stand_in_trainer import TOKENS_PER_STEP, metric_line
+
+    timing = {"gen": 0.5, "old_log_prob": 0.25, "update_actor": 0.125, "save_checkpoint": 1.0,
+              "update_weights": 0.0625, "step": 2.0}  # fmt: skip
+    item = verl_step_time(1, T0, metric_line(4, 0, timing, world_size=16))
+    assert item is not None and (item.step, item.total_s) == (4, 2.0)
+    assert item.stages == {
+        "generation": 0.5, "log-probs": 0.25, "training": 0.125, "weight sync": 0.0625, "checkpoint save": 1.0,
+    }  # fmt: skip
+    assert item.tokens_per_gpu_s == TOKENS_PER_STEP / (2.0 * 16)
