@@ -72,9 +72,10 @@ _NEMO_TOTAL = re.compile(rf"•\s+Total step time:\s+({_NUMBER})s")
 _NEMO_TIMER = re.compile(rf"•\s+([\w/.\-]+):\s+({_NUMBER})s\s+\(")
 _NEMO_THROUGHPUT = re.compile(rf"E2E \(Tokens/sec/gpu\):\s+({_NUMBER})")
 
-RUN_FILE_LINES = r"Total step time:|•\s+[\w/.\-]+: -?[\d.]+s \(|E2E \(Tokens/sec/gpu\):"
+RUN_FILE_LINES = r"Total step time:|\u2022\s+[\w/.\-]+: -?[\d.]+s \(|E2E \(Tokens/sec/gpu\):"
 """NeMo-RL's timing and throughput lines, which `status` and `plot` read from the attempts' logs besides the step
-lines (verl's timings are in its step line)."""
+lines (verl's timings are in its step line); ASCII only (`\u2022` is NeMo-RL's bullet), as it travels in the
+reading job's command line (incluster/run_files.py)."""
 
 
 @dataclass(frozen=True)

@@ -233,3 +233,18 @@ def test_the_stand_in_trainers_step_line_is_read_as_verls():
         "generation": 0.5, "log-probs": 0.25, "training": 0.125, "weight sync": 0.0625, "checkpoint save": 1.0,
     }  # fmt: skip
     assert item.tokens_per_gpu_s == TOKENS_PER_STEP / (2.0 * 16)
+
+
+def test_the_run_file_filter_keeps_nemo_rls_timing_lines_and_travels_as_ascii():
+    import re
+
+    from jobs.runs.observed import RUN_FILE_LINES
+
+    keep = re.compile(RUN_FILE_LINES)
+    kept = [line for _, line in nemo_step(0, 1, saved=True) if keep.search(line)]
+    assert RUN_FILE_LINES.isascii()
+    assert kept[0].startswith("=====") and "  • Avg Reward: 0.5000" in kept
+    assert "  • Total step time: 77.00s" in kept and "    - E2E (Tokens/sec/gpu): 812.25" in kept
+    assert sum(1 for line in kept if line.endswith("%)")) == 11 and "  • Loss: 0.1234" not in kept
+    timed = [(T0 + index, line) for index, line in enumerate(kept)]
+    assert nemo_rl_step_times(1, timed)[0].stages["checkpoint save"] == 15.0
