@@ -122,9 +122,9 @@ def many_times(points: list[StepPoint]) -> list[StepTime]:
     ]  # fmt: skip
 
 
-@pytest.mark.parametrize("count", [1, 3, 20])
-@pytest.mark.parametrize("staged", [False, True])
+@pytest.mark.parametrize(("count", "staged"), [(1, False), (3, False), (20, False), (20, True)])
 def test_the_legend_covers_no_data_and_no_label_is_cut_off(count, staged):
+    """With stage timings (two legends) checked at the most attempts, where the legends are longest."""
     points, marks = many_attempts(count)
     times = many_times(points) if staged else []
     figure = figure_of(points, marks, "nemo-rl", f"dev-0123456789abcdef0123456789: {count} attempts", times)
