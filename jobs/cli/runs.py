@@ -262,8 +262,7 @@ def cmd_status(args: argparse.Namespace, config: StackConfig) -> int:
 
 
 def cmd_plot(args: argparse.Namespace, config: StackConfig) -> int:
-    """Draw the run's reward and step time by stage against the step across its attempts, preemptions and resumes
-    marked."""
+    """Draw the run's reward and step time by stage against the step, each attempt's preemption and resume marked."""
     if args.out and Path(args.out).suffix.lower() != ".png":
         raise UsageError(f"--out {args.out}: the plot is a PNG; name a file ending in .png")
     client = job_client.connect(endpoint_of(args, config))

@@ -203,9 +203,12 @@ class Breakdown:
     """Median tokens per second per GPU; None when no step logged it."""
 
     def lines(self) -> list[str]:
-        """The lines `status` prints."""
-        keys = "timing_s/*" if self.framework == "verl" else "its Timing lines"
-        shown = [f"step time by stage (mean of {self.steps} steps, the framework's {keys}):"]
+        """The lines `status` prints; one for the whole step when the framework logged no stage."""
+        steps = f"{self.steps} step" + ("" if self.steps == 1 else "s")
+        if list(self.mean_s) == [OTHER]:
+            return [f"step time: {seconds_text(self.total_s)} (mean of {steps}; no stage timings in the log)"]
+        keys = "verl's timing_s/*" if self.framework == "verl" else "NeMo-RL's Timing lines"
+        shown = [f"step time by stage (mean of {steps}, {keys}):"]
         width = max(len(name) for name in (*self.mean_s, "whole step"))
         for name, seconds in self.mean_s.items():
             share = seconds / self.total_s if self.total_s else 0.0

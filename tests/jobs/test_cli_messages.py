@@ -288,7 +288,7 @@ attempt 2's first step 300 s after its start and 550 s after attempt 1 ended at 
 
 
 STEP_TIME_LINES = [
-    "step time by stage (mean of 7 steps, the framework's timing_s/*):",
+    "step time by stage (mean of 7 steps, verl's timing_s/*):",
     "  generation     50.0s   54%",
     "  log-probs      15.0s   16%",
     "  training       20.0s   21%",
@@ -433,8 +433,8 @@ positional arguments:
               stream it with a progress line.
     list      List the stack's jobs, oldest first.
     stop      Stop a job, or every live job of the stack.
-    plot      Draw the run's reward and step time against the step across its
-              attempts, preemptions and resumes marked.
+    plot      Draw the run's reward and step time by stage against the step,
+              each attempt's preemption and resume marked.
     export    Export a complete checkpoint of the stack's run (default: the
               newest) as a Hugging Face model directory.
     preflight

@@ -93,7 +93,7 @@ SHAPE = [
     rf"  attempt 2: {DURATION} from attempt 1's end to its first step line \({DURATION} from its submission\)",
     # where the time went, from the stand-in's verl 0.9.1 metric names (jobs/runs/step_time.py): every step of both
     # attempts (attempt 2 runs step 5 again), saves on every SAVE_EVERY-th
-    rf"step time by stage \(mean of {STEPS + 1} steps, the framework's timing_s/\*\):",
+    rf"step time by stage \(mean of {STEPS + 1} steps, verl's timing_s/\*\):",
     *(rf"  {stage} +{SECONDS} +\d+%" for stage in ("generation", "log-probs", "training", "weight sync")),
     rf"  checkpoint save +{SECONDS} +\d+% \(saved on {STEPS // SAVE_EVERY} of {STEPS + 1} steps\)",
     rf"  other +{SECONDS} +\d+%",

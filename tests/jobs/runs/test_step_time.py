@@ -125,7 +125,7 @@ def test_the_breakdown_is_the_mean_step_whose_stages_add_up_and_status_prints_it
     assert figures is not None
     assert sum(figures.mean_s.values()) == pytest.approx(figures.total_s)
     assert figures.lines() == [
-        "step time by stage (mean of 2 steps, the framework's timing_s/*):",
+        "step time by stage (mean of 2 steps, verl's timing_s/*):",
         "  generation         12.0s   30%",
         "  log-probs          5.00s   12%",
         "  training           8.00s   20%",
@@ -248,3 +248,13 @@ def test_the_run_file_filter_keeps_nemo_rls_timing_lines_and_travels_as_ascii():
     assert sum(1 for line in kept if line.endswith("%)")) == 11 and "  • Loss: 0.1234" not in kept
     timed = [(T0 + index, line) for index, line in enumerate(kept)]
     assert nemo_rl_step_times(1, timed)[0].stages["checkpoint save"] == 15.0
+
+
+def test_a_log_without_stage_timings_shows_the_whole_step_only_and_nemo_rl_names_its_lines():
+    only_total = breakdown([StepTime(1, 1, T0, 91.0), StepTime(1, 2, T0, 93.0)], "verl")
+    assert only_total is not None
+    assert only_total.lines() == ["step time: 1m 32s (mean of 2 steps; no stage timings in the log)"]
+    nemo = breakdown(nemo_rl_step_times(1, nemo_step(100, 1, saved=False)), "nemo-rl")
+    assert nemo is not None
+    assert nemo.lines()[0] == "step time by stage (mean of 1 step, NeMo-RL's Timing lines):"
+    assert nemo.lines()[-1] == "tokens per second per GPU: 812.2 (median; E2E (Tokens/sec/gpu))"
