@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+import shlex
 import threading
 import time
 import uuid
@@ -350,7 +351,7 @@ def settled(client: Any, submission_id: str, wanted: tuple[str, ...]) -> None:
 def ray_side(ray_head: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RayHeadSide]:
     """The session's Ray head (tests/ray_fixtures.py, shared with the other Ray-head files of this test process) with
     a fault proxy in front of its dashboard, one ended and one running job for the cells that act on a job; both are
-    stopped and deleted after the module."""
+    ended and deleted after the module."""
     root = tmp_path_factory.mktemp("ray-run")
     direct = job_client.connect(job_client.endpoint_for_address(ray_head))
     run_dir = root / "reader"
@@ -361,7 +362,10 @@ def ray_side(ray_head: str, tmp_path_factory: pytest.TempPathFactory) -> Iterato
         submission_id=f"grpo-gke-run-files-{uuid.uuid4().hex[:12]}",
         metadata=dict(run_files.READER_METADATA),
     )
-    live = direct.submit_job(entrypoint="sleep 600", metadata={"grpo-gke": "fault-matrix"})
+    done = root / "done"
+    # RUNNING until the module is over (or 10 min): it then ends by itself, faster than a stop (2 s measured).
+    wait = f"i=0; until [ -e {shlex.quote(str(done))} ] || [ $i -ge 6000 ]; do sleep 0.1; i=$((i+1)); done"
+    live = direct.submit_job(entrypoint=shlex.join(["sh", "-c", wait]), metadata={"grpo-gke": "fault-matrix"})
     try:
         settled(direct, ended, ("SUCCEEDED",))
         settled(direct, live, ("RUNNING",))
@@ -369,7 +373,8 @@ def ray_side(ray_head: str, tmp_path_factory: pytest.TempPathFactory) -> Iterato
             proxy.hold = 2 * READ_SECONDS
             yield RayHeadSide(proxy, root, ended, direct.get_job_info(live))
     finally:
-        job_client.stop_jobs(direct, [direct.get_job_info(live)])
+        done.touch()
+        settled(direct, live, job_client.TERMINAL)
         for submission_id in (ended, live):
             if submission_id in {job.submission_id for job in direct.list_jobs()}:
                 direct.delete_job(submission_id)
