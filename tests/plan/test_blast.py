@@ -585,7 +585,8 @@ REGISTRY_TYPES = (
 @pytest.mark.parametrize("stack", SHIPPED_STACKS)
 def test_turning_the_registry_on_and_off_keeps_the_cluster_and_every_pool(stack):
     """Image streaming updates the cluster and the pools in place (gcfsConfig and nodePoolDefaults are not
-    ForceNew), the repository and its grant come and go, and the pods' new image replaces the RayCluster."""
+    ForceNew), the repository, its grant and the nodes' streaming role come and go, and the pods' new image replaces
+    the RayCluster."""
     direct = values_of(stack)
     registry = _merged(direct, {"workload": {"imageSource": "registry"}})
     for old, new, repositories in ((direct, registry, "create"), (registry, direct, "delete")):
@@ -597,6 +598,9 @@ def test_turning_the_registry_on_and_off_keeps_the_cluster_and_every_pool(stack)
         assert by_type.get("gcp:container/nodePool:NodePool", {"update"}) == {"update"}
         for type_ in REGISTRY_TYPES:
             assert by_type[type_] == {repositories}
+        # the nodes' Service Usage Consumer on the project, which image streaming asks of a custom node account
+        # (core/facts/gcp.py STREAMING_CONSUMER_ROLE), comes and goes with the repositories
+        assert by_type["gcp:projects/iAMMember:IAMMember"] == {repositories}
         assert by_type[RAY_TYPE] == {"replace"}
         standard = json.loads(direct[f"{PROJECT_NAMESPACE}:cluster"]).get("mode", "standard") == "standard"
         changed = {c.name: c.reason for c in blast.changes if c.type == "gcp:container/nodePool:NodePool"}
