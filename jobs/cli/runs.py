@@ -112,7 +112,8 @@ def back_to_zero(client: JobSubmissionClient, endpoint: Endpoint) -> str:
 
 def gpu_node_rungs(endpoint: Endpoint, config: StackConfig) -> tuple[list[dict[str, str | None]] | None, str] | None:
     """Each GPU node's name and rung (from its NODE_POOL_LABEL, core/names.py gpu_pool_name per rung; None for a
-    pool of no rung) and where the ladder's scale-up stands (readiness.ladder_line), through the API server behind
+    pool of no rung) and where the ladder's scale-up stands (readiness.ladder_line, the autoscaler's MIGs looked up in
+    the GPU pools' instance groups, readiness.instance_groups_of), through the API server behind
     the dashboard's proxy; None without one (a plain --address). An API server that refuses: no nodes, and why."""
     api = api_endpoint(endpoint)
     if api is None:
@@ -128,7 +129,11 @@ def gpu_node_rungs(endpoint: Endpoint, config: StackConfig) -> tuple[list[dict[s
         }
         for node in nodes
     ]
-    ladder = readiness.ladder_line(readiness.Capacity(api, config.gpu.provisioning, config.cluster_name))
+    try:
+        groups = readiness.instance_groups_of(api)
+    except job_client.JobError as error:
+        return sorted(rungs, key=lambda item: str(item["name"])), f"rung unknown ({error})"
+    ladder = readiness.ladder_line(readiness.Capacity(api, groups))
     return sorted(rungs, key=lambda item: str(item["name"])), ladder
 
 

@@ -474,6 +474,7 @@ def test_status_through_the_api_server_shows_each_gpu_nodes_rung_and_the_ladders
     """issue 22 item 5: a stockout on the first rung (spot), then a scale-up on the second (on-demand) that gave one
     node while a worker still waits; the stand-in API server serves the autoscaler's own event texts
     (tests/support/kube_stand_in.py) and each node's `cloud.google.com/gke-nodepool` label."""
+    from core import names
     from tests.support.kube_stand_in import (
         StandInApiServer,
         failed_scale_up,
@@ -482,6 +483,7 @@ def test_status_through_the_api_server_shows_each_gpu_nodes_rung_and_the_ladders
         stand_in_api_server,
         triggered_scale_up,
     )
+    from workloads.instance_groups import groups_text
 
     cluster, at = "grpo-cli", 1796126400.0
     spot, on_demand = gpu_node("gke-grpo-cli-gpu-1a2b3c4d-k2x9"), gpu_node("gke-grpo-cli-gpu-on-demand-5e6f7a8b-p0q1")
@@ -497,6 +499,22 @@ def test_status_through_the_api_server_shows_each_gpu_nodes_rung_and_the_ladders
             failed_scale_up("grpo-gpu-worker-b", "GCE out of resources", at + 120),
             triggered_scale_up("grpo-gpu-worker-b", f"gke-{cluster}-gpu-on-demand-5e6f7a8b-grp", at + 300, 1, 2),
         ],
+        # the GPU pools' MIGs as the program writes them from the pools' instanceGroupUrls
+        config_maps=[
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": names.GPU_INSTANCE_GROUPS_CONFIG_MAP, "namespace": "grpo"},
+                "data": {
+                    names.GPU_INSTANCE_GROUPS_FILE: groups_text(
+                        {
+                            f"gke-{cluster}-gpu-1a2b3c4d-grp": "spot",
+                            f"gke-{cluster}-gpu-on-demand-5e6f7a8b-grp": "on-demand",
+                        }
+                    )
+                },
+            }
+        ],  # fmt: skip
     )
     args = [arg for arg in cli_run.args if arg not in ("--address", "http://127.0.0.1:8265")]
     with stand_in_api_server(server) as api:
