@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from incluster import job_client, readiness, record, run_submission, scaling
+from incluster import budget, job_client, readiness, record, run_submission, scaling
 from incluster.attempt import deadline_stop_in, last_log_part
 from incluster.capacity_events import ladder_state
 from incluster.checkpoints import CheckpointError, newest_complete
@@ -191,7 +191,7 @@ class Guardian:
             export_status=self.export_status(recorded),
             gpu_workers_up=self.workers_view(newest, recorded),
             gpu_rungs=self.rungs_view(newest, recorded),
-            **self.deadline_view(newest, recorded),
+            **{**self.deadline_view(newest, recorded), **self.budget_view(newest, jobs, entries)},
         )
 
     def report_record_skip(self, problem: str) -> None:
@@ -292,6 +292,32 @@ class Guardian:
         if save_by_at is None:
             return {}
         return {"save_by": save_by_at, "saves": tuple(verl_saves(self.settings.run_dir, self.settings.world_size))}
+
+    def budget_view(self, newest: AttemptView | None, jobs: list[Any], entries: list[dict[str, Any]]) -> dict[str, Any]:
+        """For a RUNNING verl attempt of a run with a budget: `budget_by` (when spending at the attempt's rate crosses
+        the budget, incluster/budget.py crossing), `spent` (the attempts Ray lists, each at its rungs' price) and the
+        run's complete checkpoints (`saves`); else nothing."""
+        settings = self.settings
+        limits = budget.limits_of(settings.submission["metadata"])
+        prices = settings.gpu_prices
+        if newest is None or newest.status != "RUNNING" or prices is None or settings.framework != "verl":
+            return {}
+        if all(value is None for value in limits.values()):
+            return {}
+        now = self.clock()
+        spans = [
+            budget.Span(
+                job_client.attempt_number(job), job.start_time / 1000, job.end_time / 1000 if job.end_time else None
+            )
+            for job in jobs
+            if job.start_time
+        ]
+        used = budget.spent(spans, entries, prices.node_hourly, prices.stack_rungs, now)
+        crossing = budget.crossing(limits, used, now)
+        if crossing is None:
+            return {}
+        saves = tuple(verl_saves(settings.run_dir, settings.world_size))
+        return {"budget_by": crossing, "spent": used, "saves": saves}
 
     def _view(self, job: Any, entries: list[dict[str, Any]]) -> AttemptView:
         number = job_client.attempt_number(job)

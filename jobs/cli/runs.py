@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from core.config.model import StackConfig
 from core.prices import catalog, idle_bill
-from incluster import job_client, readiness, scaling
+from incluster import budget, job_client, readiness, scaling
 from incluster.capacity_events import NODE_POOL_LABEL, rung_of_node
 from incluster.endpoint import Endpoint
 from incluster.export_submission import submit_export
@@ -141,6 +141,19 @@ def run_idle(view: RunView | None, config: StackConfig, moment: float) -> IdleVi
     return idle_view(view.record, view.attempts, config.job.idle_minutes, planned, moment)
 
 
+def budget_status(view: RunView, config: StackConfig, moment: float) -> str | None:
+    """The run's budget line (incluster/budget.py budget_line): job.maxCost and job.maxGpuHours against what the
+    attempts Ray lists spent by `moment`, each at its rungs' list price, and the guardian's stop at it when the newest
+    attempt has one; None without a budget."""
+    limits = {"maxCost": config.job.max_cost, "maxGpuHours": config.job.max_gpu_hours}
+    if all(value is None for value in limits.values()):
+        return None
+    spans = [budget.Span(item.number, item.start, item.end) for item in view.attempts if item.start is not None]
+    used = budget.spent(spans, view.record, view.node_hourly, view.stack_rungs, moment)
+    newest = max((item.number for item in view.attempts), default=0)
+    return budget.budget_line(limits, used, budget.stop_entry(view.record, newest))
+
+
 def measured_first_steps(view: RunView, now: float) -> list[FirstStep]:
     """Each attempt's time to its first step line, from the run's record (submissions) and step lines."""
     return first_steps(observed.goodput_attempts(view.attempts, view.record, view.lines), view.steps(), now)
@@ -217,6 +230,9 @@ def cmd_status(args: argparse.Namespace, config: StackConfig) -> int:
             print(f"  {line}")
         for line in [] if unpriced else view.pricing_lines():
             print(f"  {line}")
+        kept = budget_status(view, config, moment)
+        if kept is not None:
+            print(f"  {kept}")
         print_first_steps(starts or [])
     if exports:
         print(f"{'export' if len(exports) == 1 else 'exports'} of {run}:")

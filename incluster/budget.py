@@ -1,0 +1,166 @@
+"""The run's budget (job.maxCost, job.maxGpuHours), pure: what the run's attempts have spent, when spending at the
+current rate crosses the budget, and whether a budget raised since a budget stop lets the run resume.
+
+What is counted, per attempt that started: its wall time on Ray (start to end, a live one to now) x its GPU nodes on
+each rung (the record's `gpu-rungs` entry, else gpu.nodes on gpu.provisioning) x that rung's list $/h of one node, as
+the plan prices it (core/prices.py gpu_node_ceiling: flex-start, which has no list price, at the on-demand rate it
+bills at most); GPU hours are that wall time x the nodes x 8 GPUs. Compute Engine bills a VM's vCPUs, GPUs and memory
+by the second after its first minute ("All vCPUs, GPUs, and GB of memory are charged a minimum of 1 minute ... After
+1 minute, instances are charged in 1 second increments", cloud.google.com/compute/vm-instance-pricing "Billing model",
+stored copy read 2026-12-07, the same model for Spot and on-demand VMs; for flex-start assumed, the page read names no
+exception), so wall time x $/h is the bill of the attempt's time. Not counted: the head node and the storage (they
+bill whether a run goes or not), the idle bill once the GPUs are at zero, the GPU nodes' time outside an attempt (coming
+up before it, waiting between attempts, job.idleMinutes after it), and an attempt the Ray head no longer lists (a new
+head: its times are gone with the old head's job table).
+
+Stdlib only: the in-cluster guardian carries it (incluster/shipping.py), and `python -m jobs status` shows the same
+figures.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+GPUS_PER_NODE = 8
+"""GPUs of one GPU node (core/facts/platform.py GPUS_PER_NODE, which incluster/ does not import)."""
+
+LIMIT_KEYS = ("maxCost", "maxGpuHours")
+"""The budget's keys, as job metadata (text: "" for no limit) and in a `budget-stop` entry's details (null)."""
+
+
+@dataclass(frozen=True)
+class Span:
+    """One attempt's time on Ray (seconds since the epoch)."""
+
+    attempt: int
+    """The attempt's number."""
+    start: float
+    """When it started running."""
+    end: float | None
+    """When it ended; None while it runs."""
+
+
+@dataclass(frozen=True)
+class Spent:
+    """What the run's attempts have used."""
+
+    dollars: float
+    """US dollars of their GPU nodes at list prices."""
+    gpu_hours: float
+    """GPUs x hours."""
+    hourly: float
+    """$/h of the newest attempt's GPU nodes: the rate spending goes on at while it runs."""
+    gpus: int
+    """The newest attempt's GPUs."""
+    unpriced: bool = False
+    """A rung among the attempts' has no price (its dollars count 0)."""
+
+
+def limits_of(metadata: Mapping[str, str]) -> dict[str, float | None]:
+    """The budget in job metadata (`maxCost`, `maxGpuHours`; absent or "": no limit)."""
+    return {key: float(metadata[key]) if metadata.get(key) else None for key in LIMIT_KEYS}
+
+
+def rungs_of(record: Iterable[Mapping[str, Any]]) -> dict[int, dict[str, int]]:
+    """Each attempt's GPU nodes per rung, from the record's first `gpu-rungs` entry of it that counts a node."""
+    found: dict[int, dict[str, int]] = {}
+    for entry in record:
+        attempt, details = entry.get("attempt"), entry.get("details") or {}
+        if entry.get("event") != "gpu-rungs" or not isinstance(attempt, int) or attempt in found:
+            continue
+        counted = details.get("rungs") if isinstance(details.get("rungs"), dict) else {}
+        rungs = {rung: count for rung, count in counted.items() if type(count) is int and count > 0}
+        if rungs:
+            found[attempt] = rungs
+    return found
+
+
+def spent(
+    spans: Iterable[Span],
+    record: Iterable[Mapping[str, Any]],
+    node_hourly: Mapping[str, float | None],
+    stack_rungs: Mapping[str, int],
+    now: float,
+) -> Spent:
+    """What `spans` used by `now`: each attempt's wall time x its nodes per rung (`rungs_of` the record, else
+    `stack_rungs`) x `node_hourly` of the rung (None: no price, counted 0 and said so)."""
+    recorded = rungs_of(record)
+    dollars = gpu_hours = 0.0
+    hourly, gpus, unpriced = 0.0, 0, False
+    for span in sorted(spans, key=lambda item: item.attempt):
+        rungs = recorded.get(span.attempt, dict(stack_rungs))
+        rates = [node_hourly.get(rung) for rung in rungs]
+        unpriced = unpriced or None in rates
+        hourly = sum(count * (node_hourly.get(rung) or 0.0) for rung, count in rungs.items())
+        gpus = GPUS_PER_NODE * sum(rungs.values())
+        hours = max(0.0, (now if span.end is None else span.end) - span.start) / 3600
+        dollars += hourly * hours
+        gpu_hours += gpus * hours
+    return Spent(dollars, gpu_hours, hourly, gpus, unpriced)
+
+
+def crossing(limits: Mapping[str, float | None], used: Spent, now: float) -> tuple[float, str] | None:
+    """When spending on at `used`'s rate from `now` crosses the first limit of `limits`, and its key; None without
+    a limit, or with no rate to cross it at (no price)."""
+    found = []
+    cost, hours = limits.get("maxCost"), limits.get("maxGpuHours")
+    if cost is not None and used.hourly > 0:
+        found.append((now + (cost - used.dollars) / used.hourly * 3600, "maxCost"))
+    if hours is not None and used.gpus > 0:
+        found.append((now + (hours - used.gpu_hours) / used.gpus * 3600, "maxGpuHours"))
+    return min(found) if found else None
+
+
+def raised(stopped: Mapping[str, Any], wanted: Mapping[str, str]) -> bool:
+    """Whether the budget of job metadata `wanted` lets a run resume that a `budget-stop` entry's details `stopped`
+    ended: the limit that stopped it (`details.limit`) higher than then or gone, and the other not lowered (a limit
+    added where there was none is kept by the guardian as any other)."""
+    limit, now = stopped.get("limit"), limits_of(wanted)
+    if limit not in LIMIT_KEYS:
+        return False
+    for key in LIMIT_KEYS:
+        before, after = stopped.get(key), now[key]
+        if after is None or not isinstance(before, (int, float)):
+            continue
+        if after < before or (key == limit and after == before):
+            return False
+    return True
+
+
+def stop_entry(entries: Iterable[Mapping[str, Any]], attempt: int) -> Mapping[str, Any] | None:
+    """The record's `budget-stop` entry of `attempt`, or None."""
+    return next(
+        (item for item in entries if item.get("attempt") == attempt and item.get("event") == "budget-stop"), None
+    )
+
+
+def budget_line(
+    limits: Mapping[str, float | None], used: Spent, stopped: Mapping[str, Any] | None = None
+) -> str | None:
+    """`budget: $12.40 of $50.00 spent, $37.60 left; 9.9 of 64.0 GPU hours, 54.1 left` (only the limits set) and, when
+    the newest attempt's `budget-stop` entry is `stopped`, what stopped it and how to go on; None without a budget."""
+    parts = []
+    cost, hours = limits.get("maxCost"), limits.get("maxGpuHours")
+    if cost is not None:
+        most = " (a rung without a price counted $0)" if used.unpriced else ""
+        parts.append(f"${used.dollars:,.2f} of ${cost:,.2f} spent, ${max(0.0, cost - used.dollars):,.2f} left{most}")
+    if hours is not None:
+        parts.append(f"{used.gpu_hours:,.1f} of {hours:,.1f} GPU hours, {max(0.0, hours - used.gpu_hours):,.1f} left")
+    if not parts:
+        return None
+    line = f"budget: {'; '.join(parts)}"
+    if stopped is None:
+        return line
+    details = stopped.get("details") or {}
+    step = details.get("step")
+    saved = "no checkpoint" if step is None else f"step {step}"
+    limit = details.get("limit")
+    wanted = {key: str(value) for key, value in limits.items() if value is not None}
+    then = (
+        "pulumi up resumes it (raised since)"
+        if raised(details, wanted)
+        else f"raise job.{limit} and pulumi up to resume"
+    )
+    return f"{line}: the guardian stopped attempt {stopped.get('attempt')} at job.{limit} after saving {saved}; {then}"
