@@ -19,9 +19,11 @@ figures.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from incluster.record import utc_stamp
 
 GPUS_PER_NODE = 8
 """GPUs of one GPU node (core/facts/platform.py GPUS_PER_NODE, which incluster/ does not import)."""
@@ -164,3 +166,73 @@ def budget_line(
         else f"raise job.{limit} and pulumi up to resume"
     )
     return f"{line}: the guardian stopped attempt {stopped.get('attempt')} at job.{limit} after saving {saved}; {then}"
+
+
+STEP_WINDOW = 10
+"""The newest step times the projection takes the median of: the run's pace now, not its first steps' warm-up."""
+
+
+@dataclass(frozen=True)
+class Projection:
+    """The run's projected end at the current rungs: the time and the cost to the schedule's last step."""
+
+    last_step: int
+    """The schedule's last step (grpo.maxSteps)."""
+    steps_left: int
+    """Steps still to run."""
+    seconds: float
+    """Seconds to the last step: the steps left at the measured step time, and the expected preemptions' recovery."""
+    dollars: float
+    """US dollars of those seconds at the current rungs' $/h."""
+    preemptions: int
+    """Preemptions so far (0: none folded in)."""
+    recovery_s: float
+    """Mean measured recovery per preemption (its time after the checkpoint and the restart); 0 without one."""
+
+
+def projected_end(
+    step_seconds: Sequence[float],
+    steps_done: int,
+    max_steps: int | None,
+    hourly: float,
+    recoveries: Sequence[float] = (),
+) -> Projection | None:
+    """The projection from the measured step times (oldest first; the median of the newest STEP_WINDOW), the highest
+    step done, the schedule's step limit, the current $/h and each preemption's measured recovery in seconds: once
+    one has happened, the steps left expect as many more as the run had per step done, each costing the mean
+    recovery. None without a step limit (an epochs-only schedule: the step lines do not say how many steps an epoch
+    has) or before a step time was measured."""
+    if max_steps is None or not step_seconds:
+        return None
+    newest = sorted(step_seconds[-STEP_WINDOW:])
+    middle = len(newest) // 2
+    per_step = newest[middle] if len(newest) % 2 else (newest[middle - 1] + newest[middle]) / 2
+    left = max(0, max_steps - steps_done)
+    seconds = left * per_step
+    recovery = sum(recoveries) / len(recoveries) if recoveries else 0.0
+    if recoveries and steps_done > 0:
+        seconds += len(recoveries) / steps_done * left * recovery
+    return Projection(max_steps, left, seconds, hourly * seconds / 3600, len(recoveries), recovery)
+
+
+def _hours(seconds: float) -> str:
+    """`1h 02m` or `7m 05s`."""
+    whole = round(seconds)
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}h {minutes:02d}m" if hours else f"{minutes}m {secs:02d}s"
+
+
+def projection_line(found: Projection, hourly: float, now: float) -> str:
+    """`projected end: step 100 in ~1h 02m (2026-12-07T20:10:00.000Z), ~$42.10 more at $40.82/h` and, once a
+    preemption happened, how much recovery it folds in."""
+    if found.steps_left == 0:
+        return f"projected end: step {found.last_step} reached"
+    line = (
+        f"projected end: step {found.last_step} in ~{_hours(found.seconds)} ({utc_stamp(now + found.seconds)}),"
+        f" ~${found.dollars:,.2f} more at ${hourly:,.2f}/h"
+    )
+    if found.preemptions:
+        times = "preemption" if found.preemptions == 1 else "preemptions"
+        line += f", with {found.preemptions} {times} so far at {_hours(found.recovery_s)} of recovery each folded in"
+    return line

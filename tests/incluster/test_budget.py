@@ -75,3 +75,29 @@ def test_limits_are_read_from_the_job_metadata_and_the_status_line_shows_only_th
         "budget: $12.40 of $10.00 spent, $0.00 left; 9.9 of 64.0 GPU hours, 54.1 left"
     )
     assert budget.budget_line({"maxCost": None, "maxGpuHours": None}, used) is None
+
+
+def test_the_projection_is_the_steps_left_at_the_median_of_the_newest_step_times_at_the_current_rate():
+    times = [100.0] * 5 + [30.0, 31.0, 29.0, 30.0, 32.0, 28.0, 30.0, 30.0, 31.0, 29.0]  # warm-up steps left out
+    found = budget.projected_end(times, steps_done=15, max_steps=75, hourly=120.0)
+    assert found == budget.Projection(75, 60, 60 * 30.0, 120.0 * 1800 / 3600, 0, 0.0)
+    assert budget.projection_line(found, 120.0, T0) == (
+        "projected end: step 75 in ~30m 00s (2026-12-01T12:30:00.000Z), ~$60.00 more at $120.00/h"
+    )
+    assert budget.projected_end([30.0, 40.0], steps_done=2, max_steps=4, hourly=1.0).seconds == 2 * 35.0
+
+
+def test_once_a_preemption_happened_its_measured_recovery_is_folded_in_per_step_left():
+    found = budget.projected_end([30.0] * 20, steps_done=20, max_steps=60, hourly=120.0, recoveries=[500.0, 700.0])
+    # 40 steps left at 30 s, and 2 preemptions in 20 steps: 4 more expected, 600 s each
+    assert (found.seconds, found.dollars, found.preemptions, found.recovery_s) == (1200 + 2400, 120.0, 2, 600.0)
+    assert budget.projection_line(found, 120.0, T0).endswith(
+        "~$120.00 more at $120.00/h, with 2 preemptions so far at 10m 00s of recovery each folded in"
+    )
+
+
+def test_no_projection_without_a_step_limit_or_a_measured_step_and_none_left_at_the_end():
+    assert budget.projected_end([30.0], steps_done=1, max_steps=None, hourly=1.0) is None
+    assert budget.projected_end([], steps_done=0, max_steps=10, hourly=1.0) is None
+    done = budget.projected_end([30.0], steps_done=10, max_steps=10, hourly=1.0)
+    assert budget.projection_line(done, 1.0, T0) == "projected end: step 10 reached"

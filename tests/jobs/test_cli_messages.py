@@ -654,3 +654,43 @@ def test_the_follow_line_of_a_ladder_stack_says_its_dollars_are_at_gpu_provision
     )
     plain = config.model_copy(update={"gpu": config.gpu.model_copy(update={"capacity": None})})
     assert cost_so_far(client, plain, attempt)() == f"  ${spot * 1490 / 3600:,.2f} so far"
+
+
+def test_status_of_a_live_run_shows_its_projected_end_at_the_current_rungs(make_stack, capsys, monkeypatch):
+    """Issue 33 item 3: stand_in_run's run with grpo.maxSteps 10 and job.maxCost 50, attempt 2 still RUNNING at
+    1800 s: 5 steps left at the median of the measured step times (verl's timing_s/step 91 to 95 s: 93 s), at attempt
+    2's spot node's $/h; attempt 1's failure is no preemption, so no recovery is folded in. The whole output."""
+    from ray.job_submission import JobStatus
+
+    from core.prices import catalog, gpu_hourly
+    from incluster import job_client
+    from jobs.cli import runs as cli_runs
+    from tests.conftest import config_of
+    from tests.jobs.runs.test_observed import T0
+
+    live = stand_in_run(make_stack, monkeypatch, grpo={"maxSteps": 10}, job={"maxCost": 50})
+    stand_in = job_client.connect(None)
+    jobs = [
+        job.model_copy(update={"status": JobStatus.RUNNING, "end_time": None, "message": ""})
+        if job.submission_id == f"{live.run}-2" else job
+        for job in stand_in.list_jobs()
+    ]  # fmt: skip
+    monkeypatch.setattr(job_client, "connect", lambda endpoint: StandInJobs(jobs, stand_in.logs))
+    monkeypatch.setattr(cli_runs, "now", lambda: T0 + 1800)
+    code, out, err = cli(capsys, "status", *live.args, "--data-root", str(live.data))
+    run, hourly = live.run, gpu_hourly(config_of("dev"), catalog())
+    assert (code, err) == (0, "")
+    spent = hourly * 1490 / 3600
+    assert out.splitlines() == [
+        f"{run}-2  RUNNING  run={run}  attempt=2  started=2026-12-01 10:20:00Z",
+        *status_head(run)[2:],
+        f"  cost: ${spent:.2f} so far, ${hourly * 550 / 3600:.2f} lost, ${spent / 5:.2f} per step",
+        "  priced by the rungs each attempt ran on (core/facts/prices.json of 2026-12-01):",
+        f"    attempts 1-2: 1 spot, ${hourly:.2f}/h (not recorded: gpu.nodes on gpu.provisioning)",
+        f"  budget: ${spent:.2f} of $50.00 spent, ${50 - spent:.2f} left",
+        f"  projected end: step 10 in ~7m 45s (2026-12-01T10:37:45.000Z), ~${hourly * 465 / 3600:.2f} more at"
+        f" ${hourly:.2f}/h",
+        *FIRST_STEP_LINES,
+        f"export of {run}:",
+        f"  raysubmit_4kX2  SUCCEEDED  export of run={run}  step=newest  started=2026-12-01 10:31:40Z",
+    ]
