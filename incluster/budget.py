@@ -23,6 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from incluster.progress import parse_verl_metrics
 from incluster.record import utc_stamp
 
 GPUS_PER_NODE = 8
@@ -215,6 +216,24 @@ def projected_end(
     return Projection(max_steps, left, seconds, hourly * seconds / 3600, len(recoveries), recovery)
 
 
+VERL_STEP_TIME_KEY = "timing_s/step"
+"""verl's seconds of one training step in its step line (verl 0.9.1 verl/trainer/ppo/metric_utils.py
+compute_timing_metrics; jobs/runs/observed.py reads the same key for the plot)."""
+
+
+def verl_pace(lines: Iterable[str]) -> tuple[list[float], int]:
+    """The step times (`timing_s/step`, oldest first) and the highest step of verl's step lines among `lines`."""
+    times, step = [], 0
+    for line in lines:
+        metrics = parse_verl_metrics(line)
+        if metrics is None or "step" not in metrics:
+            continue
+        step = max(step, int(metrics["step"]))
+        if VERL_STEP_TIME_KEY in metrics:
+            times.append(metrics[VERL_STEP_TIME_KEY])
+    return times, step
+
+
 def _hours(seconds: float) -> str:
     """`1h 02m` or `7m 05s`."""
     whole = round(seconds)
@@ -223,15 +242,14 @@ def _hours(seconds: float) -> str:
     return f"{hours}h {minutes:02d}m" if hours else f"{minutes}m {secs:02d}s"
 
 
-def projection_line(found: Projection, hourly: float, now: float) -> str:
-    """`projected end: step 100 in ~1h 02m (2026-12-07T20:10:00.000Z), ~$42.10 more at $40.82/h` and, once a
-    preemption happened, how much recovery it folds in."""
+def projection_line(found: Projection, hourly: float | None, now: float) -> str:
+    """`projected end: step 100 in ~1h 02m (2026-12-07T20:10:00.000Z), ~$42.10 more at $40.82/h` (no dollars
+    without `hourly`) and, once a preemption happened, how much recovery it folds in."""
     if found.steps_left == 0:
         return f"projected end: step {found.last_step} reached"
-    line = (
-        f"projected end: step {found.last_step} in ~{_hours(found.seconds)} ({utc_stamp(now + found.seconds)}),"
-        f" ~${found.dollars:,.2f} more at ${hourly:,.2f}/h"
-    )
+    line = f"projected end: step {found.last_step} in ~{_hours(found.seconds)} ({utc_stamp(now + found.seconds)})"
+    if hourly is not None:
+        line += f", ~${found.dollars:,.2f} more at ${hourly:,.2f}/h"
     if found.preemptions:
         times = "preemption" if found.preemptions == 1 else "preemptions"
         line += f", with {found.preemptions} {times} so far at {_hours(found.recovery_s)} of recovery each folded in"

@@ -185,6 +185,9 @@ class State:
     (`maxCost` or `maxGpuHours`; incluster/budget.py crossing); else None."""
     spent: Any = None
     """With `budget_by`: what the run's attempts have used (incluster/budget.py Spent)."""
+    projected: str | None = None
+    """For a RUNNING verl attempt of a run with grpo.maxSteps: its projected end (incluster/budget.py
+    projection_line), shown in the guardian's waiting line; None otherwise."""
     gpu_rungs: dict[str, Any] | None = None
     """For a RUNNING attempt whose `gpu-rungs` the record lacks: its Ready GPU nodes per rung, as the entry's details
     (incluster/guardian/cluster.py gpu_rungs); None when not read (no API server, or it refused)."""
@@ -479,7 +482,8 @@ def decide(state: State) -> Action:
         )
     if newest.status in job_client.LIVE or newest.end is None:
         stopping = (_before_deadline(state) or _before_budget(state)) if newest.status == "RUNNING" else None
-        waiting = Action("wait", newest.number, f"attempt {newest.number} is {newest.status}")
+        projected = f"; {state.projected}" if state.projected else ""
+        waiting = Action("wait", newest.number, f"attempt {newest.number} is {newest.status}{projected}")
         return stopping or _rungs_entry(state) or waiting
     if newest.status == "STOPPED" and "budget-stop" in recorded:
         return _after_budget_stop(state)

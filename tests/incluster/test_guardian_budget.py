@@ -100,3 +100,46 @@ def test_a_budget_needs_the_gpu_prices_in_the_settings_and_a_run_without_one_nee
         settings_from({**values, "gpuPrices": {**prices, "stackRungs": {"spot": 0}}}, "s.json")
     with pytest.raises(GuardError, match="'gpuPrices.catalogDate' must be the price catalog's date"):
         settings_from({**values, "gpuPrices": {**prices, "catalogDate": 1}}, "s.json")
+
+
+def test_the_waiting_line_of_a_running_attempt_carries_its_projected_end(budgeted):
+    line = "projected end: step 10 in ~7m 45s (2026-12-01T12:17:45.000Z)"
+    assert decide(state(budgeted, "RUNNING", now=T0 + 500, projected=line)).reason == f"attempt 1 is RUNNING; {line}"
+    assert decide(state(budgeted, "RUNNING", now=T0 + 500)).reason == "attempt 1 is RUNNING"
+
+
+def test_the_guardian_projects_a_running_attempts_end_from_its_logs_step_lines_every_few_minutes(tmp_path):
+    """The attempt wrapper's own log (incluster/attempt.py AttemptLog) holds verl step lines with timing_s/step 90 and
+    96 s; the schedule asks for 10 steps; the budgeted run's settings price the stack's spot node. The projection is
+    made again only after PROJECTION_REFRESH_SECONDS."""
+    from dataclasses import replace
+
+    from incluster.attempt import AttemptLog
+    from incluster.guardian import loop
+    from incluster.guardian.loop import Guardian
+    from incluster.guardian.policy import AttemptView
+    from tests.incluster.test_guardian_preflight import _with_run_dir
+
+    values = settings_from(guardian_settings(config_of("dev", grpo={"maxSteps": 10}, job={"maxCost": 40})), "test")
+    settings = replace(values, submission=_with_run_dir(values.submission, tmp_path))
+    log = AttemptLog(tmp_path, "1")
+    for step, took in ((1, 90.0), (2, 96.0)):
+        log.write(f"step:{step} - critic/score/mean:np.float64(0.1) - timing_s/step:{took}\n".encode())
+    log.close()
+    clock = [T0]
+    guard = object.__new__(Guardian)
+    guard.settings, guard.clock, guard._projected = settings, lambda: clock[0], (0, float("-inf"), None)
+    running = AttemptView(1, "RUNNING", start=T0 - 200)
+    spot = settings.gpu_prices.node_hourly["spot"]
+    expected = (
+        f"projected end: step 10 in ~12m 24s (2026-12-01T12:12:24.000Z), ~${spot * 744 / 3600:.2f} more at"
+        f" ${spot:.2f}/h"
+    )
+    assert guard.projection_view(running, {}) == expected  # 8 steps left at 93 s
+    rungs = {"gpu-rungs": {"attempt": 1, "event": "gpu-rungs", "details": {"rungs": {"on-demand": 1}}}}
+    clock[0] = T0 + loop.PROJECTION_REFRESH_SECONDS - 1
+    assert guard.projection_view(running, rungs) == expected
+    clock[0] = T0 + loop.PROJECTION_REFRESH_SECONDS
+    on_demand = settings.gpu_prices.node_hourly["on-demand"]
+    assert guard.projection_view(running, rungs).endswith(f"more at ${on_demand:.2f}/h")
+    assert guard.projection_view(replace(running, status="PENDING"), {}) is None

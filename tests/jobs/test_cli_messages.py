@@ -694,3 +694,31 @@ def test_status_of_a_live_run_shows_its_projected_end_at_the_current_rungs(make_
         f"export of {run}:",
         f"  raysubmit_4kX2  SUCCEEDED  export of run={run}  step=newest  started=2026-12-01 10:31:40Z",
     ]
+
+
+def test_the_follow_line_adds_the_projected_end_from_the_step_lines_it_has_seen(make_stack, monkeypatch):
+    """Issue 33 item 3: `submit --wait` and `logs --follow` add the projected end to their progress line once a verl
+    step line gave a step time (its timing_s/step, else the time since the previous step line) and the schedule has
+    grpo.maxSteps; at the stack's $/h, no record read (status folds in preemptions)."""
+    from jobs.cli.follow import ProjectedEnd
+    from jobs.submit.target import load_stack
+    from tests.jobs.runs.test_observed import T0, verl_log
+
+    live = stand_in_run(make_stack, monkeypatch, grpo={"maxSteps": 10})
+    clock = [T0]
+    projected = ProjectedEnd(load_stack("cli", live.directory), "verl", clock=lambda: clock[0])
+    assert projected.suffix() == ""
+    projected.see("(TaskRunner pid=9) Training Progress: 10%")
+    assert projected.suffix() == ""
+    for line in verl_log((100, 1, 0.1), (200, 2, 0.2)).splitlines():
+        projected.see(line.split("\t", 1)[1])
+    spot = 40.81698  # core/facts/prices.json a3-ultragpu-8g spot in us-central1-b
+    # timing_s/step 91 and 92 s: 91.5 s a step, 8 steps left
+    assert projected.suffix() == (
+        f"  projected end: step 10 in ~12m 12s (2026-12-01T10:12:12.000Z), ~${spot * 732 / 3600:.2f} more at"
+        f" ${spot:.2f}/h"
+    )
+    no_limit = ProjectedEnd(load_stack("cli", live.directory).model_copy(update={"grpo": load_stack(
+        "cli", live.directory).grpo.model_copy(update={"max_steps": None})}), "verl", clock=lambda: clock[0])  # fmt: skip
+    no_limit.see("step:1 - critic/score/mean:np.float64(0.1) - timing_s/step:91.0")
+    assert no_limit.suffix() == ""
