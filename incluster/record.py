@@ -43,6 +43,7 @@ EVENTS = (
     "gpu-rungs",
     "parked",
     "park-failed",
+    "budget-stop",
 )
 """Every event a record line may name. `deadline-stop`: the attempt stopped at a known end of its GPU capacity
 after saving (`details.step`) before its schedule's end; the next attempt resumes from it (not a recovery).
@@ -64,7 +65,12 @@ schedule_of).
 `parked`: after the scale to zero the guardian exported what the instance holds to the parked bucket and wrote the
 park marker (storage.parkWhenIdle; incluster/park.py): `details.bucket`, `details.step` (the newest complete step
 exported, null without a checkpoint) and `details.objects`; the Lustre instance bills on until `storage.parked: true` and `pulumi up` delete
-it. `park-failed`: that export failed (the reason); `python -m jobs park` parks by hand."""
+it. `park-failed`: that export failed (the reason); `python -m jobs park` parks by hand.
+`budget-stop`: the guardian stops the attempt right after its newest checkpoint, `details.step` (null: it saved none
+and the budget was crossed), because the next save would complete past the run's budget (incluster/budget.py):
+`details.limit` (the key it would cross: `maxCost` or `maxGpuHours`), `details.maxCost` and `details.maxGpuHours` (the
+budget then, null for no limit), `details.spent` ($) and `details.gpuHours` (used then). The run is over until a
+`pulumi up` raises that limit (incluster/budget.py raised); the next attempt then resumes from the checkpoint."""
 
 GPU_CAPACITY_LOST = "gpu-capacity-lost"
 """`details.cause` of a `failed` event whose attempt lost its GPU nodes (a preemption): the guardian writes it,
@@ -233,6 +239,21 @@ def _checked(item: object) -> tuple[dict[str, Any] | None, str]:
     key = _NUMBER_DETAILS.get(found["event"])
     if key is not None and (type(details.get(key)) not in (int, float)):
         return None, f"details.{key} that is not a number"
+    if found["event"] == "budget-stop":
+        return _budget_checked(found, details)
+    return found, ""
+
+
+def _budget_checked(found: dict[str, Any], details: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
+    """A `budget-stop` line as `_checked` returns it: a step or null, the limit crossed, and the budget's numbers."""
+    if details.get("step") is not None and type(details.get("step")) is not int:
+        return None, "details.step that is not a step"
+    if details.get("limit") not in ("maxCost", "maxGpuHours"):
+        return None, "details.limit that is neither maxCost nor maxGpuHours"
+    for key in ("maxCost", "maxGpuHours", "spent", "gpuHours"):
+        value = details.get(key)
+        if value is not None and type(value) not in (int, float):
+            return None, f"details.{key} that is not a number"
     return found, ""
 
 

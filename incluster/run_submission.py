@@ -4,7 +4,8 @@ Ray refuses a reused submission id, so a run is submitted as attempts `<run>-1`,
 Submitting a run with a live (PENDING/RUNNING) attempt does nothing, nor with a SUCCEEDED one
 unless the schedule now asks for more (runs.extends: a raised `grpo.maxSteps` or `grpo.epochs`) or it
 stopped at its deadline before its schedule's end (the wrapper's last line, `deadline_stop_of`; NeMo-RL exits 0
-there), nor with one the run's record says ended the run (runs.OVER_EVENTS: `succeeded`, `not-retried`, `gave-up`);
+there), nor with one the run's record says ended the run (runs.OVER_EVENTS: `succeeded`, `not-retried`, `gave-up`),
+nor with one the guardian stopped at the run's budget (`budget-stop`) unless the submission raises that budget;
 otherwise (FAILED, STOPPED, SUCCEEDED and extended or stopped at its deadline, or gone with its Ray head) it starts
 the next attempt, which resumes from the run's newest complete checkpoint: its entrypoint is the attempt wrapper
 (incluster/attempt.py), whose modules every submission carries as Ray `py_modules` (incluster/shipping.py).
@@ -28,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from incluster import job_client, shipping
+from incluster import budget, job_client, shipping
 from incluster.attempt import deadline_stop_step
 from incluster.job_client import LIVE, JobError, Report
 from incluster.record import RECORD_FILE, parse
@@ -53,7 +54,7 @@ DEADLINE_STOP_TAIL = 5
 RUN_DIR_NAMES = (RECORD_FILE, "logs/")
 """What a submitter reads of the run's directory: its record and the names in `logs/` (incluster/run_files.py)."""
 
-SUBMITTING = ("submitted", "extended", "resumed", "continued")
+SUBMITTING = ("submitted", "extended", "resumed", "continued", "raised")
 """The Outcome actions that submit the next attempt."""
 
 DONE = ("succeeded", "over")
@@ -94,8 +95,10 @@ class Outcome:
     action: str
     """`submitted`, `extended` (submitted past a SUCCEEDED attempt's schedule), `resumed` (submitted after an
     attempt that stopped at its deadline before its schedule's end), `continued` (submitted after an attempt the Ray
-    head no longer lists: a new head), `live` (an attempt is PENDING or RUNNING), `succeeded` (the run is done),
-    `over` (the run's record says the run ended at that attempt) or `taken` (another submitter's attempt took the id
+    head no longer lists: a new head), `raised` (submitted after an attempt the guardian stopped at the run's budget,
+    which the submission's job.maxCost or job.maxGpuHours now raises), `live` (an attempt is PENDING or RUNNING), `succeeded` (the run is done),
+    `over` (the run's record says the run ended at that attempt, or the guardian stopped it at a budget not raised
+    since: status `budget-stop`) or `taken` (another submitter's attempt took the id
     first)."""
     submission_id: str
     """The attempt submitted or found."""
@@ -116,6 +119,16 @@ class Outcome:
             return (
                 f"submitted {self.submission_id}: the run's directory knows attempt {number_of(self.submission_id) - 1},"
                 " which this Ray head does not list (a new head), and the run continues from its checkpoints"
+            )
+        if self.action == "raised":
+            return (
+                f"submitted {self.submission_id}: the run's budget was raised and the run resumes from its checkpoint"
+            )
+        if self.action == "over" and self.status == "budget-stop":
+            return (
+                f"the run is over: the run guardian stopped {self.submission_id} at the run's budget"
+                f"{': ' + self.reason if self.reason else ''}; nothing submitted (raise job.maxCost or job.maxGpuHours"
+                " and pulumi up to resume it)"
             )
         if self.action == "live":
             return f"{self.submission_id} is already {self.status}; nothing submitted"
@@ -190,6 +203,9 @@ def next_step(
             return kept
         if over is not None and over.get("event") != "succeeded":
             return Outcome("over", listed.submission_id, str(over.get("event")), str(over.get("reason") or ""))
+        paused = _budget_outcome(view.entries, newest, submission, listed.submission_id, following)
+        if paused is not None:
+            return paused
         if stopped_at is not None:
             return Outcome("resumed", following, "")
         if job_client.status_text(listed.status) == "SUCCEEDED":
@@ -202,7 +218,22 @@ def next_step(
         if not isinstance(done, dict) or not extends(done, submission["metadata"]):
             return Outcome("over", attempt_id(run, newest), str(over.get("event")), str(over.get("reason") or ""))
         return Outcome("extended", following, "")
-    return Outcome("continued", following, "")
+    paused = _budget_outcome(view.entries, newest, submission, attempt_id(run, newest), following)
+    return paused or Outcome("continued", following, "")
+
+
+def _budget_outcome(
+    entries: tuple[dict[str, Any], ...], newest: int, submission: dict[str, Any], stopped: str, following: str
+) -> Outcome | None:
+    """After the guardian stopped the newest attempt at the run's budget (its `budget-stop` entry): `raised` (the next
+    attempt, `following`) when the submission's budget lets the run go on (incluster/budget.py raised), else `over`;
+    None without such an entry."""
+    entry = budget.stop_entry(entries, newest)
+    if entry is None:
+        return None
+    if budget.raised(entry.get("details") or {}, submission["metadata"]):
+        return Outcome("raised", following, "")
+    return Outcome("over", stopped, "budget-stop", str(entry.get("reason") or ""))
 
 
 def wants_workers(client: JobSubmissionClient, submission: dict[str, Any], known: Callable[[], RunDirView]) -> bool:

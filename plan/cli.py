@@ -18,7 +18,7 @@ from core.prices import catalog
 from core.stackfile import StackFileError, read_stack_file, stack_file, stack_name_of
 from jobs.spec.load import load_stack
 from jobs.spec.training import training_spec
-from plan.prices import COST_FILE, estimate, render_cost_json, summary_lines
+from plan.prices import COST_FILE, budget_lines, budget_refusal, estimate, render_cost_json, summary_lines
 
 EXIT_BAD_INPUT = 2
 """Exit status of a refused config or a missing stack file."""
@@ -118,6 +118,10 @@ def plan(args: argparse.Namespace) -> int:
     cost = estimate(loaded.config, catalog())
     recording = run_values(values.values, values.secret_keys, stack)
     startup = estimate_startup(loaded.config, recording.resources)
+    refused = budget_refusal(loaded.config, cost, startup.from_up.seconds)
+    if refused is not None:
+        print(f"error: {refused}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     extra_files = {COST_FILE: render_cost_json(cost), STARTUP_FILE: render_startup_json(startup)}
     # The program logs the config's warnings for `pulumi up`; the plan shows them once, in its Security block.
     for warning in recording.warnings:
@@ -128,7 +132,7 @@ def plan(args: argparse.Namespace) -> int:
     except OSError as error:
         print(f"error: cannot write the plan to {shown_path(out_dir)}: {error.strerror or error}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    lines = [*summary_lines(cost), *startup_lines(startup)]
+    lines = [*summary_lines(cost), *budget_lines(loaded.config, cost), *startup_lines(startup)]
     plan_summary = summary(recording, key_facts(loaded), out_dir, lines, list(extra_files))
     *overview, wrote = plan_summary.splitlines()
     print("\n".join([*overview, security_summary(loaded), wrote]))

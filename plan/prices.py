@@ -9,7 +9,7 @@ import json
 import math
 from dataclasses import dataclass
 
-from core.config.model import StackConfig
+from core.config.model import PROJECT_NAMESPACE, StackConfig
 from core.facts.capacity import RUNG_QUOTA
 from core.facts.platform import BF16_BYTES_PER_PARAMETER
 from core.facts.pods import HEAD_REQUESTS
@@ -29,6 +29,7 @@ from core.prices import (
     lustre_gib_month,
     storage_hourly,
 )
+from jobs.runs.goodput import duration
 from jobs.spec.training import model_size_b
 
 COST_FILE = "cost.json"
@@ -392,3 +393,43 @@ def render_cost_json(cost: CostEstimate) -> str:
 
 def _rounded(value: float | None) -> float | None:
     return None if value is None else round(value, 8)
+
+
+def budget_lines(config: StackConfig, cost: CostEstimate) -> list[str]:
+    """The run's budget (job.maxCost, job.maxGpuHours) as hours of the stack: dollars over its $/h (`total`, every part
+    priced; the guardian counts the GPU nodes' share only, incluster/budget.py), GPU hours over its GPUs; none
+    without a budget."""
+    parts = []
+    if config.job.max_cost is not None:
+        if "gpu nodes" in cost.unpriced or cost.total <= 0:
+            parts.append(f"job.maxCost {_dollars(config.job.max_cost)} (the stack has no $/h to turn it into hours)")
+        else:
+            hours = duration(config.job.max_cost / cost.total * 3600)
+            parts.append(
+                f"job.maxCost {_dollars(config.job.max_cost)} = {hours} of the stack at {_dollars(cost.total)}/h"
+            )
+    if config.job.max_gpu_hours is not None:
+        hours = duration(config.job.max_gpu_hours / config.total_gpus * 3600)
+        parts.append(f"job.maxGpuHours {config.job.max_gpu_hours:g} = {hours} of its {config.total_gpus} GPUs")
+    return [f"budget: {'; '.join(parts)}"] if parts else []
+
+
+def budget_refusal(config: StackConfig, cost: CostEstimate, first_step_seconds: float) -> str | None:
+    """One line naming the key when the run's budget cannot buy the time from `up` to the first step the plan models
+    (`first_step_seconds`, first-step.json) at the stack's $/h or with its GPUs; None when it can or there is none."""
+    wanted = duration(first_step_seconds)
+    if config.job.max_cost is not None and "gpu nodes" not in cost.unpriced:
+        needed = cost.total * first_step_seconds / 3600
+        if config.job.max_cost < needed:
+            return (
+                f"{PROJECT_NAMESPACE}:job.maxCost: {_dollars(config.job.max_cost)} cannot buy the ~{wanted} to the first"
+                f" step the plan models ({_dollars(needed)} at {_dollars(cost.total)}/h); raise it or unset it"
+            )
+    if config.job.max_gpu_hours is not None:
+        needed = config.total_gpus * first_step_seconds / 3600
+        if config.job.max_gpu_hours < needed:
+            return (
+                f"{PROJECT_NAMESPACE}:job.maxGpuHours: {config.job.max_gpu_hours:g} cannot buy the ~{wanted} to the"
+                f" first step the plan models ({needed:.2f} GPU hours on {config.total_gpus} GPUs); raise it or unset it"
+            )
+    return None

@@ -476,6 +476,20 @@ class JobConfig(_Section):
     cordon_bad_nodes: bool = Field(
         False, description="Cordon the nodes a failed preflight names, so that no new pod is scheduled there."
     )
+    max_cost: float | None = Field(
+        None,
+        gt=0,
+        le=10_000_000,
+        description="US dollars the run's GPU nodes may cost across its attempts, at the catalog's list prices; the"
+        " guardian stops after the last checkpoint within it (default: no limit).",
+    )
+    max_gpu_hours: float | None = Field(
+        None,
+        gt=0,
+        le=10_000_000,
+        description="GPU hours (GPUs x hours) the run's attempts may use; the guardian stops after the last"
+        " checkpoint within it (default: no limit).",
+    )
 
 
 class PricingConfig(_Section):

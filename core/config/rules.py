@@ -498,6 +498,25 @@ def _preflight_problems(cfg: StackConfig) -> list[Problem]:
     return problems
 
 
+def _budget_problems(cfg: StackConfig) -> list[Problem]:
+    """job.maxCost and job.maxGpuHours are kept by the run guardian, which stops a verl attempt itself after a save
+    (incluster/budget.py): they need job.recover true and the verl framework."""
+    problems = []
+    for key, value in (("maxCost", cfg.job.max_cost), ("maxGpuHours", cfg.job.max_gpu_hours)):
+        if value is None:
+            continue
+        if not cfg.job.recover:
+            why = "needs job.recover true: the run guardian keeps the budget; set job.recover true or unset the key"
+            problems.append(Problem(f"{PROJECT_NAMESPACE}:job.{key}", why))
+        elif cfg.workload.framework != "verl":
+            why = (
+                "is kept for verl runs only: the guardian stops a verl attempt right after a save, and NeMo-RL's"
+                " saves are not read yet; unset the key"
+            )
+            problems.append(Problem(f"{PROJECT_NAMESPACE}:job.{key}", why))
+    return problems
+
+
 def control_plane_warnings(cfg: StackConfig) -> list[str]:
     """A warning when neither authorized networks nor the DNS endpoint closes the control plane's public IP."""
     if cfg.cluster.authorized_networks or cfg.cluster.dns_endpoint:
@@ -551,6 +570,7 @@ CONFIG_RULES = tuple(
         _tracking_problems,
         _driver_problems,
         _preflight_problems,
+        _budget_problems,
     )
 )
 """The config's cross-rules; each reads only the keys it checks. The job layer adds its own (jobs/spec/validate.py

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core import names
-from incluster import job_client, readiness, record, run_submission, scaling
-from incluster.attempt import deadline_stop_in, last_log_part
+from incluster import budget, job_client, readiness, record, run_submission, scaling
+from incluster.attempt import deadline_stop_in, last_log_part, logged_lines
 from incluster.capacity_events import groups_from_text, ladder_state
 from incluster.checkpoints import CheckpointError, newest_complete
 from incluster.deadline import earliest_end, next_capacity_in, save_by, verl_saves
@@ -56,11 +56,18 @@ if TYPE_CHECKING:
 GROUPS_FILE = Path(names.GPU_INSTANCE_GROUPS_DIR) / names.GPU_INSTANCE_GROUPS_FILE
 """The GPU pools' MIGs by name, as the guardian's pod mounts them (jobs/guardian/objects.py render_deployment)."""
 
+PROJECTION_LINES = 2000
+"""The newest lines of a RUNNING attempt's log the projection reads (verl writes one step line per step)."""
+
 WORKERS_REFRESH_SECONDS = 60.0
 """Seconds between two reads of the RayCluster's GPU workers once the guardian has scaled them to zero."""
 
 DEADLINE_REFRESH_SECONDS = 300.0
 """Seconds between two reads of the GPU nodes' known ends while a verl attempt runs (a maintenance label may come)."""
+
+PROJECTION_REFRESH_SECONDS = 300.0
+"""Seconds between two projections of a RUNNING attempt's end from its log's step lines (its waiting line changes
+with each, so not on every poll)."""
 
 POLL_SECONDS = 10.0
 """Seconds between two looks at the cluster while nothing changes."""
@@ -154,6 +161,8 @@ class Guardian:
         """For the attempt it was read for: when the GPU nodes' known end was read, and the save-by time it gave."""
         self._workers_read: tuple[float, bool] = (float("-inf"), False)
         """When the GPU workers were last read after the scale to zero, and whether any were kept."""
+        self._projected: tuple[int, float, str | None] = (0, float("-inf"), None)
+        """For the attempt it was made for: when the projected end was made, and its line."""
         self._rungs_read: tuple[int, dict[str, Any] | None] = (0, None)
         """The attempt whose GPU nodes' rungs were read (once per attempt) and what was read (None: it failed)."""
         self.seen_attempt = 0
@@ -195,7 +204,8 @@ class Guardian:
             export_status=self.export_status(recorded),
             gpu_workers_up=self.workers_view(newest, recorded),
             gpu_rungs=self.rungs_view(newest, recorded),
-            **self.deadline_view(newest, recorded),
+            projected=self.projection_view(newest, recorded),
+            **{**self.deadline_view(newest, recorded), **self.budget_view(newest, jobs, entries)},
         )
 
     def report_record_skip(self, problem: str) -> None:
@@ -296,6 +306,57 @@ class Guardian:
         if save_by_at is None:
             return {}
         return {"save_by": save_by_at, "saves": tuple(verl_saves(self.settings.run_dir, self.settings.world_size))}
+
+    def budget_view(self, newest: AttemptView | None, jobs: list[Any], entries: list[dict[str, Any]]) -> dict[str, Any]:
+        """For a RUNNING verl attempt of a run with a budget: `budget_by` (when spending at the attempt's rate crosses
+        the budget, incluster/budget.py crossing), `spent` (the attempts Ray lists, each at its rungs' price) and the
+        run's complete checkpoints (`saves`); else nothing."""
+        settings = self.settings
+        limits = budget.limits_of(settings.submission["metadata"])
+        prices = settings.gpu_prices
+        if newest is None or newest.status != "RUNNING" or prices is None or settings.framework != "verl":
+            return {}
+        if all(value is None for value in limits.values()):
+            return {}
+        now = self.clock()
+        spans = [
+            budget.Span(
+                job_client.attempt_number(job), job.start_time / 1000, job.end_time / 1000 if job.end_time else None
+            )
+            for job in jobs
+            if job.start_time
+        ]
+        used = budget.spent(spans, entries, prices.node_hourly, prices.stack_rungs, now)
+        crossing = budget.crossing(limits, used, now)
+        if crossing is None:
+            return {}
+        saves = tuple(verl_saves(settings.run_dir, settings.world_size))
+        return {"budget_by": crossing, "spent": used, "saves": saves}
+
+    def projection_view(self, newest: AttemptView | None, recorded: dict[str, dict[str, Any]]) -> str | None:
+        """For a RUNNING verl attempt: its projected end (incluster/budget.py projected_end) from the step lines of its
+        log's tail (attempt.logged_lines) and the schedule's maxSteps, priced at the settings' `gpuPrices` for its
+        recorded rungs (`gpu-rungs`, else the stack's) when the run has a budget (else time only), made at most every
+        PROJECTION_REFRESH_SECONDS; no preemption folded in (`python -m jobs status` does); None otherwise."""
+        settings = self.settings
+        if newest is None or newest.status != "RUNNING" or settings.framework != "verl":
+            return None
+        number, made_at, line = self._projected
+        now = self.clock()
+        if number == newest.number and now - made_at < PROJECTION_REFRESH_SECONDS:
+            return line
+        max_steps = str(settings.submission["metadata"].get("maxSteps") or "")
+        times, step = budget.verl_pace(logged_lines(settings.run_dir, newest.number, PROJECTION_LINES))
+        prices = settings.gpu_prices
+        hourly = None
+        if prices is not None:
+            rungs = budget.rungs_of(recorded.values()).get(newest.number, prices.stack_rungs)
+            if None not in (prices.node_hourly.get(rung) for rung in rungs):
+                hourly = sum(count * (prices.node_hourly.get(rung) or 0.0) for rung, count in rungs.items())
+        found = budget.projected_end(times, step, int(max_steps) if max_steps.isdigit() else None, hourly or 0.0)
+        line = None if found is None else budget.projection_line(found, hourly, now)
+        self._projected = (newest.number, now, line)
+        return line
 
     def _view(self, job: Any, entries: list[dict[str, Any]]) -> AttemptView:
         number = job_client.attempt_number(job)

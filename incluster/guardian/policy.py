@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from incluster import job_client, readiness, record
+from incluster import budget, job_client, readiness, record
 from incluster.attempt import REFUSED_LINE
 from incluster.deadline import stop_due
 from incluster.guardian.settings import Settings
@@ -180,6 +180,14 @@ class State:
     """With `save_by`: the run's complete checkpoints and when each completed (incluster/deadline.py Saved)."""
     next_capacity_in: float = 0.0
     """After a deadline stop: seconds until the GPU nodes whose known end stopped it are gone (0: resume now)."""
+    budget_by: tuple[float, str] | None = None
+    """For a RUNNING attempt of a run with a budget: when spending on at the attempt's rate crosses it, and the key
+    (`maxCost` or `maxGpuHours`; incluster/budget.py crossing); else None."""
+    spent: Any = None
+    """With `budget_by`: what the run's attempts have used (incluster/budget.py Spent)."""
+    projected: str | None = None
+    """For a RUNNING verl attempt of a run with grpo.maxSteps: its projected end (incluster/budget.py
+    projection_line), shown in the guardian's waiting line; None otherwise."""
     gpu_rungs: dict[str, Any] | None = None
     """For a RUNNING attempt whose `gpu-rungs` the record lacks: its Ready GPU nodes per rung, as the entry's details
     (incluster/guardian/cluster.py gpu_rungs); None when not read (no API server, or it refused)."""
@@ -387,6 +395,65 @@ def _before_deadline(state: State) -> Action | None:
     return Action("record", newest.number, reason, "deadline-stop", details={"step": due.step})
 
 
+def _before_budget(state: State) -> Action | None:
+    """For a live verl attempt of a run with a budget: `budget-stop` once its newest checkpoint is the last that
+    completes before spending crosses the budget (`stop_due`, the next save as far apart as the last two), or, when
+    it is crossed before the attempt saved anything, at once; then `stop` it. None otherwise."""
+    newest, recorded = state.newest, state.recorded
+    assert newest is not None
+    if "budget-stop" in recorded:
+        return Action("stop", newest.number, f"attempt {newest.number} stops at the run's budget")
+    if state.budget_by is None or newest.status != "RUNNING" or newest.start is None:
+        return None
+    at, limit = state.budget_by
+    due = stop_due(list(state.saves), newest.start, at)
+    if due is None and state.now < at:
+        return None
+    step = due.step if due is not None else max((item.step for item in state.saves), default=None)
+    limits = budget.limits_of(state.settings.submission["metadata"])
+    used = state.spent
+    shown = f"${limits[limit]:,.2f}" if limit == "maxCost" else f"{limits[limit]:g} GPU hours"
+    spent_now = f"${used.dollars:,.2f} and {used.gpu_hours:,.2f} GPU hours spent"
+    if due is not None:
+        why = f"attempt {newest.number} saved step {due.step}, the last checkpoint that completes within job.{limit}"
+    else:
+        kept = "no checkpoint" if step is None else f"the run's checkpoint of step {step}"
+        why = f"attempt {newest.number} crossed job.{limit} before saving; the run keeps {kept}"
+    reason = f"{why} ({shown}; {spent_now}, the next save would pass it at {record.utc_stamp(at)})"
+    details = {"step": step, "limit": limit, **limits, "spent": round(used.dollars, 4),
+               "gpuHours": round(used.gpu_hours, 4)}  # fmt: skip
+    return Action("record", newest.number, reason, "budget-stop", details=details)
+
+
+def _after_budget_stop(state: State) -> Action:
+    """After the guardian stopped an attempt at the run's budget: the next attempt once the settings raise that budget
+    (a `pulumi up` with a higher job.maxCost or job.maxGpuHours rolls the guardian with them; incluster/budget.py
+    raised), else the run is over: export, scale to zero and park as after a success."""
+    newest, recorded = state.newest, state.recorded
+    assert newest is not None
+    details = recorded["budget-stop"].get("details") or {}
+    step = details.get("step")
+    saved = "no checkpoint" if step is None else f"step {step}"
+    if budget.raised(details, state.settings.submission["metadata"]):
+        return Action("resume", newest.number, f"the run's budget was raised: the next attempt resumes from {saved}")
+    why = f"attempt {newest.number} stopped at the run's budget (job.{details.get('limit')}) after saving {saved}"
+    return _export_then_idle(state, why)
+
+
+def _export_then_idle(state: State, why: str) -> Action:
+    """Once the run is over with a checkpoint to keep: export it once (when an export hook is wired), record the
+    export's success, then `_idle`."""
+    newest, recorded = state.newest, state.recorded
+    assert newest is not None
+    if state.can_export and "export-submitted" not in recorded:
+        return Action("export", newest.number, why)
+    if state.export_status == "SUCCEEDED" and "exported" not in recorded:
+        submitted = recorded["export-submitted"]
+        return Action("record", newest.number, f"the export {export_submission_of(submitted)} SUCCEEDED",
+                      "exported", details=dict(submitted.get("details") or {}))  # fmt: skip
+    return _idle(state, why)
+
+
 def _rungs_entry(state: State) -> Action | None:
     """The `gpu-rungs` entry of a RUNNING attempt whose GPU nodes' rungs were read and are not recorded yet."""
     newest = state.newest
@@ -414,9 +481,12 @@ def decide(state: State) -> Action:
             "wait", 0, f"no attempt of {state.settings.run} yet (pulumi up or python -m jobs submit starts it)"
         )
     if newest.status in job_client.LIVE or newest.end is None:
-        stopping = _before_deadline(state) if newest.status == "RUNNING" else None
-        waiting = Action("wait", newest.number, f"attempt {newest.number} is {newest.status}")
+        stopping = (_before_deadline(state) or _before_budget(state)) if newest.status == "RUNNING" else None
+        projected = f"; {state.projected}" if state.projected else ""
+        waiting = Action("wait", newest.number, f"attempt {newest.number} is {newest.status}{projected}")
         return stopping or _rungs_entry(state) or waiting
+    if newest.status == "STOPPED" and "budget-stop" in recorded:
+        return _after_budget_stop(state)
     if newest.status == "STOPPED" and "deadline-stop" in recorded:
         return _after_deadline_stop(state, int(recorded["deadline-stop"].get("details", {}).get("step", 0)))
     if newest.status == "SUCCEEDED" and newest.deadline_stop is not None:
@@ -432,13 +502,7 @@ def decide(state: State) -> Action:
         if extends(newest.metadata, wanted):
             reason = f"the schedule asks for more (maxSteps {newest.metadata.get('maxSteps') or 'none'} -> {wanted['maxSteps'] or 'none'}, epochs {newest.metadata.get('epochs')} -> {wanted['epochs']})"
             return Action("extend", newest.number, reason)
-        if state.can_export and "export-submitted" not in recorded:
-            return Action("export", newest.number, f"attempt {newest.number} SUCCEEDED")
-        if state.export_status == "SUCCEEDED" and "exported" not in recorded:
-            submitted = recorded["export-submitted"]
-            return Action("record", newest.number, f"the export {export_submission_of(submitted)} SUCCEEDED",
-                          "exported", details=dict(submitted.get("details") or {}))  # fmt: skip
-        return _idle(state, f"attempt {newest.number} SUCCEEDED")
+        return _export_then_idle(state, f"attempt {newest.number} SUCCEEDED")
     if "failed" not in recorded:
         return _judge_failure(state)
     for over in ("not-retried", "gave-up"):

@@ -57,6 +57,18 @@ class ParkTarget:
 
 
 @dataclass(frozen=True)
+class GpuPrices:
+    """What a budgeted run's GPU nodes cost, as `pulumi up` priced them (jobs/guardian/settings.py gpu_prices_setting)."""
+
+    node_hourly: dict[str, float | None]
+    """$/h of one GPU node on each rung (None: no price)."""
+    stack_rungs: dict[str, int]
+    """The stack's GPU nodes per rung, for an attempt whose rungs the record lacks."""
+    catalog_date: str
+    """The date of the price catalog."""
+
+
+@dataclass(frozen=True)
 class Settings:
     """What the guardian follows (jobs/guardian/settings.py `guardian_settings` writes it as JSON)."""
 
@@ -82,6 +94,8 @@ class Settings:
     """What bills on once the GPUs are at zero (the settings' `idleBill`)."""
     park: ParkTarget | None = None
     """What it parks after the scale to zero (the settings' `park`); None: it does not park."""
+    gpu_prices: GpuPrices | None = None
+    """What the attempts' GPU nodes cost (the settings' `gpuPrices`), for the run's budget; None: no budget."""
     raw: dict[str, Any] = field(default_factory=dict, compare=False)
     """Every key of the settings, for the hooks (namespace, RayCluster and worker group names, ...)."""
 
@@ -129,8 +143,33 @@ def settings_from(values: dict[str, Any], source: str) -> Settings:
         world_size=values["worldSize"],
         idle_rate=idle_rate_from(values["idleBill"], source),
         park=park_from(values.get("park"), source),
+        gpu_prices=gpu_prices_from(values, source),
         raw=dict(values),
     )
+
+
+def gpu_prices_from(values: dict[str, Any], source: str) -> GpuPrices | None:
+    """The GpuPrices of the settings' `gpuPrices` object, which a submission with a budget (job metadata `maxCost`,
+    `maxGpuHours`) needs; None for a run without a budget. GuardError names a missing or mistyped field."""
+    metadata = values["submission"].get("metadata") or {}
+    budgeted = any(metadata.get(key) for key in ("maxCost", "maxGpuHours"))
+    prices = values.get("gpuPrices")
+    if prices is None and not budgeted:
+        return None
+    if not isinstance(prices, dict):
+        raise GuardError(f"{source}: the run has a budget and 'gpuPrices' is {prices!r}; write the file with"
+                         " guardian_settings(config)")  # fmt: skip
+    hourly, rungs, date = prices.get("nodeHourly"), prices.get("stackRungs"), prices.get("catalogDate")
+    if not isinstance(hourly, dict) or not all(
+        rate is None or (isinstance(rate, (int, float)) and not isinstance(rate, bool) and rate >= 0)
+        for rate in hourly.values()
+    ):
+        raise GuardError(f"{source}: 'gpuPrices.nodeHourly' must map each rung to $/h or null, got {hourly!r}")
+    if not isinstance(rungs, dict) or not all(type(count) is int and count > 0 for count in rungs.values()):
+        raise GuardError(f"{source}: 'gpuPrices.stackRungs' must map a rung to its GPU nodes, got {rungs!r}")
+    if not isinstance(date, str):
+        raise GuardError(f"{source}: 'gpuPrices.catalogDate' must be the price catalog's date, got {date!r}")
+    return GpuPrices({rung: None if rate is None else float(rate) for rung, rate in hourly.items()}, dict(rungs), date)
 
 
 PARK_KEYS = {"instance": str, "bucket": str, "runPath": str, "exportsPath": str, "deadlineSeconds": (int, float)}

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -13,13 +14,14 @@ from typing import TYPE_CHECKING
 from core.config.model import PROJECT_NAMESPACE, StackConfig
 from core.prices import catalog, gpu_hourly
 from core.stackfile import stack_file
-from incluster import job_client, readiness, run_submission, scaling
+from incluster import budget, job_client, readiness, run_submission, scaling
 from incluster.logs import plain
+from incluster.progress import parse_verl_metrics
 from incluster.runs import run_dir_of
 from jobs.cli.lines import ProgressLine, counted, first_line
 from jobs.cli.stack_jobs import job_line, pick_job, print_records
 from jobs.runs.observe import dollars_so_far
-from jobs.runs.observed import ray_attempts
+from jobs.runs.observed import VERL_STEP_TIME_KEY, ray_attempts
 from jobs.spec.generation import record_generation
 from jobs.spec.training import TrainingSpec, submission_of, training_spec
 from jobs.submit.parked import mark_parked_stale
@@ -65,6 +67,38 @@ def cost_so_far(client: JobSubmissionClient, config: StackConfig, submission_id:
     return lambda: f"  ${dollars_so_far(attempts, hourly):,.2f} so far{rate}"
 
 
+class ProjectedEnd:
+    """What the followed log says of the pace (each step line's verl `timing_s/step`, else the time between step
+    lines as they come) and how the progress line shows the run's projected end from it (incluster/budget.py
+    projected_end at the stack's $/h; the log reads no record, so no preemption is folded in: `status` does)."""
+
+    def __init__(self, config: StackConfig, framework: str, clock: Callable[[], float] = time.time) -> None:
+        self.max_steps, self.hourly, self.framework, self.clock = config.grpo.max_steps, gpu_hourly(config, catalog()), framework, clock  # fmt: skip
+        self.seconds: list[float] = []
+        self.step = 0
+        self.seen_at: float | None = None
+
+    def see(self, line: str) -> None:
+        """Take one log line: a verl step line adds its step time."""
+        metrics = parse_verl_metrics(plain(line)) if self.framework == "verl" else None
+        if metrics is None or "step" not in metrics:
+            return
+        now = self.clock()
+        took = metrics.get(VERL_STEP_TIME_KEY)
+        if took is None and self.seen_at is not None:
+            took = now - self.seen_at
+        if took is not None:
+            self.seconds.append(took)
+        self.step, self.seen_at = max(self.step, int(metrics["step"])), now
+
+    def suffix(self) -> str:
+        """`  projected end: ...` once a step time is known and the schedule has a step limit, else ""."""
+        if self.hourly is None:
+            return ""
+        found = budget.projected_end(self.seconds, self.step, self.max_steps, self.hourly)
+        return "" if found is None else f"  {budget.projection_line(found, self.hourly, self.clock())}"
+
+
 def follow(
     client: JobSubmissionClient,
     config: StackConfig,
@@ -76,17 +110,21 @@ def follow(
     stack = config.stack
     progress = ProgressLine()
 
+    projected = ProjectedEnd(config, framework)
+
     def on_line(line: str) -> None:
-        progress.close()
-        print(line, flush=True)
+        projected.see(line)
+        if stream:
+            progress.close()
+            print(line, flush=True)
 
     try:
         suffix = cost_so_far(client, config, submission_id)
 
         def report(text: str) -> None:
-            progress(text + suffix())
+            progress(text + suffix() + projected.suffix())
 
-        status = job_client.follow(client, submission_id, framework, on_line if stream else None, report)
+        status = job_client.follow(client, submission_id, framework, on_line, report)
         return finish(client, submission_id, status, show_lines=not stream)
     except KeyboardInterrupt:
         raise Interrupted(

@@ -13,19 +13,20 @@ from typing import TYPE_CHECKING
 
 from core.config.model import StackConfig
 from core.prices import catalog, idle_bill
-from incluster import job_client, readiness, scaling
+from incluster import budget, job_client, readiness, scaling
 from incluster.capacity_events import NODE_POOL_LABEL, rung_of_node
 from incluster.endpoint import Endpoint
 from incluster.export_submission import submit_export
 from incluster.guardian.cluster import api_endpoint, gpu_nodes_of
 from incluster.logs import ERROR_SCAN_LINES, error_line, plain
-from incluster.record import record_lines
+from incluster.record import GPU_CAPACITY_LOST, record_lines
 from jobs.cli.follow import follow
 from jobs.cli.lines import ProgressLine, counted
 from jobs.cli.stack_jobs import job_line, pick_job, record_where, run_of
 from jobs.runs import observed
 from jobs.runs.export import export_of, export_submission, exports_dir
 from jobs.runs.first_step import HEADING, FirstStep, first_step_lines, first_steps, first_steps_json
+from jobs.runs.goodput import Goodput
 from jobs.runs.idle import IdleView, idle_view
 from jobs.runs.observe import RunView, run_view
 from jobs.runs.plot import draw, markers
@@ -146,6 +147,35 @@ def run_idle(view: RunView | None, config: StackConfig, moment: float) -> IdleVi
     return idle_view(view.record, view.attempts, config.job.idle_minutes, planned, moment)
 
 
+def budget_status(view: RunView, config: StackConfig, moment: float) -> str | None:
+    """The run's budget line (incluster/budget.py budget_line): job.maxCost and job.maxGpuHours against what the
+    attempts Ray lists spent by `moment`, each at its rungs' list price, and the guardian's stop at it when the newest
+    attempt has one; None without a budget."""
+    limits = {"maxCost": config.job.max_cost, "maxGpuHours": config.job.max_gpu_hours}
+    if all(value is None for value in limits.values()):
+        return None
+    spans = [budget.Span(item.number, item.start, item.end) for item in view.attempts if item.start is not None]
+    used = budget.spent(spans, view.record, view.node_hourly, view.stack_rungs, moment)
+    newest = max((item.number for item in view.attempts), default=0)
+    return budget.budget_line(limits, used, budget.stop_entry(view.record, newest))
+
+
+def projected_status(view: RunView, config: StackConfig, figures: Goodput, moment: float) -> str | None:
+    """The run's projected end (incluster/budget.py projected_end) while its newest attempt is live: the steps left to
+    grpo.maxSteps at the median of the newest measured step times (jobs/runs/observed.py step_points), at the newest
+    attempt's rungs' $/h, with each preemption's measured loss (goodput's Loss: after the checkpoint and the restart)
+    folded in once one happened; None otherwise, or without a price."""
+    newest = view.attempts[-1] if view.attempts else None
+    prices = view.prices()
+    if newest is None or newest.status not in job_client.LIVE or not prices or prices[-1].hourly is None:
+        return None
+    times = [point.step_s for point in observed.step_points(view.lines, view.framework) if point.step_s is not None]
+    recoveries = [loss.total_s for loss in figures.losses if loss.failure == GPU_CAPACITY_LOST]
+    hourly = prices[-1].hourly
+    found = budget.projected_end(times, figures.steps_done, config.grpo.max_steps, hourly, recoveries)
+    return None if found is None else budget.projection_line(found, hourly, moment)
+
+
 def measured_first_steps(view: RunView, now: float) -> list[FirstStep]:
     """Each attempt's time to its first step line, from the run's record (submissions) and step lines."""
     return first_steps(observed.goodput_attempts(view.attempts, view.record, view.lines), view.steps(), now)
@@ -240,6 +270,9 @@ def cmd_status(args: argparse.Namespace, config: StackConfig) -> int:
             print(f"  {line}")
         for line in [] if unpriced else view.pricing_lines():
             print(f"  {line}")
+        for line in (budget_status(view, config, moment), projected_status(view, config, figures, moment)):
+            if line is not None:
+                print(f"  {line}")
         print_first_steps(starts or [])
         for line in time_lines(view, moment):
             print(line)

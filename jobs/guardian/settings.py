@@ -13,8 +13,9 @@ from typing import Any
 
 from core import names
 from core.config.model import StackConfig
+from core.facts.capacity import RUNGS
 from core.facts.platform import GPUS_PER_NODE
-from core.prices import catalog, idle_bill
+from core.prices import catalog, gpu_node_ceiling, idle_bill
 from incluster.lustre_transfer import TRANSFER_DEADLINE_SECONDS, instance_name
 from incluster.park import lustre_path
 from jobs.preflight.settings import preflight_template
@@ -46,6 +47,26 @@ def guardian_settings(config: StackConfig) -> dict[str, Any]:
         "cordonBadNodes": config.job.cordon_bad_nodes,
         "idleBill": idle_bill_setting(config),
         "park": park_setting(config),
+        **gpu_prices_setting(config),
+    }
+
+
+def gpu_prices_setting(config: StackConfig) -> dict[str, Any]:
+    """For a run with a budget (job.maxCost or job.maxGpuHours, in the submission's metadata): `gpuPrices`, what the
+    guardian prices the attempts' GPU nodes at (the cluster has no price catalog): one node's $/h on each rung as
+    `python -m jobs status` prices it (core/prices.py gpu_node_ceiling: flex-start at the on-demand rate, at most;
+    null: no price), the stack's nodes per rung where the record has none, and the catalog's date. Nothing without a
+    budget, so that such a stack's settings stay as they were."""
+    if config.job.max_cost is None and config.job.max_gpu_hours is None:
+        return {}
+    prices = catalog()
+    node_hourly = {rung: gpu_node_ceiling(config, prices, rung) for rung in RUNGS}
+    return {
+        "gpuPrices": {
+            "nodeHourly": {rung: None if rate is None else round(rate, 8) for rung, rate in node_hourly.items()},
+            "stackRungs": {config.gpu.provisioning: config.gpu.nodes},
+            "catalogDate": prices.date,
+        }
     }
 
 

@@ -18,9 +18,10 @@ from core.prices import IdleBill, listed
 from jobs.runs.goodput import duration
 from jobs.runs.observed import RayAttempt
 
-RUN_OVER_EVENTS = ("succeeded", "not-retried", "gave-up")
+RUN_OVER_EVENTS = ("succeeded", "not-retried", "gave-up", "budget-stop")
 """Record events after which the guardian's policy lets the GPU workers go (incluster/guardian/policy.py `_idle`);
-a schedule that asks for more is extended at once into a newer attempt, which is not over."""
+a schedule that asks for more, or a budget raised after a `budget-stop`, goes on at once into a newer attempt, which
+is not over."""
 
 
 @dataclass(frozen=True)

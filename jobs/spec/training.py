@@ -392,7 +392,13 @@ def submission_of(config: StackConfig, spec: TrainingSpec, attempt: int) -> dict
                 sorted({**spec.env_vars, **tracking_env(config, spec.run), "GRPO_RUN_DIR": spec.run_dir}.items())
             )
         },
-        "metadata": {"stack": config.stack, "framework": spec.framework, "run": spec.run, **schedule_of(config)},
+        "metadata": {
+            "stack": config.stack,
+            "framework": spec.framework,
+            "run": spec.run,
+            **schedule_of(config),
+            **budget_of(config),
+        },
     }
     return for_attempt(first, attempt)
 
@@ -417,6 +423,14 @@ def schedule_of(config: StackConfig) -> dict[str, str]:
     """The schedule an attempt asks for, as job metadata (Ray's metadata values are text; "" is no step limit)."""
     max_steps = config.grpo.max_steps
     return {"maxSteps": "" if max_steps is None else str(max_steps), "epochs": str(config.grpo.epochs)}
+
+
+def budget_of(config: StackConfig) -> dict[str, str]:
+    """The run's budget as job metadata (incluster/budget.py limits_of reads it): `maxCost` and `maxGpuHours`, each
+    only when set, so that a run without a budget keeps the metadata it had. Outside the run's hash like the
+    schedule: a raised budget resumes the run (incluster/run_submission.py `raised`), it is not a new one."""
+    limits = {"maxCost": config.job.max_cost, "maxGpuHours": config.job.max_gpu_hours}
+    return {key: str(value) for key, value in limits.items() if value is not None}
 
 
 def submission_for(config: StackConfig) -> dict:

@@ -1166,6 +1166,25 @@ JOB_AND_TOKEN = [
         "grpo-gke:job.cordonBadNodes: cordons the nodes a preflight names, and job.preflight is off; set"
         " job.preflight to gpu or full, or cordonBadNodes to false",
     ),
+    ok("budget-cost-and-gpu-hours", {"grpo-gke:job.maxCost": 250.5, "grpo-gke:job.maxGpuHours": 64}),
+    bad("budget-cost-0", {"grpo-gke:job.maxCost": 0}, "grpo-gke:job.maxCost: must be greater than 0.0, got 0"),
+    bad(
+        "budget-gpu-hours-negative",
+        {"grpo-gke:job.maxGpuHours": -8},
+        "grpo-gke:job.maxGpuHours: must be greater than 0.0, got -8",
+    ),
+    bad(
+        "budget-without-the-guardian",
+        {"grpo-gke:job.maxCost": 100, "grpo-gke:job.recover": False},
+        "grpo-gke:job.maxCost: needs job.recover true: the run guardian keeps the budget; set job.recover true or"
+        " unset the key",
+    ),
+    bad(
+        "budget-on-nemo-rl",
+        {**NEMO, "grpo-gke:job.maxGpuHours": 16},
+        "grpo-gke:job.maxGpuHours: is kept for verl runs only: the guardian stops a verl attempt right after a save,"
+        " and NeMo-RL's saves are not read yet; unset the key",
+    ),
     ok("token-set", {"grpo-gke:hfToken": "hf_abc"}),
     *(
         bad(
@@ -1597,6 +1616,8 @@ def test_section_defaults() -> None:
         "idleMinutes": 15,
         "preflight": None,
         "cordonBadNodes": False,
+        "maxCost": None,
+        "maxGpuHours": None,
     }
 
 

@@ -9,6 +9,7 @@ and a verl attempt stopped by the guardian before a known end and resumed."""
 from __future__ import annotations
 
 import functools
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -471,3 +472,67 @@ def test_on_a_new_head_the_provider_and_submit_number_past_the_guardians_record_
     stopped = two_nodes.call(job_client.stop_jobs, going.client, two_nodes.call(job_client.attempts, going.client,
                              going.id))  # fmt: skip
     assert stopped == [f"{going.id}-3"]
+
+
+BUDGET_STEPS = 24
+"""The budgeted run's schedule: steps of half a second, a save every 2."""
+
+
+def test_a_run_stopped_at_its_budget_after_its_last_save_within_it_is_exported_scaled_and_resumed_once_raised(
+    two_nodes, tmp_path, make_stack, capsys
+):
+    """Once attempt 1 logged its first step, job.maxCost is set to what it spent so far and 5 s more of the dev stack's
+    spot node (its price in the guardian's settings; a start-up that takes long on a loaded machine then changes
+    nothing), less than the schedule: the guardian stops attempt 1 right after the last save that completes within it,
+    records why, exports it and scales the GPU workers to zero (the recording stand-ins); `python -m jobs status`
+    says so in one line, and the provider (pulumi up's post-deploy step) submits nothing more; with job.maxCost
+    raised it resumes the run from that save, and the guardian with the raised settings follows it to its end."""
+    from jobs.submit.provider import JobProvider
+
+    entrypoint = stand_in_trainer("--save-every", "2", "--step-seconds", "0.5")
+    first = GuardedRun(two_nodes, "guard-budget", tmp_path, entrypoint, steps=BUDGET_STEPS, maxCost=100)
+    first.submit_first()
+    wait_until(lambda: steps_in(first.logs(1)) != [], "attempt 1's first step", 60)
+    started = two_nodes.call(first.client.get_job_info, f"{first.id}-1").start_time / 1000
+    hourly = guardian_settings(first.config)["gpuPrices"]["nodeHourly"]["spot"]
+    cost = round((time.time() - started + 5) * hourly / 3600, 4)
+    stopped_run = GuardedRun(two_nodes, "guard-budget", tmp_path, entrypoint, steps=BUDGET_STEPS, maxCost=cost)
+    stand_ins = Recorded()
+    stopped_run.guard(stand_ins.hooks(), idleMinutes=0.02)
+    assert stopped_run.events() == [(1, "budget-stop"), (1, "export-submitted"), (1, "scaled-to-zero")]
+    details = stopped_run.entry(1, "budget-stop")["details"]
+    step = details["step"]
+    assert step is not None, (stopped_run.entry(1, "budget-stop")["reason"], stopped_run.logs(1)[-1500:])
+    assert 2 <= step < BUDGET_STEPS and step % 2 == 0 and details["limit"] == "maxCost"
+    assert details["maxCost"] == cost and 0 < details["spent"] < cost
+    assert job_client.status_text(two_nodes.call(first.client.get_job_status, f"{first.id}-1")) == "STOPPED"
+    assert stand_ins.exports == [(1, step)] and stand_ins.scaled == [first.id]
+
+    name, directory = make_stack("guard-budget", grpo={"maxSteps": BUDGET_STEPS}, job={"preflight": "off",
+                                 "maxCost": cost})  # fmt: skip
+    where = ("--stack", name, "--dir", str(directory), "--address", two_nodes.dashboard_url)
+    status = two_nodes.cli("status", *where, "--data-root", str(tmp_path))
+    assert status.returncode == 0, status.stderr
+    said = [line for line in status.stdout.splitlines() if line.startswith("  budget: ")]
+    assert len(said) == 1 and re.fullmatch(
+        rf"  budget: \$0\.\d\d of \${cost:,.2f} spent, \$0\.\d\d left: the guardian stopped attempt 1 at"
+        rf" job\.maxCost after saving step {step}; raise job\.maxCost and pulumi up to resume",
+        said[0],
+    ), status.stdout
+
+    provider = JobProvider()
+    kept = provider_props(stopped_run, "uid-1", ready_timeout=30)
+    capsys.readouterr()
+    unchanged = two_nodes.call(provider.update, name, kept, kept, timeout=GUARD_SECONDS)
+    assert unchanged.outs["submission_id"] == f"{first.id}-1" and first.attempt_ids() == [f"{first.id}-1"]
+    assert "nothing submitted (raise job.maxCost or job.maxGpuHours and pulumi up" in capsys.readouterr().err
+
+    raised = GuardedRun(two_nodes, "guard-budget", tmp_path, entrypoint, steps=BUDGET_STEPS, maxCost=5)
+    assert raised.id == first.id
+    updated = two_nodes.call(provider.update, name, kept, provider_props(raised, "uid-1", ready_timeout=30),
+                             timeout=GUARD_SECONDS)  # fmt: skip
+    assert updated.outs["submission_id"] == f"{raised.id}-2"
+    raised.guard(stand_ins.hooks(), idleMinutes=0.02)
+    assert raised.events()[3:] == [(2, "succeeded"), (2, "export-submitted"), (2, "scaled-to-zero")]
+    assert steps_in(raised.logs(2)) == list(range(step + 1, BUDGET_STEPS + 1))
+    assert stand_ins.exports == [(1, step), (2, BUDGET_STEPS)]

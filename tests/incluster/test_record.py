@@ -177,6 +177,10 @@ def test_bytes_that_are_not_utf8_inside_a_line_do_not_stop_the_read(tmp_path):
          {"reason": "", "resumed_from_step": None}),
         ({"time": "t", "attempt": 1, "event": "recovering", "reason": "r", "details": {"backoff_s": 2.5}},
          {"resumed_from_step": None}),
+        ({"time": "t", "attempt": 2, "event": "budget-stop", "reason": "r", "details": {"step": 6, "limit": "maxCost",
+          "maxCost": 40, "maxGpuHours": None, "spent": 31.5, "gpuHours": 2.1}}, {"resumed_from_step": None}),
+        ({"time": "t", "attempt": 1, "event": "budget-stop", "reason": "r", "details": {"step": None,
+          "limit": "maxGpuHours", "maxGpuHours": 0.5}}, {"resumed_from_step": None}),
     ],
 )  # fmt: skip
 def test_lines_of_another_shape_that_can_be_used_are_read_as_entry_writes_them(tmp_path, line, read_as):
@@ -199,6 +203,20 @@ def test_lines_of_another_shape_that_can_be_used_are_read_as_entry_writes_them(t
         ({"time": "t", "attempt": 1, "event": "failed", "last_lines": "x"}, "last_lines that are not lines"),
         ({"time": "t", "attempt": 1, "event": "deadline-stop", "details": {"step": None}}, "details.step"),
         ({"time": "t", "attempt": 1, "event": "recovering", "details": {}}, "details.backoff_s"),
+        (
+            {"time": "t", "attempt": 1, "event": "budget-stop", "details": {"step": "6", "limit": "maxCost"}},
+            "details.step that is not a step",
+        ),
+        ({"time": "t", "attempt": 1, "event": "budget-stop", "details": {"step": 6}}, "details.limit"),
+        (
+            {
+                "time": "t",
+                "attempt": 1,
+                "event": "budget-stop",
+                "details": {"step": 6, "limit": "maxCost", "spent": "31.5"},
+            },
+            "details.spent that is not a number",
+        ),
     ],
 )
 def test_lines_that_cannot_be_used_are_skipped_and_reported_once_each(tmp_path, line, why):

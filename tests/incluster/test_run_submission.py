@@ -220,3 +220,49 @@ def test_a_refused_id_that_ray_holds_is_another_submitters_attempt_and_nothing_e
     outcome = run_submission.ensure_run(client, submission, NOTHING_KNOWN)
     assert (outcome.action, outcome.submission_id, outcome.status) == ("taken", f"{run}-2", "RUNNING")
     assert outcome.sentence() == f"{run}-2 was submitted by another submitter first (RUNNING); nothing submitted"
+
+
+def budgeted_attempt(max_cost: float | None, max_gpu_hours: float | None = None):
+    """Attempt 1 of the dev stack's run with job.maxCost and job.maxGpuHours (the budget, in its job metadata)."""
+    from jobs.spec.training import submission_of, training_spec
+    from tests.jobs.spec.test_training import config_of
+
+    config = config_of("dev", grpo={"maxSteps": 100}, job={"maxCost": max_cost, "maxGpuHours": max_gpu_hours})
+    return submission_of(config, training_spec(config), 1)
+
+
+def test_a_run_stopped_at_its_budget_is_over_until_the_budget_that_stopped_it_is_raised():
+    """The guardian's `budget-stop` (incluster/guardian/policy.py) ends the run for every submitter, on the head that
+    lists the STOPPED attempt and on a new one, until job.maxCost rises; a budget kept or lowered resumes nothing."""
+    stopped = {"step": 4, "limit": "maxCost", "maxCost": 40.0, "maxGpuHours": None, "spent": 35.0, "gpuHours": 3.0}
+    entries = [{"attempt": 1, "event": "budget-stop", "reason": "the next save would pass $40", "details": stopped}]
+    for cost, hours, action in ((40.0, None, "over"), (30.0, None, "over"), (60.0, None, "raised"),
+                                (None, None, "raised"), (60.0, 8.0, "raised")):  # fmt: skip
+        submission = budgeted_attempt(cost, hours)
+        run = submission["metadata"]["run"]
+        for listed in (["STOPPED"], []):
+            client = AttemptsClient(run, listed, {"maxSteps": "100", "epochs": "1", "maxCost": "40.0"})
+            outcome = run_submission.ensure_run(client, submission, known(entries, (1,)))
+            assert outcome.action == action, (cost, hours, listed)
+            if action == "over":
+                assert (outcome.submission_id, client.submitted) == (f"{run}-1", [])
+                assert not run_submission.wants_workers(client, submission, known(entries, (1,)))
+                assert outcome.sentence() == (
+                    f"the run is over: the run guardian stopped {run}-1 at the run's budget: the next save would pass"
+                    " $40; nothing submitted (raise job.maxCost or job.maxGpuHours and pulumi up to resume it)"
+                )
+            else:
+                assert [kwargs["submission_id"] for kwargs in client.submitted] == [f"{run}-2"]
+                assert outcome.sentence() == (
+                    f"submitted {run}-2: the run's budget was raised and the run resumes from its checkpoint"
+                )
+
+
+def test_the_budget_is_job_metadata_only_when_set_and_outside_the_runs_hash():
+    with_budget, without = budgeted_attempt(12.5, 3.0), budgeted_attempt(None)
+    assert {key: with_budget["metadata"][key] for key in ("maxCost", "maxGpuHours")} == {
+        "maxCost": "12.5",
+        "maxGpuHours": "3.0",
+    }
+    assert "maxCost" not in without["metadata"] and "maxGpuHours" not in without["metadata"]
+    assert with_budget["metadata"]["run"] == without["metadata"]["run"]

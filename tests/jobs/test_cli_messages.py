@@ -732,3 +732,81 @@ def test_the_follow_line_of_a_ladder_stack_says_its_dollars_are_at_gpu_provision
     )
     plain = config.model_copy(update={"gpu": config.gpu.model_copy(update={"capacity": None})})
     assert cost_so_far(client, plain, attempt)() == f"  ${spot * 1490 / 3600:,.2f} so far"
+
+
+def test_status_of_a_live_run_shows_its_projected_end_at_the_current_rungs(make_stack, capsys, monkeypatch):
+    """Issue 33 item 3: stand_in_run's run with grpo.maxSteps 10 and job.maxCost 50, attempt 2 still RUNNING at
+    1800 s: 5 steps left at the median of the measured step times (verl's timing_s/step 91 to 95 s: 93 s), at attempt
+    2's spot node's $/h; attempt 1's failure is no preemption, so no recovery is folded in. The whole output."""
+    from ray.job_submission import JobStatus
+
+    from core.prices import catalog, gpu_hourly
+    from incluster import job_client
+    from jobs.cli import runs as cli_runs
+    from tests.conftest import config_of
+    from tests.jobs.runs.test_observed import T0
+
+    live = stand_in_run(make_stack, monkeypatch, grpo={"maxSteps": 10}, job={"maxCost": 50})
+    stand_in = job_client.connect(None)
+    jobs = [
+        job.model_copy(update={"status": JobStatus.RUNNING, "end_time": None, "message": ""})
+        if job.submission_id == f"{live.run}-2" else job
+        for job in stand_in.list_jobs()
+    ]  # fmt: skip
+    monkeypatch.setattr(job_client, "connect", lambda endpoint: StandInJobs(jobs, stand_in.logs))
+    monkeypatch.setattr(cli_runs, "now", lambda: T0 + 1800)
+    code, out, err = cli(capsys, "status", *live.args, "--data-root", str(live.data))
+    run, hourly = live.run, gpu_hourly(config_of("dev"), catalog())
+    assert (code, err) == (0, "")
+    spent = hourly * 1490 / 3600
+    assert out.splitlines() == [
+        f"{run}-2  RUNNING  run={run}  attempt=2  started=2026-12-01 10:20:00Z",
+        *status_head(run)[2:],
+        f"  cost: ${spent:.2f} so far, ${hourly * 550 / 3600:.2f} lost, ${spent / 5:.2f} per step",
+        "  priced by the rungs each attempt ran on (core/facts/prices.json of 2026-12-01):",
+        f"    attempts 1-2: 1 spot, ${hourly:.2f}/h (not recorded: gpu.nodes on gpu.provisioning)",
+        f"  budget: ${spent:.2f} of $50.00 spent, ${50 - spent:.2f} left",
+        f"  projected end: step 10 in ~7m 45s (2026-12-01T10:37:45.000Z), ~${hourly * 465 / 3600:.2f} more at"
+        f" ${hourly:.2f}/h",
+        *FIRST_STEP_LINES,
+        *STEP_TIME_LINES[:8],
+        # STEP_TIME_LINES' wall time at 1800 s: attempt 2 still running, so nothing idle yet.
+        "wall time by kind (29m 00s since the first submission):",
+        "  setup                  7m 29s   26%",
+        "  training              13m 54s   48%",
+        "  checkpointing              0s    0%",
+        "  recovery               7m 37s   26%",
+        "  waiting for capacity       0s    0%",
+        "  idle, GPUs up              0s    0%",
+        "  idle at zero               0s    0%",
+        f"export of {run}:",
+        f"  raysubmit_4kX2  SUCCEEDED  export of run={run}  step=newest  started=2026-12-01 10:31:40Z",
+    ]
+
+
+def test_the_follow_line_adds_the_projected_end_from_the_step_lines_it_has_seen(make_stack, monkeypatch):
+    """Issue 33 item 3: `submit --wait` and `logs --follow` add the projected end to their progress line once a verl
+    step line gave a step time (its timing_s/step, else the time since the previous step line) and the schedule has
+    grpo.maxSteps; at the stack's $/h, no record read (status folds in preemptions)."""
+    from jobs.cli.follow import ProjectedEnd
+    from jobs.submit.target import load_stack
+    from tests.jobs.runs.test_observed import T0, verl_log
+
+    live = stand_in_run(make_stack, monkeypatch, grpo={"maxSteps": 10})
+    clock = [T0]
+    projected = ProjectedEnd(load_stack("cli", live.directory), "verl", clock=lambda: clock[0])
+    assert projected.suffix() == ""
+    projected.see("(TaskRunner pid=9) Training Progress: 10%")
+    assert projected.suffix() == ""
+    for line in verl_log((100, 1, 0.1), (200, 2, 0.2)).splitlines():
+        projected.see(line.split("\t", 1)[1])
+    spot = 40.81698  # core/facts/prices.json a3-ultragpu-8g spot in us-central1-b
+    # timing_s/step 91 and 92 s: 91.5 s a step, 8 steps left
+    assert projected.suffix() == (
+        f"  projected end: step 10 in ~12m 12s (2026-12-01T10:12:12.000Z), ~${spot * 732 / 3600:.2f} more at"
+        f" ${spot:.2f}/h"
+    )
+    no_limit = ProjectedEnd(load_stack("cli", live.directory).model_copy(update={"grpo": load_stack(
+        "cli", live.directory).grpo.model_copy(update={"max_steps": None})}), "verl", clock=lambda: clock[0])  # fmt: skip
+    no_limit.see("step:1 - critic/score/mean:np.float64(0.1) - timing_s/step:91.0")
+    assert no_limit.suffix() == ""

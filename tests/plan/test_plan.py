@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +13,7 @@ import pulumi
 import pytest
 import yaml
 
+from jobs.runs.goodput import duration
 from plan import harness, writer
 from plan.cli import main
 from plan.monitor import SECRET_PLACEHOLDER, UNKNOWN, UNKNOWN_PLACEHOLDER, wire_value
@@ -278,3 +280,35 @@ def test_transitive_reduction_keeps_reachability_and_drops_implied_edges():
 
     edges = {("a", "b"): None, ("b", "c"): None, ("a", "c"): None, ("c", "d"): None}
     assert list(transitive_reduction(edges)) == [("a", "b"), ("b", "c"), ("c", "d")]
+
+
+def test_the_plan_prints_the_budget_as_hours_of_the_stack_and_refuses_one_that_cannot_reach_the_first_step(tmp_path):
+    """job.maxCost over the stack's $/h and job.maxGpuHours over its GPUs in the summary; a budget below the first
+    step the plan models (first-step.json) exits 2 with one line naming the key, and nothing is written."""
+    stack = yaml.safe_load(shipped_stack_file("dev").read_text())
+    stack["config"].setdefault("grpo-gke:job", {}).update({"maxCost": 500, "maxGpuHours": 64})
+    path = tmp_path / "Pulumi.budget.yaml"
+    path.write_text(yaml.safe_dump(stack))
+    result = _run_cli("plan", "--config", str(path), "--out", str(tmp_path / "out"))
+    assert result.returncode == 0, result.stderr
+    hourly = json.loads((tmp_path / "out" / "cost.json").read_text())["totalHourly"]
+    said = [line.strip() for line in result.stdout.splitlines() if line.startswith("  budget: ")]
+    hours = duration(500 / hourly * 3600)
+    assert said == [
+        f"budget: job.maxCost $500.00 = {hours} of the stack at ${hourly:,.2f}/h; job.maxGpuHours 64 = 8h 00m of its 8 GPUs"
+    ]
+    first_step = json.loads((tmp_path / "out" / "first-step.json").read_text())["fromUp"]["seconds"]
+    for key, value, line in (
+        ("maxCost", 0.5, r"^error: grpo-gke:job\.maxCost: \$0\.50 cannot buy the ~\d+m \d\ds to the first step the plan"
+                         r" models \(\$\d+\.\d\d at \$\d+\.\d\d/h\); raise it or unset it$"),
+        ("maxGpuHours", 0.1, r"^error: grpo-gke:job\.maxGpuHours: 0\.1 cannot buy the ~\d+m \d\ds to the first step the"
+                             r" plan models \(\d+\.\d\d GPU hours on 8 GPUs\); raise it or unset it$"),
+    ):  # fmt: skip
+        stack["config"]["grpo-gke:job"] = {key: value}
+        path.write_text(yaml.safe_dump(stack))
+        refused = _run_cli("plan", "--config", str(path), "--out", str(tmp_path / key))
+        assert (refused.returncode, refused.stdout) == (2, ""), refused.stderr
+        assert re.fullmatch(line, refused.stderr.strip()) and not (tmp_path / key).exists(), (
+            first_step,
+            refused.stderr,
+        )

@@ -118,3 +118,10 @@ def test_after_the_scale_to_zero_a_parked_run_says_what_stops_the_lustre_bill_an
         "parking failed at 2026-12-01 10:46:00Z: exporting /checkpoints/r failed (code 7): denied"
     ]
     assert idle_view([*SUCCEEDED, SCALED], ATTEMPTS, 15, PLANNED, END + 3600).as_json()["park"] is None
+
+
+def test_a_run_the_guardian_stopped_at_its_budget_is_over_and_idles_like_one_that_succeeded():
+    stopped = (ATTEMPTS[0], RayAttempt(2, "STOPPED", T0 + 1200, END))
+    budget_stop = entry(-5, 2, "budget-stop", details={"step": 4, "limit": "maxCost", "maxCost": 40.0})
+    view = idle_view([*SUCCEEDED[:3], budget_stop, SCALED], stopped, 15, PLANNED, END + 1800)
+    assert view is not None and view.lines()[0].startswith("idle since 2026-12-01 10:45:00Z (15m 00s), about $0.21")
