@@ -36,6 +36,16 @@ default in the composed ppo_trainer (the bound of its dynamic batching). A defau
 microBatchSizePerGpu holds at most this many tokens of full-length samples
 (maxPromptLength + maxResponseLength)."""
 
+NODE_BOOT_DISK_TYPE = "pd-balanced"
+"""The boot disk type GKE gives a node whose pool names none, from 1.24 (GKE "Configuring a custom boot disk",
+docs.cloud.google.com/kubernetes-engine/docs/how-to/custom-boot-disks: "By default, GKE uses balanced Persistent
+Disks in version 1.24 or later"); the head's pool names none, a GPU pool its machine's GpuMachine.boot_disk_type."""
+
+NODE_BOOT_DISK_GB = 100
+"""Size of each node's boot disk: the pools set none, and a node pool's boot disk "Defaults to 100GB"
+(pulumi-gcp 10.2.0 container NodePoolNodeConfigArgs disk_size_gb; GB here as in every Compute Engine disk size,
+binary)."""
+
 RDMA_SUBNET_COUNT = 8
 """One RDMA subnet per GPU NIC (CT gpu-rdma-vpc `subnetworks_template.count: 8`)."""
 
