@@ -13,7 +13,6 @@ from typing import Any
 
 from core import names
 from core.config.model import StackConfig
-from core.facts.platform import GPUS_PER_NODE
 from core.prices import catalog, idle_bill
 from incluster.lustre_transfer import TRANSFER_DEADLINE_SECONDS, instance_name
 from incluster.park import lustre_path
@@ -35,7 +34,7 @@ def guardian_settings(config: StackConfig) -> dict[str, Any]:
         "idleMinutes": config.job.idle_minutes,
         "readyTimeoutSeconds": config.job.ready_timeout_seconds,
         "framework": config.workload.framework,
-        "worldSize": GPUS_PER_NODE * config.gpu.nodes,
+        "worldSize": config.total_gpus,
         "namespace": names.NAMESPACE,
         "rayCluster": names.RAY_CLUSTER,
         "gpuWorkerGroup": WORKER_GROUP,
