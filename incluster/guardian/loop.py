@@ -401,7 +401,12 @@ class Guardian:
         capacity = self.capacity()
         try:
             readiness.wait_for_gpus(
-                self.endpoint, settings.gpu_nodes, settings.ready_timeout_seconds, self.report, capacity=capacity
+                self.endpoint,
+                settings.gpu_nodes,
+                settings.ready_timeout_seconds,
+                self.report,
+                capacity=capacity,
+                gpus_per_node=settings.gpus_per_node,
             )
         finally:
             self.record_capacity(attempt, capacity)

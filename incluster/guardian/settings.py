@@ -77,13 +77,18 @@ class Settings:
     framework: str
     """verl or nemo-rl: whose checkpoint layout."""
     world_size: int
-    """Ranks of the run (8 x gpu.nodes)."""
+    """Ranks of the run: every GPU of every GPU node (jobs/guardian/settings.py worldSize)."""
     idle_rate: IdleRate
     """What bills on once the GPUs are at zero (the settings' `idleBill`)."""
     park: ParkTarget | None = None
     """What it parks after the scale to zero (the settings' `park`); None: it does not park."""
     raw: dict[str, Any] = field(default_factory=dict, compare=False)
     """Every key of the settings, for the hooks (namespace, RayCluster and worker group names, ...)."""
+
+    @property
+    def gpus_per_node(self) -> int:
+        """GPUs of each GPU node (the machine's): the world size spread over the nodes."""
+        return self.world_size // self.gpu_nodes
 
     @property
     def run_dir(self) -> Path:

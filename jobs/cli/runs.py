@@ -70,7 +70,9 @@ def cmd_export(args: argparse.Namespace, config: StackConfig) -> int:
     brought_back = False
     try:
         brought_back = scaling.bring_back(endpoint, config.gpu.nodes, progress)
-        readiness.wait_for_gpus(endpoint, 1, config.job.ready_timeout_seconds, progress)
+        readiness.wait_for_gpus(
+            endpoint, 1, config.job.ready_timeout_seconds, progress, gpus_per_node=config.gpus_per_node
+        )
     except BaseException:
         progress.close()
         if brought_back:  # nothing was submitted: the workers this command brought back go again
