@@ -175,12 +175,6 @@ GPU_MACHINES: dict[str, GpuMachine] = {
 MAX_GPUS_PER_NODE = max(machine.gpus for machine in GPU_MACHINES.values())
 """The most GPUs of any machine: the bound of rolloutTensorParallel before the stack's machine is known."""
 
-GPUS_PER_NODE = 8
-"""GPUs of one A4 or A3 Ultra node, as the readers not yet given the stack's machine take it: the preflight verdict's
-default (incluster/preflight/verdict.py), the demo's stand-in node and trainer (jobs/demo), the two-node Ray tests
-and the benchmarks. The stack's own readers read GpuMachine.gpus (StackConfig.gpus_per_node; in the cluster, the
-guardian's Settings.gpus_per_node and the post-deploy step's `gpus_per_node` input)."""
-
 RAY_OPERATOR_FLOOR = "1.29.8-gke.1054000"
 """The GKE Ray operator add-on needs this version (gcp-infrastructure.md §1 row 8)."""
 
