@@ -43,7 +43,14 @@ class Run:
 
     def submit(self) -> run_submission.Outcome:
         """Pass the readiness gate, then submit the run's next attempt (incluster.run_submission.ensure_run)."""
-        self.cluster.call(readiness.wait_for_gpus, self.cluster.endpoint, self.config.gpu.nodes, 60.0, lambda _: None)
+        self.cluster.call(
+            readiness.wait_for_gpus,
+            self.cluster.endpoint,
+            self.config.gpu.nodes,
+            60.0,
+            lambda _: None,
+            gpus_per_node=self.config.gpus_per_node,
+        )
         known = functools.partial(run_submission.local_view, self.dir)
         return self.cluster.call(run_submission.ensure_run, self.client, self.submission, known)
 
