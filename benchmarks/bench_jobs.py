@@ -23,8 +23,8 @@ REPO = Path(__file__).resolve().parents[1]
 """The repository root (put on sys.path for the imports below)."""
 sys.path.insert(0, str(REPO))
 
-from core.facts.platform import GPUS_PER_NODE  # noqa: E402
 from incluster.job_client import TERMINAL, connect, endpoint_for_address  # noqa: E402
+from jobs.demo.gpu_node import GPUS  # noqa: E402
 from jobs.submit import local_head  # noqa: E402
 
 PAIRS = int(os.environ.get("BENCH_PAIRS", "7"))
@@ -73,7 +73,7 @@ def main() -> int:
     document = yaml.safe_load((REPO / "Pulumi.dev.yaml").read_text())
     document["config"]["grpo-gke:gpu"]["nodes"] = 1
     (stacks / "Pulumi.bench.yaml").write_text(yaml.safe_dump(document))
-    head = local_head.start(num_cpus=4, num_gpus=GPUS_PER_NODE)
+    head = local_head.start(num_cpus=4, num_gpus=GPUS)
     try:
         client = connect(endpoint_for_address(head.dashboard_url))
         ours, theirs = [], []

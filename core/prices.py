@@ -14,7 +14,7 @@ from typing import Any
 
 from core.config.model import StackConfig
 from core.facts.imagecache import IMAGE_CACHE_DISK_GB
-from core.facts.platform import BF16_BYTES_PER_PARAMETER
+from core.facts.platform import BF16_BYTES_PER_PARAMETER, NODE_BOOT_DISK_GB, NODE_BOOT_DISK_TYPE
 
 CATALOG_PATH = Path(__file__).parent / "facts" / "prices.json"
 """The shipped price catalog."""
@@ -25,11 +25,21 @@ CATALOG_NAME = "core/facts/prices.json"
 GIB = 2**30
 """Bytes in a GiB."""
 
-IDLE_PARTS = ("head", "storage")
+IDLE_PARTS = ("head", "storage", "head boot disk", "cluster fee", "cloud nat")
 """The parts that bill on once the run guardian has scaled the GPU workers to zero: the GPU pools autoscale to
-no nodes (infra/nodepools.py L98 total_min_node_count=0), while the head's CPU pool keeps its node
-(infra/nodepools.py L194 node_count=HEAD_NODE_COUNT; the guardian runs there too, jobs/guardian/objects.py L236)
-and the bucket or the Lustre instance keeps its capacity."""
+no nodes (infra/nodepools.py total_min_node_count=0), while the head's CPU pool keeps its node and that node's boot
+disk (infra/nodepools.py node_count=HEAD_NODE_COUNT; the guardian runs there too, jobs/guardian/objects.py), the
+bucket or the Lustre instance keeps its capacity, the cluster its management fee and the Cloud NAT gateway its
+hourly price for the head's node and its one address. On Autopilot there is no head node and so no head boot
+disk (Autopilot bills the head Pod's requests)."""
+
+HEAD_NODES = 1
+"""Nodes of the head's CPU pool (infra/nodepools.py HEAD_NODE_COUNT, which core may not import)."""
+
+NAT_ADDRESSES = 1
+"""External addresses the Cloud NAT gateway holds for the stack's few nodes: assumed one (AUTO_ONLY allocates as the
+nodes' port reservations need, and the NAT pricing page prices each address it uses; no stored page was read for
+how many ports one address serves)."""
 
 IMAGE_CACHE_PART = "image cache"
 """The idle part `gpu.imageCacheDisk` adds: its disk image bills as image storage for as long as it exists, GPUs at
@@ -62,6 +72,14 @@ class PriceCatalog:
     """GB of Artifact Registry storage free per billing account."""
     image_storage_gib_month: dict[str, float]
     """$ per GiB-month of a Compute Engine disk image (SKU "Storage Image", multi-regional), by the regions it covers."""
+    cluster_fee_hourly: float
+    """GKE's cluster management fee, $ per cluster-hour, in any mode."""
+    cluster_free_monthly_credit: float
+    """GKE's free tier credit per billing account and month, for zonal and Autopilot clusters only."""
+    nat: dict[str, float]
+    """Cloud NAT's prices: `per_vm_hour`, `vm_cap`, `capped_hourly`, `per_ip_hour`, `per_gib_processed`."""
+    boot_disk_gib_month: dict[str, dict[str, float]]
+    """$ per GiB-month of a node's boot disk: disk type -> region."""
 
 
 def read_catalog(document: dict[str, Any]) -> PriceCatalog:
@@ -78,6 +96,10 @@ def read_catalog(document: dict[str, Any]) -> PriceCatalog:
         artifact_registry_gb_month=document["artifact_registry_gb_month"]["value"],
         artifact_registry_free_gb=document["artifact_registry_gb_month"]["free_gb"],
         image_storage_gib_month=document["image_storage_gib_month"]["prices"],
+        cluster_fee_hourly=document["gke_cluster_fee"]["value"],
+        cluster_free_monthly_credit=document["gke_cluster_fee"]["free_tier_monthly_credit"],
+        nat={key: value for key, value in document["cloud_nat"].items() if key != "source"},
+        boot_disk_gib_month=document["boot_disk_gib_month"]["prices"],
     )
 
 
@@ -170,6 +192,39 @@ def storage_hourly(config: StackConfig, prices: PriceCatalog, model_size_b: floa
     return model_size_b * 1e9 * BF16_BYTES_PER_PARAMETER / GIB * rate / prices.hours_per_month
 
 
+def cluster_fee_hourly(prices: PriceCatalog) -> float:
+    """$/h of the stack's one cluster's management fee: the same in every mode. The free tier's monthly credit is not
+    taken off: it never covers a regional Standard cluster (the stack's), and an Autopilot cluster's only where no
+    other cluster of the billing account uses it, which the plan cannot know."""
+    return prices.cluster_fee_hourly
+
+
+def nat_hourly(prices: PriceCatalog, vms: int) -> float:
+    """$/h of the Cloud NAT gateway serving `vms` nodes: per VM up to the cap, the capped rate above it, plus its
+    addresses (NAT_ADDRESSES); the GiB it carries bill on top, per GiB (`nat["per_gib_processed"]`)."""
+    nat = prices.nat
+    gateway = nat["capped_hourly"] if vms > nat["vm_cap"] else vms * nat["per_vm_hour"]
+    return gateway + NAT_ADDRESSES * nat["per_ip_hour"]
+
+
+def nat_vms(config: StackConfig, gpu_nodes: int) -> int:
+    """Nodes that use the gateway: the head's (on Autopilot the node Autopilot gives the head Pod) and `gpu_nodes` GPU
+    nodes."""
+    return HEAD_NODES + gpu_nodes
+
+
+def gpu_boot_disk_type(config: StackConfig) -> str:
+    """The boot disk type of the stack's GPU nodes: the machine's own (A3 Ultra's Hyperdisk Balanced) or GKE's
+    default."""
+    return config.gpu_machine.boot_disk_type or NODE_BOOT_DISK_TYPE
+
+
+def boot_disk_hourly(prices: PriceCatalog, disk_type: str, region: str) -> float | None:
+    """$/h of one node's boot disk (NODE_BOOT_DISK_GB of `disk_type` in `region`), or None without a price."""
+    rate = prices.boot_disk_gib_month.get(disk_type, {}).get(region)
+    return None if rate is None else NODE_BOOT_DISK_GB * rate / prices.hours_per_month
+
+
 def listed(parts: tuple[str, ...] | list[str]) -> str:
     """`parts` as a sentence lists them: `head`, `head and storage`, `head, storage and image cache`."""
     return " and ".join(parts) if len(parts) < 3 else f"{', '.join(parts[:-1])} and {parts[-1]}"
@@ -195,10 +250,14 @@ class IdleBill:
 
 
 def idle_bill(config: StackConfig, prices: PriceCatalog, model_size_b: float | None) -> IdleBill:
-    """The idle bill of the stack: head_hourly, storage_hourly (IDLE_PARTS) and, with `gpu.imageCacheDisk`,
-    image_cache_hourly. cost.json's `idleHourly` and the run guardian's settings (`idleBill`, recorded when it scales
+    """The idle bill of the stack: head_hourly, storage_hourly, the head's boot disk, the cluster fee and the Cloud NAT
+    gateway for the head's node (IDLE_PARTS) and, with `gpu.imageCacheDisk`, image_cache_hourly. cost.json's `idleHourly` and the run guardian's settings (`idleBill`, recorded when it scales
     the GPUs to zero) both come from here."""
     rates = {"head": head_hourly(config, prices), "storage": storage_hourly(config, prices, model_size_b)}
+    if config.cluster.mode != "autopilot":
+        rates["head boot disk"] = boot_disk_hourly(prices, NODE_BOOT_DISK_TYPE, config.region)
+    rates["cluster fee"] = cluster_fee_hourly(prices)
+    rates["cloud nat"] = nat_hourly(prices, nat_vms(config, 0))
     if config.gpu.image_cache_disk is not None:
         rates[IMAGE_CACHE_PART] = image_cache_hourly(config, prices)
     return IdleBill(

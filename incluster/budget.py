@@ -4,9 +4,9 @@ current rate crosses the budget, and whether a budget raised since a budget stop
 What is counted, per attempt that started: its wall time on Ray (start to end, a live one to now) x its GPU nodes on
 each rung (the record's `gpu-rungs` entry, else gpu.nodes on gpu.provisioning) x that rung's list $/h of one node, as
 the plan prices it (core/prices.py gpu_node_ceiling: flex-start, which has no list price, at the on-demand rate it
-bills at most); GPU hours are that wall time x the nodes x 8 GPUs. Compute Engine bills a VM's vCPUs, GPUs and memory
-by the second after its first minute ("All vCPUs, GPUs, and GB of memory are charged a minimum of 1 minute ... After
-1 minute, instances are charged in 1 second increments", cloud.google.com/compute/vm-instance-pricing "Billing model",
+bills at most); GPU hours are that wall time x the nodes x the GPUs of one node (its machine's, in the settings).
+Compute Engine bills a VM's vCPUs, GPUs and memory by the second after its first minute ("All vCPUs, GPUs, and GB
+of memory are charged a minimum of 1 minute ... After 1 minute, instances are charged in 1 second increments", cloud.google.com/compute/vm-instance-pricing "Billing model",
 stored copy read 2026-12-07, the same model for Spot and on-demand VMs; for flex-start assumed, the page read names no
 exception), so wall time x $/h is the bill of the attempt's time. Not counted: the head node and the storage (they
 bill whether a run goes or not), the idle bill once the GPUs are at zero, the GPU nodes' time outside an attempt (coming
@@ -25,9 +25,6 @@ from typing import Any
 
 from incluster.progress import parse_verl_metrics
 from incluster.record import utc_stamp
-
-GPUS_PER_NODE = 8
-"""GPUs of one GPU node (core/facts/platform.py GPUS_PER_NODE, which incluster/ does not import)."""
 
 LIMIT_KEYS = ("maxCost", "maxGpuHours")
 """The budget's keys, as job metadata (text: "" for no limit) and in a `budget-stop` entry's details (null)."""
@@ -86,9 +83,12 @@ def spent(
     node_hourly: Mapping[str, float | None],
     stack_rungs: Mapping[str, int],
     now: float,
+    *,
+    gpus_per_node: int,
 ) -> Spent:
     """What `spans` used by `now`: each attempt's wall time x its nodes per rung (`rungs_of` the record, else
-    `stack_rungs`) x `node_hourly` of the rung (None: no price, counted 0 and said so)."""
+    `stack_rungs`) x `node_hourly` of the rung (None: no price, counted 0 and said so); GPU hours at `gpus_per_node`
+    GPUs a node (the stack's machine, core/facts/platform.py GPU_MACHINES)."""
     recorded = rungs_of(record)
     dollars = gpu_hours = 0.0
     hourly, gpus, unpriced = 0.0, 0, False
@@ -97,7 +97,7 @@ def spent(
         rates = [node_hourly.get(rung) for rung in rungs]
         unpriced = unpriced or None in rates
         hourly = sum(count * (node_hourly.get(rung) or 0.0) for rung, count in rungs.items())
-        gpus = GPUS_PER_NODE * sum(rungs.values())
+        gpus = gpus_per_node * sum(rungs.values())
         hours = max(0.0, (now if span.end is None else span.end) - span.start) / 3600
         dollars += hourly * hours
         gpu_hours += gpus * hours

@@ -10,7 +10,6 @@ from typing import Any
 
 from core import names
 from core.facts.job import RAY_JOB_START_TIMEOUT_SECONDS
-from core.facts.platform import GPUS_PER_NODE
 from incluster import job_client
 from incluster.capacity_events import LadderState, groups_from_text, ladder_state
 from incluster.endpoint import Endpoint
@@ -62,16 +61,17 @@ def gpu_nodes(endpoint: Endpoint) -> list[float]:
     return [node_gpus(node) for node in ray_nodes(endpoint) if node.get("state") == "ALIVE"]
 
 
-def readiness(gpus_by_node: list[float], nodes: int) -> str | None:
-    """What is missing for `nodes` Ray nodes with 8 GPUs each, or None when they are there."""
-    full = sum(1 for gpus in gpus_by_node if gpus >= GPUS_PER_NODE)
+def readiness(gpus_by_node: list[float], nodes: int, gpus_per_node: int) -> str | None:
+    """What is missing for `nodes` Ray nodes with `gpus_per_node` GPUs each (the machine's), or None when they are
+    there."""
+    full = sum(1 for gpus in gpus_by_node if gpus >= gpus_per_node)
     if full >= nodes:
         return None
-    partial = sorted(int(gpus) for gpus in gpus_by_node if 0 < gpus < GPUS_PER_NODE)
+    partial = sorted(int(gpus) for gpus in gpus_by_node if 0 < gpus < gpus_per_node)
     detail = f" (and nodes with only {', '.join(map(str, partial))} GPUs)" if partial else ""
     return (
-        f"{full} of {nodes} Ray nodes with {GPUS_PER_NODE} GPUs are up{detail}; missing {nodes - full}"
-        f" (gpu.nodes={nodes}; verl places one STRICT_PACK group of {GPUS_PER_NODE} GPUs per node)"
+        f"{full} of {nodes} Ray nodes with {gpus_per_node} GPUs are up{detail}; missing {nodes - full}"
+        f" (gpu.nodes={nodes}; verl places one STRICT_PACK group of {gpus_per_node} GPUs per node)"
     )
 
 
@@ -178,8 +178,11 @@ def wait_for_gpus(
     report: Report,
     poll: float = 2.0,
     capacity: Capacity | None = None,
+    *,
+    gpus_per_node: int,
 ) -> None:
-    """Wait, at most `timeout` seconds, until `nodes` Ray nodes show 8 GPUs; JobError says what is missing.
+    """Wait, at most `timeout` seconds, until `nodes` Ray nodes show `gpus_per_node` GPUs each (the stack's machine's);
+    JobError says what is missing.
 
     The progress line is reported when what is missing (or the ladder's rung and last failure, read from the
     autoscaler's events when `capacity` gives an API server) changes, else every REPORT_EVERY_SECONDS (`pulumi up`
@@ -189,7 +192,7 @@ def wait_for_gpus(
     reported, reported_at = "", 0.0
     ladder, ladder_at = "", float("-inf")
     while True:
-        missing = readiness(gpu_nodes(endpoint), nodes)
+        missing = readiness(gpu_nodes(endpoint), nodes, gpus_per_node)
         if missing is None:
             return
         now = time.monotonic()

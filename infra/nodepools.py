@@ -18,7 +18,6 @@ from core.facts.gcp import (
     RESERVATION_AFFINITY_KEY,
 )
 from core.facts.imagecache import CACHE_MODE
-from core.facts.platform import GPUS_PER_NODE
 from core.facts.privilege import (
     FLEX_START_LOCATION_POLICY,
     GPU_POOL_MAX_SURGE,
@@ -132,7 +131,7 @@ def gpu_pool_args(
         guest_accelerators=[
             gcp.container.NodePoolNodeConfigGuestAcceleratorArgs(
                 type=machine.accelerator,
-                count=GPUS_PER_NODE,
+                count=config.gpus_per_node,
                 gpu_driver_installation_config=(
                     gcp.container.NodePoolNodeConfigGuestAcceleratorGpuDriverInstallationConfigArgs(
                         gpu_driver_version=gpu_driver_version(config)

@@ -34,7 +34,9 @@ class GrpoJobArgs:
     kubeconfig: pulumi.Input[str]
     """The cluster's kubeconfig (secret): reaches the dashboard through the API server's service proxy."""
     gpu_nodes: int
-    """Ray nodes with 8 GPUs to wait for before submitting."""
+    """Ray nodes with all their GPUs to wait for before submitting."""
+    gpus_per_node: int
+    """GPUs of each of them (the machine's, StackConfig.gpus_per_node)."""
     ready_timeout_seconds: int
     """How long to wait for them before refusing the job."""
     cluster_uid: pulumi.Input[str | None]
@@ -65,6 +67,7 @@ class PostDeployJob(pulumi.dynamic.Resource):
             "kubeconfig": pulumi.Output.secret(args.kubeconfig),
             "address": "",
             "gpu_nodes": args.gpu_nodes,
+            "gpus_per_node": args.gpus_per_node,
             "ready_timeout_seconds": args.ready_timeout_seconds,
             "cluster_uid": args.cluster_uid,
             "preflight": args.preflight,
@@ -163,6 +166,7 @@ def build_job(config: StackConfig, infra: InfraOutputs, workloads: WorkloadOutpu
         submission=submission,
         kubeconfig=infra.kubeconfig,
         gpu_nodes=config.gpu.nodes,
+        gpus_per_node=config.gpus_per_node,
         ready_timeout_seconds=config.job.ready_timeout_seconds,
         cluster_uid=workloads.ray_cluster.metadata.apply(_uid),
         preflight=preflight_template(config),

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from core.config.model import PROJECT_NAMESPACE, StackConfig
 from core.facts.capacity import RUNG_QUOTA
-from core.facts.platform import BF16_BYTES_PER_PARAMETER
+from core.facts.platform import BF16_BYTES_PER_PARAMETER, NODE_BOOT_DISK_GB, NODE_BOOT_DISK_TYPE
 from core.facts.pods import HEAD_REQUESTS
 from core.facts.zones import region_of, zones_with
 from core.prices import (
@@ -19,14 +19,19 @@ from core.prices import (
     GIB,
     IdleBill,
     PriceCatalog,
+    boot_disk_hourly,
+    cluster_fee_hourly,
     flex_start_bounds,
     gcs_gib_month,
+    gpu_boot_disk_type,
     gpu_node_hourly,
     gpu_node_rate,
     head_hourly,
     idle_bill,
     listed,
     lustre_gib_month,
+    nat_hourly,
+    nat_vms,
     storage_hourly,
 )
 from jobs.runs.goodput import duration
@@ -41,7 +46,7 @@ class CostLine:
     """What one part of the stack costs per hour, or why the catalog cannot say."""
 
     part: str
-    """`gpu nodes`, `head` or `storage`."""
+    """`gpu nodes`, `head`, `storage`, `gpu boot disks`, `head boot disk`, `cluster fee` or `cloud nat`."""
     what: str
     """What is priced, and at which list price."""
     hourly: float | None
@@ -69,7 +74,7 @@ class CostEstimate:
     catalog_date: str
     """Date of the catalog the figures come from."""
     lines: tuple[CostLine, ...]
-    """One line per part: GPU nodes, head, storage."""
+    """One line per part: GPU nodes, head, storage, the nodes' boot disks, the cluster fee, Cloud NAT."""
     idle: IdleBill
     """What bills on once the GPUs are at zero (core/prices.py idle_bill, as the run guardian's settings carry it)."""
     elsewhere: str | None = None
@@ -79,6 +84,8 @@ class CostEstimate:
     parked_per_tib: float | None = None
     """A Lustre stack: $/h per TiB its parked bucket holds while parked (storage.parked), None without a price or
     for a bucket stack (nothing to park)."""
+    kept_after_destroy: str | None = None
+    """What keeps billing after `pulumi destroy` (a Lustre instance under storage.keepOnDestroy), or None."""
 
     @property
     def best_hourly(self) -> float | None:
@@ -124,9 +131,14 @@ def no_price(what: str, prices: PriceCatalog) -> str:
     return f"no price for {what} in the catalog (dated {prices.date})"
 
 
+def first_rung(config: StackConfig) -> str:
+    """The rung GKE tries first (gpu.capacity's first, or gpu.provisioning): the one the headline prices."""
+    return config.gpu.ladder[0]
+
+
 def _gpu_line(config: StackConfig, prices: PriceCatalog) -> CostLine:
     machine, zone, nodes = config.gpu_machine.machine_type, config.zone, config.gpu.nodes
-    provisioning = config.gpu.provisioning
+    provisioning = first_rung(config)
     on_demand = gpu_node_hourly(prices, machine, zone, "on-demand")
     autopilot = (
         "; Autopilot bills GPU Pods by their node at Compute Engine rates plus a premium the catalog lacks"
@@ -144,11 +156,60 @@ def _gpu_line(config: StackConfig, prices: PriceCatalog) -> CostLine:
         how = "reservation at the on-demand rate (set pricing.reservationHourly for yours)"
     else:
         how = provisioning
-    rate = gpu_node_rate(config, prices)
+    rate = gpu_node_rate(config, prices, provisioning)
     if rate is None:
         return CostLine("gpu nodes", no_price(f"{machine} {provisioning} in {zone}", prices) + autopilot, None)
-    what = f"{nodes} x {machine} {how} in {zone} at {_dollars(rate)}/h a node{autopilot}"
+    first = ", the rung GKE tries first (the others below)" if config.gpu.capacity is not None else ""
+    what = f"{nodes} x {machine} {how} in {zone} at {_dollars(rate)}/h a node{first}{autopilot}"
     return CostLine("gpu nodes", what, nodes * rate)
+
+
+def _boot_disk_lines(config: StackConfig, prices: PriceCatalog) -> tuple[CostLine, ...]:
+    """The GPU nodes' boot disks (they go with the nodes) and, on Standard, the head node's (it stays)."""
+    region, nodes, size = config.region, config.gpu.nodes, NODE_BOOT_DISK_GB
+    disk = gpu_boot_disk_type(config)
+    rate = boot_disk_hourly(prices, disk, region)
+    what = f"{nodes} x {size} GB {disk} in {region}"
+    gpu = CostLine(
+        "gpu boot disks",
+        no_price(what, prices) if rate is None else f"{what} at ${prices.boot_disk_gib_month[disk][region]}/GiB-month",
+        None if rate is None else nodes * rate,
+    )
+    if config.cluster.mode == "autopilot":
+        return (gpu,)
+    head_rate = boot_disk_hourly(prices, NODE_BOOT_DISK_TYPE, region)
+    head_what = f"1 x {size} GB {NODE_BOOT_DISK_TYPE} in {region}"
+    if head_rate is not None:
+        head_what += f" at ${prices.boot_disk_gib_month[NODE_BOOT_DISK_TYPE][region]}/GiB-month"
+    head = CostLine("head boot disk", head_what if head_rate is not None else no_price(head_what, prices), head_rate)
+    return (gpu, head)
+
+
+def _cluster_line(config: StackConfig, prices: PriceCatalog) -> CostLine:
+    """GKE's cluster management fee; the free tier's credit named where it may apply (Autopilot)."""
+    credit = f"${prices.cluster_free_monthly_credit:.2f}"
+    if config.cluster.mode == "autopilot":
+        what = (
+            f"GKE's management fee for 1 Autopilot cluster; the free tier's {credit} monthly credit per billing account"
+            " covers it where no other zonal or Autopilot cluster of the account uses the credit"
+        )
+    else:
+        what = (
+            f"GKE's management fee for 1 regional cluster (the free tier's {credit} a month covers zonal and Autopilot"
+            " ones only)"
+        )
+    return CostLine("cluster fee", what, cluster_fee_hourly(prices))
+
+
+def _nat_line(config: StackConfig, prices: PriceCatalog) -> CostLine:
+    """The Cloud NAT gateway for the head's node and the GPU nodes, its address, and its per-GiB price beside it."""
+    vms = nat_vms(config, config.gpu.nodes)
+    nat = prices.nat
+    what = (
+        f"1 gateway for {vms} nodes at ${nat['per_vm_hour']}/h a node and 1 address at ${nat['per_ip_hour']}/h;"
+        f" plus ${nat['per_gib_processed']} per GiB it carries (downloads from outside Google Cloud, such as the Hub's)"
+    )
+    return CostLine("cloud nat", what, nat_hourly(prices, vms))
 
 
 def _head_line(config: StackConfig, prices: PriceCatalog) -> CostLine:
@@ -213,13 +274,14 @@ def cheaper_elsewhere(config: StackConfig, prices: PriceCatalog) -> str | None:
     """The zone where the catalog prices the stack's GPU node lowest under its provisioning, when lower than
     here and the stack can move there; None otherwise.
 
-    What a move is possible for: spot and on-demand nodes (a reservation's capacity lies in its own zone; a
+    The rung is the one GKE tries first (first_rung). What a move is possible for: spot and on-demand nodes (a
+    reservation's capacity lies in its own zone; a
     flex-start node has no list price). The RDMA network profile is zonal but named after `zone`
     (core/facts/gcp.py RDMA_NETWORK_PROFILE), so it moves with it. Managed Lustre is zonal too: a move means a
     new, empty instance in the new zone, so only zones whose region the catalog prices the stack's Lustre tier
     in are offered, and the line says so. Only zones that offer the machine count (core/facts/zones.py).
     """
-    machine, zone, provisioning = config.gpu_machine.machine_type, config.zone, config.gpu.provisioning
+    machine, zone, provisioning = config.gpu_machine.machine_type, config.zone, first_rung(config)
     if provisioning not in ("spot", "on-demand"):
         return None
     here = gpu_node_hourly(prices, machine, zone, provisioning)
@@ -272,9 +334,17 @@ def _rung_cost(config: StackConfig, prices: PriceCatalog, rung: str) -> RungCost
 
 
 def estimate(config: StackConfig, prices: PriceCatalog) -> CostEstimate:
-    """The stack's cost per hour by part (GPU nodes, head, storage) at the catalog's list prices, where the same GPU
-    node is cheaper, and with `gpu.capacity` the GPU nodes' cost on each rung."""
-    lines = (_gpu_line(config, prices), _head_line(config, prices), _storage_line(config, prices))
+    """The stack's cost per hour by part (GPU nodes, head, storage, boot disks, cluster fee, Cloud NAT) at the catalog's
+    list prices, where the same GPU node is cheaper, with `gpu.capacity` the GPU nodes' cost on each rung, and what
+    bills on after `pulumi destroy`."""
+    lines = (
+        _gpu_line(config, prices),
+        _head_line(config, prices),
+        _storage_line(config, prices),
+        *_boot_disk_lines(config, prices),
+        _cluster_line(config, prices),
+        _nat_line(config, prices),
+    )
     rungs = tuple(_rung_cost(config, prices, rung) for rung in config.gpu.capacity or ())
     idle = idle_bill(config, prices, model_size_b(config.workload))
     return CostEstimate(
@@ -284,6 +354,21 @@ def estimate(config: StackConfig, prices: PriceCatalog) -> CostEstimate:
         elsewhere=cheaper_elsewhere(config, prices),
         rungs=rungs,
         parked_per_tib=parked_per_tib(config, prices),
+        kept_after_destroy=kept_after_destroy(config, prices),
+    )
+
+
+def kept_after_destroy(config: StackConfig, prices: PriceCatalog) -> str | None:
+    """A Lustre stack under storage.keepOnDestroy (its default): the instance outlives `pulumi destroy` and bills on,
+    at its capacity's price a month; None for a bucket stack, a parked one (no instance) or keepOnDestroy false."""
+    storage = config.storage
+    if storage.type != "lustre" or storage.parked or not storage.keep_on_destroy:
+        return None
+    hourly = storage_hourly(config, prices, None)
+    price = "at a price the catalog lacks" if hourly is None else f"{_dollars(hourly * prices.hours_per_month)} a month"
+    return (
+        f"storage.keepOnDestroy is true: the Lustre instance outlives pulumi destroy and keeps billing, {price},"
+        " until you park it (storage.parked) or delete it"
     )
 
 
@@ -341,6 +426,8 @@ def summary_lines(cost: CostEstimate) -> list[str]:
     lines.append(idle_line(cost))
     if cost.elsewhere:
         lines.append(f"  cheaper elsewhere: {cost.elsewhere}")
+    if cost.kept_after_destroy:
+        lines.append(f"  after destroy: {cost.kept_after_destroy}")
     return lines + ladder_lines(cost)
 
 
@@ -371,6 +458,9 @@ def render_cost_json(cost: CostEstimate) -> str:
         "idleParts": list(cost.idle.parts),
         "idleUnpriced": list(cost.idle_unpriced),
     }
+    if cost.kept_after_destroy is not None:
+        # A Lustre stack under storage.keepOnDestroy: what bills on after pulumi destroy.
+        document["afterDestroy"] = cost.kept_after_destroy
     if cost.parked_per_tib is not None:
         # A Lustre stack: what its parked bucket bills per TiB it holds, once parked (docs/up-and-destroy.md).
         document["parkedHourlyPerTib"] = round(cost.parked_per_tib, 8)

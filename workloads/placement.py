@@ -6,7 +6,7 @@ from core import names
 from core.config.model import StackConfig
 from core.facts.capacity import COMPUTE_CLASS_NODE_KEY
 from core.facts.gcp import GPU_TAINT_KEY
-from core.facts.platform import GPU_DRIVER_NODE_LABEL, GPUS_PER_NODE
+from core.facts.platform import GPU_DRIVER_NODE_LABEL
 
 
 def cpu_node_selector(config: StackConfig) -> dict[str, str]:
@@ -28,7 +28,7 @@ def gpu_node_selector(config: StackConfig) -> dict[str, str]:
         # A ladder: the class picks the capacity (Standard only, core/config/rules.py _ladder_problems).
         selector[COMPUTE_CLASS_NODE_KEY] = names.GPU_COMPUTE_CLASS
     if config.cluster.mode == "autopilot":
-        selector["cloud.google.com/gke-accelerator-count"] = str(GPUS_PER_NODE)
+        selector["cloud.google.com/gke-accelerator-count"] = str(config.gpus_per_node)
         selector[GPU_DRIVER_NODE_LABEL] = config.gpu_driver.lower()
         if config.gpu.provisioning == "spot":
             selector["cloud.google.com/gke-spot"] = "true"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from core.facts.platform import GPUS_PER_NODE, GpuMachine
+from core.facts.platform import GpuMachine
 from core.facts.pods import (
     EPHEMERAL_SHARE_OF_LOCAL_SSD,
     GKE_CPU_RESERVATION,
@@ -41,7 +41,7 @@ def gke_reserved_cpu(vcpus: float) -> float:
 
 @dataclass(frozen=True)
 class WorkerRequests:
-    """Requests of one Ray GPU worker container (whole node: eight GPUs)."""
+    """Requests of one Ray GPU worker container (the whole node: all its GPUs)."""
 
     cpu: int
     """Whole CPUs; also Ray's num-cpus."""
@@ -49,6 +49,8 @@ class WorkerRequests:
     """Memory in GiB, /dev/shm included (a memory emptyDir counts against the pod)."""
     ephemeral_gib: int
     """Local-SSD ephemeral storage in GiB."""
+    gpus: int
+    """GPUs: every GPU of the node (GpuMachine.gpus)."""
 
     def quantities(self) -> dict[str, str]:
         """The requests as Kubernetes quantities, GPUs included."""
@@ -56,7 +58,7 @@ class WorkerRequests:
             "cpu": str(self.cpu),
             "ephemeral-storage": f"{self.ephemeral_gib}Gi",
             "memory": f"{self.memory_gib}Gi",
-            "nvidia.com/gpu": str(GPUS_PER_NODE),
+            "nvidia.com/gpu": str(self.gpus),
         }
 
 
@@ -72,4 +74,5 @@ def worker_requests(machine: GpuMachine) -> WorkerRequests:
         cpu=math.floor(cpu),
         memory_gib=math.floor(memory / 8) * 8,
         ephemeral_gib=math.floor(ephemeral),
+        gpus=machine.gpus,
     )

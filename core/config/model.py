@@ -28,14 +28,13 @@ from core.facts.platform import (
     CUDA_MAJOR_DRIVER_BRANCH,
     DEFAULT_IMAGES,
     GPU_MACHINES,
-    GPUS_PER_NODE,
     HEAD_MIN_MEMORY_GIB,
     HEAD_MIN_VCPUS,
     LUSTRE_TIERS,
     MACHINE_CLASS_GIB_PER_VCPU,
+    MAX_GPUS_PER_NODE,
     NEMO_RL_RELEASES,
     RDMA_SUBNET_COUNT,
-    TENSOR_PARALLEL_SIZES,
     VERL_VERSION,
     FrameworkImage,
     GkeVersion,
@@ -404,8 +403,8 @@ class GrpoConfig(_Section):
     rollout_tensor_parallel: int | None = Field(
         None,
         ge=1,
-        le=GPUS_PER_NODE,
-        description=f"vLLM tensor parallel size; divides {GPUS_PER_NODE}; default derived from model and GPU.",
+        le=MAX_GPUS_PER_NODE,
+        description=f"vLLM tensor parallel size; divides {MAX_GPUS_PER_NODE}; default derived from model and GPU.",
     )
     learning_rate: float = Field(1e-6, gt=0, le=1e-3, description="Actor learning rate.")
     max_prompt_length: int = Field(512, ge=16, le=131072, description="Longest prompt in tokens.")
@@ -433,10 +432,11 @@ class GrpoConfig(_Section):
     @field_validator("rollout_tensor_parallel")
     @classmethod
     def _divides_node(cls, value: int | None) -> int | None:
-        if value is not None and value not in TENSOR_PARALLEL_SIZES:
-            *smaller, largest = TENSOR_PARALLEL_SIZES
+        sizes = tuple(size for size in range(1, MAX_GPUS_PER_NODE + 1) if MAX_GPUS_PER_NODE % size == 0)
+        if value is not None and value not in sizes:
+            *smaller, largest = sizes
             choices = f"{', '.join(map(str, smaller))} or {largest}"
-            raise ValueError(f"must divide {GPUS_PER_NODE} ({choices}), got {value}")
+            raise ValueError(f"must divide {MAX_GPUS_PER_NODE} ({choices}), got {value}")
         return value
 
     def effective_mini_batch(self) -> int:
@@ -591,7 +591,12 @@ class StackConfig(_Section):
     @property
     def total_gpus(self) -> int:
         """GPUs across all worker nodes."""
-        return self.gpu.nodes * GPUS_PER_NODE
+        return self.gpu.nodes * self.gpus_per_node
+
+    @property
+    def gpus_per_node(self) -> int:
+        """GPUs of one GPU node: a fact of the machine (GpuMachine.gpus)."""
+        return self.gpu_machine.gpus
 
     @property
     def cluster_name(self) -> str:

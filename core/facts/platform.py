@@ -11,12 +11,6 @@ from dataclasses import dataclass
 BF16_BYTES_PER_PARAMETER = 2
 """Model weights in bf16, as vLLM loads them for rollout: 2 bytes per parameter."""
 
-GPUS_PER_NODE = 8
-"""Both A4 and A3 Ultra carry eight GPUs and eight RDMA NICs (CT machine_mappings.json)."""
-
-TENSOR_PARALLEL_SIZES = tuple(size for size in range(1, GPUS_PER_NODE + 1) if GPUS_PER_NODE % size == 0)
-"""vLLM tensor parallel sizes that fit one node: the divisors of GPUS_PER_NODE."""
-
 VLLM_HEADROOM_PER_GPU_GB = 10
 """Memory each rollout GPU keeps free of weights inside vLLM's share, for what vLLM takes before the
 KV cache. vLLM sizes the KV cache as `total memory x gpu_memory_utilization - peak`, where peak is
@@ -35,6 +29,16 @@ MICRO_BATCH_TOKENS_PER_GPU = 16384
 default in the composed ppo_trainer (the bound of its dynamic batching). A default
 microBatchSizePerGpu holds at most this many tokens of full-length samples
 (maxPromptLength + maxResponseLength)."""
+
+NODE_BOOT_DISK_TYPE = "pd-balanced"
+"""The boot disk type GKE gives a node whose pool names none, from 1.24 (GKE "Configuring a custom boot disk",
+docs.cloud.google.com/kubernetes-engine/docs/how-to/custom-boot-disks: "By default, GKE uses balanced Persistent
+Disks in version 1.24 or later"); the head's pool names none, a GPU pool its machine's GpuMachine.boot_disk_type."""
+
+NODE_BOOT_DISK_GB = 100
+"""Size of each node's boot disk: the pools set none, and a node pool's boot disk "Defaults to 100GB"
+(pulumi-gcp 10.2.0 container NodePoolNodeConfigArgs disk_size_gb; GB here as in every Compute Engine disk size,
+binary)."""
 
 RDMA_SUBNET_COUNT = 8
 """One RDMA subnet per GPU NIC (CT gpu-rdma-vpc `subnetworks_template.count: 8`)."""
@@ -107,6 +111,13 @@ class GpuMachine:
     """NVIDIA driver branch GKE's DEFAULT installs on this GPU from `default_driver_from`."""
     gpu_memory_gb: int
     """Memory of one GPU in GB."""
+    gpus: int
+    """GPUs of one node: what its pool attaches, Ray's GPU resource on its worker, one STRICT_PACK group of verl."""
+
+    @property
+    def tensor_parallel_sizes(self) -> tuple[int, ...]:
+        """vLLM tensor parallel sizes that fit one node: the divisors of `gpus`."""
+        return tuple(size for size in range(1, self.gpus + 1) if self.gpus % size == 0)
 
 
 GPU_MACHINES: dict[str, GpuMachine] = {
@@ -128,6 +139,8 @@ GPU_MACHINES: dict[str, GpuMachine] = {
         nccl_tuner_config="/usr/local/gib/configs/tuner_config_a4.txtpb",
         # Compute Engine "GPU machine types" (docs.cloud.google.com/compute/docs/gpus): A4, B200, 180 GB HBM3e per GPU
         gpu_memory_gb=180,
+        # A4 carries eight GPUs and eight RDMA NICs (CT machine_mappings.json)
+        gpus=8,
         # DOC-AIH: GPUDirect RDMA on A4 needs 1.32.2-gke.1475000 (Autopilot GPUs alone: 1.32.2-gke.1422000)
         rdma_floor={"standard": "1.32.2-gke.1475000", "autopilot": "1.32.2-gke.1475000"},
         # DOC-AIH: R570 is the default driver from 1.32.1-gke.1729000
@@ -148,6 +161,8 @@ GPU_MACHINES: dict[str, GpuMachine] = {
         nccl_tuner_config="/usr/local/gib/configs/tuner_config_a3u.txtpb",
         # Compute Engine "GPU machine types": A3 Ultra, H200, 141 GB HBM3e per GPU
         gpu_memory_gb=141,
+        # A3 Ultra carries eight GPUs and eight RDMA NICs (CT machine_mappings.json)
+        gpus=8,
         # DOC-AIH and the GKE Autopilot GPU doc: 1.31.4-gke.1183000 for both modes
         rdma_floor={"standard": "1.31.4-gke.1183000", "autopilot": "1.31.4-gke.1183000"},
         # DOC-AIH: R550 default from 1.31.5-gke.1169000; older 1.31 versions need LATEST
@@ -156,6 +171,9 @@ GPU_MACHINES: dict[str, GpuMachine] = {
     ),
 }
 """Node shape of each `gpu.type`."""
+
+MAX_GPUS_PER_NODE = max(machine.gpus for machine in GPU_MACHINES.values())
+"""The most GPUs of any machine: the bound of rolloutTensorParallel before the stack's machine is known."""
 
 RAY_OPERATOR_FLOOR = "1.29.8-gke.1054000"
 """The GKE Ray operator add-on needs this version (gcp-infrastructure.md §1 row 8)."""

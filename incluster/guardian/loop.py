@@ -326,7 +326,9 @@ class Guardian:
             for job in jobs
             if job.start_time
         ]
-        used = budget.spent(spans, entries, prices.node_hourly, prices.stack_rungs, now)
+        used = budget.spent(
+            spans, entries, prices.node_hourly, prices.stack_rungs, now, gpus_per_node=prices.gpus_per_node
+        )
         crossing = budget.crossing(limits, used, now)
         if crossing is None:
             return {}
@@ -468,7 +470,12 @@ class Guardian:
         capacity = self.capacity()
         try:
             readiness.wait_for_gpus(
-                self.endpoint, settings.gpu_nodes, settings.ready_timeout_seconds, self.report, capacity=capacity
+                self.endpoint,
+                settings.gpu_nodes,
+                settings.ready_timeout_seconds,
+                self.report,
+                capacity=capacity,
+                gpus_per_node=settings.gpus_per_node,
             )
         finally:
             self.record_capacity(attempt, capacity)

@@ -244,7 +244,8 @@ def capacity_lost(state: State) -> str | None:
     for kube_node in state.kube_nodes:
         if kube_node.ready != "True" and within(kube_node.since):
             return f"GPU node {kube_node.name} stopped being Ready ({kube_node.ready}): {one_line(kube_node.why)}"
-    missing = readiness.readiness([node.gpus for node in state.nodes if node.alive], settings.gpu_nodes)
+    alive = [node.gpus for node in state.nodes if node.alive]
+    missing = readiness.readiness(alive, settings.gpu_nodes, settings.gpus_per_node)
     return f"GPU nodes went away: {missing}" if missing else None
 
 

@@ -64,6 +64,8 @@ class GpuPrices:
     """$/h of one GPU node on each rung (None: no price)."""
     stack_rungs: dict[str, int]
     """The stack's GPU nodes per rung, for an attempt whose rungs the record lacks."""
+    gpus_per_node: int
+    """GPUs of one of the stack's GPU nodes (its machine's, core/facts/platform.py GPU_MACHINES)."""
     catalog_date: str
     """The date of the price catalog."""
 
@@ -79,7 +81,7 @@ class Settings:
     submission: dict[str, Any]
     """The attempt-1 submit_job kwargs of the run (its schedule in the metadata)."""
     gpu_nodes: int
-    """gpu.nodes: the full 8-GPU Ray nodes every attempt needs."""
+    """gpu.nodes: the full GPU Ray nodes (all of a machine's GPUs each) every attempt needs."""
     max_recoveries: int
     """job.maxRecoveries."""
     idle_minutes: float
@@ -89,7 +91,7 @@ class Settings:
     framework: str
     """verl or nemo-rl: whose checkpoint layout."""
     world_size: int
-    """Ranks of the run (8 x gpu.nodes)."""
+    """Ranks of the run: every GPU of every GPU node (jobs/guardian/settings.py worldSize)."""
     idle_rate: IdleRate
     """What bills on once the GPUs are at zero (the settings' `idleBill`)."""
     park: ParkTarget | None = None
@@ -98,6 +100,11 @@ class Settings:
     """What the attempts' GPU nodes cost (the settings' `gpuPrices`), for the run's budget; None: no budget."""
     raw: dict[str, Any] = field(default_factory=dict, compare=False)
     """Every key of the settings, for the hooks (namespace, RayCluster and worker group names, ...)."""
+
+    @property
+    def gpus_per_node(self) -> int:
+        """GPUs of each GPU node (the machine's): the world size spread over the nodes."""
+        return self.world_size // self.gpu_nodes
 
     @property
     def run_dir(self) -> Path:
@@ -169,7 +176,11 @@ def gpu_prices_from(values: dict[str, Any], source: str) -> GpuPrices | None:
         raise GuardError(f"{source}: 'gpuPrices.stackRungs' must map a rung to its GPU nodes, got {rungs!r}")
     if not isinstance(date, str):
         raise GuardError(f"{source}: 'gpuPrices.catalogDate' must be the price catalog's date, got {date!r}")
-    return GpuPrices({rung: None if rate is None else float(rate) for rung, rate in hourly.items()}, dict(rungs), date)
+    gpus = prices.get("gpusPerNode")
+    if type(gpus) is not int or gpus <= 0:
+        raise GuardError(f"{source}: 'gpuPrices.gpusPerNode' must be the GPUs of one GPU node, got {gpus!r}")
+    hourly = {rung: None if rate is None else float(rate) for rung, rate in hourly.items()}
+    return GpuPrices(hourly, dict(rungs), gpus, date)
 
 
 PARK_KEYS = {"instance": str, "bucket": str, "runPath": str, "exportsPath": str, "deadlineSeconds": (int, float)}

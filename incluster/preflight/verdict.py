@@ -17,7 +17,6 @@ from core.facts.gpu_health import (
     PREFLIGHT_NORMAL_CLOCK_EVENTS,
     GpuHealthReference,
 )
-from core.facts.platform import GPUS_PER_NODE
 from incluster.preflight.smi import pci_key
 
 
@@ -160,7 +159,7 @@ def judge_node(
     report: dict[str, Any],
     reference: GpuHealthReference,
     required_cuda: str,
-    gpus_expected: int = GPUS_PER_NODE,
+    gpus_expected: int,
     threshold: float = PREFLIGHT_MIN_SHARE,
 ) -> NodeVerdict:
     """Judge one node's report: every GPU against `reference` at `threshold`, the driver against `required_cuda`."""

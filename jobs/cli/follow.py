@@ -175,7 +175,7 @@ def cmd_submit(args: argparse.Namespace, config: StackConfig) -> int:
         progress = ProgressLine()
         try:
             scaling.bring_back(endpoint, config.gpu.nodes, progress)
-            readiness.wait_for_gpus(endpoint, config.gpu.nodes, timeout, progress)
+            readiness.wait_for_gpus(endpoint, config.gpu.nodes, timeout, progress, gpus_per_node=config.gpus_per_node)
         finally:
             progress.close()
     if args.fresh:

@@ -17,7 +17,6 @@ from pathlib import Path, PurePosixPath
 
 from core import names
 from core.config.model import StackConfig
-from core.facts.platform import GPUS_PER_NODE
 from incluster import job_client, lustre_transfer
 from incluster.google_token import FreshBearer
 from incluster.job_client import LIVE
@@ -104,9 +103,7 @@ def cmd_park(args: argparse.Namespace, config: StackConfig) -> int:
         file=sys.stderr,
     )
     transfers, objects = transfer_clients(config)
-    request = ParkRequest(
-        instance, bucket, config.stack, spec.run, attempt, spec.framework, GPUS_PER_NODE * config.gpu.nodes
-    )
+    request = ParkRequest(instance, bucket, config.stack, spec.run, attempt, spec.framework, config.total_gpus)
     progress = ProgressLine()
     try:
         marker = park_run(

@@ -71,7 +71,9 @@ def cmd_export(args: argparse.Namespace, config: StackConfig) -> int:
     brought_back = False
     try:
         brought_back = scaling.bring_back(endpoint, config.gpu.nodes, progress)
-        readiness.wait_for_gpus(endpoint, 1, config.job.ready_timeout_seconds, progress)
+        readiness.wait_for_gpus(
+            endpoint, 1, config.job.ready_timeout_seconds, progress, gpus_per_node=config.gpus_per_node
+        )
     except BaseException:
         progress.close()
         if brought_back:  # nothing was submitted: the workers this command brought back go again
@@ -155,7 +157,9 @@ def budget_status(view: RunView, config: StackConfig, moment: float) -> str | No
     if all(value is None for value in limits.values()):
         return None
     spans = [budget.Span(item.number, item.start, item.end) for item in view.attempts if item.start is not None]
-    used = budget.spent(spans, view.record, view.node_hourly, view.stack_rungs, moment)
+    used = budget.spent(
+        spans, view.record, view.node_hourly, view.stack_rungs, moment, gpus_per_node=config.gpus_per_node
+    )
     newest = max((item.number for item in view.attempts), default=0)
     return budget.budget_line(limits, used, budget.stop_entry(view.record, newest))
 

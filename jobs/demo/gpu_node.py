@@ -24,7 +24,8 @@ import ray._private.node
 import ray._private.parameter
 
 GPUS = 8
-"""GPUs the node declares: one a3-ultragpu-8g / a4-highgpu-8g node (core/facts/platform.py GPUS_PER_NODE)."""
+"""GPUs the node declares: one a3-ultragpu-8g node, the demo stack's (core/facts/platform.py GPU_MACHINES["h200"].gpus;
+this module imports nothing of the project's; tests/jobs/test_demo.py holds the two equal)."""
 
 CPUS = 1
 """CPUs it declares: the stand-in trainer's GPU actor takes none (jobs/demo/stand_in_trainer.py)."""

@@ -56,7 +56,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import ray
 
-from core.facts.platform import GPUS_PER_NODE
+from core.facts.platform import GPU_MACHINES
+
+GPUS_PER_NODE = GPU_MACHINES["h200"].gpus
+"""GPUs of the node the demo stands in for: the demo stack's A3 Ultra (jobs/demo/Pulumi.dev.yaml gpu.type h200)."""
 
 TRACKER = "latest_checkpointed_iteration.txt"
 """verl's tracker file of the newest checkpointed step, in the run directory."""

@@ -14,7 +14,6 @@ from typing import Any
 from core import names
 from core.config.model import StackConfig
 from core.facts.capacity import RUNGS
-from core.facts.platform import GPUS_PER_NODE
 from core.prices import catalog, gpu_node_ceiling, idle_bill
 from incluster.lustre_transfer import TRANSFER_DEADLINE_SECONDS, instance_name
 from incluster.park import lustre_path
@@ -36,7 +35,7 @@ def guardian_settings(config: StackConfig) -> dict[str, Any]:
         "idleMinutes": config.job.idle_minutes,
         "readyTimeoutSeconds": config.job.ready_timeout_seconds,
         "framework": config.workload.framework,
-        "worldSize": GPUS_PER_NODE * config.gpu.nodes,
+        "worldSize": config.total_gpus,
         "namespace": names.NAMESPACE,
         "rayCluster": names.RAY_CLUSTER,
         "gpuWorkerGroup": WORKER_GROUP,
@@ -55,8 +54,8 @@ def gpu_prices_setting(config: StackConfig) -> dict[str, Any]:
     """For a run with a budget (job.maxCost or job.maxGpuHours, in the submission's metadata): `gpuPrices`, what the
     guardian prices the attempts' GPU nodes at (the cluster has no price catalog): one node's $/h on each rung as
     `python -m jobs status` prices it (core/prices.py gpu_node_ceiling: flex-start at the on-demand rate, at most;
-    null: no price), the stack's nodes per rung where the record has none, and the catalog's date. Nothing without a
-    budget, so that such a stack's settings stay as they were."""
+    null: no price), the stack's nodes per rung where the record has none, the GPUs of one node, and the catalog's
+    date. Nothing without a budget, so that such a stack's settings stay as they were."""
     if config.job.max_cost is None and config.job.max_gpu_hours is None:
         return {}
     prices = catalog()
@@ -65,6 +64,7 @@ def gpu_prices_setting(config: StackConfig) -> dict[str, Any]:
         "gpuPrices": {
             "nodeHourly": {rung: None if rate is None else round(rate, 8) for rung, rate in node_hourly.items()},
             "stackRungs": {config.gpu.provisioning: config.gpu.nodes},
+            "gpusPerNode": config.gpus_per_node,
             "catalogDate": prices.date,
         }
     }

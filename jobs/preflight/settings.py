@@ -17,7 +17,6 @@ from core.facts.fabric import (
     FABRIC_WARMUPS,
 )
 from core.facts.gpu_health import PREFLIGHT_MIN_SHARE
-from core.facts.platform import GPUS_PER_NODE
 from jobs.spec.defaults import preflight_mode
 from jobs.spec.training import training_spec
 from workloads.raycluster import worker_env
@@ -63,7 +62,7 @@ def preflight_settings(config: StackConfig, mode: str, directory: str, stamp: st
         "stamp": stamp,
         "mode": mode,
         "nodes": config.gpu.nodes,
-        "gpus_per_node": GPUS_PER_NODE,
+        "gpus_per_node": config.gpus_per_node,
         "strategy": "STRICT_SPREAD",
         "measure": MEASURE,
         "gpu_type": config.gpu.type,

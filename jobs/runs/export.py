@@ -22,7 +22,6 @@ from typing import Any
 from core import names
 from core.config.model import StackConfig
 from core.facts.job import NEMO_RL_WORKDIR
-from core.facts.platform import GPUS_PER_NODE
 from incluster.export_run import STEP_DIR, TARGET_DIR, export_submission_id
 from jobs.spec.training import TrainingSpec, nemo_rl_recipe
 
@@ -94,7 +93,7 @@ def export_submission(
         "python3", "-m", "incluster.export_run",
         "--framework", spec.framework,
         "--run-dir", spec.run_dir,
-        "--world-size", str(GPUS_PER_NODE * config.gpu.nodes),
+        "--world-size", str(config.total_gpus),
         "--exports-root", exports_dir(run),
         "--run", run,
         "--spec-hash", run.rsplit("-", 1)[1],

@@ -14,9 +14,7 @@ from core.config.model import StackConfig
 from core.facts.job import NemoRlRecipe
 from core.facts.platform import (
     BF16_BYTES_PER_PARAMETER,
-    GPUS_PER_NODE,
     MICRO_BATCH_TOKENS_PER_GPU,
-    TENSOR_PARALLEL_SIZES,
     VLLM_HEADROOM_PER_GPU_GB,
 )
 from jobs.spec.training import model_size_b, recipe_for_size
@@ -44,9 +42,11 @@ def derived_rollout_tensor_parallel(config: StackConfig) -> tuple[int, str]:
     weights_gb = size_b * BF16_BYTES_PER_PARAMETER
     headroom = VLLM_HEADROOM_PER_GPU_GB
     holding = [
-        size for size in TENSOR_PARALLEL_SIZES if weights_gb + size * headroom <= rollout_capacity_gb(config, size)
+        size
+        for size in config.gpu_machine.tensor_parallel_sizes
+        if weights_gb + size * headroom <= rollout_capacity_gb(config, size)
     ]
-    smallest = holding[0] if holding else GPUS_PER_NODE
+    smallest = holding[0] if holding else config.gpus_per_node
     group = f"{smallest} x {config.gpu.type.upper()}"
     fit = f"{group} hold it" if holding else f"more than {group} hold"
     reason = f"{config.workload.model} needs {weights_gb:.0f} GB in bf16, {fit} with {headroom} GB a GPU to spare"

@@ -28,7 +28,6 @@ from core.facts.memory import (
     TRAINING_STATES,
     TrainingFamily,
 )
-from core.facts.platform import GPUS_PER_NODE
 from jobs.spec.training import model_size_b, training_family
 
 MAX_NODES = next(rule.le for rule in GpuConfig.model_fields["nodes"].metadata if hasattr(rule, "le"))
@@ -127,13 +126,13 @@ def layout_of(config: StackConfig) -> MemoryLayout | None:
     )
 
 
-def cheapest_fit(layout: MemoryLayout) -> tuple[str, str]:
+def cheapest_fit(layout: MemoryLayout, gpus_per_node: int) -> tuple[str, str]:
     """The cheapest change that makes `layout` fit, as (key, advice): the offload switch (same nodes), else
     the fewest nodes (with the switch where needed), else the largest whole-billion model that fits."""
     if not layout.offload and fits(replace(layout, offload=True)):
         return "grpo.cpuOffload", "set grpo.cpuOffload to true (same nodes, slower steps)"
-    for nodes in range(layout.gpus // GPUS_PER_NODE + 1, MAX_NODES + 1):
-        gpus = nodes * GPUS_PER_NODE
+    for nodes in range(layout.gpus // gpus_per_node + 1, MAX_NODES + 1):
+        gpus = nodes * gpus_per_node
         if gpus % layout.model_parallel_gpus:
             continue
         for offload in dict.fromkeys((layout.offload, True)):
@@ -165,7 +164,7 @@ def memory_problems(config: StackConfig) -> list[Problem]:
     if layout is None or fits(layout):
         return []
     need = memory_need(layout)
-    key, advice = cheapest_fit(layout)
+    key, advice = cheapest_fit(layout, config.gpus_per_node)
     split = FAMILY_STATE[layout.family].format(
         gpus=layout.gpus,
         model_parallel=layout.model_parallel_gpus,

@@ -29,7 +29,7 @@ from core.facts.job import (
     NemoRlRecipe,
 )
 from core.facts.memory import TRAINING_STATES, TrainingFamily
-from core.facts.platform import DURABLE_BEFORE_CLOSE, GPUS_PER_NODE
+from core.facts.platform import DURABLE_BEFORE_CLOSE
 from core.names import DATA_MOUNT
 from incluster.runs import for_attempt
 from workloads import paths
@@ -227,7 +227,7 @@ def verl_overrides(config: StackConfig, run: str, run_dir: str) -> list[str]:
         ("trainer.project_name", config.tracking.wandb_project),
         ("trainer.experiment_name", run),
         ("trainer.nnodes", config.gpu.nodes),
-        ("trainer.n_gpus_per_node", GPUS_PER_NODE),
+        ("trainer.n_gpus_per_node", config.gpus_per_node),
         ("trainer.total_epochs", grpo.epochs),
         ("trainer.save_freq", grpo.save_every),
         ("trainer.test_freq", grpo.validate_every),
@@ -261,7 +261,7 @@ def nemo_rl_overrides(config: StackConfig, run: str, run_dir: str) -> list[str]:
         ("policy.generation.vllm_cfg.gpu_memory_utilization", grpo.gpu_memory_utilization),
         ("data.max_input_seq_length", grpo.max_prompt_length),
         ("cluster.num_nodes", config.gpu.nodes),
-        ("cluster.gpus_per_node", GPUS_PER_NODE),
+        ("cluster.gpus_per_node", config.gpus_per_node),
         ("checkpointing.enabled", True),
         ("checkpointing.checkpoint_dir", run_dir),
         ("checkpointing.save_period", grpo.save_every),
@@ -386,7 +386,7 @@ def submission_of(config: StackConfig, spec: TrainingSpec, attempt: int) -> dict
     """Keyword arguments of JobSubmissionClient.submit_job for one attempt of `spec` (the attempt wrapper's
     modules are added as `py_modules` by incluster.run_submission at submission time, not here)."""
     first = {
-        "entrypoint": attempt_entrypoint(spec, GPUS_PER_NODE * config.gpu.nodes, config.grpo.keep_checkpoints),
+        "entrypoint": attempt_entrypoint(spec, config.total_gpus, config.grpo.keep_checkpoints),
         "runtime_env": {
             "env_vars": dict(
                 sorted({**spec.env_vars, **tracking_env(config, spec.run), "GRPO_RUN_DIR": spec.run_dir}.items())

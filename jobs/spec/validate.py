@@ -21,7 +21,7 @@ from core.config.model import PROJECT_NAMESPACE, StackConfig
 from core.config.problems import ConfigError, Problem
 from core.config.rules import CrossRule
 from core.facts.job import NEMO_RL_RELEASE_FACTS, VERL_CONFIG_NAME
-from core.facts.platform import BF16_BYTES_PER_PARAMETER, GPUS_PER_NODE, TENSOR_PARALLEL_SIZES, VERL_VERSION
+from core.facts.platform import BF16_BYTES_PER_PARAMETER, VERL_VERSION
 from jobs.spec.memory import memory_problems
 from jobs.spec.training import model_size_b, nemo_rl_recipe, training_spec
 
@@ -299,11 +299,11 @@ def rollout_memory_problems(config: StackConfig) -> list[Problem]:
 
     if weights_gb <= capacity(grpo.rollout_tensor_parallel):
         return []
-    enough = [tp for tp in TENSOR_PARALLEL_SIZES if capacity(tp) >= weights_gb]
+    enough = [tp for tp in machine.tensor_parallel_sizes if capacity(tp) >= weights_gb]
     advice = (
         f"use at least {enough[0]}"
         if enough
-        else f"even {GPUS_PER_NODE} GPUs are too few: raise grpo.gpuMemoryUtilization or use a smaller model"
+        else f"even {machine.gpus} GPUs are too few: raise grpo.gpuMemoryUtilization or use a smaller model"
     )
     return [
         Problem(

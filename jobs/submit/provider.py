@@ -112,6 +112,7 @@ def _deploy(props: dict[str, Any], fresh_cluster: bool) -> dict[str, Any]:
                 float(props["ready_timeout_seconds"]),
                 _report,
                 capacity=_capacity(props),
+                gpus_per_node=int(props["gpus_per_node"]),
             )
             if fresh_cluster:
                 _preflight(props, client)

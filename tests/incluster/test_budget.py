@@ -21,15 +21,20 @@ def test_each_attempt_counts_its_wall_time_times_its_own_rungs_price_and_a_live_
         {"attempt": 2, "event": "gpu-rungs", "details": {"rungs": {"spot": 1, "on-demand": 1}}},
     ]
     spans = [Span(1, T0, T0 + 3600), Span(2, T0 + 7200, None), Span(3, T0 + 9000, T0 + 9000)]
-    used = budget.spent(spans[:2], record, PRICES, {"spot": 2}, now=T0 + 9000)
+    used = budget.spent(spans[:2], record, PRICES, {"spot": 2}, now=T0 + 9000, gpus_per_node=8)
     # attempt 1: 1 h x 2 spot x $30; attempt 2: 0.5 h x ($30 + $90), live until now
     assert used == Spent(dollars=60.0 + 60.0, gpu_hours=16 + 8, hourly=120.0, gpus=16)
-    stack = budget.spent([spans[2], spans[0]], [], PRICES, {"on-demand": 1}, now=T0 + 9000)
+    stack = budget.spent([spans[2], spans[0]], [], PRICES, {"on-demand": 1}, now=T0 + 9000, gpus_per_node=8)
     assert (stack.dollars, stack.gpu_hours, stack.hourly, stack.gpus) == (90.0, 8.0, 90.0, 8)
 
 
+def test_gpu_hours_count_the_gpus_of_the_stacks_machine():
+    used = budget.spent([Span(1, T0, T0 + 3600)], [], PRICES, {"spot": 2}, now=T0 + 3600, gpus_per_node=1)
+    assert (used.gpu_hours, used.gpus) == (2.0, 2)
+
+
 def test_a_rung_without_a_price_counts_nothing_and_says_so():
-    used = budget.spent([Span(1, T0, T0 + 3600)], [], PRICES, {"flex-start": 1}, now=T0 + 3600)
+    used = budget.spent([Span(1, T0, T0 + 3600)], [], PRICES, {"flex-start": 1}, now=T0 + 3600, gpus_per_node=8)
     assert (used.dollars, used.gpu_hours, used.unpriced) == (0.0, 8.0, True)
     assert budget.crossing({"maxCost": 10.0, "maxGpuHours": None}, used, T0) is None
 

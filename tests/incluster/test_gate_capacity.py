@@ -45,7 +45,9 @@ def refusal(server: StandInApiServer, monkeypatch) -> tuple[str, list[str]]:
     scripted_nodes(monkeypatch, [0.0])
     lines: list[str] = []
     with stand_in_api_server(server), pytest.raises(job_client.JobError) as refused:
-        readiness.wait_for_gpus(Endpoint("http://ray"), 2, 60, lines.append, poll=30, capacity=capacity(server))
+        readiness.wait_for_gpus(
+            Endpoint("http://ray"), 2, 60, lines.append, poll=30, capacity=capacity(server), gpus_per_node=8
+        )
     return str(refused.value), lines
 
 
@@ -113,7 +115,9 @@ def test_a_stockout_on_the_first_rung_then_a_scale_up_on_the_second_is_each_a_li
     lines: list[str] = []
     with stand_in_api_server(server):
         poll = readiness.LADDER_READ_SECONDS  # the events are read again at each poll
-        readiness.wait_for_gpus(Endpoint("http://ray"), 2, 600, lines.append, poll=poll, capacity=capacity(server))
+        readiness.wait_for_gpus(
+            Endpoint("http://ray"), 2, 600, lines.append, poll=poll, capacity=capacity(server), gpus_per_node=8
+        )
     assert [line.split(" per node)", 1)[1].rsplit("; ", 1)[0] for line in lines] == [
         "",
         "; trying rung spot since 2026-12-01T12:00:00Z; last scale-up failed: GCE out of resources in us-central1-b",
@@ -204,7 +208,9 @@ def test_the_gate_polls_ray_every_2_s_but_reads_the_events_every_10_s(monkeypatc
     monkeypatch.setattr(readiness, "time", Clock())
     polls = scripted_nodes(monkeypatch, [0.0])
     with stand_in_api_server(server), pytest.raises(job_client.JobError):
-        readiness.wait_for_gpus(Endpoint("http://ray"), 1, 30, lambda _: None, poll=2, capacity=capacity(server))
+        readiness.wait_for_gpus(
+            Endpoint("http://ray"), 1, 30, lambda _: None, poll=2, capacity=capacity(server), gpus_per_node=8
+        )
     assert polls[0] == 16  # at 0, 2, ..., 30 s
     assert server.calls.count(("", "events", "list")) == 4  # at 0, 10, 20, 30 s
 

@@ -91,6 +91,7 @@ def test_a_budget_needs_the_gpu_prices_in_the_settings_and_a_run_without_one_nee
     assert prices["stackRungs"] == {"spot": 1} and set(prices["nodeHourly"]) == {"reservation", "on-demand", "spot",
                                                                                    "flex-start"}  # fmt: skip
     assert settings_from(values, "s.json").gpu_prices.node_hourly["spot"] == prices["nodeHourly"]["spot"]
+    assert settings_from(values, "s.json").gpu_prices.gpus_per_node == prices["gpusPerNode"] == 8  # a3-ultragpu-8g
     assert "gpuPrices" not in guardian_settings(config_of("dev"))
     with pytest.raises(GuardError, match=r"^s.json: the run has a budget and 'gpuPrices' is None;"):
         settings_from({**values, "gpuPrices": None}, "s.json")
@@ -98,6 +99,8 @@ def test_a_budget_needs_the_gpu_prices_in_the_settings_and_a_run_without_one_nee
         settings_from({**values, "gpuPrices": {**prices, "nodeHourly": {"spot": "30"}}}, "s.json")
     with pytest.raises(GuardError, match="'gpuPrices.stackRungs' must map a rung to its GPU nodes"):
         settings_from({**values, "gpuPrices": {**prices, "stackRungs": {"spot": 0}}}, "s.json")
+    with pytest.raises(GuardError, match="'gpuPrices.gpusPerNode' must be the GPUs of one GPU node"):
+        settings_from({**values, "gpuPrices": {**prices, "gpusPerNode": 0}}, "s.json")
     with pytest.raises(GuardError, match="'gpuPrices.catalogDate' must be the price catalog's date"):
         settings_from({**values, "gpuPrices": {**prices, "catalogDate": 1}}, "s.json")
 

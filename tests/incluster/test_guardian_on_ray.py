@@ -399,7 +399,8 @@ LOST_ONCE = (
 def provider_props(run: GuardedRun, cluster_uid: str, ready_timeout: float) -> dict:
     """The post-deploy step's inputs for `run` (jobs/stack.py build_job) through the head's plain address."""
     return {"submission": run.submission, "kubeconfig": "", "address": run.cluster.dashboard_url, "gpu_nodes": 1,
-            "ready_timeout_seconds": ready_timeout, "cluster_uid": cluster_uid, "run": None, "submission_id": None}  # fmt: skip
+            "gpus_per_node": 8, "ready_timeout_seconds": ready_timeout, "cluster_uid": cluster_uid, "run": None,
+            "submission_id": None}  # fmt: skip
 
 
 def test_on_a_new_head_the_provider_and_submit_number_past_the_guardians_record_and_leave_an_over_run_alone(

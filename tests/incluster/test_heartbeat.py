@@ -137,7 +137,7 @@ def test_an_hour_at_the_readiness_gate_with_its_progress_lines_keeps_the_probe_p
     monkeypatch.setattr(readiness, "gpu_nodes", lambda endpoint: [])
     beating = Heartbeat(lines.append, str(path), clock=lambda: clock.now)
     with pytest.raises(job_client.JobError):
-        readiness.wait_for_gpus(Endpoint("http://127.0.0.1:9"), 2, 3600, beating, poll=2.0)
+        readiness.wait_for_gpus(Endpoint("http://127.0.0.1:9"), 2, 3600, beating, poll=2.0, gpus_per_node=8)
     assert len(lines) >= 3600 / readiness.REPORT_EVERY_SECONDS and looks and set(looks) == {None}
     answered = probe(path)
     assert (answered.returncode, answered.stdout) == (0, "")

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from core.facts.platform import GPUS_PER_NODE
 from incluster import job_client, readiness, run_submission
 from incluster.runs import for_attempt
+from jobs.demo.gpu_node import GPUS
 from jobs.spec.training import on_data_root, submission_of, training_spec
 from tests.ray_fixtures import stand_in_trainer
 
@@ -24,7 +24,7 @@ from jobs.demo.stand_in_trainer import SHARD_KINDS, TRACKER, read_archive, shard
 from tests.conftest import config_of
 from tests.support.two_node_ray import TwoNodeRay
 
-WORLD_SIZE = GPUS_PER_NODE
+WORLD_SIZE = GPUS
 """The dev stack's one GPU node: 8 ranks."""
 
 
@@ -43,7 +43,14 @@ class Run:
 
     def submit(self) -> run_submission.Outcome:
         """Pass the readiness gate, then submit the run's next attempt (incluster.run_submission.ensure_run)."""
-        self.cluster.call(readiness.wait_for_gpus, self.cluster.endpoint, self.config.gpu.nodes, 60.0, lambda _: None)
+        self.cluster.call(
+            readiness.wait_for_gpus,
+            self.cluster.endpoint,
+            self.config.gpu.nodes,
+            60.0,
+            lambda _: None,
+            gpus_per_node=self.config.gpus_per_node,
+        )
         known = functools.partial(run_submission.local_view, self.dir)
         return self.cluster.call(run_submission.ensure_run, self.client, self.submission, known)
 

@@ -590,7 +590,9 @@ def test_status_shows_when_the_gpu_workers_scale_to_zero_then_the_idle_bill_the_
         monkeypatch.setattr(job_client, "connect", lambda endpoint: runs_jobs)
         return code, out.splitlines(), err
 
-    hourly = EXPECTED_IDLE["dev"]  # the head's c2-standard-16 and the bucket's 0.5B model, at the catalog's prices
+    # The head's c2-standard-16 and its boot disk, the bucket's 0.5B model, the cluster fee and the NAT for the head.
+    hourly = EXPECTED_IDLE["dev"]
+    parts = "head, storage, head boot disk, cluster fee and cloud nat"
     assert (guard(), guard()) == ("record", "wait") and patched == []
     code, out, err = status(T0 + 2100)
     assert (code, err) == (0, "")
@@ -615,9 +617,9 @@ def test_status_shows_when_the_gpu_workers_scale_to_zero_then_the_idle_bill_the_
         f"record of {run} ({data}/checkpoints/{run}/attempts.jsonl):",
         "  2026-12-01T10:35:00.000Z  attempt 2  succeeded",
         "run over since 2026-12-01 10:30:00Z (attempt 2 ended): the GPU workers scale to zero at 2026-12-01"
-        f" 10:45:00Z (in 10m 00s, job.idleMinutes=15); then ${hourly:.2f}/h bills on for the head and storage",
+        f" 10:45:00Z (in 10m 00s, job.idleMinutes=15); then ${hourly:.2f}/h bills on for the {parts}",
     ]
-    assert f"${hourly:.2f}" == "$0.84"
+    assert f"${hourly:.2f}" == "$0.96"
 
     clock[0] = T0 + 2700
     assert (guard(), guard()) == ("scale-to-zero", "done") and patched == ["0"]
@@ -642,17 +644,18 @@ def test_status_shows_when_the_gpu_workers_scale_to_zero_then_the_idle_bill_the_
         "  2026-12-01T10:45:00.000Z  attempt 2  scaled-to-zero: attempt 2 SUCCEEDED; idle for job.idleMinutes=15:"
         " the GPU worker group gpu patched to 0 replicas",
         f"idle since 2026-12-01 10:45:00Z (1h 25m), about ${hourly * 5100 / 3600:.2f} at ${hourly:.2f}/h for the"
-        " head and storage",
+        f" {parts}",
     ]
-    assert f"${hourly * 5100 / 3600:.2f}" == "$1.18"
+    assert f"${hourly * 5100 / 3600:.2f}" == "$1.35"
     monkeypatch.setattr(cli_runs, "now", lambda: T0 + 2700 + 5100)
     monkeypatch.setattr(job_client, "connect", lambda endpoint: stand_in)
     code, out, err = cli(capsys, "status", *cli_run.args, "--data-root", str(data), "--json")
     assert (code, err) == (0, "")
     assert json.loads(out)["idle"] == {
         "attempt": 2, "overSince": "2026-12-01 10:30:00Z", "scaleToZeroDue": "2026-12-01 10:45:00Z",
-        "idleSince": "2026-12-01 10:45:00Z", "idleHourly": round(hourly, 8), "idleParts": ["head", "storage"],
-        "idleUnpriced": [], "dollarsSoFar": 1.18, "park": None,
+        "idleSince": "2026-12-01 10:45:00Z", "idleHourly": round(hourly, 8),
+        "idleParts": ["head", "storage", "head boot disk", "cluster fee", "cloud nat"],
+        "idleUnpriced": [], "dollarsSoFar": 1.35, "park": None,
     }  # fmt: skip
 
 

@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from core.facts.platform import GPU_MACHINES
 from incluster import record
+from jobs.demo import gpu_node
 from jobs.demo.lifecycle import DEMO_DIR, HOLD_AFTER, SAVE_EVERY, STEPS
 from jobs.runs.step_time import KINDS
 from tests.conftest import REPO_ROOT, shipped_stack_file
@@ -189,3 +191,10 @@ def test_ctrl_c_ends_the_demo_and_its_ray_nodes_with_one_line_and_exit_130():
 def test_the_demo_runs_a_copy_of_the_shipped_dev_stack():
     """The demo's own copy, so a user's edits to the root Pulumi.dev.yaml cannot break it; still the shipped one."""
     assert (DEMO_DIR / "Pulumi.dev.yaml").read_text() == shipped_stack_file("dev").read_text()
+
+
+def test_the_demos_gpu_node_declares_the_gpus_of_the_demo_stacks_machine():
+    """Issue 34 item 1: GPUs per node is a fact of the machine; the stand-in node (which imports nothing of the
+    project's) declares those of the machine jobs/demo/Pulumi.dev.yaml names."""
+    assert gpu_node.GPUS == GPU_MACHINES["h200"].gpus
+    assert "type: h200" in (REPO_ROOT / "jobs" / "demo" / "Pulumi.dev.yaml").read_text()

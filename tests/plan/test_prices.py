@@ -13,6 +13,7 @@ from core.facts.platform import GPU_MACHINES, LUSTRE_DYNAMIC_TIER, LUSTRE_TIERS
 from core.prices import (
     CATALOG_PATH,
     artifact_registry_monthly,
+    boot_disk_hourly,
     catalog,
     gcs_gib_month,
     gpu_hourly,
@@ -20,6 +21,7 @@ from core.prices import (
     gpu_node_hourly,
     gpu_node_rate,
     lustre_gib_month,
+    nat_hourly,
     read_catalog,
 )
 from plan.prices import estimate, idle_line, render_cost_json, summary_lines
@@ -41,14 +43,49 @@ GCS_US_CENTRAL1_HOURLY_PER_GIB = 0.020 / 730
 """Cloud Storage Standard in us-central1, $0.020 per GiB-month, over 730 hours."""
 LUSTRE_1000_US_CENTRAL1 = 0.60
 """Managed Lustre Capacity 1000-Perf Iowa, $ per GiB-month (the benchmark note's billing-export rates)."""
+CLUSTER_FEE = 0.10
+"""GKE pricing: the cluster management fee, $0.10 per cluster per hour, any mode."""
+BOOT_DISK_US_CENTRAL1 = 100 * 0.10 / 730
+"""One node's 100 GB pd-balanced boot disk in us-central1: $0.10 per GiB-month (Google's pricing calculator, Iowa)
+over 730 h."""
+
+
+def nat(vms):
+    """Cloud NAT pricing: $0.0014 an hour per VM using the gateway (up to 32) plus $0.005 an hour for its address."""
+    return vms * 0.0014 + 0.005
+
+
+IDLE_EXTRAS = BOOT_DISK_US_CENTRAL1 + CLUSTER_FEE + nat(1)
+"""What a Standard stack's idle bill adds to the head and the storage: the head's boot disk, the cluster fee and the
+gateway for the head's node."""
+IDLE_PARTS_SHOWN = "head, storage, head boot disk, cluster fee and cloud nat"
+"""The idle line's parts of a Standard stack."""
 
 
 def test_the_catalog_is_dated_and_every_section_names_its_source():
     document = json.loads(CATALOG_PATH.read_text())
     assert document["catalog_date"] == DATE
     sections = [value for value in document.values() if isinstance(value, dict)]
-    assert len(sections) == 9
+    assert len(sections) == 12
     assert all(section["source"].strip() for section in sections)
+
+
+def test_the_cluster_fee_nat_and_boot_disks_are_priced_as_their_pages_say():
+    """Issue 34 item 2: GKE pricing ($0.10 per cluster-hour; $74.40 of free tier credit a month, zonal and Autopilot
+    clusters only), Cloud NAT pricing ($0.0014 per VM-hour up to 32 VMs, $0.044 above; $0.045 per GiB; $0.005 per
+    address-hour), pd-balanced in Iowa ($0.10 per GiB-month); Hyperdisk Balanced has no price read."""
+    prices = catalog()
+    assert (prices.cluster_fee_hourly, prices.cluster_free_monthly_credit) == (0.10, 74.40)
+    assert prices.cluster_free_monthly_credit == pytest.approx(0.10 * 744), "one cluster's 31-day month"
+    assert prices.nat == {
+        "per_vm_hour": 0.0014, "vm_cap": 32, "capped_hourly": 0.044, "per_ip_hour": 0.005, "per_gib_processed": 0.045
+    }  # fmt: skip
+    assert prices.boot_disk_gib_month == {"pd-balanced": {"us-central1": 0.10}}
+    assert nat_hourly(prices, 2) == pytest.approx(nat(2))
+    assert nat_hourly(prices, 33) == pytest.approx(0.044 + 0.005), "capped above 32 VMs"
+    assert boot_disk_hourly(prices, "pd-balanced", "us-central1") == pytest.approx(BOOT_DISK_US_CENTRAL1)
+    assert boot_disk_hourly(prices, "hyperdisk-balanced", "us-central1") is None
+    assert boot_disk_hourly(prices, "pd-balanced", "us-east4") is None
 
 
 def test_the_catalog_prices_both_gpu_machines():
@@ -162,16 +199,33 @@ def test_flex_start_and_a_zone_the_catalog_lacks_have_no_gpu_rate():
 
 
 EXPECTED_TOTALS = {
-    "dev": H200_SPOT_US_CENTRAL1_B + C2_STANDARD_16_US_CENTRAL1 + 0.5e9 * 2 / 2**30 * GCS_US_CENTRAL1_HOURLY_PER_GIB,
+    "dev": H200_SPOT_US_CENTRAL1_B
+    + C2_STANDARD_16_US_CENTRAL1
+    + 0.5e9 * 2 / 2**30 * GCS_US_CENTRAL1_HOURLY_PER_GIB
+    + BOOT_DISK_US_CENTRAL1
+    + CLUSTER_FEE
+    + nat(2),
     "verl-standard-h200": 2 * H200_SPOT_US_CENTRAL1_B
     + C2_STANDARD_16_US_CENTRAL1
-    + 32e9 * 2 / 2**30 * GCS_US_CENTRAL1_HOURLY_PER_GIB,
-    "verl-autopilot-b200": 2 * B200_SPOT_US_CENTRAL1_B + 32e9 * 2 / 2**30 * GCS_US_CENTRAL1_HOURLY_PER_GIB,
+    + 32e9 * 2 / 2**30 * GCS_US_CENTRAL1_HOURLY_PER_GIB
+    + BOOT_DISK_US_CENTRAL1
+    + CLUSTER_FEE
+    + nat(3),
+    "verl-autopilot-b200": 2 * B200_SPOT_US_CENTRAL1_B
+    + 32e9 * 2 / 2**30 * GCS_US_CENTRAL1_HOURLY_PER_GIB
+    + 2 * BOOT_DISK_US_CENTRAL1
+    + CLUSTER_FEE
+    + nat(3),
     "nemo-rl-standard-b200": 8 * B200_SPOT_US_CENTRAL1_B
     + C2_STANDARD_16_US_CENTRAL1
-    + 9000 * LUSTRE_1000_US_CENTRAL1 / 730,
+    + 9000 * LUSTRE_1000_US_CENTRAL1 / 730
+    + 9 * BOOT_DISK_US_CENTRAL1
+    + CLUSTER_FEE
+    + nat(9),
 }
-"""Each shipped stack's $/h: GPU nodes, head and storage (the model in bf16 on the bucket)."""
+"""Each shipped stack's $/h: GPU nodes, head and storage (the model in bf16 on the bucket), the boot disks the
+catalog prices (pd-balanced: the head's, and B200 nodes'; A3 Ultra's Hyperdisk Balanced has no price), the cluster
+fee and the NAT gateway for the head's node and the GPU nodes."""
 
 
 def test_every_shipped_stack_has_a_hand_computed_total():
@@ -190,39 +244,65 @@ def test_the_parts_of_the_dev_stack():
         ("gpu nodes", pytest.approx(40.81698)),
         ("head", 0.83523),
         ("storage", pytest.approx(0.9313225746154785 * 0.020 / 730)),
+        ("gpu boot disks", None),
+        ("head boot disk", pytest.approx(BOOT_DISK_US_CENTRAL1)),
+        ("cluster fee", CLUSTER_FEE),
+        ("cloud nat", pytest.approx(nat(2))),
     ]
-    assert cost.unpriced == ()
+    assert cost.unpriced == ("gpu boot disks",)
 
 
-def test_the_summary_lines_of_the_nemo_rl_stack_price_its_lustre_instance():
-    """Issue 23 item 5: the 1000 MB/s/TiB tier's 9,000 GiB at $0.60 a GiB-month, about $7.40 an hour."""
-    assert summary_lines(estimate(config_of("nemo-rl-standard-b200"), catalog()))[:5] == [
+def test_the_whole_cost_output_of_the_nemo_rl_stack():
+    """Issue 23 item 5: the 1000 MB/s/TiB tier's 9,000 GiB at $0.60 a GiB-month, about $7.40 an hour. Issue 34 item 2:
+    every part the stack creates (8 + 1 boot disks, the cluster fee, the NAT gateway for 9 nodes), and the instance
+    that keepOnDestroy (its default) leaves billing after destroy, 9,000 x $0.60 = $5,400 a month."""
+    assert summary_lines(estimate(config_of("nemo-rl-standard-b200"), catalog())) == [
         f"cost per hour (list prices of {DATE}, core/facts/prices.json):",
         "  gpu nodes: $260.85/h for 8 x a4-highgpu-8g spot in us-central1-b at $32.61/h a node",
         "  head: $0.84/h for 1 x c2-standard-16 on-demand in us-central1",
         "  storage: $7.40/h for 9000 GiB of Managed Lustre at 1000 MB/s/TiB in us-central1 at $0.6/GiB-month over 730 h",
-        "  total: $269.08/h",
+        "  gpu boot disks: $0.11/h for 8 x 100 GB pd-balanced in us-central1 at $0.1/GiB-month",
+        "  head boot disk: $0.01/h for 1 x 100 GB pd-balanced in us-central1 at $0.1/GiB-month",
+        "  cluster fee: $0.10/h for GKE's management fee for 1 regional cluster (the free tier's $74.40 a month covers"
+        " zonal and Autopilot ones only)",
+        "  cloud nat: $0.02/h for 1 gateway for 9 nodes at $0.0014/h a node and 1 address at $0.005/h; plus $0.045 per"
+        " GiB it carries (downloads from outside Google Cloud, such as the Hub's)",
+        "  total: $269.32/h",
+        f"  idle, GPUs at zero: $8.35/h for the {IDLE_PARTS_SHOWN}",
+        "  after destroy: storage.keepOnDestroy is true: the Lustre instance outlives pulumi destroy and keeps billing,"
+        " $5,400.00 a month, until you park it (storage.parked) or delete it",
     ]
+    assert json.loads(render_cost_json(estimate(config_of("nemo-rl-standard-b200"), catalog())))["afterDestroy"]
+
+
+def test_only_a_kept_lustre_instance_bills_after_destroy():
+    def after(stack, **storage):
+        overrides = {"storage": storage} if storage else {}
+        return estimate(config_of(stack, **overrides), catalog()).kept_after_destroy
+
+    assert after("nemo-rl-standard-b200") is not None
+    assert after("nemo-rl-standard-b200", keepOnDestroy=False) is None
+    assert after("dev") is None, "a bucket stack: its bucket is named in the storage line, no instance"
 
 
 def test_a_total_without_the_gpus_is_said_to_be_unknown_not_shown_as_the_total():
     """Issue 21 item 2: the sum of the head and the storage is no total when the GPU nodes have no price."""
     cost = estimate(config_of("dev", gpu={"provisioning": "flex-start"}), catalog())
     lines = summary_lines(cost)
-    assert (
-        lines[-2]
-        == "  total: UNKNOWN: the catalog has no price for the gpu nodes (the head, storage alone: $0.84/h, not the total)"
+    assert lines[-2] == (
+        "  total: UNKNOWN: the catalog has no price for the gpu nodes (the head, storage, head boot disk, cluster fee,"
+        " cloud nat alone: $0.96/h, not the total)"
     )
     assert not any(line.startswith("  total: $") for line in lines)
     document = json.loads(render_cost_json(cost))
-    assert (document["totalHourly"], document["unpriced"]) == (None, ["gpu nodes"])
+    assert (document["totalHourly"], document["unpriced"]) == (None, ["gpu nodes", "gpu boot disks"])
 
 
 def test_the_same_gpu_cheaper_in_another_zone_is_one_line_naming_the_keys_to_set():
     lines = summary_lines(estimate(config_of("dev"), catalog()))
     assert lines[-3:] == [
-        "  total: $41.65/h",
-        "  idle, GPUs at zero: $0.84/h for the head and storage",
+        "  total: at least $41.77/h (without the gpu boot disks: no price)",
+        f"  idle, GPUs at zero: $0.96/h for the {IDLE_PARTS_SHOWN}",
         "  cheaper elsewhere: H200 spot $31.92/h a node in us-east4-b against $40.82/h in us-central1-b:"
         " set gcp:region us-east4 and grpo-gke:zone us-east4-b",
     ]
@@ -260,8 +340,8 @@ def test_a_zone_the_catalog_lacks_says_so_instead_of_guessing():
     )
     assert cost.lines[0].what == f"no price for a3-ultragpu-8g spot in us-central1-a in the catalog (dated {DATE})"
     assert cost.lines[0].hourly is None
-    assert cost.unpriced == ("gpu nodes",)
-    assert cost.total == pytest.approx(cost.lines[1].hourly + cost.lines[2].hourly)
+    assert cost.unpriced == ("gpu nodes", "gpu boot disks")
+    assert cost.total == pytest.approx(sum(line.hourly for line in cost.lines[1:] if line.hourly is not None))
 
 
 def test_a_head_machine_the_catalog_lacks_in_the_region_says_so():
@@ -309,33 +389,36 @@ def test_cost_json_is_sorted_and_holds_every_part_and_the_total():
     document = json.loads(text)
     assert text == json.dumps(document, indent=2, sort_keys=True) + "\n"
     assert document["catalogDate"] == DATE
-    assert [part["part"] for part in document["parts"]] == ["gpu nodes", "head", "storage"]
+    assert [part["part"] for part in document["parts"]] == [
+        "gpu nodes", "head", "storage", "gpu boot disks", "head boot disk", "cluster fee", "cloud nat"
+    ]  # fmt: skip
     assert document["totalHourly"] == pytest.approx(EXPECTED_TOTALS["verl-standard-h200"], abs=1e-8)
-    assert document["unpriced"] == []
+    assert document["unpriced"] == ["gpu boot disks"]
 
 
 TOTAL_LINES = {
-    "dev": "  total: $41.65/h",
-    "verl-standard-h200": "  total: $82.47/h",
-    "verl-autopilot-b200": "  total: at least $65.21/h (without the head: no price)",
-    "nemo-rl-standard-b200": "  total: $269.08/h",
+    "dev": "  total: at least $41.77/h (without the gpu boot disks: no price)",
+    "verl-standard-h200": "  total: at least $82.59/h (without the gpu boot disks: no price)",
+    "verl-autopilot-b200": "  total: at least $65.35/h (without the head: no price)",
+    "nemo-rl-standard-b200": "  total: $269.32/h",
 }
 """The total line each shipped stack's plan prints (EXPECTED_TOTALS rounded to the cent)."""
 
 EXPECTED_IDLE = {
-    "dev": C2_STANDARD_16_US_CENTRAL1 + 0.5e9 * 2 / 2**30 * GCS_US_CENTRAL1_HOURLY_PER_GIB,
-    "verl-standard-h200": C2_STANDARD_16_US_CENTRAL1 + 32e9 * 2 / 2**30 * GCS_US_CENTRAL1_HOURLY_PER_GIB,
-    "verl-autopilot-b200": 32e9 * 2 / 2**30 * GCS_US_CENTRAL1_HOURLY_PER_GIB,
-    "nemo-rl-standard-b200": C2_STANDARD_16_US_CENTRAL1 + 9000 * LUSTRE_1000_US_CENTRAL1 / 730,
+    "dev": C2_STANDARD_16_US_CENTRAL1 + 0.5e9 * 2 / 2**30 * GCS_US_CENTRAL1_HOURLY_PER_GIB + IDLE_EXTRAS,
+    "verl-standard-h200": C2_STANDARD_16_US_CENTRAL1 + 32e9 * 2 / 2**30 * GCS_US_CENTRAL1_HOURLY_PER_GIB + IDLE_EXTRAS,
+    "verl-autopilot-b200": 32e9 * 2 / 2**30 * GCS_US_CENTRAL1_HOURLY_PER_GIB + CLUSTER_FEE + nat(1),
+    "nemo-rl-standard-b200": C2_STANDARD_16_US_CENTRAL1 + 9000 * LUSTRE_1000_US_CENTRAL1 / 730 + IDLE_EXTRAS,
 }
-"""Each shipped stack's $/h once the GPUs are at zero: the head's pool and the storage (Autopilot's head Pod has no
-price)."""
+"""Each shipped stack's $/h once the GPUs are at zero: the head's pool and its boot disk, the storage, the cluster
+fee and the gateway for the head's node (Autopilot's head Pod has no price and no node disk of the stack's)."""
 
 IDLE_LINES = {
-    "dev": "  idle, GPUs at zero: $0.84/h for the head and storage",
-    "verl-standard-h200": "  idle, GPUs at zero: $0.84/h for the head and storage",
-    "verl-autopilot-b200": "  idle, GPUs at zero: at least $0.0016/h for the head and storage (without the head: no price)",
-    "nemo-rl-standard-b200": "  idle, GPUs at zero: $8.23/h for the head and storage",
+    "dev": f"  idle, GPUs at zero: $0.96/h for the {IDLE_PARTS_SHOWN}",
+    "verl-standard-h200": f"  idle, GPUs at zero: $0.96/h for the {IDLE_PARTS_SHOWN}",
+    "verl-autopilot-b200": "  idle, GPUs at zero: at least $0.11/h for the head, storage, cluster fee and cloud nat"
+    " (without the head: no price)",
+    "nemo-rl-standard-b200": f"  idle, GPUs at zero: $8.35/h for the {IDLE_PARTS_SHOWN}",
 }
 """The idle line each shipped stack's plan prints under its total (EXPECTED_IDLE rounded)."""
 
@@ -354,7 +437,7 @@ def test_the_plan_command_prints_the_cost_of_each_shipped_stack_and_writes_cost_
     total = printed.index(f"  {TOTAL_LINES[stack]}")
     assert printed[total + 1] == f"  {IDLE_LINES[stack]}"
     assert printed[total + 2 : start + len(expected)] == [
-        f"  {line}" for line in expected if "cheaper elsewhere" in line
+        f"  {line}" for line in expected if line.startswith(("  cheaper elsewhere:", "  after destroy:"))
     ]
     assert printed[start + len(expected)].startswith("  first step: "), "the time to the first step follows"
     assert printed[-1].startswith("Wrote ") and ", cost.json and first-step.json to " in printed[-1]
@@ -444,41 +527,45 @@ def test_a_stack_without_a_ladder_has_no_ladder_lines_or_cost_json_block(stack):
 
 def test_the_idle_bill_of_a_bucket_is_the_head_and_what_the_bucket_holds():
     """Issue 23 item 4, Cloud Storage: with the GPUs at zero, c2-standard-16 on demand plus 32B parameters in bf16
-    on Standard in us-central1 bill on: $0.83523 + 59.6 GiB x $0.02 / 730 h."""
+    on Standard in us-central1 bill on: $0.83523 + 59.6 GiB x $0.02 / 730 h; issue 34 item 2: with the head's boot
+    disk, the cluster fee and the gateway for the head's node."""
     cost = estimate(config_of("verl-standard-h200"), catalog())
     model_gib = 32e9 * 2 / 2**30
     assert model_gib == pytest.approx(59.6046, abs=1e-4)
-    assert cost.idle_hourly == pytest.approx(0.83523 + model_gib * 0.02 / 730, rel=1e-12)
-    assert cost.idle_hourly == pytest.approx(0.836863, abs=1e-6)
+    assert cost.idle_hourly == pytest.approx(0.83523 + model_gib * 0.02 / 730 + IDLE_EXTRAS, rel=1e-12)
+    assert cost.idle_hourly == pytest.approx(0.956962, abs=1e-6)
     assert cost.idle_unpriced == ()
     document = json.loads(render_cost_json(cost))
     assert (document["idleHourly"], document["idleParts"], document["idleUnpriced"]) == (
-        round(cost.idle_hourly, 8), ["head", "storage"], [])  # fmt: skip
-    assert document["totalHourly"] - document["idleHourly"] == pytest.approx(2 * H200_SPOT_US_CENTRAL1_B, abs=1e-7)
+        round(cost.idle_hourly, 8), ["head", "storage", "head boot disk", "cluster fee", "cloud nat"], [])  # fmt: skip
+    # What stops with the GPUs: their nodes and the gateway's price for them (their boot disks have no price).
+    gpus_away = 2 * H200_SPOT_US_CENTRAL1_B + 2 * 0.0014
+    assert document["totalHourly"] - document["idleHourly"] == pytest.approx(gpus_away, abs=1e-7)
 
 
 @pytest.mark.parametrize(
     ("tier", "gib", "hourly"),
-    # GiB x the tier's $/GiB-month (us-central1) / 730 h, plus the head's $0.83523.
+    # GiB x the tier's $/GiB-month (us-central1) / 730 h, plus the head's $0.83523 and IDLE_EXTRAS.
     [(1000, 9000, 0.83523 + 9000 * 0.60 / 730), (500, 18000, 0.83523 + 18000 * 0.34 / 730),
      (250, 36000, 0.83523 + 36000 * 0.21 / 730), (125, 72000, 0.83523 + 72000 * 0.145 / 730)],
 )  # fmt: skip
 def test_the_idle_bill_of_lustre_is_the_head_and_the_whole_instance(tier, gib, hourly):
     """Issue 23 item 4, Managed Lustre: the instance bills its capacity whether used or not; at the smallest size of
-    each tier the idle bill runs from $8.23/h (1000) to $15.14/h (125)."""
+    each tier the idle bill runs from $8.35/h (1000) to $15.26/h (125) with the head's disk, the fee and the NAT."""
     config = config_of("nemo-rl-standard-b200", storage={"throughput": tier, "capacityGib": gib})
     cost = estimate(config, catalog())
-    assert cost.idle_hourly == pytest.approx(hourly, rel=1e-12)
-    assert summary_lines(cost)[5] == f"  idle, GPUs at zero: ${hourly:.2f}/h for the head and storage"
+    assert cost.idle_hourly == pytest.approx(hourly + IDLE_EXTRAS, rel=1e-12)
+    assert idle_line(cost) == f"  idle, GPUs at zero: ${hourly + IDLE_EXTRAS:.2f}/h for the {IDLE_PARTS_SHOWN}"
 
 
 def test_the_idle_bill_names_lustre_outside_the_priced_region_instead_of_guessing():
     config = config_of("nemo-rl-standard-b200").model_copy(update={"region": "us-east4", "zone": "us-east4-b"})
     cost = estimate(config, catalog())
-    assert cost.idle_unpriced == ("storage",)
-    assert cost.idle_hourly == 0.94058  # the head in us-east4 alone
+    assert cost.idle_unpriced == ("storage", "head boot disk")
+    assert cost.idle_hourly == pytest.approx(0.94058 + CLUSTER_FEE + nat(1))  # the head in us-east4, the fee, the NAT
     assert idle_line(cost) == (
-        "  idle, GPUs at zero: at least $0.94/h for the head and storage (without the storage: no price)"
+        f"  idle, GPUs at zero: at least $1.05/h for the {IDLE_PARTS_SHOWN} (without the storage and head boot disk:"
+        " no price)"
     )
 
 
@@ -492,12 +579,16 @@ def test_an_image_cache_disk_image_bills_on_with_the_gpus_at_zero_at_the_image_s
     plain = estimate(config_of("verl-standard-h200"), catalog())
     cached = config_of("verl-standard-h200", workload={"imageSource": "registry"}, gpu={"imageCacheDisk": "verl-cache"})
     cost = estimate(cached, catalog())
-    assert cost.idle.parts == ("head", "storage", "image cache")
+    parts = ("head", "storage", "head boot disk", "cluster fee", "cloud nat")
+    assert cost.idle.parts == (*parts, "image cache")
     assert cost.idle_hourly - plain.idle_hourly == pytest.approx(100 * IMAGE_STORAGE_US_CENTRAL1 / 730, rel=1e-12)
-    assert idle_line(cost) == f"  idle, GPUs at zero: ${cost.idle_hourly:.2f}/h for the head, storage and image cache"
+    assert idle_line(cost) == (
+        f"  idle, GPUs at zero: ${cost.idle_hourly:.2f}/h for the head, storage, head boot disk, cluster fee, cloud nat"
+        " and image cache"
+    )
     document = json.loads(render_cost_json(cost))
-    assert (document["idleParts"], document["idleUnpriced"]) == (["head", "storage", "image cache"], [])
-    assert plain.idle.parts == ("head", "storage")
+    assert (document["idleParts"], document["idleUnpriced"]) == ([*parts, "image cache"], [])
+    assert plain.idle.parts == parts
 
 
 def test_an_image_cache_outside_the_image_storage_skus_regions_is_named_unpriced():
@@ -520,5 +611,35 @@ def test_a_parked_lustre_stack_bills_its_bucket_per_tib_instead_of_the_instance(
         "parked: no Lustre instance; the parked bucket bills what it holds, $0.03/h per TiB (Cloud Storage Standard in"
         " us-central1 at $0.02/GiB-month over 730 h)"
     )
-    assert parked.idle_hourly == pytest.approx(0.83523, rel=1e-12), "the head alone, besides the bucket's bytes"
+    assert parked.idle_hourly == pytest.approx(0.83523 + IDLE_EXTRAS, rel=1e-12), "no storage but the bucket's bytes"
     assert "parkedHourlyPerTib" not in json.loads(render_cost_json(estimate(config_of("dev"), catalog())))
+
+
+def test_a_ladders_headline_is_the_rung_gke_tries_first_and_a_reservation_first_offers_no_move():
+    """Issue 34 item 2: gpu.provisioning (default spot) is not what a ladder tries first; a reservation's capacity lies
+    in its zone, so no cheaper zone is offered (docs/cost.md), where spot H200 would offer us-east4-b."""
+    ladder = {"type": "h200", "nodes": 1, "capacity": ["reservation", "spot"], "reservation": "res-h200"}
+    cost = estimate(config_of("dev", gpu=ladder, pricing={"reservationHourly": 50.0}), catalog())
+    assert cost.lines[0].hourly == 50.0
+    assert cost.lines[0].what == (
+        "1 x a3-ultragpu-8g reservation at pricing.reservationHourly in us-central1-b at $50.00/h a node, the rung GKE"
+        " tries first (the others below)"
+    )
+    assert cost.elsewhere is None
+    assert not any(line.startswith("  cheaper elsewhere") for line in summary_lines(cost))
+    on_demand_first = estimate(
+        config_of("dev", gpu={"type": "h200", "nodes": 1, "capacity": ["on-demand", "spot"]}), catalog()
+    )
+    assert on_demand_first.lines[0].hourly == 86.75992
+    assert on_demand_first.elsewhere.startswith("H200 on-demand $49.36/h a node in asia-south1-b against $86.76/h")
+
+
+def test_the_readme_says_a_kept_lustre_instance_bills_after_destroy_at_its_monthly_price():
+    readme = " ".join((REPO_ROOT / "README.md").read_text().split())
+    monthly = estimate(config_of("nemo-rl-standard-b200"), catalog()).lines[2].hourly * 730
+    assert f"{monthly:,.2f}" == "5,400.00"
+    assert (
+        "With `storage.keepOnDestroy: true`, the default, a Managed Lustre stack's instance outlives `pulumi destroy`"
+        " and keeps billing" in readme
+    )
+    assert f"costs ${monthly:,.2f} a month" in readme

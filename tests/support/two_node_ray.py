@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from core.facts.platform import GPUS_PER_NODE
 from incluster.endpoint import Endpoint
+from jobs.demo.gpu_node import GPUS
 from jobs.submit.local_head import NO_PRESTARTED_WORKERS
 from tests.support.netns import Namespace
 
@@ -202,7 +202,7 @@ class TwoNodeRay:
     def start_gpu_node(self) -> str:
         """Start the GPU node (8 GPUs declared) and return its new node id once the head lists it ALIVE."""
         known = {node.node_id for node in self.nodes()}
-        flags = [f"--address={self.head_ns.address}:{GCS_PORT}", f"--num-gpus={GPUS_PER_NODE}"]
+        flags = [f"--address={self.head_ns.address}:{GCS_PORT}", f"--num-gpus={GPUS}"]
         self.gpu = self._start(self.gpu_ns, flags, GPU_NODE_ENV)
         joined: list[str] = []
 
@@ -210,7 +210,7 @@ class TwoNodeRay:
             joined[:] = [
                 node.node_id
                 for node in self._nodes_or_none()
-                if node.node_id not in known and node.state == "ALIVE" and node.gpus == GPUS_PER_NODE
+                if node.node_id not in known and node.state == "ALIVE" and node.gpus == GPUS
             ]
             return bool(joined)
 

@@ -40,6 +40,7 @@ def props_for(
         "kubeconfig": kubeconfig,
         "address": address,
         "gpu_nodes": 1,
+        "gpus_per_node": 8,
         "ready_timeout_seconds": 5,
         "cluster_uid": "uid-1",
         "preflight": None if template is None else {**template, "results_dir": str(results)},

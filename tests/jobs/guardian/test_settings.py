@@ -71,7 +71,8 @@ def test_the_idle_bill_in_the_settings_is_cost_jsons_figure_for_the_guardian_to_
     assert bill["hourly"] == pytest.approx(EXPECTED_IDLE[stack], abs=1e-8)
     assert bill["unpriced"] == (["head"] if stack == "verl-autopilot-b200" else [])
     rate = settings_from(guardian_settings(config), "settings.json").idle_rate
-    assert rate.details() == {"idleHourly": bill["hourly"], "idleParts": ["head", "storage"],
+    assert {"cluster fee", "cloud nat"} <= set(bill["parts"]), "issue 34 item 2: the whole idle bill"
+    assert rate.details() == {"idleHourly": bill["hourly"], "idleParts": bill["parts"],
                               "idleUnpriced": bill["unpriced"], "catalogDate": "2026-12-01"}  # fmt: skip
 
 

@@ -14,7 +14,7 @@ END = T0 + 1800
 """When attempt 2 ended: 2026-12-01 10:30:00Z."""
 
 PLANNED = IdleBill(hourly=0.9, unpriced=())
-"""The plan's idle bill (core/prices.py idle_bill) for the cases: $0.90/h."""
+"""The plan's idle bill (core/prices.py idle_bill) for the cases: $0.90/h for every part of IDLE_PARTS."""
 
 ATTEMPTS = (RayAttempt(1, "FAILED", T0, T0 + 900), RayAttempt(2, "SUCCEEDED", T0 + 1200, END))
 
@@ -44,7 +44,8 @@ def test_the_countdown_says_when_the_scale_to_zero_is_due_and_what_bills_on_then
     view = idle_view(SUCCEEDED, ATTEMPTS, 15, PLANNED, END + 125)
     assert view is not None and view.lines() == [
         "run over since 2026-12-01 10:30:00Z (attempt 2 ended): the GPU workers scale to zero at 2026-12-01 10:45:00Z"
-        " (in 12m 55s, job.idleMinutes=15); then $0.90/h bills on for the head and storage"
+        " (in 12m 55s, job.idleMinutes=15); then $0.90/h bills on for the head, storage, head boot disk, cluster fee"
+        " and cloud nat"
     ]
     assert view.as_json()["scaleToZeroDue"] == "2026-12-01 10:45:00Z" and view.as_json()["idleSince"] is None
 
@@ -54,7 +55,8 @@ def test_an_overdue_scale_to_zero_says_why_it_may_not_have_happened():
     assert view is not None and view.lines() == [
         "run over since 2026-12-01 10:30:00Z (attempt 2 ended): the GPU workers were due to scale to zero at"
         " 2026-12-01 10:45:00Z (5m 00s ago, job.idleMinutes=15) and have not: a job is live on the cluster, or no"
-        " guardian with the API server runs; then $0.90/h bills on for the head and storage"
+        " guardian with the API server runs; then $0.90/h bills on for the head, storage, head boot disk, cluster fee"
+        " and cloud nat"
     ]
 
 
@@ -89,8 +91,8 @@ def test_an_entry_that_kept_no_rate_uses_the_plans_and_says_so():
     older = {key: value for key, value in SCALED.items() if key != "details"}
     view = idle_view([*SUCCEEDED, older], ATTEMPTS, 15, PLANNED, END + 900 + 3600)
     assert view is not None and view.lines() == [
-        "idle since 2026-12-01 10:45:00Z (1h 00m), about $0.90 at $0.90/h for the head and storage (the plan's rate:"
-        " the guardian's entry keeps none)"
+        "idle since 2026-12-01 10:45:00Z (1h 00m), about $0.90 at $0.90/h for the head, storage, head boot disk, cluster"
+        " fee and cloud nat (the plan's rate: the guardian's entry keeps none)"
     ]
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from core.config.load import DerivedValue
 from core.config.problems import ConfigError
-from core.facts.platform import GPUS_PER_NODE
+from core.facts.platform import GPU_MACHINES
 from jobs.spec.defaults import derived_rollout_tensor_parallel, preflight_mode
 from jobs.spec.load import load_config
 from jobs.spec.training import submission_for, training_spec
@@ -46,7 +46,7 @@ def test_the_tensor_parallel_size_is_the_smallest_that_holds_the_weights_with_he
 def test_a_model_too_large_for_a_node_derives_the_whole_node_and_is_still_refused():
     # memoryCheck false: the training side of 700B on one node is refused at load (jobs/spec/memory.py, tested there).
     loaded = loaded_of("dev", grpo=UNSET, workload={"model": "org/giant-700B", "memoryCheck": False})
-    assert loaded.config.grpo.rollout_tensor_parallel == GPUS_PER_NODE
+    assert loaded.config.grpo.rollout_tensor_parallel == GPU_MACHINES["h200"].gpus == loaded.config.gpus_per_node
     assert [value.reason for value in loaded.derived if value.key == "grpo.rolloutTensorParallel"] == [
         "org/giant-700B needs 1400 GB in bf16, more than 8 x H200 hold with 10 GB a GPU to spare"
     ]

@@ -14,12 +14,16 @@ import pytest
 
 from core.config.problems import ConfigError
 from core.facts.memory import PUBLISHED_GPU_MEMORY_GB, PUBLISHED_RUNS, PublishedRun
+from core.facts.platform import GPU_MACHINES
 from jobs.spec.load import load_config
 from jobs.spec.memory import MemoryLayout, cheapest_fit, fits, memory_need, memory_problems
 from jobs.spec.training import training_spec
 from jobs.spec.validate import nemo_rl_problems, verl_problems
 from plan.cli import EXIT_BAD_INPUT
 from tests.conftest import REPO_ROOT, config_of, stack_values, values_of
+
+GPUS_H200 = GPU_MACHINES["h200"].gpus
+"""GPUs of one A3 Ultra node, the layouts' machine (141 GB GPUs)."""
 
 LLAMA_405B = "meta-llama/Llama-3.1-405B-Instruct"
 
@@ -108,20 +112,23 @@ def test_the_peak_is_the_larger_phase_not_the_sum():
 
 def test_the_cheapest_change_is_offload_then_nodes_then_a_smaller_model():
     rollout_bound = MemoryLayout("verl-fsdp", 72, 16, 141, 0.6, offload=False)
-    assert cheapest_fit(rollout_bound) == ("grpo.cpuOffload", "set grpo.cpuOffload to true (same nodes, slower steps)")
+    assert cheapest_fit(rollout_bound, GPUS_H200) == (
+        "grpo.cpuOffload",
+        "set grpo.cpuOffload to true (same nodes, slower steps)",
+    )
     training_bound = MemoryLayout("verl-fsdp", 72, 8, 141, 0.6, offload=False)
-    assert cheapest_fit(training_bound) == ("gpu.nodes", "use gpu.nodes=2 with grpo.cpuOffload true")
+    assert cheapest_fit(training_bound, GPUS_H200) == ("gpu.nodes", "use gpu.nodes=2 with grpo.cpuOffload true")
     megatron = MemoryLayout("nemo-rl-megatron", 405, 16, 141, 0.6, offload=False, model_parallel_gpus=16)
-    assert cheapest_fit(megatron)[0] == "grpo.cpuOffload"
+    assert cheapest_fit(megatron, GPUS_H200)[0] == "grpo.cpuOffload"
     # Megatron's bf16 weights and gradients of a 405B TP 4 x PP 4 shard are 405/16 x 4 = 101 GB on each GPU
     # however many nodes and wherever the optimizer goes: on 80 GB GPUs only a smaller model fits.
-    assert cheapest_fit(replace(megatron, gpu_memory_gb=80)) == (
+    assert cheapest_fit(replace(megatron, gpu_memory_gb=80), GPUS_H200) == (
         "workload.model",
         "use a model of at most 276B parameters with grpo.cpuOffload true",
     )
     # 9000B would need 138 H200 nodes; on one node 65B trains in 65 x 16 / 8 + 11 = 141 GB with offload.
     too_big = MemoryLayout("verl-fsdp", 9000, 8, 141, 0.6, offload=False)
-    assert cheapest_fit(too_big) == (
+    assert cheapest_fit(too_big, GPUS_H200) == (
         "workload.model",
         "use a model of at most 65B parameters with grpo.cpuOffload true",
     )

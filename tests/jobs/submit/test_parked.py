@@ -35,7 +35,7 @@ def deploy_props(parked_bucket: str | None) -> dict:
     """The post-deploy step's inputs for a run on a local head (no kubeconfig)."""
     submission = {"metadata": {"run": RUN, "stack": "verl"}, "entrypoint": "x",
                   "runtime_env": {"env_vars": {"GRPO_RUN_DIR": f"/data/checkpoints/{RUN}"}}}  # fmt: skip
-    return {"submission": submission, "address": "http://127.0.0.1:8265", "gpu_nodes": 1, "ready_timeout_seconds": 1,
+    return {"submission": submission, "address": "http://127.0.0.1:8265", "gpu_nodes": 1, "gpus_per_node": 8, "ready_timeout_seconds": 1,
             "parked_bucket": parked_bucket}  # fmt: skip
 
 

@@ -25,6 +25,7 @@ def props_for(data_root: Path, address: str, stack: str, entrypoint: str, **chan
         "kubeconfig": "",
         "address": address,
         "gpu_nodes": 1,
+        "gpus_per_node": 8,
         "ready_timeout_seconds": 1,
         "cluster_uid": "uid-1",
         "run": None,
