@@ -498,11 +498,24 @@ def _preflight_problems(cfg: StackConfig) -> list[Problem]:
     return problems
 
 
+def any_address_ranges(cidrs: list[str]) -> list[str]:
+    """The authorized networks that admit every IPv4 address (a /0 range such as 0.0.0.0/0)."""
+    return [cidr for cidr in cidrs if ipaddress.IPv4Network(cidr, strict=False).prefixlen == 0]
+
+
 def control_plane_warnings(cfg: StackConfig) -> list[str]:
-    """A warning when neither authorized networks nor the DNS endpoint closes the control plane's public IP."""
+    """A warning when neither authorized networks nor the DNS endpoint closes the control plane's public IP, or when
+    an authorized network is a /0 range, which admits any address to that IP."""
+    ns = PROJECT_NAMESPACE
+    open_ranges = any_address_ranges(cfg.cluster.authorized_networks)
+    if open_ranges:
+        return [
+            f"{ns}:cluster.authorizedNetworks holds {', '.join(open_ranges)}: the control plane's public IP endpoint"
+            f" accepts connections from any address (each request still needs Google credentials); list only the"
+            f" CIDRs of the machines that run pulumi and the job CLI"
+        ]
     if cfg.cluster.authorized_networks or cfg.cluster.dns_endpoint:
         return []
-    ns = PROJECT_NAMESPACE
     return [
         f"{ns}:cluster.authorizedNetworks is empty and {ns}:cluster.dnsEndpoint is false: the control plane's public"
         f" endpoint accepts connections from any address (each request still needs Google credentials); set"

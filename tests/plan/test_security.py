@@ -104,3 +104,22 @@ def test_make_plan_prints_the_block_and_the_warning(shipped_plan_command):
     ]
     assert result.stderr == ""
     assert result.stdout.count(OPEN_CONTROL_PLANE) == 1
+
+
+def test_an_authorized_network_of_any_address_keeps_the_open_endpoint_warning():
+    """Issue 34 item 4: `authorizedNetworks: [0.0.0.0/0]` admits every address as an empty list does, so the block
+    says "any address" and warns; a /32 beside it changes nothing, a narrow range alone neither says nor warns it."""
+    warning = (
+        "  warning: grpo-gke:cluster.authorizedNetworks holds 0.0.0.0/0: the control plane's public IP endpoint"
+        " accepts connections from any address (each request still needs Google credentials); list only the CIDRs"
+        " of the machines that run pulumi and the job CLI"
+    )
+    for networks in (["0.0.0.0/0"], ["198.51.100.7/32", "0.0.0.0/0"]):
+        text = block("standard", "gcs", authorizedNetworks=networks)
+        assert (
+            "  control plane: public IP endpoint from any address (0.0.0.0/0; a Google identity with cluster access is"
+            " still needed)\n"
+        ) in text
+        assert text.endswith(f"\n{warning}") and text.count("warning:") == 1
+    narrow = block("standard", "gcs", authorizedNetworks=["198.51.100.7/32"])
+    assert "any address" not in narrow and "warning:" not in narrow
