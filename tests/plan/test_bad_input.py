@@ -303,3 +303,28 @@ def test_a_stack_named_with_stack_is_refused_the_same_way(tmp_path):
         f"error: the config of stack 'wrongzone' (Pulumi.wrongzone.yaml) was refused:\n  {NAMED_MISTAKES[0][2]}\n"
     )
     assert not (checkout / "build" / "wrongzone").exists()
+
+
+def test_a_yaml_boolean_word_where_a_word_is_expected_is_told_to_be_quoted(tmp_path):
+    """Issue 34 item 4: YAML 1.1 reads an unquoted `off` (or `on`, `no`, `yes`) as a boolean; where a word is expected
+    the refusal says to quote it; quoted, the same stack is accepted (`jobs validate` loads it as the plan does)."""
+    dev = shipped_stack_file("dev").read_text()
+    bad = (
+        dev.replace("  grpo-gke:cluster:\n", "  grpo-gke:cluster:\n    name: on\n", 1)
+        + "  grpo-gke:job:\n    preflight: off\n"
+    )
+    (tmp_path / "Pulumi.bools.yaml").write_text(bad)
+    assert refused(plan_in(tmp_path, "--config", "Pulumi.bools.yaml")) == (
+        "error: the config of stack 'bools' (Pulumi.bools.yaml) was refused:\n"
+        "  grpo-gke:cluster.name: must be a string, got True (YAML reads an unquoted on, yes or true as true: quote"
+        ' the word, e.g. "on")\n'
+        "  grpo-gke:job.preflight: must be one of 'full', 'gpu' or 'off', got False (YAML reads an unquoted off, no or"
+        ' false as false: quote the word, e.g. "off")\n'
+    )
+    (tmp_path / "Pulumi.quoted.yaml").write_text(bad.replace("name: on", 'name: "on"').replace("off\n", '"off"\n'))
+    result = subprocess.run(
+        [sys.executable, "-m", "jobs", "validate", "--stack", "quoted"],
+        cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO_ROOT)}, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert (result.returncode, result.stderr) == (0, "")
+    assert result.stdout.startswith("quoted: run quoted-")
