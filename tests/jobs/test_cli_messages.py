@@ -654,3 +654,38 @@ def test_the_follow_line_of_a_ladder_stack_says_its_dollars_are_at_gpu_provision
     )
     plain = config.model_copy(update={"gpu": config.gpu.model_copy(update={"capacity": None})})
     assert cost_so_far(client, plain, attempt)() == f"  ${spot * 1490 / 3600:,.2f} so far"
+
+
+def test_a_timeout_or_deadline_not_above_zero_is_refused_naming_the_option(tmp_path, stack_args):
+    """Issue 34 item 4: `--ready-timeout` and `park --deadline` take seconds above 0; a positive one is taken and the
+    command goes on to its next step (here: the kubeconfig it reads is missing)."""
+    for command, option, value in [("submit", "--ready-timeout", "-5"), ("submit", "--ready-timeout", "0"),
+                                   ("park", "--deadline", "-1"), ("park", "--deadline", "nan")]:  # fmt: skip
+        result = jobs_cli(command, *stack_args, option, value, home=tmp_path)
+        assert (result.returncode, result.stdout) == (2, ""), (command, value)
+        assert result.stderr == f"error: argument {option}: must be a number of seconds above 0, got '{value}'\n"
+    result = jobs_cli("submit", *stack_args, "--ready-timeout", "5", home=tmp_path)
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == (
+        f"error: cannot read the kubeconfig {tmp_path}/.kube/config: No such file or directory;"
+        f" write it with: {GET_CREDENTIALS}\n"
+    )
+
+
+def test_guard_refuses_a_data_root_that_is_no_directory_as_every_subcommand_does(tmp_path, stack_args):
+    """Issue 34 item 4: `guard --data-root` is checked before the stack is read or the cluster reached; an existing
+    directory goes on to the dashboard (here: nothing listens on port 9)."""
+    missing = tmp_path / "absent"
+    result = jobs_cli(
+        "guard", *stack_args, "--address", "http://127.0.0.1:9", "--data-root", str(missing), home=tmp_path
+    )
+    assert (result.returncode, result.stdout) == (2, "")
+    assert (
+        result.stderr == f"error: --data-root {missing}: no such directory; name the directory that stands for /data\n"
+    )
+    result = jobs_cli(
+        "guard", *stack_args, "--address", "http://127.0.0.1:9", "--data-root", str(tmp_path), home=tmp_path
+    )
+    assert result.returncode == 2 and result.stderr.startswith(
+        "error: cannot reach the Ray dashboard at http://127.0.0.1:9"
+    )
