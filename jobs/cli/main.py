@@ -122,7 +122,11 @@ def parser() -> argparse.ArgumentParser:
     made["plot"].add_argument("--out", help="the PNG to write (default: <run>.png)")
     made["export"].add_argument("--step", type=int, help="the checkpoint's step (default: the newest complete one)")
     made["export"].add_argument(
-        "--converter", help="run CMD in the converter's place (@STEP_DIR@, @TARGET_DIR@; smoke tests)"
+        "--converter",
+        metavar="CMD",
+        help="run CMD in the converter's place (smoke tests): split into words as a POSIX shell does, quotes"
+        " kept, and run without a shell (no pipes, &&, $VAR or globs; for those: sh -c '...'); @STEP_DIR@ and"
+        " @TARGET_DIR@ stand for the checkpoint and the model directory",
     )
     made["preflight"].add_argument(
         "--mode", choices=("full", "gpu"), help="default: job.preflight, else full on 2+ nodes"

@@ -689,3 +689,25 @@ def test_guard_refuses_a_data_root_that_is_no_directory_as_every_subcommand_does
     assert result.returncode == 2 and result.stderr.startswith(
         "error: cannot reach the Ray dashboard at http://127.0.0.1:9"
     )
+
+
+def test_export_says_its_converter_runs_without_a_shell_as_the_submission_carries_it(tmp_path):
+    """Issue 34 item 4: `--converter CMD` is split as a POSIX shell splits words and run without one: the help and
+    docs/runs.md say so, and the export's entrypoint carries CMD's words after `--` (incluster/export_run.py runs
+    them with subprocess.call, no shell)."""
+    import shlex
+
+    from jobs.runs.export import export_submission
+    from jobs.spec.training import training_spec
+    from tests.conftest import config_of
+
+    shown = " ".join(jobs_cli("export", "--help", home=tmp_path).stdout.split())
+    assert "split into words as a POSIX shell does, quotes kept, and run without a shell" in shown
+    runs = " ".join((REPO_ROOT / "docs" / "runs.md").read_text().split())
+    assert "`--converter CMD` runs CMD in the converter's place: split into words as a POSIX shell does" in runs
+    assert "run without a shell" in runs
+    command = "sh -c 'cp -r @STEP_DIR@ @TARGET_DIR@ && echo done'"
+    config = config_of("dev")
+    entrypoint = export_submission(config, training_spec(config), None, shlex.split(command))["entrypoint"]
+    words = shlex.split(entrypoint)
+    assert words[words.index("--") + 1 :] == ["sh", "-c", "cp -r @STEP_DIR@ @TARGET_DIR@ && echo done"]
