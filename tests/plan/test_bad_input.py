@@ -328,3 +328,23 @@ def test_a_yaml_boolean_word_where_a_word_is_expected_is_told_to_be_quoted(tmp_p
     )  # fmt: skip
     assert (result.returncode, result.stderr) == (0, "")
     assert result.stdout.startswith("quoted: run quoted-")
+
+
+def test_a_sample_longer_than_a_gpus_token_budget_is_refused_not_derived_as_one_sample(tmp_path):
+    """Issue 34 item 4: with microBatchSizePerGpu left to derive, a full-length sample above the 16384 tokens a GPU
+    takes per pass (core/facts/platform.py MICRO_BATCH_TOKENS_PER_GPU) is refused in one line, not derived as "hold 1
+    samples of 65512 tokens" (max(1, ...) hid it); one that fits derives and validates."""
+    dev = shipped_stack_file("dev").read_text().replace("    microBatchSizePerGpu: 4\n", "")
+    (tmp_path / "Pulumi.long.yaml").write_text(dev.replace("maxResponseLength: 1024", "maxResponseLength: 65000"))
+    assert refused(plan_in(tmp_path, "--config", "Pulumi.long.yaml")) == (
+        "error: the config of stack 'long' (Pulumi.long.yaml) was refused:\n"
+        "  grpo-gke:grpo.maxResponseLength: maxPromptLength + maxResponseLength (512 + 65000 = 65512 tokens) is more"
+        " than the 16384 tokens a GPU takes per pass, so no microBatchSizePerGpu can be derived; shorten them, or set"
+        " grpo.microBatchSizePerGpu: 1 to run one such sample per pass (the memory check then judges it)\n"
+    )
+    (tmp_path / "Pulumi.fits.yaml").write_text(dev.replace("maxResponseLength: 1024", "maxResponseLength: 15000"))
+    result = subprocess.run(
+        [sys.executable, "-m", "jobs", "validate", "--stack", "fits"],
+        cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO_ROOT)}, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert (result.returncode, result.stderr) == (0, "") and result.stdout.startswith("fits: run fits-")
