@@ -21,6 +21,7 @@ from core.config.problems import Problem
 from core.facts.capacity import AUTOPILOT_LADDER_REFUSAL
 from core.facts.gcp import UPSTREAMS
 from core.facts.imagecache import AUTOPILOT_IMAGE_CACHE_REFUSAL, CROSS_PROJECT_REFUSAL, IMAGE_CACHE_FLOORS
+from core.facts.job import GATED_MODEL_OWNERS
 from core.facts.platform import (
     FLEX_START_FLOOR,
     LATEST_DRIVER_FLOORS,
@@ -521,6 +522,20 @@ def control_plane_warnings(cfg: StackConfig) -> list[str]:
         f" endpoint accepts connections from any address (each request still needs Google credentials); set"
         f" {ns}:cluster.authorizedNetworks to the CIDRs of the machines that run pulumi and the job CLI, or"
         f" {ns}:cluster.dnsEndpoint to true"
+    ]
+
+
+def gated_model_warnings(cfg: StackConfig) -> list[str]:
+    """A warning when the model is of a Hub owner whose models are gated (core/facts/job.py GATED_MODEL_OWNERS) and
+    no hfToken is set: the staging Job would learn it from the Hub's 401 minutes into `pulumi up`."""
+    model = cfg.workload.model
+    gated = next((why for owner, why in GATED_MODEL_OWNERS.items() if model.startswith(owner)), None)
+    if gated is None or cfg.hf_token is not None:
+        return []
+    ns = PROJECT_NAMESPACE
+    return [
+        f"{ns}:hfToken is not set and {model} needs it: {gated}; without it the staging Job fails minutes into"
+        f" pulumi up. Request access on the model's page, then: pulumi config set --secret {ns}:hfToken hf_..."
     ]
 
 

@@ -81,6 +81,18 @@ NEMO_RL_RECIPES: tuple[NemoRlRecipe, ...] = (
 )
 """Recipes in order of size; a model uses the first whose max_size_b it does not exceed."""
 
+GATED_MODEL_OWNERS: dict[str, str] = {
+    # The Hub's "Gated models" page (huggingface.co/docs/hub/models-gated, read 2026-12-07): a model with access
+    # requests enabled is gated; its files need the token of a user whose request was granted. Meta's Llama 3 cards
+    # turn it on with `extra_gated_prompt` in their metadata (huggingface.co/meta-llama/Meta-Llama-3-8B-Instruct
+    # README.md, read 2026-12-07). Qwen's repositories are not listed: no gating of theirs was read, so no check.
+    "meta-llama/": "meta-llama's repositories on the Hugging Face Hub are gated (access requests, "
+    "huggingface.co/docs/hub/models-gated)",
+}
+"""Hub owner prefix -> why its models are gated: the staging Job downloads them only with grpo-gke:hfToken. Without
+it the staging Job learns it only from the Hub's answer to its download (huggingface_hub snapshot_download raises
+GatedRepoError on the Hub's 401, "Cannot access gated repo", workloads/staging_script.py), minutes into `up`."""
+
 HF_ARCHITECTURES: dict[str, str] = {
     # `architectures[0]` of each family's Hugging Face config.json (Qwen2.5 models are Qwen2).
     "Qwen/Qwen2": "Qwen2ForCausalLM",

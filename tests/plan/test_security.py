@@ -123,3 +123,25 @@ def test_an_authorized_network_of_any_address_keeps_the_open_endpoint_warning():
         assert text.endswith(f"\n{warning}") and text.count("warning:") == 1
     narrow = block("standard", "gcs", authorizedNetworks=["198.51.100.7/32"])
     assert "any address" not in narrow and "warning:" not in narrow
+
+
+def test_a_gated_model_without_hf_token_is_warned_before_up():
+    """Issue 34 item 4: a meta-llama model (gated on the Hub, core/facts/job.py GATED_MODEL_OWNERS) without
+    grpo-gke:hfToken is a warning of the plan (and of `pulumi up`, which logs the same list) before anything is created;
+    with the token, or with the shipped Qwen model, none."""
+    from tests.conftest import SECRET_TOKEN, with_secrets
+
+    llama = {"model": "meta-llama/Llama-3.1-8B-Instruct"}
+    warning = (
+        "  warning: grpo-gke:hfToken is not set and meta-llama/Llama-3.1-8B-Instruct needs it: meta-llama's"
+        " repositories on the Hugging Face Hub are gated (access requests, huggingface.co/docs/hub/models-gated);"
+        " without it the staging Job fails minutes into pulumi up. Request access on the model's page, then: pulumi"
+        " config set --secret grpo-gke:hfToken hf_..."
+    )
+    values = combination_values("standard", "h200", "gcs", workload=llama, cluster={"dnsEndpoint": True})
+    assert security_summary(load_config(values, (), "test")).endswith(f"\n{warning}")
+    with_token = security_summary(load_config(*with_secrets(values, SECRET_TOKEN), "test"))
+    qwen = security_summary(
+        load_config(combination_values("standard", "h200", "gcs", cluster={"dnsEndpoint": True}), (), "test")
+    )
+    assert "warning:" not in with_token and "warning:" not in qwen
