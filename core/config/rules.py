@@ -21,7 +21,7 @@ from core.config.problems import Problem
 from core.facts.capacity import AUTOPILOT_LADDER_REFUSAL
 from core.facts.gcp import UPSTREAMS
 from core.facts.imagecache import AUTOPILOT_IMAGE_CACHE_REFUSAL, CROSS_PROJECT_REFUSAL, IMAGE_CACHE_FLOORS
-from core.facts.job import GATED_MODEL_OWNERS
+from core.facts.job import GATED_MODEL_OWNERS, MODEL_CONTEXT_TOKENS
 from core.facts.platform import (
     FLEX_START_FLOOR,
     LATEST_DRIVER_FLOORS,
@@ -362,6 +362,17 @@ def _workload_problems(cfg: StackConfig) -> list[Problem]:
     ns = PROJECT_NAMESPACE
     problems = []
     workload = cfg.workload
+    context = next((fact for prefix, fact in MODEL_CONTEXT_TOKENS.items() if workload.model.startswith(prefix)), None)
+    sample = cfg.grpo.max_prompt_length + cfg.grpo.max_response_length
+    if context is not None and sample > context[0]:
+        problems.append(
+            Problem(
+                f"{ns}:grpo.maxResponseLength",
+                f"maxPromptLength + maxResponseLength ({cfg.grpo.max_prompt_length} + {cfg.grpo.max_response_length} ="
+                f" {sample} tokens) is more than the {context[0]} tokens of {workload.model}'s context ({context[1]});"
+                " shorten them",
+            )
+        )
     supported = SUPPORTED_PAIRS[workload.framework]
     if workload.dataset not in supported:
         problems.append(

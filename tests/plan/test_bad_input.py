@@ -348,3 +348,22 @@ def test_a_sample_longer_than_a_gpus_token_budget_is_refused_not_derived_as_one_
         cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO_ROOT)}, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert (result.returncode, result.stderr) == (0, "") and result.stdout.startswith("fits: run fits-")
+
+
+def test_prompt_and_response_longer_than_the_models_context_are_refused(tmp_path):
+    """Issue 34 item 4: Qwen2.5's context (core/facts/job.py MODEL_CONTEXT_TOKENS, 32768) bounds maxPromptLength +
+    maxResponseLength, which the memory model (sizes only) never read; 32768 exactly is accepted."""
+    dev = shipped_stack_file("dev").read_text()
+    (tmp_path / "Pulumi.ctx.yaml").write_text(dev.replace("maxResponseLength: 1024", "maxResponseLength: 40000"))
+    assert refused(plan_in(tmp_path, "--config", "Pulumi.ctx.yaml")) == (
+        "error: the config of stack 'ctx' (Pulumi.ctx.yaml) was refused:\n"
+        "  grpo-gke:grpo.maxResponseLength: maxPromptLength + maxResponseLength (512 + 40000 = 40512 tokens) is more"
+        " than the 32768 tokens of Qwen/Qwen2.5-0.5B-Instruct's context (Qwen2.5's config.json"
+        " max_position_embeddings, vLLM's max_model_len); shorten them\n"
+    )
+    (tmp_path / "Pulumi.fits.yaml").write_text(dev.replace("maxResponseLength: 1024", "maxResponseLength: 32256"))
+    result = subprocess.run(
+        [sys.executable, "-m", "jobs", "validate", "--stack", "fits"],
+        cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO_ROOT)}, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert (result.returncode, result.stderr) == (0, "") and result.stdout.startswith("fits: run fits-")
