@@ -367,3 +367,43 @@ def test_prompt_and_response_longer_than_the_models_context_are_refused(tmp_path
         cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO_ROOT)}, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert (result.returncode, result.stderr) == (0, "") and result.stdout.startswith("fits: run fits-")
+
+
+@pytest.mark.parametrize(
+    ("project", "line"),
+    [
+        ("name: my grpo\nruntime: python\n", "name must be the project's name (letters, digits, hyphens, underscores,"
+         " periods), got 'my grpo'"),
+        ("runtime: python\n", "name must be the project's name (letters, digits, hyphens, underscores, periods), got"
+         " None"),
+        ("name: grpo-gke\nruntime:\n  name: nodejs\n", "runtime must be python (this program is __main__.py), got"
+         " 'nodejs'"),
+        ("- name\n", "not a Pulumi project file (a mapping with name and runtime); restore it"),
+    ],
+)  # fmt: skip
+def test_the_plan_refuses_a_project_file_pulumi_up_would_not_run(tmp_path, monkeypatch, capsys, project, line):
+    """Issue 34 item 4: the offline plan reads Pulumi.yaml as `pulumi up` does (Pulumi's project file reference:
+    `name` and `runtime` required); what it would not run is one line naming the file, exit 2, nothing written."""
+    from plan import harness
+
+    (tmp_path / "Pulumi.yaml").write_text(project)
+    monkeypatch.setattr(harness, "PROJECT_FILE", tmp_path / "Pulumi.yaml")
+    assert main(["--stack", "dev", "--out", str(tmp_path / "out")]) == EXIT_BAD_INPUT
+    captured = capsys.readouterr()
+    assert (captured.out, captured.err) == ("", f"error: {tmp_path / 'Pulumi.yaml'}: {line}\n")
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_plans_urns_carry_the_project_name_of_pulumi_yaml(tmp_path):
+    """Issue 34 item 4: the shipped Pulumi.yaml's name is the plan's project; another name is in every URN, as
+    `pulumi up` writes them (urn:pulumi:<stack>::<project>::...)."""
+    from plan.harness import project_name, run_values
+    from tests.conftest import values_of
+
+    assert project_name() == "grpo-gke"
+    (tmp_path / "Pulumi.yaml").write_text(
+        "name: my-grpo\nruntime:\n  name: python\n  options:\n    virtualenv: .venv\n"
+    )
+    assert project_name(tmp_path / "Pulumi.yaml") == "my-grpo"
+    recording = run_values(values_of("dev"), (), "dev", project="my-grpo")
+    assert recording.resources and all(r.urn.startswith("urn:pulumi:dev::my-grpo::") for r in recording.resources)
