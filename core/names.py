@@ -78,6 +78,18 @@ GUARDIAN_SETTINGS_DIR = "/etc/grpo-gke/guardian"
 GUARDIAN_CODE_DIR = "/opt/grpo-gke"
 """Where the guardian's code ConfigMap is mounted: its PYTHONPATH."""
 
+GPU_INSTANCE_GROUPS_CONFIG_MAP = "grpo-gpu-instance-groups"
+"""ConfigMap in NAMESPACE (Standard only) naming each GPU pool's managed instance groups, each to its pool's rung, from
+the pools' `instanceGroupUrls` (workloads/instance_groups.py): read at run time by the readiness gate, the guardian
+and `status`, so that a pool's new groups reach them without rolling anything."""
+
+GPU_INSTANCE_GROUPS_FILE = "groups.json"
+"""The one key of GPU_INSTANCE_GROUPS_CONFIG_MAP: a JSON object, MIG name to rung."""
+
+GPU_INSTANCE_GROUPS_DIR = "/etc/grpo-gke/instance-groups"
+"""Where the guardian mounts GPU_INSTANCE_GROUPS_CONFIG_MAP (the whole ConfigMap, no subPath, so the kubelet brings
+a changed one into the running pod)."""
+
 HEAD_NODE_POOL = "ray-head"
 """Standard: the CPU node pool of the Ray head (node selector `cloud.google.com/gke-nodepool`)."""
 

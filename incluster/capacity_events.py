@@ -16,13 +16,27 @@ Event texts, as their sources write them:
   k8s.io/gke-autoscaling cluster-autoscaler events package, failed scale-up event logger; a stored copy whose
   repository the index does not name, read 2026-12-01).
 A FailedScaleUp names zones, not node pools: the failed rung is the one the last TriggeredScaleUp named.
-GKE names a pool's MIG `gke-<cluster>-<pool>-<8 hex>-grp` and shortens long cluster and pool names in it
-(seen in stored `kubectl describe` output: `instanceGroups/gke-data-analysis-cl-n1-standard-4-no-86ad6e2d-grp`);
-a MIG name that does not hold the whole cluster name and one of the ladder's whole pool names gives no rung.
+GKE names a pool's MIG `gke-<cluster>-<pool>-<8 hex>-grp` and shortens long cluster and pool names in it (seen in
+stored `kubectl describe` output: `instanceGroups/gke-data-analysis-cl-n1-standard-4-no-86ad6e2d-grp`; the rule of
+the cut is not published in any source read), so the rung is not read from the name: each GPU pool's MIGs are
+known by name from the node pool's `instanceGroupUrls` ("The resource URLs of the managed instance groups
+associated with this node pool. During the node pool blue-green upgrade operation, the URLs contain both blue and
+green resources. Output only.": GKE API container/v1 NodePool, as the googleapis Dart client 13.1.0 generated from
+its discovery document says it, pub.dev, read 2026-12-07; Google's own reference of the message
+google.container.v1.NodePool, cloud.google.com/php/docs/reference/cloud-container/latest/V1.NodePool, names the
+field, read 2026-12-07; pulumi-gcp 10.2.0 container NodePool output `instance_group_urls`), which the stack passes to whoever reads the events
+(group_rungs) through a ConfigMap read at run time (workloads/instance_groups.py). Those URLs name the
+instance group managers (`.../zones/<z>/instanceGroupManagers/<name>`: the Terraform Google provider's
+flattenNodePool, "InstanceGroupUrls are actually URLs for InstanceGroupManagers", a stored copy whose repository
+the index does not name), and a MIG's instance group has its manager's name (a GKE instance group read back:
+"This instance group is controlled by Instance Group Manager 'gke-moon-cluster-cli-default-pool-9e3e8e7a-grp'",
+name `gke-moon-cluster-cli-default-pool-9e3e8e7a-grp`, winterash2/cicd-monitoring-poc): the last path segment of
+either URL is the group's name. A group of no GPU pool of the stack gives no rung.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -83,17 +97,36 @@ def rungs_of_nodes(node_labels: Iterable[Mapping[str, str]], provisioning: str, 
     return {rung: count for rung, count in counts.items() if count}
 
 
-def rungs_scaled(message: str, provisioning: str, cluster: str) -> list[str]:
-    """The rungs a TriggeredScaleUp message scales, in its order; a MIG of another cluster or pool, or one
-    whose name GKE shortened, names none."""
-    pools = {gpu_pool_name(provisioning, rung): rung for rung in RUNGS}
-    alternatives = "|".join(re.escape(pool) for pool in sorted(pools, key=len, reverse=True))
-    mig = re.compile(rf"/instanceGroups/gke-{re.escape(cluster)}-(?P<pool>{alternatives})-[0-9a-f]{{8}}-grp$")
+def group_name(url: str) -> str:
+    """A MIG's name from its URL, of its instance group or of its manager (the last path segment)."""
+    return url.rstrip("/").rsplit("/", 1)[-1]
+
+
+def group_rungs(urls_by_rung: Mapping[str, Iterable[str]]) -> dict[str, str]:
+    """Each GPU pool's MIGs by name, to the pool's rung, from each rung's pool's `instanceGroupUrls`."""
+    return {group_name(url): rung for rung, urls in urls_by_rung.items() for url in urls or ()}
+
+
+def groups_from_text(text: str) -> dict[str, str]:
+    """The MIG-to-rung map of the instance groups file (workloads/instance_groups.py groups_text); {} for a text
+    that is not a JSON object of strings (the gate then names no rung, as before the pools' groups were known)."""
+    try:
+        values = json.loads(text)
+    except ValueError:
+        return {}
+    if not isinstance(values, dict):
+        return {}
+    return {str(name): rung for name, rung in values.items() if isinstance(rung, str)}
+
+
+def rungs_scaled(message: str, groups: Mapping[str, str]) -> list[str]:
+    """The rungs a TriggeredScaleUp message scales, in its order, by the MIG names `groups` maps to rungs
+    (group_rungs); a MIG of another cluster or pool names none."""
     rungs = []
     for group in _SCALE_UP_GROUP.finditer(message):
-        name = mig.search(group.group("group"))
-        if name and pools[name.group("pool")] not in rungs:
-            rungs.append(pools[name.group("pool")])
+        rung = groups.get(group_name(group.group("group")))
+        if rung is not None and rung not in rungs:
+            rungs.append(rung)
     return rungs
 
 
@@ -124,9 +157,10 @@ def _time(event: Mapping[str, Any], key: str) -> str:
     return str(event.get(key) or event.get("eventTime") or "")
 
 
-def ladder_state(events: Iterable[Mapping[str, Any]], provisioning: str, cluster: str) -> LadderState:
+def ladder_state(events: Iterable[Mapping[str, Any]], groups: Mapping[str, str]) -> LadderState:
     """The rung being tried, since when, and why the last attempt failed, from core/v1 Events (as the API
-    returns them) on the pending GPU worker pods; events of other reasons are ignored."""
+    returns them) on the pending GPU worker pods and the GPU pools' MIGs by name (group_rungs); events of other
+    reasons are ignored."""
     ordered = sorted(
         (e for e in events if e.get("reason") in (TRIGGERED, NOT_TRIGGERED, FAILED)),
         key=lambda e: _time(e, "lastTimestamp"),
@@ -135,7 +169,7 @@ def ladder_state(events: Iterable[Mapping[str, Any]], provisioning: str, cluster
     for event in ordered:
         reason, message = event["reason"], str(event.get("message", ""))
         if reason == TRIGGERED:
-            scaled = rungs_scaled(message, provisioning, cluster)
+            scaled = rungs_scaled(message, groups)
             if scaled and scaled[-1] != rung:
                 rung, since = scaled[-1], _time(event, "firstTimestamp")
         elif reason == FAILED:

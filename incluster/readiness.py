@@ -4,6 +4,7 @@ the Kubernetes API server, which rung of the capacity ladder GKE is trying and w
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,7 +12,7 @@ from core import names
 from core.facts.job import RAY_JOB_START_TIMEOUT_SECONDS
 from core.facts.platform import GPUS_PER_NODE
 from incluster import job_client
-from incluster.capacity_events import LadderState, ladder_state
+from incluster.capacity_events import LadderState, groups_from_text, ladder_state
 from incluster.endpoint import Endpoint
 from incluster.job_client import JobError, Report, Unreachable
 
@@ -81,10 +82,8 @@ class Capacity:
 
     api: Endpoint
     """The Kubernetes API server (not the dashboard's proxy)."""
-    provisioning: str
-    """gpu.provisioning: the rung whose pool keeps today's name (core/names.py gpu_pool_name)."""
-    cluster: str
-    """The GKE cluster's name, in each pool's MIG name."""
+    groups: Mapping[str, str]
+    """The GPU pools' MIGs by name, each to its pool's rung (incluster/capacity_events.py group_rungs)."""
     namespace: str = names.NAMESPACE
     """The namespace of the GPU worker pods and their events."""
 
@@ -136,13 +135,27 @@ def scale_up_events(capacity: Capacity) -> list[dict[str, Any]]:
     return [event for event in events if (event.get("involvedObject") or {}).get("name") in pending]
 
 
+def instance_groups_of(api: Endpoint, namespace: str = names.NAMESPACE) -> dict[str, str]:
+    """The GPU pools' MIGs by name, each to its rung, from the ConfigMap names.GPU_INSTANCE_GROUPS_CONFIG_MAP
+    (workloads/instance_groups.py) listed by name (fieldSelector metadata.name, which every object supports); {} when
+    there is none (Autopilot). JobError (Unreachable when silent) when the API server refuses."""
+    items = api_items(
+        api,
+        f"/api/v1/namespaces/{namespace}/configmaps",
+        {"fieldSelector": f"metadata.name={names.GPU_INSTANCE_GROUPS_CONFIG_MAP}"},
+        "the GPU pools' instance groups",
+    )
+    texts = [str((item.get("data") or {}).get(names.GPU_INSTANCE_GROUPS_FILE, "")) for item in items]
+    return groups_from_text(texts[0]) if texts else {}
+
+
 def ladder_line(capacity: Capacity | None) -> str:
     """Which rung is being tried, since when, and why the last scale-up did not happen, for the gate's progress
     line; "" without an API server or before the autoscaler wrote anything; one clause when it cannot be read."""
     if capacity is None:
         return ""
     try:
-        state = ladder_state(scale_up_events(capacity), capacity.provisioning, capacity.cluster)
+        state = ladder_state(scale_up_events(capacity), capacity.groups)
     except JobError as error:
         return f"rung unknown ({error})"
     return ladder_line_of(state)

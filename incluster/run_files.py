@@ -187,13 +187,15 @@ def _delete(client: JobSubmissionClient, submission_id: str) -> None:
 
 def _refused_as_job_error(call: Callable[[], Any], verb: str) -> Any:
     """`call()`'s result; JobError naming what Ray refused when the Jobs API answers anything but success (Ray's SDK
-    raises RuntimeError for a status other than 200: ray 2.60.0 dashboard/modules/dashboard_sdk.py _raise_error)."""
+    raises RuntimeError for a status other than 200, the dashboard's answer in it: ray 2.60.0
+    dashboard/modules/dashboard_sdk.py _raise_error), in one line: the first of the error's, which names the status."""
     try:
         return call()
     except JobError:
         raise
     except Exception as error:  # noqa: BLE001 - the Jobs API answers with RuntimeError and HTTP errors
-        raise JobError(f"Ray refused to {verb} the job reading the run's files: {str(error).strip()[:200]}") from None
+        first = (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
+        raise JobError(f"Ray refused to {verb} the job reading the run's files: {first}") from None
 
 
 def _parts(run_dir: Path, name: str) -> list[str]:

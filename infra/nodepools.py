@@ -27,6 +27,7 @@ from core.facts.privilege import (
     SHIELDED_SECURE_BOOT,
 )
 from core.resource_options import fixed_name_options
+from incluster.capacity_events import group_rungs
 from infra.outputs import GpuNetworks
 
 HEAD_NODE_COUNT = 1
@@ -247,6 +248,7 @@ class NodePools(pulumi.ComponentResource):
     head: gcp.container.NodePool
     gpu: gcp.container.NodePool
     gpu_pools: dict[str, gcp.container.NodePool]
+    gpu_instance_groups: pulumi.Output[dict[str, str]]
 
     def __init__(self, name: str, args: NodePoolsArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("grpo-gke:infra:NodePools", name, None, opts)
@@ -267,6 +269,10 @@ class NodePools(pulumi.ComponentResource):
                 opts=fixed_name_options(parent=self, ignore_changes=list(GPU_POOL_IGNORED)),
             )
         self.gpu = self.gpu_pools[config.gpu.provisioning]
+        urls = {rung: pool.instance_group_urls for rung, pool in self.gpu_pools.items()}
+        # The autoscaler's events name a MIG, whose name GKE shortens for long cluster and pool names
+        # (incluster/capacity_events.py): the pools' own URLs map each MIG to its rung.
+        self.gpu_instance_groups = pulumi.Output.all(**urls).apply(group_rungs)
         self.register_outputs({})
 
     @property

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import pulumi
@@ -86,6 +87,9 @@ class InfraOutputs:
     gpu_ready: list[pulumi.Resource] = field(default_factory=list)
     """What only the GPU pods wait for besides: on Standard, the GPU pool (Autopilot makes GPU nodes
     for the pods)."""
+    gpu_instance_groups: pulumi.Input[Mapping[str, str]] = field(default_factory=dict)
+    """On Standard, the GPU pools' MIGs by name, each to its pool's rung, from the pools' `instanceGroupUrls`
+    (incluster/capacity_events.py group_rungs): the autoscaler's events name the MIG; empty on Autopilot."""
     storage_ready: list[pulumi.Resource] = field(default_factory=list)
     """What a pod mounting the storage waits for (bucket grant; Lustre instance)."""
     guardian_account: str | None = None

@@ -1,6 +1,8 @@
 """The Artifact Registry remote repositories the pods pull the workload image through
 (`workload.imageSource: registry`): one per upstream registry, in the stack's region, each readable by the
-nodes' service account; with `workload.ngcApiKeySecretVersion`, the nvcr.io one pulls with the user's NGC API
+nodes' service account, which also holds Service Usage Consumer on the stack's project, without which GKE does
+not stream from them to a custom node account (core/facts/gcp.py STREAMING_CONSUMER_ROLE); with
+`workload.ngcApiKeySecretVersion`, the nvcr.io one pulls with the user's NGC API
 key, read from Secret Manager by Artifact Registry's service agent (granted on that secret only)."""
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from core.facts.gcp import (
     ARTIFACT_REGISTRY_SERVICE_AGENT,
     SECRET_ACCESSOR_ROLE,
     SECRET_VERSION_PATTERN,
+    STREAMING_CONSUMER_ROLE,
     UPSTREAMS,
     Upstream,
 )
@@ -127,6 +130,7 @@ class ImageRepositories(pulumi.ComponentResource):
 
     repositories: list[gcp.artifactregistry.Repository]
     grants: list[gcp.artifactregistry.RepositoryIamMember]
+    streaming_grant: gcp.projects.IAMMember
     secret_grants: list[gcp.secretmanager.SecretIamMember]
 
     def __init__(self, name: str, args: ImageRepositoriesArgs, opts: pulumi.ResourceOptions | None = None):
@@ -159,6 +163,14 @@ class ImageRepositories(pulumi.ComponentResource):
             version = credentials_secret_version(config, host)
             if version is not None:
                 self.secret_grants.append(self._secret_grant(repository_id, version, repository, args))
+        # Non-authoritative: the project's other consumers are left as they are.
+        self.streaming_grant = gcp.projects.IAMMember(
+            f"{names.node_service_account_id(config.cluster_name)}-{STREAMING_CONSUMER_ROLE.removeprefix('roles/').replace('.', '-')}",
+            gcp.projects.IAMMemberArgs(
+                project=config.project, role=STREAMING_CONSUMER_ROLE, member=args.node_service_account
+            ),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
         self.register_outputs({})
 
     def _secret_grant(
@@ -180,6 +192,7 @@ class ImageRepositories(pulumi.ComponentResource):
 
     @property
     def ready(self) -> list[pulumi.Resource]:
-        """What a pod pulling through the repositories waits for: each repository, its reader grant and, with
-        upstream credentials, the service agent's grant on their secret."""
-        return [*self.repositories, *self.grants, *self.secret_grants]
+        """What a pod pulling through the repositories waits for: each repository, its reader grant, the nodes'
+        Service Usage Consumer grant (streaming) and, with upstream credentials, the service agent's grant on their
+        secret."""
+        return [*self.repositories, *self.grants, self.streaming_grant, *self.secret_grants]

@@ -57,6 +57,7 @@ def build_infra(config: StackConfig, run: str) -> InfraOutputs:
     # waits for the GPU pool too (gpu_ready), so the staging Job downloads while the GPU nodes come up.
     cluster_ready: list[pulumi.Resource] = [cluster, networks.nat]
     gpu_ready: list[pulumi.Resource] = []
+    gpu_instance_groups: pulumi.Input[dict[str, str]] = {}
     if config.cluster.mode == "standard":
         pools = NodePools(
             "node-pools",
@@ -69,6 +70,7 @@ def build_infra(config: StackConfig, run: str) -> InfraOutputs:
         )
         cluster_ready.append(pools.head)
         gpu_ready.extend(pools.gpu_pools.values())
+        gpu_instance_groups = pools.gpu_instance_groups
     storage = Storage(
         "storage",
         StorageArgs(
@@ -138,6 +140,7 @@ def build_infra(config: StackConfig, run: str) -> InfraOutputs:
         storage=storage.hand_off,
         cluster_ready=[*cluster_ready, *images_ready],
         gpu_ready=gpu_ready,
+        gpu_instance_groups=gpu_instance_groups,
         storage_ready=storage.ready,
         guardian_account=names.service_account_email(names.guardian_account_id(prefix), config.project)
         if guardian is not None

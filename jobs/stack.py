@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -43,10 +44,9 @@ class GrpoJobArgs:
     before the first attempt on a fresh RayCluster."""
     cordon_bad_nodes: bool
     """Cordon the nodes a failed preflight names."""
-    provisioning: str
-    """gpu.provisioning: the rung whose pool keeps today's name (the gate names the rung it waits on)."""
-    cluster: str
-    """The GKE cluster's name, in its pools' MIG names (the gate maps the autoscaler's node groups to rungs)."""
+    gpu_instance_groups: pulumi.Input[Mapping[str, str]]
+    """The GPU pools' MIGs by name, each to its rung (infra/outputs.py InfraOutputs.gpu_instance_groups): the gate
+    names the rung the autoscaler's events name the MIG of."""
     parked_bucket: str | None = None
     """A Lustre stack's parked bucket, whose park marker is marked stale before each submission; None on Cloud
     Storage."""
@@ -69,8 +69,7 @@ class PostDeployJob(pulumi.dynamic.Resource):
             "cluster_uid": args.cluster_uid,
             "preflight": args.preflight,
             "cordon_bad_nodes": args.cordon_bad_nodes,
-            "provisioning": args.provisioning,
-            "cluster": args.cluster,
+            "gpu_instance_groups": args.gpu_instance_groups,
             "parked_bucket": args.parked_bucket,
             "run": None,
             "submission_id": None,
@@ -168,8 +167,7 @@ def build_job(config: StackConfig, infra: InfraOutputs, workloads: WorkloadOutpu
         cluster_uid=workloads.ray_cluster.metadata.apply(_uid),
         preflight=preflight_template(config),
         cordon_bad_nodes=config.job.cordon_bad_nodes,
-        provisioning=config.gpu.provisioning,
-        cluster=config.cluster_name,
+        gpu_instance_groups=infra.gpu_instance_groups,
         parked_bucket=config.parked_bucket_name if config.storage.type == "lustre" else None,
     )
     job = GrpoJob("grpo-job", args, depends_on=[workloads.ray_cluster, workloads.staging_job])

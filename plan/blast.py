@@ -249,9 +249,16 @@ GUARDIAN_IDENTITY_LABEL = "the run guardian's Google account and its grants"
 (storage.parkWhenIdle, infra/identity.py GuardianIdentity: their names start with the account id)."""
 
 
+INSTANCE_GROUPS_LABEL = "the GPU pools' instance group list"
+"""How the one-line effect names the ConfigMap of the GPU pools' MIGs (workloads/instance_groups.py), which a
+replaced, added or removed GPU pool updates in place and nothing else follows."""
+
+
 def _label(resource: Mapping[str, Any]) -> str:
     if resource["type"].startswith("kubernetes:") and resource["name"].startswith(names.GUARDIAN):
         return GUARDIAN_LABEL
+    if resource["type"] == "kubernetes:core/v1:ConfigMap" and resource["name"] == names.GPU_INSTANCE_GROUPS_CONFIG_MAP:
+        return INSTANCE_GROUPS_LABEL
     suffixes = (
         names.PARK_ROLE_SUFFIX,
         *(names.GUARDIAN_ACCOUNT_SUFFIX + grant for grant in names.GUARDIAN_GRANTS.values()),

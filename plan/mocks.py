@@ -47,6 +47,15 @@ def _computed_outputs(type_: str, name: str, inputs: dict[str, Any]) -> dict[str
             "state": "ACTIVE",
             "uid": str(uuid.uuid5(uuid.NAMESPACE_URL, f"{type_}/{name}")),
         }
+    elif type_ == "gcp:container/nodePool:NodePool":
+        # The pool's one MIG per zone, as the GKE API's NodePool.instanceGroupUrls names its manager
+        # (incluster/capacity_events.py): `gke-<cluster>-<pool>-<8 hex>-grp`, the hex fixed from the pool's name.
+        hex8 = uuid.uuid5(uuid.NAMESPACE_URL, f"{type_}/{name}").hex[:8]
+        outputs["instanceGroupUrls"] = [
+            f"https://www.googleapis.com/compute/v1/projects/{inputs.get('project', 'offline')}/zones/{zone}"
+            f"/instanceGroupManagers/gke-{inputs.get('cluster')}-{physical}-{hex8}-grp"
+            for zone in inputs.get("nodeLocations") or [inputs.get("location", "offline")]
+        ]
     elif type_ == "gcp:projects/iAMCustomRole:IAMCustomRole":
         outputs["name"] = f"projects/{inputs.get('project', 'offline')}/roles/{inputs.get('roleId', name)}"
     elif type_ == "gcp:storage/bucket:Bucket":

@@ -7,7 +7,12 @@ from core import names
 from core.config.load import LoadedConfig
 from core.config.model import PROJECT_NAMESPACE, StackConfig
 from core.config.rules import any_address_ranges
-from core.facts.gcp import BUCKET_OBJECT_ROLE, PARK_PERMISSIONS
+from core.facts.gcp import (
+    ARTIFACT_REGISTRY_READER_ROLE,
+    BUCKET_OBJECT_ROLE,
+    PARK_PERMISSIONS,
+    STREAMING_CONSUMER_ROLE,
+)
 from core.facts.pods import KONNECTIVITY_AGENT_LABELS, KONNECTIVITY_AGENT_NAMESPACE
 from core.facts.privilege import KMS_ENCRYPTER_ROLE, NODE_SERVICE_ACCOUNT_ROLES
 from infra.storage import bucket_accounts
@@ -56,6 +61,12 @@ def node_identity(config: StackConfig) -> str:
         shielding = "Autopilot's Shielded GKE Nodes with secure boot"
     else:
         shielding = "Shielded GKE Nodes with secure boot and integrity monitoring"
+    if config.workload.image_source == "registry":
+        # infra/registry.py: the pulls through the stack's remote repositories, streamed
+        roles += (
+            f", {ARTIFACT_REGISTRY_READER_ROLE} on the stack's remote repositories and {STREAMING_CONSUMER_ROLE} on"
+            f" project {config.project} (image streaming from them)"
+        )
     return f"{email} with {roles}; {shielding}"
 
 

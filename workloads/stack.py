@@ -9,6 +9,7 @@ from infra.outputs import InfraOutputs, ParkedStorage
 from workloads.computeclass import GpuComputeClass, GpuComputeClassArgs
 from workloads.gib import GibInstaller, GibInstallerArgs
 from workloads.identity import Identity, IdentityArgs
+from workloads.instance_groups import InstanceGroups, InstanceGroupsArgs
 from workloads.network import GkeNetworks, GkeNetworksArgs, network_specs
 from workloads.outputs import WorkloadOutputs
 from workloads.policies import NetworkPolicies, NetworkPoliciesArgs
@@ -34,8 +35,8 @@ def _secret_env(config: StackConfig) -> dict[str, pulumi.Output[str]]:
 
 
 def build_workloads(config: StackConfig, infra: InfraOutputs) -> WorkloadOutputs | None:
-    """Network objects, gIB installer, identity, NetworkPolicies, storage, staging Job and RayCluster, in
-    that order of need; while the Lustre storage is parked (storage.parked) nothing that mounts it (the volume and
+    """Network objects, gIB installer, identity, NetworkPolicies, the GPU pools' instance groups (Standard), storage,
+    staging Job and RayCluster, in that order of need; while the Lustre storage is parked (storage.parked) nothing that mounts it (the volume and
     its claim, the staging Job, the RayCluster): None."""
     provider = infra.k8s_provider
     cluster = list(infra.cluster_ready)
@@ -60,6 +61,12 @@ def build_workloads(config: StackConfig, infra: InfraOutputs) -> WorkloadOutputs
     )
     # The namespace is closed before any pod starts in it: the head's ports are never open to the cluster.
     policies = NetworkPolicies("network-policies", NetworkPoliciesArgs(provider=provider, namespace=identity.namespace))
+    if config.cluster.mode == "standard":
+        # The GPU pools' MIGs for whoever reads the autoscaler's events; nothing else takes their values.
+        InstanceGroups(
+            "gpu-instance-groups",
+            InstanceGroupsArgs(groups=infra.gpu_instance_groups, provider=provider, depends_on=[identity.namespace]),
+        )
     if isinstance(infra.storage, ParkedStorage):
         return None
     shared = SharedStorage(

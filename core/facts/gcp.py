@@ -196,9 +196,26 @@ CONTAINER_FILESYSTEM_SERVICE = "containerfilesystem.googleapis.com"
 ARTIFACT_REGISTRY_SERVICE = "artifactregistry.googleapis.com"
 """The Artifact Registry API, which creating a repository needs (DOC-ARR "Before you begin")."""
 
-STREAMING_SOURCES = "standard or remote repositories in Artifact Registry"
-"""Images GKE streams (DOC-IS "Requirements": "Your container images must be stored in standard or remote
-repositories in Artifact Registry"); an image pulled from Docker Hub or nvcr.io directly is pulled whole."""
+STREAMING_SOURCES = "standard or remote repositories in Artifact Registry, or public registries on Docker Hub"
+"""Images GKE streams. DOC-IS "Requirements" as its zh-cn copy (docs.cloud.google.com/kubernetes-engine/docs/how-to/
+image-streaming?hl=zh-cn) reads on 2026-12-07: "您的容器映像必须存储在 Artifact Registry 中的标准制品库或远程制品库中,
+或者存储在 Docker Hub 上的公共注册表中" (translated: your images must be stored in standard or remote repositories in
+Artifact Registry, or in public registries on Docker Hub; the English page's sentence itself was not read that day,
+and the page read on 2026-12-01 named Artifact Registry alone). So an image pulled from nvcr.io directly is pulled
+whole; a public Docker Hub image may stream pulled directly too, which this stack does not rely on (it turns
+streaming on for the pools only with `workload.imageSource: registry`)."""
+
+STREAMING_CONSUMER_ROLE = "roles/serviceusage.serviceUsageConsumer"
+"""The role a custom node service account needs for image streaming, on the project of the images: DOC-IS
+"Requirements" as its zh-cn copy reads on 2026-12-07: "如果集群中的 GKE 节点不使用默认服务账号,您必须确保自定义服务账号在
+托管容器映像的项目中具有 Service Usage Consumer (roles/serviceusage.serviceUsageConsumer) IAM 角色" (translated: if the
+cluster's nodes do not use the default service account, the custom account must hold Service Usage Consumer on the
+project that hosts the images; the English sentence itself not read). The claim that a custom node account needs it
+is so confirmed. The stack's nodes run as its own account (infra/identity.py) and its remote repositories are in
+the stack's project, so it grants this role there with `workload.imageSource: registry` (infra/registry.py). What
+GKE does without it is not said on the page (assumed: an ordinary whole pull, as for the images the page's
+"Limitations" call ineligible, of which its zh-cn copy says "GKE 下载这些映像,但不流式传输数据", GKE downloads them
+without streaming)."""
 
 STREAMING_NODE_IMAGE = "COS_CONTAINERD"
 """The node image image streaming needs (DOC-IS "Requirements": Container-Optimized OS with containerd;
@@ -206,7 +223,10 @@ STREAMING_NODE_IMAGE = "COS_CONTAINERD"
 
 AUTOPILOT_STREAMS_BY_ITSELF = True
 """Autopilot clusters use image streaming for eligible images by themselves (DOC-IS: "Autopilot clusters
-automatically use Image streaming to pull eligible images"); Standard enables it per cluster or pool with the
+automatically use Image streaming to pull eligible images. The instructions on this page about enabling and
+disabling image streaming apply to Standard clusters", read again 2026-12-07; an earlier text of the page: "New
+Autopilot clusters that run GKE version 1.25.5-gke.1000 and later automatically use Image streaming to pull
+eligible images"); Standard enables it per cluster or pool with the
 GCFS setting (PGCP container ClusterNodePoolDefaultsNodeConfigDefaultsGcfsConfigArgs: "enable image
 streaming across all the node pools within the cluster"; NodePoolNodeConfigGcfsConfigArgs per pool)."""
 

@@ -26,6 +26,9 @@ NODE_ROLE_ALLOW_LIST = frozenset(
         "roles/stackdriver.resourceMetadata.writer",
         "roles/autoscaling.metricsWriter",
         "roles/artifactregistry.reader",
+        # Image streaming with a custom node account (core/facts/gcp.py STREAMING_CONSUMER_ROLE, GKE "Use Image
+        # streaming to pull container images", "Requirements", read 2026-12-07).
+        "roles/serviceusage.serviceUsageConsumer",
     }
 )
 """Every role GKE documents a node service account may need; the tests refuse a node role outside it."""

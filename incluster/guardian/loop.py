@@ -10,9 +10,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from core import names
 from incluster import job_client, readiness, record, run_submission, scaling
 from incluster.attempt import deadline_stop_in, last_log_part
-from incluster.capacity_events import ladder_state
+from incluster.capacity_events import groups_from_text, ladder_state
 from incluster.checkpoints import CheckpointError, newest_complete
 from incluster.deadline import earliest_end, next_capacity_in, save_by, verl_saves
 from incluster.endpoint import Endpoint
@@ -51,6 +52,9 @@ from incluster.runs import newest_attempt
 
 if TYPE_CHECKING:
     from ray.job_submission import JobSubmissionClient
+
+GROUPS_FILE = Path(names.GPU_INSTANCE_GROUPS_DIR) / names.GPU_INSTANCE_GROUPS_FILE
+"""The GPU pools' MIGs by name, as the guardian's pod mounts them (jobs/guardian/objects.py render_deployment)."""
 
 WORKERS_REFRESH_SECONDS = 60.0
 """Seconds between two reads of the RayCluster's GPU workers once the guardian has scaled them to zero."""
@@ -380,13 +384,15 @@ class Guardian:
         return chosen.step if chosen else None
 
     @staticmethod
-    def capacity_of(settings: Settings, api: Endpoint) -> readiness.Capacity:
-        """Where the readiness gate reads the ladder's rung and last failure: `api`, and the settings' namespace,
-        gpu.provisioning and cluster name."""
-        raw = settings.raw
-        return readiness.Capacity(
-            api, str(raw.get("provisioning", "")), str(raw.get("cluster", "")), str(raw.get("namespace", ""))
-        )
+    def capacity_of(settings: Settings, api: Endpoint, groups_file: Path = GROUPS_FILE) -> readiness.Capacity:
+        """Where the readiness gate reads the ladder's rung and last failure: `api`, the settings' namespace and the
+        GPU pools' MIGs by name, read from `groups_file` now (the mounted ConfigMap the kubelet keeps current,
+        workloads/instance_groups.py; none, as on Autopilot: no rung named)."""
+        try:
+            groups = groups_from_text(groups_file.read_text())
+        except (OSError, UnicodeDecodeError):
+            groups = {}
+        return readiness.Capacity(api, groups, str(settings.raw.get("namespace", "")))
 
     def capacity(self) -> readiness.Capacity | None:
         """The gate's ladder source, or None without an API server at hand (the gate's line then says no rung)."""
@@ -435,7 +441,7 @@ class Guardian:
         if capacity is None:
             return
         try:
-            state = ladder_state(readiness.scale_up_events(capacity), capacity.provisioning, capacity.cluster)
+            state = ladder_state(readiness.scale_up_events(capacity), capacity.groups)
         except job_client.JobError as error:
             self.report(f"{self.settings.run}: no rung known for attempt {attempt}: {error}")
             return

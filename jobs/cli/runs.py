@@ -112,7 +112,8 @@ def back_to_zero(client: JobSubmissionClient, endpoint: Endpoint) -> str:
 
 def gpu_node_rungs(endpoint: Endpoint, config: StackConfig) -> tuple[list[dict[str, str | None]] | None, str] | None:
     """Each GPU node's name and rung (from its NODE_POOL_LABEL, core/names.py gpu_pool_name per rung; None for a
-    pool of no rung) and where the ladder's scale-up stands (readiness.ladder_line), through the API server behind
+    pool of no rung) and where the ladder's scale-up stands (readiness.ladder_line, the autoscaler's MIGs looked up in
+    the GPU pools' instance groups, readiness.instance_groups_of), through the API server behind
     the dashboard's proxy; None without one (a plain --address). An API server that refuses: no nodes, and why."""
     api = api_endpoint(endpoint)
     if api is None:
@@ -128,7 +129,11 @@ def gpu_node_rungs(endpoint: Endpoint, config: StackConfig) -> tuple[list[dict[s
         }
         for node in nodes
     ]
-    ladder = readiness.ladder_line(readiness.Capacity(api, config.gpu.provisioning, config.cluster_name))
+    try:
+        groups = readiness.instance_groups_of(api)
+    except job_client.JobError as error:
+        return sorted(rungs, key=lambda item: str(item["name"])), f"rung unknown ({error})"
+    ladder = readiness.ladder_line(readiness.Capacity(api, groups))
     return sorted(rungs, key=lambda item: str(item["name"])), ladder
 
 
@@ -152,6 +157,23 @@ def print_first_steps(found: list[FirstStep]) -> None:
         print(HEADING)
         for line in first_step_lines(found):
             print(f"  {line}")
+
+
+def time_lines(view: RunView, moment: float) -> list[str]:
+    """Where the run's time goes (jobs/runs/step_time.py): the mean step by stage and the tokens per second per GPU,
+    once a step logged its seconds, and the wall time by kind since the first submission."""
+    figures, wall = view.breakdown(), view.wall_time(moment)
+    return [*([] if figures is None else figures.lines()), *([] if wall is None else wall.lines())]
+
+
+def time_document(view: RunView | None, moment: float) -> dict[str, object]:
+    """`status --json`'s `stepTime` (the mean step by stage) and `wallTime` (seconds by kind); null where none."""
+    figures = None if view is None else view.breakdown()
+    wall = None if view is None else view.wall_time(moment)
+    return {
+        "stepTime": None if figures is None else figures.as_json(),
+        "wallTime": None if wall is None else wall.as_json(),
+    }
 
 
 def cmd_status(args: argparse.Namespace, config: StackConfig) -> int:
@@ -201,6 +223,7 @@ def cmd_status(args: argparse.Namespace, config: StackConfig) -> int:
             "gpuNodes": None if capacity is None else capacity[0],
             "scaleUp": None if capacity is None else capacity[1] or None,
             "idle": None if idle is None else idle.as_json(),
+            **time_document(view, moment),
         }
         print(json.dumps(document, sort_keys=True, indent=2))
         return 0
@@ -218,6 +241,8 @@ def cmd_status(args: argparse.Namespace, config: StackConfig) -> int:
         for line in [] if unpriced else view.pricing_lines():
             print(f"  {line}")
         print_first_steps(starts or [])
+        for line in time_lines(view, moment):
+            print(line)
     if exports:
         print(f"{'export' if len(exports) == 1 else 'exports'} of {run}:")
         for item in exports:
@@ -242,7 +267,7 @@ def cmd_status(args: argparse.Namespace, config: StackConfig) -> int:
 
 
 def cmd_plot(args: argparse.Namespace, config: StackConfig) -> int:
-    """Draw the run's reward and step time against the step across its attempts, preemptions and resumes marked."""
+    """Draw the run's reward and step time by stage against the step, each attempt's preemption and resume marked."""
     if args.out and Path(args.out).suffix.lower() != ".png":
         raise UsageError(f"--out {args.out}: the plot is a PNG; name a file ending in .png")
     client = job_client.connect(endpoint_of(args, config))
@@ -256,7 +281,7 @@ def cmd_plot(args: argparse.Namespace, config: StackConfig) -> int:
     out = Path(args.out) if args.out else Path(f"{view.run}.png")
     tried = counted(len(view.attempts), "attempt")
     try:
-        draw(points, marks, view.framework, f"{view.run}: {tried}", out)
+        draw(points, marks, view.framework, f"{view.run}: {tried}", out, view.step_times())
     except OSError as error:
         raise UsageError(f"cannot write the plot to {out}: {error.strerror or error}") from None
     print(f"wrote {out}: {counted(len(points), 'step')} of {tried}, {counted(len(marks), 'mark')}")

@@ -11,8 +11,8 @@ newest complete checkpoint, then `status` and the plot.
 4. The run guardian (incluster/guardian/loop.py, the same loop as in the cluster) judges the lost GPU node, backs off, waits
    for GPU nodes (a new node joins, as a new spot VM would) and submits attempt 2, which resumes from step 4. Its
    export and scale-to-zero hooks say what they would do on a real cluster.
-5. `python -m jobs status` (goodput, $ per step at the stack's prices) and `python -m jobs plot`, then where
-   everything is. Both nodes are ended by process group when done, on Ctrl-C (exit 130) and on error.
+5. `python -m jobs status` (goodput, $ per step at the stack's prices, the step time by stage from the stand-in's
+   verl metric names, the wall time by kind) and `python -m jobs plot`, then where everything is. Both nodes are ended by process group when done, on Ctrl-C (exit 130) and on error.
 
 The stack file is a copy shipped in this folder, not the repository's `Pulumi.dev.yaml`: a user's edits to their
 own dev stack (another model, two nodes, a preflight) must not break the demo (tests/jobs/test_demo.py checks the

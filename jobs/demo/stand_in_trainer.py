@@ -7,7 +7,9 @@ verl/trainer/ppo/ray_trainer.py `_save_checkpoint`): `global_step_<N>/actor/` ho
 `extra_state_world_size_<W>_rank_<r>.pt` for every rank r < W, rank 0 adds `huggingface/` and
 `fsdp_config.json`; then `global_step_<N>/data.pt` (the dataloader) and, last and only without
 async_save (verl-project/verl#7952), `latest_checkpointed_iteration.txt`. It saves every
-`--save-every` steps and at the last one, and prints the step's verl-style metric line after its save.
+`--save-every` steps and at the last one, and prints the step's metric line after its save and weight sync, with
+verl 0.9.1's names at its cadence (`metric_line`): `timing_s/<stage>` of the stages it pauses for (PHASES), of the
+save on save steps only and of the weight sync, `timing_s/step` around them all, and `perf/throughput` per GPU.
 It resumes as `trainer.resume_mode=auto` does (verl/utils/checkpoint/checkpoint_manager.py
 `find_latest_ckpt_path`): from the step the tracker file names when that directory exists, reading every
 shard of its ranks (a missing one fails the attempt, as torch.load would), else from scratch.
@@ -40,12 +42,14 @@ stays verl's (the wrapper recognises NeMo-RL's line whatever the framework; verl
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
 import sys
 import time
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -223,11 +227,30 @@ EVICTED_SAMPLES = "training/off_policy/evicted_samples"
 L357-367: `f"{prefix}/off_policy/evicted_samples"`, prefix "training" for the train partition, L238-239)."""
 
 
-def metric_line(step: int, evicted: int = 0) -> str:
-    """verl's console line of one step (the score depends on the step only), with `evicted` stale samples when any."""
+TOKENS_PER_STEP = 65536
+"""The prompt and response tokens the stand-in counts in every step (verl's `perf/total_num_tokens`)."""
+
+PHASES = (("gen", 0.5), ("old_log_prob", 0.2), ("update_actor", 0.3))
+"""The stages of a step the GPU workers pause for, with their shares of `--step-seconds`, in the order verl 0.9.1's V1
+trainer runs them (verl/trainer/ppo/v1/trainer_base.py L565 `gen`, L585 `old_log_prob`, L609 `update_actor`)."""
+
+
+def metric_line(step: int, evicted: int = 0, timing: dict[str, float] | None = None, world_size: int = 8) -> str:
+    """verl's console line of one step (verl/utils/logger/aggregate_logger.py L51: `step:N - key:value - ...`, numbers
+    through pprint): the score depends on the step only; `evicted` stale samples when any; `timing`, the seconds of
+    each stage by verl's timer name (`step` the whole step), as `timing_s/<name>` (verl/trainer/ppo/metric_utils.py
+    L645), then `perf/total_num_tokens`, `perf/time_per_step` and `perf/throughput`, tokens per second per GPU of the
+    `world_size` (L685-687), in the order verl 0.9.1's V1 trainer adds them (trainer_base.py L1945-1947)."""
     score = step / (step + 1)
     stale = f" - {EVICTED_SAMPLES}:{evicted}" if evicted else ""
-    return f"step:{step} - critic/score/mean:np.float64({score}) - actor/pg_loss:0.125{stale}"
+    line = f"step:{step} - actor/pg_loss:0.125{stale} - training/global_step:{step} - critic/score/mean:np.float64({score})"
+    if timing:
+        line += "".join(f" - timing_s/{name}:{seconds!r}" for name, seconds in timing.items())
+        if timing.get("step"):
+            throughput = TOKENS_PER_STEP / (timing["step"] * world_size)
+            line += f" - perf/total_num_tokens:{TOKENS_PER_STEP} - perf/time_per_step:{timing['step']!r}"
+            line += f" - perf/throughput:{throughput!r}"
+    return line
 
 
 def bounded(limit: float):
@@ -319,23 +342,20 @@ def main() -> int:
         if step == args.fail_at:
             print(f"stand-in trainer: deterministic failure at step {step} (exit code {args.exit_code})", flush=True)
             return args.exit_code
-        ray.get([worker.train.remote(step, args.step_seconds) for worker in workers])
+        timing: dict[str, float] = {}
+        began = time.perf_counter()
+        for name, share in PHASES:
+            with timed(name, timing):
+                ray.get([worker.train.remote(step, args.step_seconds * share) for worker in workers])
         deadline = step == args.deadline_stop_after and once(run_dir, f"deadline-stop-after-{step}")
-        if not args.checkpointing_off and (step % args.save_every == 0 or step == args.steps or deadline):
-            folder = step_dir(run_dir, step)
-            half = step == args.half_save_at and once(run_dir, f"half-save-at-{step}")
-            rotation.before_save()
-            ray.get([worker.save.remote(str(folder / "actor"), step, half) for worker in workers])
-            if half:
-                print(f"stand-in: wrote half of {folder}; waiting for a node loss", flush=True)
-                ray.get([worker.hold.remote(args.hold_seconds) for worker in workers])
-            rotation.after_save(folder / "actor")
-            write_archive(folder / "data.pt", {"step": step})
-            if not args.async_save:
-                (run_dir / TRACKER).write_text(str(step))
-            if lost_after_save(run_dir, folder, step, args, world_size):
+        saving = not args.checkpointing_off and (step % args.save_every == 0 or step == args.steps or deadline)
+        with timed("save_checkpoint", timing) if saving else contextlib.nullcontext():
+            if saving and not save(run_dir, step, args, workers, rotation, world_size):
                 return 1
-        print(metric_line(step, args.evicted_samples), flush=True)
+        with timed("update_weights", timing):  # verl/trainer/ppo/v1/trainer_sync.py L36, after the save
+            ray.get([worker.where.remote() for worker in workers])
+        timing["step"] = time.perf_counter() - began
+        print(metric_line(step, args.evicted_samples, timing, world_size), flush=True)
         if deadline:
             print(NEMO_RL_DEADLINE_LINE, flush=True)
             return 0
@@ -343,6 +363,35 @@ def main() -> int:
             print(f"stand-in: holding after step {step}; waiting for a node loss", flush=True)
             ray.get([worker.hold.remote(args.hold_seconds) for worker in workers])
     return 0
+
+
+@contextlib.contextmanager
+def timed(name: str, timing: dict[str, float]) -> Iterator[None]:
+    """Add the seconds of the block to `timing[name]`, as verl's marked_timer does (verl/utils/profiler/performance.py
+    L172-195)."""
+    began = time.perf_counter()
+    try:
+        yield
+    finally:
+        timing[name] = timing.get(name, 0.0) + time.perf_counter() - began
+
+
+def save(
+    run_dir: Path, step: int, args: argparse.Namespace, workers: list, rotation: Rotation, world_size: int
+) -> bool:
+    """Save `step` as verl does (its faults injected when asked); False when the attempt then fails."""
+    folder = step_dir(run_dir, step)
+    half = step == args.half_save_at and once(run_dir, f"half-save-at-{step}")
+    rotation.before_save()
+    ray.get([worker.save.remote(str(folder / "actor"), step, half) for worker in workers])
+    if half:
+        print(f"stand-in: wrote half of {folder}; waiting for a node loss", flush=True)
+        ray.get([worker.hold.remote(args.hold_seconds) for worker in workers])
+    rotation.after_save(folder / "actor")
+    write_archive(folder / "data.pt", {"step": step})
+    if not args.async_save:
+        (run_dir / TRACKER).write_text(str(step))
+    return not lost_after_save(run_dir, folder, step, args, world_size)
 
 
 if __name__ == "__main__":

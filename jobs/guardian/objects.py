@@ -260,7 +260,8 @@ def render_deployment(
     config: StackConfig, settings: Mapping[str, Any], code_files: Mapping[str, str]
 ) -> DeploymentInitArgs:
     """One replica, never two (Recreate: the old pod ends before the new starts, so two guardians never act on
-    one run), on the head's CPU capacity with the head's image, the hardened security context and /data."""
+    one run), on the head's CPU capacity with the head's image, the hardened security context, /data and the GPU
+    pools' instance groups (names.GPU_INSTANCE_GROUPS_DIR)."""
     code = code_data(code_files)
     container = k8s.core.v1.ContainerArgs(
         name="guardian",
@@ -283,6 +284,9 @@ def render_deployment(
         volume_mounts=[
             k8s.core.v1.VolumeMountArgs(name="settings", mount_path=names.GUARDIAN_SETTINGS_DIR, read_only=True),
             k8s.core.v1.VolumeMountArgs(name="code", mount_path=names.GUARDIAN_CODE_DIR, read_only=True),
+            k8s.core.v1.VolumeMountArgs(
+                name="instance-groups", mount_path=names.GPU_INSTANCE_GROUPS_DIR, read_only=True
+            ),
             pods.volume_mount_args(pods.data_mount()),
         ],
     )
@@ -300,6 +304,14 @@ def render_deployment(
                 config_map=k8s.core.v1.ConfigMapVolumeSourceArgs(
                     name=names.GUARDIAN_CODE_CONFIG_MAP,
                     items=[k8s.core.v1.KeyToPathArgs(key=code_key(path), path=path) for path in sorted(code_files)],
+                ),
+            ),
+            # The GPU pools' MIGs (workloads/instance_groups.py), by name only: their values stay out of the pod's
+            # spec, so a pool's new groups reach the pod without rolling it; optional, as Autopilot has none.
+            k8s.core.v1.VolumeArgs(
+                name="instance-groups",
+                config_map=k8s.core.v1.ConfigMapVolumeSourceArgs(
+                    name=names.GPU_INSTANCE_GROUPS_CONFIG_MAP, optional=True
                 ),
             ),
             pods.claim_volume_args(pods.data_volume()),

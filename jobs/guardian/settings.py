@@ -43,7 +43,6 @@ def guardian_settings(config: StackConfig) -> dict[str, Any]:
         "export": export_submission(config, training_spec(config)),
         "provisioning": config.gpu.provisioning,
         "ladder": config.gpu.capacity is not None,
-        "cluster": config.cluster_name,
         "cordonBadNodes": config.job.cordon_bad_nodes,
         "idleBill": idle_bill_setting(config),
         "park": park_setting(config),

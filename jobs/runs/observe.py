@@ -17,6 +17,7 @@ from incluster.run_files import read_local_run_files, read_run_files
 from jobs.runs import observed
 from jobs.runs.goodput import Goodput, StepDone, complete_checkpoints, measure
 from jobs.runs.pricing import AttemptPrice, attempt_prices, pricing_lines
+from jobs.runs.step_time import Breakdown, StepTime, WallTime, breakdown, step_times, wall_time
 from jobs.spec.training import run_directory, under_data_root
 
 if TYPE_CHECKING:
@@ -62,6 +63,19 @@ class RunView:
         attempts = observed.goodput_attempts(self.attempts, self.record, self.lines)
         hourly = {price.attempt: price.hourly or 0.0 for price in self.prices()}
         return measure(attempts, self.steps(), self.checkpoints, self.gpu_hourly or 0.0, now, hourly_of=hourly)
+
+    def step_times(self) -> list[StepTime]:
+        """Each logged step's seconds by stage (jobs/runs/step_time.py), oldest attempt first."""
+        return step_times(self.lines, self.framework)
+
+    def breakdown(self) -> Breakdown | None:
+        """The mean step by stage; None before a step logged its seconds."""
+        return breakdown(self.step_times(), self.framework)
+
+    def wall_time(self, now: float) -> WallTime | None:
+        """The run's wall time by kind at `now`; None before an attempt."""
+        attempts = observed.goodput_attempts(self.attempts, self.record, self.lines)
+        return wall_time(attempts, self.step_times(), self.record, now)
 
     def unpriced(self) -> str | None:
         """Why there are no dollars, or None when every attempt's GPU nodes have a price."""

@@ -21,15 +21,18 @@ from incluster.attempt import RESUMED_LINE
 from incluster.progress import VERL_SCORE_KEY, parse_verl_metrics
 from incluster.record import GPU_CAPACITY_LOST, RECORD_FILE
 from incluster.run_files import attempt_log, timed_lines
+from jobs.runs import step_time
 from jobs.runs.goodput import Attempt, StepDone, steps_done
 
 VERL_STEP_TIME_KEY = "timing_s/step"
 """verl's seconds of one training step in its step line (verl/trainer/ppo/metric_utils.py compute_timing_metrics)."""
 
-RUN_FILE_LINES = r"^\{|step:\d+ - |Step \d+\s*/\s*\d+|Avg Reward:|grpo-gke attempt \d+: resuming from "
+RUN_FILE_LINES = (
+    r"^\{|step:\d+ - |Step \d+\s*/\s*\d+|Avg Reward:|grpo-gke attempt \d+: resuming from |" + step_time.RUN_FILE_LINES
+)
 """The lines goodput and the plot read from the run's files: the record's JSON objects and, from an attempt's
-log, verl's step line, NeMo-RL's step banner and reward, and the attempt wrapper's resume line
-(incluster/attempt.py RESUMED_LINE)."""
+log, verl's step line, NeMo-RL's step banner, reward and timing lines (jobs/runs/step_time.py), and the attempt
+wrapper's resume line (incluster/attempt.py RESUMED_LINE)."""
 
 _NEMO_STEP = re.compile(r"=+\s*Step\s+(\d+)\s*/\s*(\d+)\s*=+")
 _NEMO_REWARD = re.compile(r"Avg Reward:\s*(-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan)")

@@ -85,7 +85,7 @@ def _capacity(props: dict[str, Any]) -> Capacity | None:
     """Where the readiness gate reads the ladder's rung: the kubeconfig's API server (none with a plain `address`)."""
     if props.get("address") or not props.get("kubeconfig"):
         return None
-    return Capacity(api_server_from_kubeconfig(props["kubeconfig"]), props["provisioning"], props["cluster"])
+    return Capacity(api_server_from_kubeconfig(props["kubeconfig"]), dict(props.get("gpu_instance_groups") or {}))
 
 
 def _preflight(props: dict[str, Any], client: Any) -> None:

@@ -1,16 +1,21 @@
 """The fault matrix of docs/relies-on.md ("Faults at every boundary"), cell by cell: every call path the in-cluster
 code takes at run time meets every fault through one fault-injecting proxy (tests/support/fault_proxy.py) placed in
-front of the in-process stand-in of its boundary, and does what its cell says (the Ray head's rows: not yet,
-docs/relies-on.md says why). The cells are read from the document; the call paths are found in incluster/'s source, so a new call site
-without a row fails here. Every fault is injected at the boundary, as the test's name says; deadlines are shrunk
-(read timeouts of a fraction of a second, pauses not slept) so that the whole matrix takes seconds."""
+front of its boundary, and does what its cell says: the in-process stand-ins (Kubernetes, the Lease, the Google APIs,
+the metadata server), and the real Ray 2.60.0 head of the session (tests/ray_fixtures.py `ray_head`, shared with the
+other Ray-head files of the test process), with one job that ended and one RUNNING, started once for the module, for
+the cells that act on a job. The cells are read from the document; the call paths are found in incluster/'s source, so
+a new call site without a row fails here. Every fault is injected at the boundary, as the test's name says; deadlines
+are shrunk (read timeouts of a fraction of a second, pauses not slept) so that the whole matrix takes seconds."""
 
 from __future__ import annotations
 
 import ast
 import json
 import re
+import shlex
 import threading
+import time
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from dataclasses import replace
@@ -20,12 +25,22 @@ from typing import Any
 
 import pytest
 
-from incluster import google_token, job_client, lustre_transfer, scaling
+from incluster import google_token, job_client, lustre_transfer, readiness, run_files, run_submission, scaling
 from incluster.endpoint import Endpoint
+from incluster.export_submission import submit_export
 from incluster.guardian.cluster import gpu_nodes_of
+from incluster.guardian.loop import Guardian, Hooks
+from incluster.guardian.settings import Settings, settings_from
 from incluster.lease import Lease
 from incluster.lustre_transfer import RestObjects, RestTransfers, TransferError, wait_for
 from incluster.preflight import cordon
+from incluster.preflight.run import run_preflight, stamp_now
+from incluster.runs import run_dir_of
+from jobs.guardian.settings import guardian_settings
+from jobs.preflight.settings import preflight_settings
+from jobs.runs.export import export_submission
+from jobs.spec.training import on_data_root, submission_of, training_spec
+from tests.conftest import config_of
 from tests.support.clock import Clock
 from tests.support.fault_proxy import Fault, FaultProxy, fault_proxy
 from tests.support.kube_stand_in import StandInApiServer, gpu_node, stand_in_api_server
@@ -282,4 +297,168 @@ def test_each_call_path_to_a_stand_in_does_what_the_matrix_says_for_each_fault(
         token = json.dumps({"access_token": "ya29.m", "expires_in": 3599, "token_type": "Bearer"})
         stand_ins["metadata_server"].answers = [(200, token)] * 3
         observed = metadata_driver(proxy, injected, stand_ins["metadata_url"])
+    assert observed == expected, f"{path} under {fault}: the matrix says {expected}, the code does {observed}"
+
+
+# The Ray head --------------------------------------------------------------------------------------------------------
+
+RAY_ERROR = (
+    "Traceback (most recent call last):\n"
+    '  File "ray/dashboard/modules/job/job_head.py", line 409, in submit_job\n'
+    "ValueError: injected by the fault proxy\n"
+)
+"""What the Ray dashboard answers when a handler fails: the traceback as text/plain (ray 2.60.0
+python/ray/dashboard/modules/job/job_head.py, installed: submit_job L428-438, `Response(text=traceback.format_exc(),
+status=...)`; the package handlers L372-375 and L401-404)."""
+
+SETTLE_SECONDS = 60.0
+"""The longest the module's two jobs take to reach the state the cells need (a job supervisor and a driver each)."""
+
+
+class LookedAgain(Exception):
+    """The guardian's loop went on to another look after its pause: the driver ends it there."""
+
+
+class RayHeadSide:
+    """The session's real Ray head behind a fault proxy: a Jobs API client through the proxy, a job that ended (the
+    reading job as incluster/run_files.py submits it, its deletion left to the `_delete` cells), a job still RUNNING,
+    and the run, the export and the preflight of one stack as the project builds their submissions."""
+
+    def __init__(self, proxy: FaultProxy, root: Path, ended: str, live: Any) -> None:
+        config = config_of("dev", stack="fault-matrix")
+        spec = training_spec(config)
+        self.proxy, self.ended, self.live = proxy, ended, live
+        self.stack = config.stack
+        self.submission = on_data_root(submission_of(config, spec, 1), str(root))
+        self.run = self.submission["metadata"]["run"]
+        self.run_dir = Path(run_dir_of(self.submission))
+        self.export = on_data_root(export_submission(config, spec, step=10), str(root))
+        self.preflight = preflight_settings(config, "gpu", str(self.run_dir / "preflight"), stamp_now())
+        guardian = settings_from(guardian_settings(config), "fault-matrix")
+        self.guardian: Settings = replace(guardian, submission=self.submission)
+        self.client = job_client.connect(Endpoint(proxy.url))
+
+
+def settled(client: Any, submission_id: str, wanted: tuple[str, ...]) -> None:
+    """Wait (at most SETTLE_SECONDS) until the job's status is one of `wanted`."""
+    deadline = time.monotonic() + SETTLE_SECONDS
+    while (status := job_client.status_of(client, submission_id)) not in wanted:
+        assert time.monotonic() < deadline, f"{submission_id} is {status} after {SETTLE_SECONDS:g} s"
+        time.sleep(0.1)
+
+
+@pytest.fixture(scope="module")
+def ray_side(ray_head: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RayHeadSide]:
+    """The session's Ray head (tests/ray_fixtures.py, shared with the other Ray-head files of this test process) with
+    a fault proxy in front of its dashboard, one ended and one running job for the cells that act on a job; both are
+    ended and deleted after the module."""
+    root = tmp_path_factory.mktemp("ray-run")
+    direct = job_client.connect(job_client.endpoint_for_address(ray_head))
+    run_dir = root / "reader"
+    run_dir.mkdir()
+    (run_dir / "attempts.jsonl").write_text("")
+    ended = direct.submit_job(
+        entrypoint=run_files.reader_entrypoint(str(run_dir), ["attempts.jsonl"]),
+        submission_id=f"grpo-gke-run-files-{uuid.uuid4().hex[:12]}",
+        metadata=dict(run_files.READER_METADATA),
+    )
+    done = root / "done"
+    # RUNNING until the module is over (or 10 min): it then ends by itself, faster than a stop (2 s measured).
+    wait = f"i=0; until [ -e {shlex.quote(str(done))} ] || [ $i -ge 6000 ]; do sleep 0.1; i=$((i+1)); done"
+    live = direct.submit_job(entrypoint=shlex.join(["sh", "-c", wait]), metadata={"grpo-gke": "fault-matrix"})
+    try:
+        settled(direct, ended, ("SUCCEEDED",))
+        settled(direct, live, ("RUNNING",))
+        with fault_proxy(ray_head) as proxy:
+            proxy.hold = 2 * READ_SECONDS
+            yield RayHeadSide(proxy, root, ended, direct.get_job_info(live))
+    finally:
+        done.touch()
+        settled(direct, live, job_client.TERMINAL)
+        for submission_id in (ended, live):
+            if submission_id in {job.submission_id for job in direct.list_jobs()}:
+                direct.delete_job(submission_id)
+
+
+def guardian_driver(proxy: FaultProxy, fault: Fault, settings: Settings) -> str:
+    """The guardian's row, through its loop (Guardian.run): `progress` when the fault on its first look is one progress
+    line ending in its pause and the loop looks again (and finds the run waiting for its first attempt); what escaped
+    the loop otherwise."""
+    lines: list[str] = []
+    guardian = Guardian(settings, Endpoint(proxy.url), Hooks(), lines.append)
+    proxy.faults.clear()
+    fault.path, fault.method = "/api/jobs/", "GET"
+    proxy.inject(fault)
+    before = len(proxy.seen)
+    looks: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        looks.append(seconds)
+        if len(looks) == 2:
+            raise LookedAgain
+
+    try:
+        guardian.run(poll=5, sleep=sleep)
+    except LookedAgain:
+        pass
+    except Exception as error:  # noqa: BLE001 - what escapes the loop is the cell's outcome (a traceback in the pod)
+        return f"raised {type(error).__name__}: {error}"
+    assert any(kind is not None for *_, kind in proxy.seen[before:]), f"no request met the fault: {proxy.seen[before:]}"
+    first = lines[0]
+    assert "\n" not in first, repr(first)
+    waiting = f"{settings.run}: no attempt of {settings.run} yet"
+    if looks == [5, 5] and len(lines) == 2 and first.endswith("; trying again in 5 s") and lines[1].startswith(waiting):
+        return "progress"
+    return f"looks {looks}, lines {lines}"
+
+
+def ray_driver(name: str, side: RayHeadSide) -> Callable[[FaultProxy, Fault], str]:
+    """The Ray rows: each call path's first request to the head, through the proxy in front of it."""
+    client, ended, live = side.client, side.ended, side.live.submission_id
+    calls: dict[str, tuple[str, str, Callable[[], Any]]] = {
+        "connect": ("/api/version", "GET", lambda: job_client.connect(Endpoint(side.proxy.url))),
+        "attempts": ("/api/jobs/", "GET", lambda: job_client.attempts(client, side.run)),
+        "stack_jobs": ("/api/jobs/", "GET", lambda: job_client.stack_jobs(client, side.stack)),
+        "status_of": (f"/api/jobs/{ended}", "GET", lambda: job_client.status_of(client, ended)),
+        "stop_jobs": (f"/api/jobs/{live}/stop", "POST", lambda: job_client.stop_jobs(client, [side.live])),
+        "last_lines": (f"/api/jobs/{ended}/logs", "GET", lambda: job_client.last_lines(client, ended)),
+        "follow": (
+            f"/api/jobs/{ended}",
+            "GET",
+            lambda: job_client.follow(client, ended, "verl", None, lambda line: None, poll=0.05),
+        ),
+        "_through_head": (
+            "/api/jobs/",
+            "POST",
+            lambda: run_files.read_run_files(client, str(side.run_dir), ["attempts.jsonl"], poll=0.05),
+        ),
+        "_delete": (f"/api/jobs/{ended}", "DELETE", lambda: run_files._delete(client, ended)),
+        "ensure_run": (
+            "/api/jobs/",
+            "POST",
+            lambda: run_submission.ensure_run(client, side.submission, lambda: run_submission.local_view(side.run_dir)),
+        ),
+        "submit_export": ("/api/jobs/", "POST", lambda: submit_export(client, side.export)),
+        "run_preflight": ("/api/jobs/", "POST", lambda: run_preflight(client, side.preflight, lambda line: None, 0.05)),
+        "ray_nodes": ("/api/v0/nodes", "GET", lambda: readiness.ray_nodes(Endpoint(side.proxy.url))),
+    }
+    if name == "Guardian.observe":
+        return lambda proxy, fault: guardian_driver(proxy, fault, side.guardian)
+    assert name in calls, f"no driver for the Ray row {name}"
+    path, method, call = calls[name]
+    return lambda proxy, fault: through(proxy, fault, path, method, call)
+
+
+RAY_CELLS = [(path, fault) for path in ROWS for fault in FAULTS if boundary_of(path) == "ray"]
+
+
+@pytest.mark.parametrize(("path", "fault"), RAY_CELLS, ids=[cell_id(*cell) for cell in RAY_CELLS])
+def test_each_call_path_to_the_ray_head_does_what_the_matrix_says_for_each_fault(
+    path: str, fault: str, monkeypatch: pytest.MonkeyPatch, ray_side: RayHeadSide
+) -> None:
+    """Fault injected at the boundary by the proxy in front of the real Ray head's dashboard, as the parameters name
+    it; every other request reaches the head."""
+    shrink_deadlines(monkeypatch, READ_SECONDS)
+    expected = ROWS[path][fault]
+    observed = ray_driver(path.split(":", 1)[1], ray_side)(ray_side.proxy, fault_of(fault, RAY_ERROR, "text/plain"))
     assert observed == expected, f"{path} under {fault}: the matrix says {expected}, the code does {observed}"

@@ -29,12 +29,14 @@ SPOT_MIG = f"gke-{CLUSTER}-gpu-1a2b3c4d-grp"
 """The spot rung's pool (`gpu`: gpu.provisioning is spot) as GKE names its MIG."""
 ON_DEMAND_MIG = f"gke-{CLUSTER}-gpu-on-demand-5e6f7a8b-grp"
 """The second rung's pool."""
+GROUPS = {SPOT_MIG: "spot", ON_DEMAND_MIG: "on-demand"}
+"""The two pools' MIGs by name, as the settings carry them (incluster/capacity_events.py group_rungs)."""
 
 WORKERS = ("grpo-gpu-worker-a", "grpo-gpu-worker-b")
 
 
 def capacity(server: StandInApiServer) -> readiness.Capacity:
-    return readiness.Capacity(server.endpoint, provisioning="spot", cluster=CLUSTER)
+    return readiness.Capacity(server.endpoint, groups=GROUPS)
 
 
 def refusal(server: StandInApiServer, monkeypatch) -> tuple[str, list[str]]:
@@ -125,7 +127,7 @@ def test_events_of_other_pods_and_an_api_server_that_refuses_do_not_stop_the_gat
     server = StandInApiServer(pods=[pending_worker_pod(WORKERS[0])], events=[other])
     _, lines = refusal(server, monkeypatch)
     assert lines[0].endswith(" per node); 60 s left")
-    refusing = readiness.Capacity(Endpoint("http://127.0.0.1:9"), provisioning="spot", cluster=CLUSTER)
+    refusing = readiness.Capacity(Endpoint("http://127.0.0.1:9"), groups=GROUPS)
     assert readiness.ladder_line(refusing).startswith(
         "rung unknown (the API server at http://127.0.0.1:9 did not answer"
     )
@@ -133,19 +135,34 @@ def test_events_of_other_pods_and_an_api_server_that_refuses_do_not_stop_the_gat
 
 
 def test_the_guardian_records_once_which_rung_its_gate_waited_on_and_why(tmp_path):
+    """The settings and the GPU pools' instance groups are the ones the program renders for a ladder stack (the
+    guardian's settings ConfigMap; the groups' ConfigMap, from the pools' instanceGroupUrls as plan/mocks.py answers
+    them, here the file the guardian's pod mounts); the autoscaler's event names the on-demand pool's MIG. The file
+    is read each time the guardian asks: a pool's new groups reach it without a new pod."""
+    import json
     from dataclasses import replace
 
     from incluster import record
+    from incluster.capacity_events import ladder_state
     from incluster.guardian.loop import Guardian
     from incluster.guardian.settings import settings_from
-    from jobs.guardian.settings import guardian_settings
-    from tests.conftest import config_of
+    from incluster.readiness import ladder_line_of
+    from tests.conftest import run_values
+    from tests.workloads.conftest import combination_values
 
-    settings = settings_from(guardian_settings(config_of("dev")), "test")
+    recording = run_values(*combination_values("standard", "b200", "gcs", gpu={"capacity": ["spot", "on-demand"]}))
+    (config_map,) = [r for r in recording.by_type("kubernetes:core/v1:ConfigMap") if r.name == "grpo-guardian-settings"]
+    settings = settings_from(json.loads(config_map.inputs["data"]["settings.json"]), "test")
     env = {**settings.submission["runtime_env"]["env_vars"], "GRPO_RUN_DIR": str(tmp_path / "run")}
     settings = replace(settings, submission={**settings.submission, "runtime_env": {
         **settings.submission["runtime_env"], "env_vars": env}})  # fmt: skip
-    mig = f"gke-{settings.raw['cluster']}-gpu-1a2b3c4d-grp"
+    (groups_map,) = [
+        r for r in recording.by_type("kubernetes:core/v1:ConfigMap") if r.name == "grpo-gpu-instance-groups"
+    ]
+    groups_file = tmp_path / "groups.json"
+    groups_file.write_text(groups_map.inputs["data"]["groups.json"])
+    groups = json.loads(groups_file.read_text())
+    (mig,) = [name for name, rung in groups.items() if rung == "on-demand"]
     server = StandInApiServer(
         pods=[pending_worker_pod(name) for name in WORKERS],
         events=[triggered_scale_up(WORKERS[0], mig, T0), failed_scale_up(WORKERS[0], "GCE out of resources", T0 + 60)],
@@ -154,12 +171,19 @@ def test_the_guardian_records_once_which_rung_its_gate_waited_on_and_why(tmp_pat
     reports: list[str] = []
     guard.settings, guard.clock, guard.report, guard.lease = settings, lambda: T0 + 120, reports.append, None
     with stand_in_api_server(server):
-        capacity = Guardian.capacity_of(settings, server.endpoint)
-        assert (capacity.provisioning, capacity.namespace) == (settings.raw["provisioning"], "grpo")
+        assert Guardian.capacity_of(settings, server.endpoint, tmp_path / "none.json").groups == {}  # Autopilot
+        groups_file.write_text("{}\n")  # the pool's groups not yet known: no rung named, nothing recorded of it
+        unknown = Guardian.capacity_of(settings, server.endpoint, groups_file)
+        assert ladder_line_of(ladder_state(readiness.scale_up_events(unknown), unknown.groups)).startswith(
+            "last scale-up failed"
+        )
+        groups_file.write_text(groups_map.inputs["data"]["groups.json"])  # the kubelet brings the pools' groups
+        capacity = Guardian.capacity_of(settings, server.endpoint, groups_file)
+        assert (capacity.groups, capacity.namespace) == (groups, "grpo")
         guard.record_capacity(1, capacity)
         guard.record_capacity(1, capacity)
     [entry] = record.read(settings.run_dir)
-    rung = settings.raw["provisioning"]
+    rung = "on-demand"
     assert (entry["attempt"], entry["event"]) == (1, "capacity")
     assert entry["details"] == {
         "rung": rung,
@@ -183,3 +207,31 @@ def test_the_gate_polls_ray_every_2_s_but_reads_the_events_every_10_s(monkeypatc
         readiness.wait_for_gpus(Endpoint("http://ray"), 1, 30, lambda _: None, poll=2, capacity=capacity(server))
     assert polls[0] == 16  # at 0, 2, ..., 30 s
     assert server.calls.count(("", "events", "list")) == 4  # at 0, 10, 20, 30 s
+
+
+def test_status_reads_the_gpu_pools_instance_groups_from_their_configmap_by_name():
+    """`status` (jobs/cli/runs.py gpu_node_rungs) reaches the API server with the user's credentials and reads the
+    groups from the ConfigMap the program renders (workloads/instance_groups.py), listed by metadata.name; a cluster
+    without it (Autopilot) has none, and a long cluster name's shortened MIG still names its rung."""
+    from workloads.instance_groups import groups_text
+
+    shortened = "gke-grpo-a-very-long-cluster-n-gpu-on-demand-5e6f7a8b-grp"  # GKE's cut of a long cluster name
+    data = {"groups.json": groups_text({SPOT_MIG: "spot", shortened: "on-demand"})}
+    config_map = {"apiVersion": "v1", "kind": "ConfigMap", "data": data,
+                  "metadata": {"name": "grpo-gpu-instance-groups", "namespace": "grpo"}}  # fmt: skip
+    other = {**config_map, "metadata": {"name": "grpo-guardian-settings", "namespace": "grpo"}, "data": {"x": "{}"}}
+    server = StandInApiServer(
+        pods=[pending_worker_pod(WORKERS[0])],
+        events=[triggered_scale_up(WORKERS[0], shortened, T0)],
+        config_maps=[other, config_map],
+    )
+    with stand_in_api_server(server):
+        groups = readiness.instance_groups_of(server.endpoint)
+        assert groups == {SPOT_MIG: "spot", shortened: "on-demand"}
+        line = readiness.ladder_line(readiness.Capacity(server.endpoint, groups))
+        assert line == "trying rung on-demand since 2026-12-01T12:00:00Z"
+        server.config_maps.clear()
+        assert readiness.instance_groups_of(server.endpoint) == {}
+    assert server.calls.count(("", "configmaps", "list")) == 2
+    with pytest.raises(job_client.JobError, match="instance groups"):
+        readiness.instance_groups_of(Endpoint("http://127.0.0.1:9"))

@@ -23,6 +23,7 @@ from incluster.guardian.settings import Settings, settings_from
 from incluster.runs import for_attempt
 from jobs.demo.stand_in_trainer import STEPS_ENV, TRACKER
 from jobs.guardian.settings import guardian_settings
+from jobs.runs.observe import run_view
 from jobs.spec.training import on_data_root, submission_of, training_spec
 from tests.conftest import config_of
 from tests.incluster.test_two_node_ray import WORLD_SIZE, steps_in, wait_until
@@ -287,6 +288,14 @@ def test_a_nemo_rl_style_deadline_stop_before_the_schedules_end_resumes_as_the_n
         .startswith("grpo-gke attempt 1: stopped at its deadline after saving step 3")
     )
     assert steps_in(run.logs(2)) == [4, 5, 6] and stand_ins.exports == [(2, 6)]
+    # where the time went, as `status` reads it from this run's own files (jobs/runs/step_time.py): the stand-in's
+    # verl stage timings of every step, saves at 3 (the deadline), 4 and 6; the time from the deadline stop to attempt
+    # 2's submission is waiting for capacity, none of it recovery
+    view = run.cluster.call(run_view, run.client, run.config, run.id, "verl", tmp_path, lambda line: None)
+    figures, wall = view.breakdown(), view.wall_time(time.time())
+    assert figures is not None and (figures.steps, figures.saves) == (6, 3)
+    assert set(figures.mean_s) == {"generation", "log-probs", "training", "weight sync", "checkpoint save", "other"}
+    assert wall is not None and wall.seconds["waiting for capacity"] > 0 and wall.seconds["recovery"] == 0
 
 
 def test_a_deadline_stop_that_saved_nothing_is_a_failed_attempt_not_a_success(two_nodes, tmp_path):

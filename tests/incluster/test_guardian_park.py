@@ -206,7 +206,7 @@ def test_a_failed_park_is_recorded_with_its_reason_and_not_raised(parking, monke
     entry = record.read(guardian.settings.run_dir)[-1]
     assert entry["event"] == "park-failed"
     assert entry["reason"] == (
-        "exporting /checkpoints is not whole: 56 of 57 objects copied, 1 failed; PERMISSION_DENIED x1:"
+        "exporting /checkpoints is not whole: 55 of 56 objects copied, 1 failed; PERMISSION_DENIED x1:"
         f" {RUN}/global_step_6/data.pt permission denied; python -m jobs park parks it by hand"
     )
     assert json.loads((bucket / names.PARK_MARKER).read_text())["state"] == "parking"

@@ -150,3 +150,24 @@ def test_the_holdings_job_lists_what_park_run_reads_from_a_mounted_instance(tmp_
         printed(subprocess.run(command, capture_output=True, text=True, check=True, timeout=60).stdout)["exports"]
         is None
     )
+
+
+class RefusingClient:
+    """A Jobs API client whose submission fails as Ray's SDK fails when nothing turned the answer into a JobError: a
+    RuntimeError carrying the dashboard's traceback (ray 2.60.0 dashboard/modules/dashboard_sdk.py `_raise_error`,
+    `f"Request failed with status code {r.status_code}: {r.text}."`; job_head.py submit_job answers the traceback)."""
+
+    def submit_job(self, **_: object) -> str:
+        raise RuntimeError(
+            "Request failed with status code 500: Traceback (most recent call last):\n"
+            '  File "job_head.py", line 418, in submit_job\nValueError: no agent\n.'
+        )
+
+
+def test_a_refused_reading_job_is_one_line_naming_the_status(run_dir):
+    with pytest.raises(JobError) as refused:
+        read_run_files(RefusingClient(), str(run_dir), ["attempts.jsonl"])
+    assert str(refused.value) == (
+        "Ray refused to start the job reading the run's files: Request failed with status code 500:"
+        " Traceback (most recent call last):"
+    )

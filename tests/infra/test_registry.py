@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from core.facts.gcp import ARTIFACT_REGISTRY_SERVICE, CONTAINER_FILESYSTEM_SERVICE
+from core.facts.privilege import NODE_ROLE_ALLOW_LIST
 from tests.conftest import combination_values, recorded_run
 from tests.infra.conftest import depends_on
 from tests.workloads.conftest import k8s_schema_errors, schema_errors
@@ -81,6 +82,24 @@ def test_registry_creates_one_remote_repository_its_reader_grant_and_every_pod_p
     # The pods wait for the repository and the grant: the RayCluster (and every in-cluster object) waits for them.
     ray = recording.one("kubernetes:ray.io/v1:RayCluster")
     assert {repository.name, grant.name} <= depends_on(recording, ray)
+
+
+@pytest.mark.parametrize("mode", ["standard", "autopilot"])
+def test_registry_grants_the_nodes_account_service_usage_consumer_on_the_project_for_streaming(mode):
+    """GKE's image streaming page (read 2026-12-07, core/facts/gcp.py STREAMING_CONSUMER_ROLE): a node account that is
+    not the default one needs Service Usage Consumer on the project hosting the images, here the stack's own, where
+    its remote repositories are; with `direct` the stack grants no such role (its nodes hold GKE's node role only)."""
+    recording = _run(mode, "registry")
+    members = [r for r in recording.resources if r.type == "gcp:projects/iAMMember:IAMMember"]
+    [streaming] = [r for r in members if r.inputs["role"] == "roles/serviceusage.serviceUsageConsumer"]
+    assert streaming.inputs["project"] == "my-grpo-project"
+    assert streaming.inputs["member"].startswith("serviceAccount:grpo-test-node-sa@")
+    assert streaming.name == "grpo-test-node-sa-serviceusage-serviceUsageConsumer"
+    assert streaming.inputs["role"] in NODE_ROLE_ALLOW_LIST
+    assert streaming.name in depends_on(recording, recording.one("kubernetes:ray.io/v1:RayCluster"))
+    direct = _run(mode, "direct")
+    roles = {r.inputs["role"] for r in direct.resources if r.type == "gcp:projects/iAMMember:IAMMember"}
+    assert roles == {"roles/container.defaultNodeServiceAccount"}
 
 
 @pytest.mark.parametrize("mode", ["standard", "autopilot"])

@@ -287,6 +287,31 @@ FIRST_STEP_LINES = [
 attempt 2's first step 300 s after its start and 550 s after attempt 1 ended at 950 s."""
 
 
+STEP_TIME_LINES = [
+    "step time by stage (mean of 7 steps, verl's timing_s/*):",
+    "  generation     50.0s   54%",
+    "  log-probs      15.0s   16%",
+    "  training       20.0s   21%",
+    "  weight sync    3.00s    3%",
+    "  other          5.14s    6%",
+    "  whole step    1m 33s",
+    "tokens per second per GPU: 400.0 (median; perf/throughput)",
+    "wall time by kind (32m 20s since the first submission):",
+    "  setup                  7m 29s   23%",
+    "  training              13m 54s   43%",
+    "  checkpointing              0s    0%",
+    "  recovery               7m 37s   24%",
+    "  waiting for capacity       0s    0%",
+    "  idle, GPUs up          3m 20s   10%",
+    "  idle at zero               0s    0%",
+]
+"""`status`'s step time and wall time of stand_in_run's run at T0 + 2000 s (tests/jobs/runs/test_observed.py verl_log:
+step N takes 90 + N s, 88 s of them in stages; 7 step lines, their mean 93.14 s): attempt 1 from 60 s, its first step
+from 509 s (600 s less 91 s) to its end at 950 s; attempt 2 failed-over from 950 s, its first step from 1407 s
+(1500 s less 93 s) to its end at 1800 s; idle since (no record: no scale to zero). Setup 449 s, training
+441 + 393 s, recovery 457 s, idle 200 s."""
+
+
 def cli(capsys, *argv: str) -> tuple[int, str, str]:
     """Exit code, stdout and stderr of the CLI run with `argv`."""
     from jobs.cli.main import main
@@ -296,10 +321,13 @@ def cli(capsys, *argv: str) -> tuple[int, str, str]:
     return code, captured.out, captured.err
 
 
-def test_status_follows_the_runs_attempts_not_its_export_and_shows_the_export_as_the_runs(cli_run, capsys):
+def test_status_follows_the_runs_attempts_not_its_export_and_shows_the_export_as_the_runs(cli_run, capsys, monkeypatch):
     from core.prices import catalog, gpu_hourly
+    from jobs.cli import runs as cli_runs
     from tests.conftest import config_of
+    from tests.jobs.runs.test_observed import T0
 
+    monkeypatch.setattr(cli_runs, "now", lambda: T0 + 2000)
     code, out, err = cli(capsys, "status", *cli_run.args, "--data-root", str(cli_run.data))
     run, hourly = cli_run.run, gpu_hourly(config_of("dev"), catalog())
     assert (code, err) == (0, "")
@@ -314,6 +342,7 @@ def test_status_follows_the_runs_attempts_not_its_export_and_shows_the_export_as
         # No record (the CLI submitted both): each submission is Ray's start. Attempt 1's first step at 600 s; attempt
         # 2's at 1500 s, 300 s after its start and 550 s after attempt 1 ended at 950 s.
         *FIRST_STEP_LINES,
+        *STEP_TIME_LINES,
         f"export of {run}:",
         f"  raysubmit_4kX2  SUCCEEDED  export of run={run}  step=newest  started=2026-12-01 10:31:40Z",
     ]
@@ -322,6 +351,8 @@ def test_status_follows_the_runs_attempts_not_its_export_and_shows_the_export_as
     assert (code, err, document["attempt"], document["run"]) == (0, "", f"{run}-2", run)
     assert document["exports"] == [{"id": "raysubmit_4kX2", "status": "SUCCEEDED", "step": "newest"}]
     assert document["goodput"]["losses"][0]["checkpoint"] == 2, "attempt 2's own resume line names the checkpoint"
+    assert document["stepTime"]["meanSeconds"]["generation"] == 50.0 and document["stepTime"]["steps"] == 7
+    assert document["wallTime"]["recovery"] == 457.0 and sum(document["wallTime"].values()) == 1940.0
     assert document["firstSteps"] == [
         {"attempt": 1, "afterSubmissionS": 540.0, "previousAttempt": None, "afterPreviousEndS": None},
         {"attempt": 2, "afterSubmissionS": 300.0, "previousAttempt": 1, "afterPreviousEndS": 550.0},
@@ -402,8 +433,8 @@ positional arguments:
               stream it with a progress line.
     list      List the stack's jobs, oldest first.
     stop      Stop a job, or every live job of the stack.
-    plot      Draw the run's reward and step time against the step across its
-              attempts, preemptions and resumes marked.
+    plot      Draw the run's reward and step time by stage against the step,
+              each attempt's preemption and resume marked.
     export    Export a complete checkpoint of the stack's run (default: the
               newest) as a Hugging Face model directory.
     preflight
@@ -443,6 +474,7 @@ def test_status_through_the_api_server_shows_each_gpu_nodes_rung_and_the_ladders
     """issue 22 item 5: a stockout on the first rung (spot), then a scale-up on the second (on-demand) that gave one
     node while a worker still waits; the stand-in API server serves the autoscaler's own event texts
     (tests/support/kube_stand_in.py) and each node's `cloud.google.com/gke-nodepool` label."""
+    from core import names
     from tests.support.kube_stand_in import (
         StandInApiServer,
         failed_scale_up,
@@ -451,6 +483,7 @@ def test_status_through_the_api_server_shows_each_gpu_nodes_rung_and_the_ladders
         stand_in_api_server,
         triggered_scale_up,
     )
+    from workloads.instance_groups import groups_text
 
     cluster, at = "grpo-cli", 1796126400.0
     spot, on_demand = gpu_node("gke-grpo-cli-gpu-1a2b3c4d-k2x9"), gpu_node("gke-grpo-cli-gpu-on-demand-5e6f7a8b-p0q1")
@@ -466,6 +499,22 @@ def test_status_through_the_api_server_shows_each_gpu_nodes_rung_and_the_ladders
             failed_scale_up("grpo-gpu-worker-b", "GCE out of resources", at + 120),
             triggered_scale_up("grpo-gpu-worker-b", f"gke-{cluster}-gpu-on-demand-5e6f7a8b-grp", at + 300, 1, 2),
         ],
+        # the GPU pools' MIGs as the program writes them from the pools' instanceGroupUrls
+        config_maps=[
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": names.GPU_INSTANCE_GROUPS_CONFIG_MAP, "namespace": "grpo"},
+                "data": {
+                    names.GPU_INSTANCE_GROUPS_FILE: groups_text(
+                        {
+                            f"gke-{cluster}-gpu-1a2b3c4d-grp": "spot",
+                            f"gke-{cluster}-gpu-on-demand-5e6f7a8b-grp": "on-demand",
+                        }
+                    )
+                },
+            }
+        ],  # fmt: skip
     )
     args = [arg for arg in cli_run.args if arg not in ("--address", "http://127.0.0.1:8265")]
     with stand_in_api_server(server) as api:
@@ -545,10 +594,24 @@ def test_status_shows_when_the_gpu_workers_scale_to_zero_then_the_idle_bill_the_
     assert (guard(), guard()) == ("record", "wait") and patched == []
     code, out, err = status(T0 + 2100)
     assert (code, err) == (0, "")
-    # The job, its goodput priced by rung, the measured first steps and the export: 15 lines, the test above holds them.
-    goodput = out[:15]
+    # The job, its goodput priced by rung and the measured first steps: 13 lines, the test above holds them; then
+    # where the run's time went (16 lines, the test above holds them at T0 + 2000 s: 100 s more idle here), and the
+    # export (2 lines).
+    goodput, export = out[:13], out[29:31]
     assert goodput[0] == f"{run}-2  SUCCEEDED  run={run}  attempt=2  started=2026-12-01 10:20:00Z"
-    assert out[15:] == [
+    assert out[13:29] == [
+        *STEP_TIME_LINES[:8],
+        "wall time by kind (34m 00s since the first submission):",
+        "  setup                  7m 29s   22%",
+        "  training              13m 54s   41%",
+        "  checkpointing              0s    0%",
+        "  recovery               7m 37s   22%",
+        "  waiting for capacity       0s    0%",
+        "  idle, GPUs up          5m 00s   15%",
+        "  idle at zero               0s    0%",
+    ]
+    assert export[0] == f"export of {run}:"
+    assert out[31:] == [
         f"record of {run} ({data}/checkpoints/{run}/attempts.jsonl):",
         "  2026-12-01T10:35:00.000Z  attempt 2  succeeded",
         "run over since 2026-12-01 10:30:00Z (attempt 2 ended): the GPU workers scale to zero at 2026-12-01"
@@ -560,8 +623,20 @@ def test_status_shows_when_the_gpu_workers_scale_to_zero_then_the_idle_bill_the_
     assert (guard(), guard()) == ("scale-to-zero", "done") and patched == ["0"]
     code, out, err = status(T0 + 2700 + 5100)
     assert (code, err) == (0, "")
-    assert out[:15] == goodput
-    assert out[15:] == [
+    assert out[:13] == goodput and out[29:31] == export
+    # the guardian's scaled-to-zero entry at 10:45 splits the idle time: GPUs up from attempt 2's end at 10:30
+    assert out[13:29] == [
+        *STEP_TIME_LINES[:8],
+        "wall time by kind (2h 09m since the first submission):",
+        "  setup                  7m 29s    6%",
+        "  training              13m 54s   11%",
+        "  checkpointing              0s    0%",
+        "  recovery               7m 37s    6%",
+        "  waiting for capacity       0s    0%",
+        "  idle, GPUs up         15m 00s   12%",
+        "  idle at zero           1h 25m   66%",
+    ]
+    assert out[31:] == [
         f"record of {run} ({data}/checkpoints/{run}/attempts.jsonl):",
         "  2026-12-01T10:35:00.000Z  attempt 2  succeeded",
         "  2026-12-01T10:45:00.000Z  attempt 2  scaled-to-zero: attempt 2 SUCCEEDED; idle for job.idleMinutes=15:"
@@ -586,10 +661,12 @@ def test_status_prices_each_attempt_by_the_rungs_its_gpu_nodes_ran_on_and_says_w
     rung (its gpu-rungs entry); attempt 1 has no entry, so it is priced at the stack's 2 spot nodes, and says so.
     Through the stand-in API server (tests/support/kube_stand_in.py) status also lists the nodes' rungs now."""
     from incluster import record
+    from jobs.cli import runs as cli_runs
     from tests.jobs.runs.test_observed import T0
     from tests.support.kube_stand_in import StandInApiServer, gpu_node, stand_in_api_server
 
     ladder = stand_in_run(make_stack, monkeypatch, gpu={"nodes": 2, "capacity": ["spot", "on-demand"]})
+    monkeypatch.setattr(cli_runs, "now", lambda: T0 + 2000)
     run, spot, on_demand = ladder.run, 40.81698, 86.75992  # core/facts/prices.json a3-ultragpu-8g us-central1-b
     run_dir = ladder.data / "checkpoints" / run
     details = {"rungs": {"spot": 1, "on-demand": 1}, "otherNodes": 0}
@@ -620,6 +697,7 @@ def test_status_prices_each_attempt_by_the_rungs_its_gpu_nodes_ran_on_and_says_w
         f"    attempt 1: 2 spot, ${first:,.2f}/h (not recorded: gpu.nodes on gpu.provisioning)",
         f"    attempt 2: 1 spot + 1 on-demand, ${second:,.2f}/h (the guardian's record)",
         *FIRST_STEP_LINES,
+        *STEP_TIME_LINES,
         f"export of {run}:",
         f"  raysubmit_4kX2  SUCCEEDED  export of run={run}  step=newest  started=2026-12-01 10:31:40Z",
         f"record of {run} ({ladder.data}/checkpoints/{run}/attempts.jsonl):",

@@ -56,7 +56,7 @@ def test_park_exports_the_run_and_its_exports_waits_verifies_and_marks_it(parked
     assert err.splitlines() == [
         f"parking {run}: exporting /checkpoints, /exports to gs://{bucket_name}/parked/data/",
         *exporting,
-        f"parked {run} (step 6): 59 objects in gs://{bucket_name}/{prefix}; marker gs://{bucket_name}/parked/marker.json",
+        f"parked {run} (step 6): 58 objects in gs://{bucket_name}/{prefix}; marker gs://{bucket_name}/parked/marker.json",
         "next: with grpo-gke:storage.keepOnDestroy false already applied by pulumi up, run pulumi config set --path"
         " grpo-gke:storage.parked true --stack lus && pulumi up --stack lus (deletes the Lustre instance and what"
         " mounts it)",

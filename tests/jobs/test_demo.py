@@ -16,6 +16,7 @@ import pytest
 
 from incluster import record
 from jobs.demo.lifecycle import DEMO_DIR, HOLD_AFTER, SAVE_EVERY, STEPS
+from jobs.runs.step_time import KINDS
 from tests.conftest import REPO_ROOT, shipped_stack_file
 
 pytestmark = pytest.mark.skipif(
@@ -57,6 +58,9 @@ def marked_processes(marker: str) -> list[str]:
 DURATION = r"\d+[hms]( \d+[ms])?"
 """A duration as jobs/runs/goodput.py duration writes it: `42s`, `5m 07s`, `1h 02m`."""
 
+SECONDS = r"\d+\.\d+s"
+"""A stage's seconds as jobs/runs/step_time.py seconds_text writes them under a minute: `0.15s`, `12.4s`."""
+
 SHAPE = [
     r"grpo-gke demo: the whole run lifecycle on this machine, offline; its files go to (?P<out>/\S+)",
     r"starting a local Ray head on 127\.0\.0\.1 .*",
@@ -87,6 +91,16 @@ SHAPE = [
     r"time to the first step \(measured; `up` itself is not visible from the cluster, .*\):",
     rf"  attempt 1: {DURATION} from its submission to its first step line",
     rf"  attempt 2: {DURATION} from attempt 1's end to its first step line \({DURATION} from its submission\)",
+    # where the time went, from the stand-in's verl 0.9.1 metric names (jobs/runs/step_time.py): every step of both
+    # attempts (attempt 2 runs step 5 again), saves on every SAVE_EVERY-th
+    rf"step time by stage \(mean of {STEPS + 1} steps, verl's timing_s/\*\):",
+    *(rf"  {stage} +{SECONDS} +\d+%" for stage in ("generation", "log-probs", "training", "weight sync")),
+    rf"  checkpoint save +{SECONDS} +\d+% \(saved on {STEPS // SAVE_EVERY} of {STEPS + 1} steps\)",
+    rf"  other +{SECONDS} +\d+%",
+    rf"  whole step +{SECONDS}",
+    r"tokens per second per GPU: \d+\.\d \(median; perf/throughput\)",
+    rf"wall time by kind \({DURATION} since the first submission\):",
+    *(rf"  {kind} +{DURATION} +\d+%" for kind in KINDS),
     r"\$ python -m jobs plot .* --out (?P<plot>(?P=out)/(?P=run)\.png)",
     rf"wrote (?P=plot): {STEPS + 1} steps of 2 attempts, 2 marks",
     r"ending the demo's Ray nodes \(by process group\)",

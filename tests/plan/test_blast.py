@@ -440,8 +440,11 @@ def test_plan_against_an_earlier_plan_prints_the_blast_radius_and_the_job_verdic
     assert plan.startswith("Plan of stack 'dev': ")
     assert report == (
         "Against before/plan.json, pulumi up on stack 'dev' would:"
-        " 0 to create, 2 to update, 1 to replace, 0 to delete\n"
+        " 0 to create, 3 to update, 1 to replace, 0 to delete\n"
         "update in place:\n"
+        # the replaced pool's MIGs (its rung too) go into their ConfigMap alone; the guardian rolls for its settings'
+        # provisioning, in place, never replaced for the pool
+        "  grpo-gpu-instance-groups (kubernetes:core/v1:ConfigMap): data.groups.json\n"
         "  grpo-guardian (kubernetes:apps/v1:Deployment): spec.template.metadata.annotations.grpo-gke/settings-sha256\n"
         "  grpo-guardian-settings (kubernetes:core/v1:ConfigMap): data.settings.json\n"
         "replace:\n"
@@ -500,6 +503,9 @@ def test_the_readme_says_what_changing_each_key_does(key):
 
 # --- the capacity ladder: turning it on, adding and removing a rung -----------------------------
 
+INSTANCE_GROUPS = "grpo-gpu-instance-groups"
+"""The ConfigMap of the GPU pools' MIGs (workloads/instance_groups.py)."""
+
 LADDER_ON = {"gpu": {"capacity": ["spot", "on-demand"]}}
 """The dev stack (spot) with an on-demand rung behind its spot pool."""
 
@@ -524,8 +530,11 @@ def test_adding_a_rung_creates_only_its_pool_and_updates_the_class_without_touch
     assert [(c.name, c.type) for c in blast.of("create")] == [
         ("grpo-test-gpu-flex-start", "gcp:container/nodePool:NodePool")
     ]
-    assert [(c.name, c.type) for c in blast.of("update")] == [
-        ("grpo-gpu-ladder", "kubernetes:cloud.google.com/v1:ComputeClass")
+    assert [(c.name, c.type, c.reason) for c in blast.of("update")] == [
+        # the new pool's MIGs (its instanceGroupUrls, unknown until it exists) reach the gate, the guardian and
+        # status through this ConfigMap alone: the guardian is neither replaced nor rolled
+        (INSTANCE_GROUPS, "kubernetes:core/v1:ConfigMap", "data.groups.json"),
+        ("grpo-gpu-ladder", "kubernetes:cloud.google.com/v1:ComputeClass", "spec.priorities"),
     ]
     assert not blast.of("replace") and not blast.of("delete")
     assert (blast.job_restarts, blast.job) == (False, "the run goes on")
@@ -537,7 +546,8 @@ def test_removing_a_rung_deletes_only_its_pool_last_and_says_what_happens_to_the
         ("grpo-test-gpu-flex-start", "gcp:container/nodePool:NodePool")
     ]
     assert [(c.name, c.type) for c in blast.of("update")] == [
-        ("grpo-gpu-ladder", "kubernetes:cloud.google.com/v1:ComputeClass")
+        (INSTANCE_GROUPS, "kubernetes:core/v1:ConfigMap"),  # the pool's MIGs leave it; the guardian stays as it is
+        ("grpo-gpu-ladder", "kubernetes:cloud.google.com/v1:ComputeClass"),
     ]
     assert not blast.of("replace") and not blast.of("create")
     assert not blast.job_restarts
@@ -547,6 +557,21 @@ def test_removing_a_rung_deletes_only_its_pool_last_and_says_what_happens_to_the
         " workers running there lose their nodes, and the guardian resubmits the run from its last checkpoint on"
         " the rungs that remain"
     )
+
+
+@pytest.mark.parametrize(
+    "change", [{"gpu": {"provisioning": "on-demand"}}, {"network": {"rdmaRange": "172.18.0.0/18"}}]
+)
+def test_a_replaced_gpu_pool_updates_only_the_instance_group_list_and_leaves_the_guardian_deployment(change):
+    """A GPU pool replaced has new MIGs (its instanceGroupUrls, unknown until it exists): they go into the ConfigMap
+    the guardian re-reads (workloads/instance_groups.py), updated in place, and into nothing of the guardian's
+    Deployment, which is never replaced (delete first) for it: what its settings hold may update it in place."""
+    values = values_of("dev")
+    blast = blast_radius(cached_plan(values), cached_plan(_merged(values, change)))
+    assert ("grpo-test-gpu", "replace") in {(c.name, c.action) for c in blast.changes}
+    assert [c.action for c in blast.changes if c.name == INSTANCE_GROUPS] == ["update"]
+    deployment = [c for c in blast.changes if c.type == "kubernetes:apps/v1:Deployment"]
+    assert all(c.action == "update" and "grpo-test-gpu" not in c.reason for c in deployment), deployment
 
 
 # --- workload.imageSource: turning the registry on and off --------------------------------------
@@ -560,7 +585,8 @@ REGISTRY_TYPES = (
 @pytest.mark.parametrize("stack", SHIPPED_STACKS)
 def test_turning_the_registry_on_and_off_keeps_the_cluster_and_every_pool(stack):
     """Image streaming updates the cluster and the pools in place (gcfsConfig and nodePoolDefaults are not
-    ForceNew), the repository and its grant come and go, and the pods' new image replaces the RayCluster."""
+    ForceNew), the repository, its grant and the nodes' streaming role come and go, and the pods' new image replaces
+    the RayCluster."""
     direct = values_of(stack)
     registry = _merged(direct, {"workload": {"imageSource": "registry"}})
     for old, new, repositories in ((direct, registry, "create"), (registry, direct, "delete")):
@@ -572,6 +598,9 @@ def test_turning_the_registry_on_and_off_keeps_the_cluster_and_every_pool(stack)
         assert by_type.get("gcp:container/nodePool:NodePool", {"update"}) == {"update"}
         for type_ in REGISTRY_TYPES:
             assert by_type[type_] == {repositories}
+        # the nodes' Service Usage Consumer on the project, which image streaming asks of a custom node account
+        # (core/facts/gcp.py STREAMING_CONSUMER_ROLE), comes and goes with the repositories
+        assert by_type["gcp:projects/iAMMember:IAMMember"] == {repositories}
         assert by_type[RAY_TYPE] == {"replace"}
         standard = json.loads(direct[f"{PROJECT_NAMESPACE}:cluster"]).get("mode", "standard") == "standard"
         changed = {c.name: c.reason for c in blast.changes if c.type == "gcp:container/nodePool:NodePool"}
@@ -623,7 +652,8 @@ def test_the_image_cache_replaces_every_gpu_pool_and_nothing_else(ladder):
     secondary_boot_disks is ForceNew, core/facts/imagecache.py IMAGE_CACHE_REPLACES_POOL) and touch nothing else:
     not the cluster, not the head's pool, not the RayCluster; the run loses its GPU nodes and is resubmitted. Turning
     it on or off also changes the idle bill the guardian records (the disk image bills on with the GPUs at zero), so
-    its settings are updated in place and its pod rolls."""
+    its settings are updated in place and its pod rolls. The replaced pools' new MIGs update only the ConfigMap of
+    the instance groups: the guardian's Deployment is never replaced, and rolls only for the idle bill."""
     values = _merged(_merged(values_of("dev"), REGISTRY_BASE), ladder)
     cached = _merged(values, CACHE_ON)
     other = _merged(values, {"gpu": {"imageCacheDisk": "verl-cache-2"}})
@@ -633,10 +663,12 @@ def test_the_image_cache_replaces_every_gpu_pool_and_nothing_else(ladder):
         ("grpo-guardian", "kubernetes:apps/v1:Deployment", "update",
          "spec.template.metadata.annotations.grpo-gke/settings-sha256"),
     }  # fmt: skip
+    new_groups = (INSTANCE_GROUPS, "kubernetes:core/v1:ConfigMap", "update", "data comes from grpo-test-gpu, which is"
+                  " replaced")  # fmt: skip
     for old, new, path, guardian in (
-        (values, cached, "nodeConfig.secondaryBootDisks", idle_bill),
-        (cached, other, "nodeConfig.secondaryBootDisks.diskImage", set()),
-        (cached, values, "nodeConfig.secondaryBootDisks", idle_bill),
+        (values, cached, "nodeConfig.secondaryBootDisks", idle_bill | {new_groups}),
+        (cached, other, "nodeConfig.secondaryBootDisks.diskImage", {new_groups}),
+        (cached, values, "nodeConfig.secondaryBootDisks", idle_bill | {new_groups}),
     ):
         blast = blast_radius(cached_plan(old), cached_plan(new))
         assert {(c.name, c.type, c.action, c.reason) for c in blast.changes} == {

@@ -180,6 +180,7 @@ def test_the_cli_writes_byte_identical_files_on_every_run(tmp_path, capsys):
             "graph.mmd",
             *guardian_code_names(),
             "grpo-guardian-settings.settings.json",
+            "grpo-gpu-instance-groups.groups.json",
             "grpo-staging.staging_script.py",
             "job.json",
             "k8s.yaml",

@@ -145,3 +145,17 @@ def test_a_gated_model_without_hf_token_is_warned_before_up():
         load_config(combination_values("standard", "h200", "gcs", cluster={"dnsEndpoint": True}), (), "test")
     )
     assert "warning:" not in with_token and "warning:" not in qwen
+
+
+def test_a_registry_stack_names_the_nodes_repository_reads_and_the_streaming_role():
+    """`workload.imageSource: registry` grants the nodes' account the reader role on the remote repositories and
+    Service Usage Consumer on the project for image streaming (infra/registry.py); the summary says both."""
+    values = combination_values("standard", "h200", "gcs", workload={"imageSource": "registry"})
+    text = security_summary(load_config(values, (), "test"))
+    [nodes] = [line for line in text.splitlines() if line.startswith("  nodes: ")]
+    assert nodes == (
+        "  nodes: grpo-test-node-sa@my-grpo-project.iam.gserviceaccount.com with"
+        " roles/container.defaultNodeServiceAccount, roles/artifactregistry.reader on the stack's remote repositories"
+        " and roles/serviceusage.serviceUsageConsumer on project my-grpo-project (image streaming from them);"
+        " Shielded GKE Nodes with secure boot and integrity monitoring"
+    )

@@ -136,6 +136,8 @@ class StandInApiServer:
     """The cluster's nodes."""
     events: list[dict[str, Any]] = field(default_factory=list)
     """The namespace's Events."""
+    config_maps: list[dict[str, Any]] = field(default_factory=list)
+    """The namespace's ConfigMaps (core/v1 ConfigMap: metadata and `data`, string to string)."""
     leases: list[dict[str, Any]] = field(default_factory=list)
     """The namespace's Leases: create (201) and update (200) store the body with the next resourceVersion; a create of
     an existing name or an update of an old resourceVersion is a 409 Conflict (the API server's optimistic
@@ -167,9 +169,13 @@ class StandInApiServer:
         self.calls.append((group, resource, verb))
         selector = parse_qs(parsed.query).get("labelSelector", [""])[0]
         fields = parse_qs(parsed.query).get("fieldSelector", [""])[0]
-        objects = {"pods": self.pods, "nodes": self.nodes, "events": self.events, "leases": self.leases}.get(
-            resource, []
-        )
+        objects = {
+            "pods": self.pods,
+            "nodes": self.nodes,
+            "events": self.events,
+            "leases": self.leases,
+            "configmaps": self.config_maps,
+        }.get(resource, [])
         if resource == "leases" and verb in ("create", "update") and isinstance(body, dict):
             return self._write_lease(verb, body)
         if verb == "list":

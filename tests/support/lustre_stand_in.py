@@ -353,7 +353,7 @@ def write(path: Path, text: str) -> None:
 
 
 def a_run(root: Path) -> None:
-    """A verl run on the instance: its record (written by incluster/record.py), logs, metrics, two complete steps of
+    """A verl run on the instance: its record (written by incluster/record.py), its log, two complete steps of
     verl 0.9.1's layout (incluster/checkpoints.py: every rank's shards and data.pt whole zip archives as torch.save
     writes them, jobs/demo/stand_in_trainer.py write_archive; rank 0's fsdp_config.json), verl's
     rotated remains of an older one, the tracker, and one export; beside it what staging put there (not the run's)."""
@@ -361,7 +361,6 @@ def a_run(root: Path) -> None:
     run_dir.mkdir(parents=True, exist_ok=True)
     record.append(run_dir, record.entry(1796126400.0, 1, "submitted"))
     write(run_dir / "logs" / "attempt-1.log", "2026-12-02T00:00:00.000Z\tstep:4\n")
-    write(run_dir / "metrics" / "attempt-1" / "grpo" / "run.jsonl", '{"step": 4}\n')
     write(run_dir / "global_step_2" / "data.pt", "rotated")
     for step in (4, 6):
         actor = run_dir / f"global_step_{step}" / "actor"

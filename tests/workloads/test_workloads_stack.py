@@ -239,9 +239,12 @@ def test_only_the_ray_cluster_and_the_job_wait_for_the_gpu_pool(mode, gpu, stora
     assert {ray.urn, staging.urn} <= set(job.depends_on)
     waiting_for_gpus = {urn for urn in waits if gpu_pools & upstream(waits, urn)}
     custom = {r.urn for r in recording.resources if r.custom}
-    # The guardian's Deployment follows the run on the RayCluster, so it starts after it.
+    # The guardian's Deployment follows the run on the RayCluster, so it starts after it; the GPU pools' MIGs (their
+    # instanceGroupUrls) go into their own ConfigMap only, which waits for the pools that name them.
     deployment = recording.one("kubernetes:apps/v1:Deployment").urn
-    assert waiting_for_gpus & custom == ({ray.urn, job.urn, deployment} if mode == "standard" else set())
+    groups = {r.urn for r in recording.by_type("kubernetes:core/v1:ConfigMap") if r.name == "grpo-gpu-instance-groups"}
+    assert len(groups) == (1 if mode == "standard" else 0)
+    assert waiting_for_gpus & custom == ({ray.urn, job.urn, deployment, *groups} if mode == "standard" else set())
     # The staging Job still waits for the cluster, its NAT, the head's CPU pool and the storage.
     before_staging = upstream(waits, staging.urn)
     if storage == "gcs":

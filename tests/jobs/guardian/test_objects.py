@@ -130,7 +130,12 @@ def test_one_replica_on_the_heads_capacity_with_its_image_security_context_and_m
     assert mounts["settings"] == {"mountPath": "/etc/grpo-gke/guardian", "name": "settings", "readOnly": True}
     assert mounts["code"] == {"mountPath": "/opt/grpo-gke", "name": "code", "readOnly": True}
     assert mounts["data"] == {"mountPath": "/data", "name": "data"}
+    # the GPU pools' MIGs: the whole ConfigMap (no subPath: the kubelet brings a changed one), by name only
+    assert mounts["instance-groups"] == {"mountPath": "/etc/grpo-gke/instance-groups", "name": "instance-groups",
+                                         "readOnly": True}  # fmt: skip
     volumes = {volume["name"]: volume for volume in pod["volumes"]}
+    assert volumes["instance-groups"] == {"name": "instance-groups",
+                                         "configMap": {"name": "grpo-gpu-instance-groups", "optional": True}}  # fmt: skip
     assert volumes["data"] == next(v for v in head["spec"]["volumes"] if v["name"] == "data")
     head_annotations = head["metadata"].get("annotations", {})
     annotations = spec["template"]["metadata"]["annotations"]
@@ -264,3 +269,41 @@ def test_a_parking_guardians_service_account_is_linked_to_its_google_account_and
     assert len(grants) == 3 and grants <= set(deployment.depends_on)
     plain = _guardian(mocked_run(mode, "b200", "lustre"))[("kubernetes:core/v1:ServiceAccount", names.GUARDIAN)]
     assert "annotations" not in plain.inputs["metadata"]
+
+
+def test_the_gpu_pools_instance_groups_reach_the_guardian_through_their_configmap_and_nothing_it_is_built_from():
+    """The program hands each GPU pool's `instanceGroupUrls` (plan/mocks.py answers them in the GKE API's shape,
+    `.../instanceGroupManagers/gke-<cluster>-<pool>-<8 hex>-grp`) to the ConfigMap of the instance groups, each MIG
+    name to its rung, and to the post-deploy gate; no input of the guardian's objects is built from a pool, so a
+    replaced or added pool neither rolls nor replaces it (tests/plan/test_blast.py shows the plan's side)."""
+    import re
+
+    recording = run_values(*combination_values("standard", "b200", "gcs", gpu={"capacity": ["spot", "on-demand"]}))
+    (config_map,) = [
+        r for r in recording.by_type("kubernetes:core/v1:ConfigMap") if r.name == "grpo-gpu-instance-groups"
+    ]
+    groups = json.loads(config_map.inputs["data"]["groups.json"])
+    assert sorted(groups.values()) == ["on-demand", "spot"]
+    for name, rung in groups.items():
+        pool = names.gpu_pool_name("spot", rung)
+        assert re.fullmatch(rf"gke-grpo-test-{pool}-[0-9a-f]{{8}}-grp", name), name
+    (job,) = recording.by_type("pulumi-python:dynamic:Resource")
+    assert job.inputs["gpu_instance_groups"] == groups
+    pools = {r.urn for r in recording.by_type("gcp:container/nodePool:NodePool")}
+    waits = {r.urn: set(r.depends_on) for r in recording.resources}
+
+    def upstream(urn: str) -> set[str]:
+        seen, todo = set(), [urn]
+        while todo:
+            for before in waits.get(todo.pop(), ()):
+                if before not in seen:
+                    seen.add(before)
+                    todo.append(before)
+        return seen
+
+    assert pools & upstream(config_map.urn)
+    for (type_, name), resource in _guardian(recording).items():
+        text = json.dumps(resource.inputs)
+        assert not any(mig in text for mig in groups), (type_, name)
+    autopilot = mocked_run("autopilot", "b200", "gcs")
+    assert not [r for r in autopilot.by_type("kubernetes:core/v1:ConfigMap") if r.name == "grpo-gpu-instance-groups"]

@@ -50,7 +50,7 @@ def test_the_settings_are_the_stacks_run_and_knobs_as_plain_deterministic_data(s
         "worldSize": 8 * config.gpu.nodes, "namespace": "grpo", "rayCluster": "grpo", "gpuWorkerGroup": "gpu",
         "preflight": preflight_template(config), "cordonBadNodes": False,
         "export": export_submission(config, training_spec(config)), "ladder": False,
-        "provisioning": "spot", "cluster": f"grpo-{stack}", "idleBill": values["idleBill"], "park": None,
+        "provisioning": "spot", "idleBill": values["idleBill"], "park": None,
     }  # fmt: skip
     assert values["preflight"]["mode"] == ("full" if config.gpu.nodes >= 2 else "gpu")
     text = json.dumps(values, sort_keys=True)

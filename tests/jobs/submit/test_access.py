@@ -158,8 +158,9 @@ def test_the_post_deploy_gate_reads_the_ladder_through_the_kubeconfigs_api_serve
 
     document = yaml.safe_load(gke_kubeconfig("gke_p_us-central1_c", "34.9.9.9", CA))
     document["users"][0]["user"] = {"token": "static-token"}
-    props = {"kubeconfig": yaml.safe_dump(document), "address": "", "provisioning": "spot", "cluster": "grpo-dev"}
+    groups = {"gke-grpo-dev-gpu-1a2b3c4d-grp": "spot"}
+    props = {"kubeconfig": yaml.safe_dump(document), "address": "", "gpu_instance_groups": groups}
     capacity = provider._capacity(props)
-    assert (capacity.api.address, capacity.provisioning, capacity.cluster) == ("https://34.9.9.9", "spot", "grpo-dev")
+    assert (capacity.api.address, capacity.groups) == ("https://34.9.9.9", groups)
     assert capacity.api.headers == {"Authorization": "Bearer static-token"} and capacity.namespace == "grpo"
     assert provider._capacity({**props, "address": "http://127.0.0.1:8265"}) is None  # a plain dashboard: no API
