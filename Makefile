@@ -21,8 +21,9 @@ $(INSTALLED): requirements.txt requirements-verl.txt
 		|| { echo "uv could not install the pins: installing them with pip"; $(PIP) -r requirements.txt && $(PIP) --no-deps -r requirements-verl.txt; }
 	touch $(INSTALLED)
 
-# The tests also need torch (the CPU wheel), which `make plan` never installs. pip, not uv: only
-# pip takes the machine's local torch wheel (uv would download a CUDA build of several GB).
+# The tests also need torch (PyPI's wheel, run on the CPU), which `make plan` never installs. pip, not uv: only
+# pip takes a machine's local torch wheel (PIP_FIND_LINKS); without one, PyPI's Linux x86_64 wheel is the CUDA
+# build (4.5 GB with its nvidia-* wheels: README.md, Quick start).
 $(INSTALLED_TEST): $(INSTALLED) requirements-test.txt
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-test.txt
 	touch $(INSTALLED_TEST)

@@ -83,11 +83,12 @@ def plan(args: argparse.Namespace) -> int:
     """Validate the stack config, run the program under mocks and write the plan files."""
     # Pulumi and the program come with plan.harness: +0.3-0.8 s that `--help` and a bad argument skip (`python -m
     # plan --help`: 0.3-0.4 s; 0.6-1.2 s with it at the top); and here run() has paused the gc.
-    from plan.harness import REPO_ROOT, run_values
+    from plan.harness import REPO_ROOT, project_name, run_values
 
     path = shown_path(args.config if args.config else stack_file(REPO_ROOT, args.stack))
     stack = args.stack or stack_name_of(path)
     try:
+        project = project_name()
         values = read_stack_file(path, PROJECT_NAMESPACE, stack)
         loaded = load_stack(values.values, values.secret_keys, stack)
     except StackFileError as error:
@@ -116,7 +117,7 @@ def plan(args: argparse.Namespace) -> int:
         print(f"error: --out {shown_path(out_dir)}: is a file, not a directory; name a directory", file=sys.stderr)
         return EXIT_BAD_INPUT
     cost = estimate(loaded.config, catalog())
-    recording = run_values(values.values, values.secret_keys, stack)
+    recording = run_values(values.values, values.secret_keys, stack, project=project)
     startup = estimate_startup(loaded.config, recording.resources)
     refused = budget_refusal(loaded.config, cost, startup.from_up.seconds)
     if refused is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import runpy
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -10,11 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import pulumi
+import yaml
 from pulumi.runtime import settings
 from pulumi.runtime.sync_await import _sync_await
 
 from core.config.model import PROJECT_NAMESPACE
-from core.stackfile import read_stack_file, stack_file
+from core.stackfile import StackFileError, read_stack_file, stack_file
 from jobs.spec.load import load_config
 from jobs.spec.training import training_spec
 from plan.mocks import FAKE_PARK_MARKER, OfflineMocks, fake_park_marker
@@ -22,6 +24,39 @@ from plan.monitor import SECRET_PLACEHOLDER, Recorded, RecordingMonitor, wire_va
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 """The directory holding Pulumi.yaml, __main__.py and the stack files."""
+
+PROJECT_FILE = REPO_ROOT / "Pulumi.yaml"
+"""The Pulumi project file `pulumi up` reads: the project's name (in every URN) and its runtime."""
+
+PROJECT_NAME_FORM = re.compile(r"[A-Za-z0-9_.-]+")
+"""A project name: alphanumerics, hyphens, underscores and periods (Pulumi's project file reference,
+pulumi.com/docs/iac/concepts/projects/project-file/, `name`, read 2026-12-07)."""
+
+
+def project_name(path: Path | None = None) -> str:
+    """The project's name as `pulumi up` reads it from Pulumi.yaml (`name`, required); StackFileError, naming the file
+    and the key, for what `pulumi up` would not run: no file, no mapping, a missing or malformed name, a runtime other
+    than python (`runtime`, required: a name or `{name: ..., options: ...}`; the same reference)."""
+    path = path or PROJECT_FILE
+    try:
+        document = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as error:
+        raise StackFileError(
+            f"{path}: cannot read the Pulumi project file ({type(error).__name__}); restore it"
+        ) from None
+    if not isinstance(document, dict):
+        raise StackFileError(f"{path}: not a Pulumi project file (a mapping with name and runtime); restore it")
+    name = document.get("name")
+    if not isinstance(name, str) or not PROJECT_NAME_FORM.fullmatch(name):
+        raise StackFileError(
+            f"{path}: name must be the project's name (letters, digits, hyphens, underscores, periods), got {name!r}"
+        )
+    runtime = document.get("runtime")
+    runtime_name = runtime.get("name") if isinstance(runtime, dict) else runtime
+    if runtime_name != "python":
+        raise StackFileError(f"{path}: runtime must be python (this program is __main__.py), got {runtime_name!r}")
+    return name
+
 
 PROGRAM = REPO_ROOT / "__main__.py"
 """The Pulumi program the harness runs under mocks."""
@@ -97,6 +132,7 @@ def run_values(
     secret_keys: Iterable[str] = (),
     stack: str = "test",
     park_marker: str | None = FAKE_PARK_MARKER,
+    project: str = PROJECT_NAMESPACE,
 ) -> Recording:
     """Run `__main__.py` for raw config values (`ns:key` -> string) and return what it registered; `park_marker`
     is the parked bucket's marker as the mocked provider reads it (None: there is none; FAKE_PARK_MARKER: a parked
@@ -108,15 +144,13 @@ def run_values(
         mocks = OfflineMocks(lambda: fake_park_marker(stack, planned_run(values, secret_keys, stack)))
     else:
         mocks = OfflineMocks(park_marker)
-    monitor = RecordingMonitor(mocks, project=PROJECT_NAMESPACE, stack=stack)
+    monitor = RecordingMonitor(mocks, project=project, stack=stack)
     engine_log = _EngineLog()
     logger = logging.getLogger(f"grpo-gke.plan.{stack}")
     logger.propagate = False
     logger.handlers = [engine_log]
     settings.ROOT.set(None)
-    pulumi.runtime.set_mocks(
-        mocks, project=PROJECT_NAMESPACE, stack=stack, preview=False, monitor=monitor, logger=logger
-    )
+    pulumi.runtime.set_mocks(mocks, project=project, stack=stack, preview=False, monitor=monitor, logger=logger)
     pulumi.runtime.set_all_config(dict(values), secret_keys=list(secret_keys))
 
     @pulumi.runtime.test
@@ -128,7 +162,7 @@ def run_values(
     outputs = {key: _resolve_output(value) for key, value in sorted(getattr(root, "outputs", {}).items())}
     resources = sorted(monitor.records.values(), key=lambda record: record.urn)
     return Recording(
-        project=PROJECT_NAMESPACE,
+        project=project,
         stack=stack,
         resources=resources,
         outputs=wire_value(outputs),

@@ -6,6 +6,7 @@ from __future__ import annotations
 from core import names
 from core.config.load import LoadedConfig
 from core.config.model import PROJECT_NAMESPACE, StackConfig
+from core.config.rules import any_address_ranges
 from core.facts.gcp import (
     ARTIFACT_REGISTRY_READER_ROLE,
     BUCKET_OBJECT_ROLE,
@@ -22,6 +23,14 @@ from workloads.raycluster import HEAD_PORTS
 def control_plane_access(config: StackConfig) -> str:
     """Who can reach the Kubernetes API server, and how."""
     cidrs = ", ".join(config.cluster.authorized_networks)
+    open_ranges = ", ".join(any_address_ranges(config.cluster.authorized_networks))
+    if open_ranges:
+        ip_endpoint = f"public IP endpoint from any address ({open_ranges}; a Google identity with cluster access is still needed)"
+        return (
+            f"DNS endpoint for Google identities with container.clusters.connect; {ip_endpoint}"
+            if config.cluster.dns_endpoint
+            else ip_endpoint
+        )
     if config.cluster.dns_endpoint:
         ip_endpoint = f"its public IP endpoint admits {cidrs} only" if cidrs else "its public IP endpoint admits no one"
         return f"DNS endpoint for Google identities with container.clusters.connect; {ip_endpoint}"

@@ -106,11 +106,12 @@ def test_the_documented_stack_outputs_are_the_programs(plan_of):
 
 def test_the_quick_start_lists_every_file_make_plan_writes(plan_of):
     from plan.prices import COST_FILE
+    from plan.startup import STARTUP_FILE
     from plan.writer import plan_files
 
     quick_start = README.split("## Quick start", 1)[1].split("\n## ", 1)[0]
     listed = re.findall(r"^\| `([^`]+)` \|", quick_start, flags=re.M)
-    written = [*plan_files(plan_of("dev")), COST_FILE]
+    written = [*plan_files(plan_of("dev")), COST_FILE, STARTUP_FILE]
     # A row naming `<key>` stands for every file of one ConfigMap (the guardian's code), in the order written.
     expanded = []
     for row in listed:
@@ -293,3 +294,46 @@ def test_the_readme_is_a_front_door_under_250_lines_linking_every_page_under_doc
     assert pages and all(f"](docs/{page})" in README for page in pages)
     for section in ("## Quick start", "## Real use", "## Shipped stacks", "## Where to read on"):
         assert section in README
+
+
+def test_the_configuration_page_says_one_wandb_run_per_attempt_as_the_code_sets_it():
+    """Issue 34 item 5: each attempt gets its own WANDB_RUN_ID (incluster/runs.py for_attempt), so the key's row says
+    one W&B run per attempt, never one run that every attempt resumes."""
+    from jobs.spec.training import for_attempt, submission_for
+
+    submission = submission_for(config_of("dev", wandb_key="wandb-ReadmeTestKey-0123456789abcdef"))
+    ids = {for_attempt(submission, attempt)["runtime_env"]["env_vars"]["WANDB_RUN_ID"] for attempt in (1, 2)}
+    assert len(ids) == 2
+    row = next(line for line in doc("configuration.md").splitlines() if line.startswith("| `grpo-gke:wandbApiKey` |"))
+    assert "one W&B run per attempt" in row and "resume" not in row.split("|")[3]
+
+
+def test_the_runs_page_lists_every_subcommand_of_the_cli():
+    """Issue 34 item 5: the CLI line of docs/runs.md names every subcommand jobs/cli/main.py has, `park` included."""
+    from jobs.cli.main import COMMANDS
+
+    listed = re.search(r"python -m jobs ([a-z|]+) --stack NAME", doc("runs.md")).group(1).split("|")
+    assert listed == [*COMMANDS, "guard"]
+
+
+def test_the_readme_says_which_torch_make_test_installs():
+    """Issue 34 item 5: requirements-test.txt pins PyPI's torch with no CPU index, whose Linux x86_64 wheel is the CUDA
+    build; the quick start names that pin and says so (should the file gain a CPU index, this fails)."""
+    pins = (REPO_ROOT / "requirements-test.txt").read_text()
+    torch = next(line for line in pins.splitlines() if line.startswith("torch"))
+    assert "index-url" not in pins and "+cpu" not in torch
+    quick_start = README.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    assert f"`{torch}` from PyPI" in quick_start and "CUDA 13 build" in quick_start
+    assert "torch (CPU" not in quick_start
+
+
+def test_real_use_says_what_was_proven_the_passphrase_and_the_rewritten_stack_file():
+    """Issue 34 item 5: no Pulumi CLI ran here (the tests use the SDK's mocks, at requirements.txt's pin); the local
+    backend's passphrase; `pulumi config set` rewrites the tracked stack file."""
+    real_use = README.split("## Real use", 1)[1].split("\n## ", 1)[0]
+    pulumi = next(
+        line for line in (REPO_ROOT / "requirements.txt").read_text().splitlines() if line.startswith("pulumi==")
+    )
+    assert "No Pulumi CLI ran" in real_use and f"`{pulumi}`" in real_use
+    assert "PULUMI_CONFIG_PASSPHRASE" in real_use and "pulumi login --local" in real_use
+    assert "`pulumi config set`" in real_use and "rewrites the tracked" in real_use

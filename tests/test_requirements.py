@@ -103,3 +103,21 @@ def test_make_falls_back_to_pip_when_uv_cannot_be_installed(tmp_path):
         "python -m pip install --quiet --disable-pip-version-check -r requirements.txt",
         "python -m pip install --quiet --disable-pip-version-check --no-deps -r requirements-verl.txt",
     ]
+
+
+def test_every_pointer_in_the_requirements_files_leads_to_a_file_name_and_heading_that_exist():
+    """Issue 34 item 5: a path named in a requirements file's comments exists; `path NAME` names something that file
+    defines; `path "## Heading"` a heading of that page."""
+    pointers = 0
+    for name in ("requirements.txt", "requirements-verl.txt", "requirements-test.txt"):
+        comments = "\n".join(line for line in (REPO_ROOT / name).read_text().splitlines() if line.startswith("#"))
+        for path, after in re.findall(r"([\w./-]+\.(?:py|md|txt))( \"## [^\"]+\"| [A-Z_]{3,})?", comments):
+            target = REPO_ROOT / path
+            assert target.is_file(), f"{name} points to {path}, which does not exist"
+            after = after.strip().strip('"')
+            if after.startswith("## "):
+                assert f"\n{after}\n" in target.read_text(), f"{name}: {path} has no heading {after}"
+            elif after:
+                assert re.search(rf"^{after}\b", target.read_text(), flags=re.M), f"{name}: {path} has no {after}"
+            pointers += 1
+    assert pointers >= 3

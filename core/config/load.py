@@ -26,7 +26,7 @@ from core.config.problems import (
     section_model,
     unknown_key_message,
 )
-from core.config.rules import CrossRule, control_plane_warnings, cross_check, storage_warnings
+from core.config.rules import CrossRule, control_plane_warnings, cross_check, gated_model_warnings, storage_warnings
 from core.stackfile import OPAQUE_SECRET
 
 
@@ -271,6 +271,7 @@ def parse_config(
         raise ConfigError(problems)
     warnings.extend(control_plane_warnings(config))
     warnings.extend(storage_warnings(config))
+    warnings.extend(gated_model_warnings(config))
     return LoadedConfig(config=config, warnings=tuple(warnings), derived=derived)
 
 

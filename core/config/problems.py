@@ -84,6 +84,15 @@ def unknown_key_message(key: str, known: Iterable[str], prefix: str = "") -> str
     return f"unknown key{hint} (known: {', '.join(known)})"
 
 
+def yaml_boolean_hint(value: Any) -> str:
+    """For a boolean where a word is expected: YAML 1.1 (PyYAML, the offline plan's reader) reads an unquoted
+    on/yes/true as true and off/no/false as false (https://yaml.org/type/bool.html), so say to quote the word."""
+    if not isinstance(value, bool):
+        return ""
+    words = "on, yes or true" if value else "off, no or false"
+    return f' (YAML reads an unquoted {words} as {str(value).lower()}: quote the word, e.g. "{words.split(",")[0]}")'
+
+
 def _describe(error: Mapping[str, Any]) -> str:
     kind, ctx, value = error["type"], error.get("ctx") or {}, error.get("input")
     if kind == "extra_forbidden":
@@ -104,7 +113,7 @@ def _describe(error: Mapping[str, Any]) -> str:
     if kind == "less_than":
         return f"must be less than {ctx['lt']}, got {value!r}"
     if kind == "literal_error":
-        return f"must be one of {ctx['expected']}, got {value!r}"
+        return f"must be one of {ctx['expected']}, got {value!r}{yaml_boolean_hint(value)}"
     if kind in ("int_type", "int_parsing", "int_from_float"):
         return f"must be a whole number, got {value!r}"
     if kind in ("float_type", "float_parsing"):
@@ -114,7 +123,7 @@ def _describe(error: Mapping[str, Any]) -> str:
     if kind == "list_type":
         return f"must be a list, got {value!r}"
     if kind in ("string_type",):
-        return f"must be a string, got {value!r}"
+        return f"must be a string, got {value!r}{yaml_boolean_hint(value)}"
     if kind in ("model_type", "model_attributes_type", "dict_type"):
         return f"must be an object of keys, got {value!r}"
     if kind == "value_error":

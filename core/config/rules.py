@@ -21,6 +21,7 @@ from core.config.problems import Problem
 from core.facts.capacity import AUTOPILOT_LADDER_REFUSAL
 from core.facts.gcp import UPSTREAMS
 from core.facts.imagecache import AUTOPILOT_IMAGE_CACHE_REFUSAL, CROSS_PROJECT_REFUSAL, IMAGE_CACHE_FLOORS
+from core.facts.job import GATED_MODEL_OWNERS, MODEL_CONTEXT_TOKENS
 from core.facts.platform import (
     FLEX_START_FLOOR,
     LATEST_DRIVER_FLOORS,
@@ -361,6 +362,17 @@ def _workload_problems(cfg: StackConfig) -> list[Problem]:
     ns = PROJECT_NAMESPACE
     problems = []
     workload = cfg.workload
+    context = next((fact for prefix, fact in MODEL_CONTEXT_TOKENS.items() if workload.model.startswith(prefix)), None)
+    sample = cfg.grpo.max_prompt_length + cfg.grpo.max_response_length
+    if context is not None and sample > context[0]:
+        problems.append(
+            Problem(
+                f"{ns}:grpo.maxResponseLength",
+                f"maxPromptLength + maxResponseLength ({cfg.grpo.max_prompt_length} + {cfg.grpo.max_response_length} ="
+                f" {sample} tokens) is more than the {context[0]} tokens of {workload.model}'s context ({context[1]});"
+                " shorten them",
+            )
+        )
     supported = SUPPORTED_PAIRS[workload.framework]
     if workload.dataset not in supported:
         problems.append(
@@ -517,16 +529,43 @@ def _budget_problems(cfg: StackConfig) -> list[Problem]:
     return problems
 
 
+def any_address_ranges(cidrs: list[str]) -> list[str]:
+    """The authorized networks that admit every IPv4 address (a /0 range such as 0.0.0.0/0)."""
+    return [cidr for cidr in cidrs if ipaddress.IPv4Network(cidr, strict=False).prefixlen == 0]
+
+
 def control_plane_warnings(cfg: StackConfig) -> list[str]:
-    """A warning when neither authorized networks nor the DNS endpoint closes the control plane's public IP."""
+    """A warning when neither authorized networks nor the DNS endpoint closes the control plane's public IP, or when
+    an authorized network is a /0 range, which admits any address to that IP."""
+    ns = PROJECT_NAMESPACE
+    open_ranges = any_address_ranges(cfg.cluster.authorized_networks)
+    if open_ranges:
+        return [
+            f"{ns}:cluster.authorizedNetworks holds {', '.join(open_ranges)}: the control plane's public IP endpoint"
+            f" accepts connections from any address (each request still needs Google credentials); list only the"
+            f" CIDRs of the machines that run pulumi and the job CLI"
+        ]
     if cfg.cluster.authorized_networks or cfg.cluster.dns_endpoint:
         return []
-    ns = PROJECT_NAMESPACE
     return [
         f"{ns}:cluster.authorizedNetworks is empty and {ns}:cluster.dnsEndpoint is false: the control plane's public"
         f" endpoint accepts connections from any address (each request still needs Google credentials); set"
         f" {ns}:cluster.authorizedNetworks to the CIDRs of the machines that run pulumi and the job CLI, or"
         f" {ns}:cluster.dnsEndpoint to true"
+    ]
+
+
+def gated_model_warnings(cfg: StackConfig) -> list[str]:
+    """A warning when the model is of a Hub owner whose models are gated (core/facts/job.py GATED_MODEL_OWNERS) and
+    no hfToken is set: the staging Job would learn it from the Hub's 401 minutes into `pulumi up`."""
+    model = cfg.workload.model
+    gated = next((why for owner, why in GATED_MODEL_OWNERS.items() if model.startswith(owner)), None)
+    if gated is None or cfg.hf_token is not None:
+        return []
+    ns = PROJECT_NAMESPACE
+    return [
+        f"{ns}:hfToken is not set and {model} needs it: {gated}; without it the staging Job fails minutes into"
+        f" pulumi up. Request access on the model's page, then: pulumi config set --secret {ns}:hfToken hf_..."
     ]
 
 

@@ -81,6 +81,29 @@ NEMO_RL_RECIPES: tuple[NemoRlRecipe, ...] = (
 )
 """Recipes in order of size; a model uses the first whose max_size_b it does not exceed."""
 
+MODEL_CONTEXT_TOKENS: dict[str, tuple[int, str]] = {
+    # config.json `max_position_embeddings`, which vLLM takes as max_model_len when none is given. Qwen2.5-0.5B-Instruct:
+    # 32768 (a copy of Qwen/Qwen2.5-0.5B-Instruct's config.json, huggingface.co/unsloth/Qwen2.5-0.5B-Instruct blame
+    # 00bafb7, `_name_or_path` Qwen/Qwen2.5-0.5B-Instruct; Qwen's Qwen2.5-1.5B-Instruct-GGUF README, commit 9a67271:
+    # "Context Length: Full 32,768 tokens and generation 8192 tokens"; read 2026-12-07). The larger Qwen2.5 cards name
+    # 131,072 tokens only with YaRN rope_scaling added to config.json; their 32768 without it is assumed (their
+    # config.json was not read here).
+    "Qwen/Qwen2.5-": (32768, "Qwen2.5's config.json max_position_embeddings, vLLM's max_model_len"),
+}
+"""Model id prefix -> (context in tokens, where it comes from): prompt plus response must fit it."""
+
+GATED_MODEL_OWNERS: dict[str, str] = {
+    # The Hub's "Gated models" page (huggingface.co/docs/hub/models-gated, read 2026-12-07): a model with access
+    # requests enabled is gated; its files need the token of a user whose request was granted. Meta's Llama 3 cards
+    # turn it on with `extra_gated_prompt` in their metadata (huggingface.co/meta-llama/Meta-Llama-3-8B-Instruct
+    # README.md, read 2026-12-07). Qwen's repositories are not listed: no gating of theirs was read, so no check.
+    "meta-llama/": "meta-llama's repositories on the Hugging Face Hub are gated (access requests, "
+    "huggingface.co/docs/hub/models-gated)",
+}
+"""Hub owner prefix -> why its models are gated: the staging Job downloads them only with grpo-gke:hfToken. Without
+it the staging Job learns it only from the Hub's answer to its download (huggingface_hub snapshot_download raises
+GatedRepoError on the Hub's 401, "Cannot access gated repo", workloads/staging_script.py), minutes into `up`."""
+
 HF_ARCHITECTURES: dict[str, str] = {
     # `architectures[0]` of each family's Hugging Face config.json (Qwen2.5 models are Qwen2).
     "Qwen/Qwen2": "Qwen2ForCausalLM",

@@ -10,6 +10,7 @@ content-addressed), never part of the settings, so nothing of the code lands in 
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import time
 from collections.abc import Callable
@@ -113,8 +114,23 @@ def run_preflight(
     result = result_in_log(client.get_job_logs(job_id)) if status == "SUCCEEDED" else None
     if result is None:
         tail = last_lines(client, job_id, 1)
-        raise PreflightError(f"the preflight {job_id} {status} without a result: {tail[-1] if tail else 'no log'}")
+        line = tail[-1] if tail else "no log"
+        raise PreflightError(f"the preflight {job_id} {status} without a result: {line}{missing_module_hint(line)}")
     return judge_result(settings, result)
+
+
+def missing_module_hint(line: str) -> str:
+    """What the head needs when the driver's last line says `python3` there lacks a module (a Ray head started
+    outside the framework image, such as one on this machine), else nothing."""
+    missing = re.search(r"No module named '([\w.]+)'", line)
+    if missing is None:
+        return ""
+    return (
+        f": the Ray head runs the preflight's driver with {POD_PYTHON} (the framework image's, with Ray and torch),"
+        f" and there {POD_PYTHON} has no {missing.group(1)}; on a head of your own, start it with a PATH whose"
+        f" {POD_PYTHON} has Ray and torch (PATH=$PWD/.venv/bin:$PATH .venv/bin/ray start --head ...); the preflight"
+        " measures GPUs, so it needs the stack's GPU nodes"
+    )
 
 
 def _first_line(error: BaseException) -> str:

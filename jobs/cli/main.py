@@ -27,25 +27,13 @@ from jobs.cli.lines import first_line
 from jobs.cli.park import cmd_park
 from jobs.cli.runs import cmd_export, cmd_plot, cmd_status
 from jobs.submit import access
-from jobs.submit.target import PROGRAM, UsageError, load_stack
+from jobs.submit.target import PROGRAM, UsageError, checked_data_root, load_stack
 
 
 def checks_the_job(args: argparse.Namespace) -> bool:
     """Whether the command judges the stack's own job spec: validate, and submit of the trainer (a smoke test's
     `--entrypoint` runs another command, so the trainer's checks do not stop it)."""
     return args.command == "validate" or (args.command == "submit" and args.entrypoint is None)
-
-
-def checked_data_root(given: str | None) -> str | None:
-    """`--data-root DIR` as the absolute directory every subcommand uses for `/data` (`/data/x` is `DIR/x`, also
-    in the paths it prints; a Ray job runs in another directory, so a relative one would point elsewhere); None
-    without it; UsageError when it is no directory."""
-    if given is None:
-        return None
-    root = Path(given)
-    if not root.is_dir():
-        raise UsageError(f"--data-root {given}: no such directory; name the directory that stands for /data")
-    return str(root.resolve())
 
 
 COMMANDS = {
@@ -67,6 +55,17 @@ REACHES_THE_CLUSTER = frozenset(COMMANDS) - {"validate"}
 
 USES_DATA_ROOT = frozenset({"submit", "status", "list", "plot", "export", "preflight", "park"})
 """Subcommands that read or place the run's files on the shared storage: they take --data-root."""
+
+
+def positive_seconds(text: str) -> float:
+    """A timeout or deadline option's value: a number of seconds above zero (argparse names the option on error)."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = float("nan")
+    if not seconds > 0 or seconds == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a number of seconds above 0, got {text!r}")
+    return seconds
 
 
 class _Parser(argparse.ArgumentParser):
@@ -109,7 +108,9 @@ def parser() -> argparse.ArgumentParser:
     commands.add_parser("guard", help=guard, description=guard, add_help=False)
     submit = made["submit"]
     submit.add_argument("--wait", action="store_true", help="follow the job to its end with a progress line")
-    submit.add_argument("--ready-timeout", type=float, help="seconds to wait for the GPU nodes (default: config)")
+    submit.add_argument(
+        "--ready-timeout", type=positive_seconds, help="seconds to wait for the GPU nodes (default: config)"
+    )
     submit.add_argument("--entrypoint", help="run this command instead of the trainer (smoke tests); another run")
     submit.add_argument("--fresh", action="store_true", help="start a new run of the same spec (job.runGeneration + 1)")
     made["status"].add_argument("job", nargs="?", help="submission id (default: the stack's newest attempt)")
@@ -121,14 +122,18 @@ def parser() -> argparse.ArgumentParser:
     made["plot"].add_argument("--out", help="the PNG to write (default: <run>.png)")
     made["export"].add_argument("--step", type=int, help="the checkpoint's step (default: the newest complete one)")
     made["export"].add_argument(
-        "--converter", help="run CMD in the converter's place (@STEP_DIR@, @TARGET_DIR@; smoke tests)"
+        "--converter",
+        metavar="CMD",
+        help="run CMD in the converter's place (smoke tests): split into words as a POSIX shell does, quotes"
+        " kept, and run without a shell (no pipes, &&, $VAR or globs; for those: sh -c '...'); @STEP_DIR@ and"
+        " @TARGET_DIR@ stand for the checkpoint and the model directory",
     )
     made["preflight"].add_argument(
         "--mode", choices=("full", "gpu"), help="default: job.preflight, else full on 2+ nodes"
     )
     made["park"].add_argument(
         "--deadline",
-        type=float,
+        type=positive_seconds,
         default=TRANSFER_DEADLINE_SECONDS,
         help=f"seconds to wait for each transfer (default: {TRANSFER_DEADLINE_SECONDS:g})",
     )

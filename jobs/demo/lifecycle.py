@@ -21,6 +21,7 @@ copy is still the shipped dev stack).
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shlex
@@ -36,7 +37,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 from core.config.model import PROJECT_NAMESPACE, StackConfig
 from core.stackfile import read_stack_file, stack_file
@@ -442,10 +443,43 @@ def _terminated(signum: int, _: FrameType | None) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
 
-def main() -> int:
+def claim_directory(parent: Path, stamp: str) -> Path:
+    """A new directory `parent/stamp` of this demo alone, created here; `stamp-2`, `stamp-3`, ... when another demo
+    started in the same second took it (mkdir is atomic: two demos never share one)."""
+    parent.mkdir(parents=True, exist_ok=True)
+    for number in range(1, 1000):
+        out = parent / (stamp if number == 1 else f"{stamp}-{number}")
+        try:
+            out.mkdir()
+        except FileExistsError:
+            continue
+        return out
+    raise DemoError(f"{parent}: {stamp} to {stamp}-999 are all taken; remove old demo directories")
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        print(f"error: {message} (python -m jobs.demo takes no arguments; --help says what it does)", file=sys.stderr)
+        sys.exit(2)
+
+
+def parser() -> argparse.ArgumentParser:
+    """The demo's command line: no arguments, `--help` prints what it does."""
+    summary = (__doc__ or "").split("\n\n", 1)[0]
+    return _Parser(
+        prog=".venv/bin/python -m jobs.demo",
+        description=summary.replace("\n", " "),
+        epilog="Its files go to a new directory build/demo/<UTC time>/ (a second demo started in the same second gets"
+        " <UTC time>-2/); Ray's ports are the kernel's picks (jobs/submit/local_head.py). Exit status: 0 done, 1 the"
+        " demo failed (one line), 130 interrupted; Ctrl-C ends its Ray nodes.",
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
     """`python -m jobs.demo`: 0 done, 1 the demo failed (one line), 130 interrupted; the Ray nodes end either way."""
+    parser().parse_args(argv)
     signal.signal(signal.SIGTERM, _terminated)
-    out = REPO_ROOT / "build" / "demo" / time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    out = claim_directory(REPO_ROOT / "build" / "demo", time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()))
     say(f"grpo-gke demo: the whole run lifecycle on this machine, offline; its files go to {out}")
     try:
         return lifecycle(out, say)

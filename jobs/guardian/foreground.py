@@ -14,12 +14,13 @@ from incluster.guardian.command import main as guardian_main
 from incluster.guardian.settings import GuardError, Settings, settings_from
 from jobs.guardian.settings import guardian_settings
 from jobs.submit.access import user_credential
-from jobs.submit.target import UsageError, endpoint_of, load_stack, local_submission
+from jobs.submit.target import UsageError, checked_data_root, endpoint_of, load_stack, local_submission
 
 
 def from_stack(args: argparse.Namespace) -> tuple[Settings, Endpoint]:
     """The foreground form: the settings of the stack file's config, the endpoint the CLI would use."""
     try:
+        args.data_root = checked_data_root(args.data_root)
         config = load_stack(args.stack, Path(args.dir))
         endpoint = endpoint_of(args, config)
     except (StackFileError, UsageError) as error:

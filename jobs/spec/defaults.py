@@ -10,7 +10,8 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 
 from core.config.load import DerivedValue
-from core.config.model import StackConfig
+from core.config.model import PROJECT_NAMESPACE, StackConfig
+from core.config.problems import ConfigError, Problem
 from core.facts.job import NemoRlRecipe
 from core.facts.platform import (
     BF16_BYTES_PER_PARAMETER,
@@ -63,7 +64,19 @@ def derived_micro_batch_size(config: StackConfig) -> tuple[int, str]:
     grpo = config.grpo
     sample_tokens = grpo.max_prompt_length + grpo.max_response_length
     budget = MICRO_BATCH_TOKENS_PER_GPU
-    limit = max(1, budget // sample_tokens)
+    limit = budget // sample_tokens
+    if limit == 0:
+        raise ConfigError(
+            [
+                Problem(
+                    f"{PROJECT_NAMESPACE}:grpo.maxResponseLength",
+                    f"maxPromptLength + maxResponseLength ({grpo.max_prompt_length} + {grpo.max_response_length} ="
+                    f" {sample_tokens} tokens) is more than the {budget} tokens a GPU takes per pass, so no"
+                    " microBatchSizePerGpu can be derived; shorten them, or set grpo.microBatchSizePerGpu: 1 to run one"
+                    " such sample per pass (the memory check then judges it)",
+                )
+            ]
+        )
     reason = f"{budget} tokens a GPU hold {limit} samples of {sample_tokens} tokens"
     recipe = _recipe(config)
     if recipe is not None and recipe.train_micro_batch_size < limit:

@@ -67,6 +67,18 @@ def endpoint_of(args: argparse.Namespace, config: StackConfig) -> access.Endpoin
         ) from None
 
 
+def checked_data_root(given: str | None) -> str | None:
+    """`--data-root DIR` as the absolute directory every subcommand uses for `/data` (`/data/x` is `DIR/x`, also
+    in the paths it prints; a Ray job runs in another directory, so a relative one would point elsewhere); None
+    without it; UsageError when it is no directory."""
+    if given is None:
+        return None
+    root = Path(given)
+    if not root.is_dir():
+        raise UsageError(f"--data-root {given}: no such directory; name the directory that stands for /data")
+    return str(root.resolve())
+
+
 def local_submission(args: argparse.Namespace, submission: dict) -> dict:
     """`submission` as it runs: with `--data-root DIR`, every shared-storage path placed under DIR."""
     return on_data_root(submission, args.data_root) if args.data_root else submission

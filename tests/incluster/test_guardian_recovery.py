@@ -24,6 +24,7 @@ from incluster.preflight.cordon import cordon_pods_nodes
 from jobs.demo.stand_in_trainer import metric_line
 from jobs.guardian import objects as guardian_objects
 from jobs.guardian.settings import guardian_settings
+from jobs.spec.training import on_data_root
 from tests.conftest import config_of
 from tests.support.kube_stand_in import (
     StandInApiServer,
@@ -55,8 +56,15 @@ metric line, jobs/demo/stand_in_trainer.py metric_line: verl/trainer/ppo/v1/repl
 
 
 @pytest.fixture(scope="module")
-def settings() -> Settings:
-    return settings_from(guardian_settings(config_of("dev", job={"maxRecoveries": 2})), "test")
+def settings(tmp_path_factory) -> Settings:
+    """The dev stack's guardian settings with the shared storage under a directory of this module's own, as
+    `guard --data-root` places it: never the host's /data, where a `python -m jobs submit` against a local head may
+    have left this run's attempt logs (the guardian would then see an attempt)."""
+    values = guardian_settings(config_of("dev", job={"maxRecoveries": 2}))
+    data_root = str(tmp_path_factory.mktemp("data"))
+    values["submission"] = on_data_root(values["submission"], data_root)
+    values["export"] = on_data_root(values["export"], data_root)
+    return settings_from(values, "test")
 
 
 def failed(settings, now=END + 1, lines=(), message="", **changes) -> State:

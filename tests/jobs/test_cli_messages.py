@@ -813,3 +813,60 @@ def test_the_follow_line_adds_the_projected_end_from_the_step_lines_it_has_seen(
         "cli", live.directory).grpo.model_copy(update={"max_steps": None})}), "verl", clock=lambda: clock[0])  # fmt: skip
     no_limit.see("step:1 - critic/score/mean:np.float64(0.1) - timing_s/step:91.0")
     assert no_limit.suffix() == ""
+
+
+def test_a_timeout_or_deadline_not_above_zero_is_refused_naming_the_option(tmp_path, stack_args):
+    """Issue 34 item 4: `--ready-timeout` and `park --deadline` take seconds above 0; a positive one is taken and the
+    command goes on to its next step (here: the kubeconfig it reads is missing)."""
+    for command, option, value in [("submit", "--ready-timeout", "-5"), ("submit", "--ready-timeout", "0"),
+                                   ("park", "--deadline", "-1"), ("park", "--deadline", "nan")]:  # fmt: skip
+        result = jobs_cli(command, *stack_args, option, value, home=tmp_path)
+        assert (result.returncode, result.stdout) == (2, ""), (command, value)
+        assert result.stderr == f"error: argument {option}: must be a number of seconds above 0, got '{value}'\n"
+    result = jobs_cli("submit", *stack_args, "--ready-timeout", "5", home=tmp_path)
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == (
+        f"error: cannot read the kubeconfig {tmp_path}/.kube/config: No such file or directory;"
+        f" write it with: {GET_CREDENTIALS}\n"
+    )
+
+
+def test_guard_refuses_a_data_root_that_is_no_directory_as_every_subcommand_does(tmp_path, stack_args):
+    """Issue 34 item 4: `guard --data-root` is checked before the stack is read or the cluster reached; an existing
+    directory goes on to the dashboard (here: nothing listens on port 9)."""
+    missing = tmp_path / "absent"
+    result = jobs_cli(
+        "guard", *stack_args, "--address", "http://127.0.0.1:9", "--data-root", str(missing), home=tmp_path
+    )
+    assert (result.returncode, result.stdout) == (2, "")
+    assert (
+        result.stderr == f"error: --data-root {missing}: no such directory; name the directory that stands for /data\n"
+    )
+    result = jobs_cli(
+        "guard", *stack_args, "--address", "http://127.0.0.1:9", "--data-root", str(tmp_path), home=tmp_path
+    )
+    assert result.returncode == 2 and result.stderr.startswith(
+        "error: cannot reach the Ray dashboard at http://127.0.0.1:9"
+    )
+
+
+def test_export_says_its_converter_runs_without_a_shell_as_the_submission_carries_it(tmp_path):
+    """Issue 34 item 4: `--converter CMD` is split as a POSIX shell splits words and run without one: the help and
+    docs/runs.md say so, and the export's entrypoint carries CMD's words after `--` (incluster/export_run.py runs
+    them with subprocess.call, no shell)."""
+    import shlex
+
+    from jobs.runs.export import export_submission
+    from jobs.spec.training import training_spec
+    from tests.conftest import config_of
+
+    shown = " ".join(jobs_cli("export", "--help", home=tmp_path).stdout.split())
+    assert "split into words as a POSIX shell does, quotes kept, and run without a shell" in shown
+    runs = " ".join((REPO_ROOT / "docs" / "runs.md").read_text().split())
+    assert "`--converter CMD` runs CMD in the converter's place: split into words as a POSIX shell does" in runs
+    assert "run without a shell" in runs
+    command = "sh -c 'cp -r @STEP_DIR@ @TARGET_DIR@ && echo done'"
+    config = config_of("dev")
+    entrypoint = export_submission(config, training_spec(config), None, shlex.split(command))["entrypoint"]
+    words = shlex.split(entrypoint)
+    assert words[words.index("--") + 1 :] == ["sh", "-c", "cp -r @STEP_DIR@ @TARGET_DIR@ && echo done"]

@@ -198,3 +198,50 @@ def test_the_demos_gpu_node_declares_the_gpus_of_the_demo_stacks_machine():
     project's) declares those of the machine jobs/demo/Pulumi.dev.yaml names."""
     assert gpu_node.GPUS == GPU_MACHINES["h200"].gpus
     assert "type: h200" in (REPO_ROOT / "jobs" / "demo" / "Pulumi.dev.yaml").read_text()
+
+
+DEMO_HELP = """usage: .venv/bin/python -m jobs.demo [-h]
+
+The whole run lifecycle on this machine, offline: submit, follow, a lost GPU
+node, the guardian's resume from the newest complete checkpoint, then `status`
+and the plot.
+
+options:
+  -h, --help  show this help message and exit
+
+Its files go to a new directory build/demo/<UTC time>/ (a second demo started
+in the same second gets <UTC time>-2/); Ray's ports are the kernel's picks
+(jobs/submit/local_head.py). Exit status: 0 done, 1 the demo failed (one
+line), 130 interrupted; Ctrl-C ends its Ray nodes.
+"""
+
+
+def test_the_demo_prints_its_help_and_refuses_an_argument_in_one_line_starting_nothing():
+    """Issue 34 item 4: `python -m jobs.demo --help` prints help (it started the demo before); an unknown argument is
+    one line, exit 2; neither writes a demo directory."""
+    before = set((REPO_ROOT / "build" / "demo").glob("*"))
+    env = {**os.environ, "COLUMNS": "80"}
+    result = subprocess.run(demo_command() + ["--help"], cwd=REPO_ROOT, env=env, capture_output=True, text=True,
+                            timeout=60)  # fmt: skip
+    assert (result.returncode, result.stdout, result.stderr) == (0, DEMO_HELP, "")
+    result = subprocess.run(demo_command() + ["--steps", "3"], cwd=REPO_ROOT, env=env, capture_output=True, text=True,
+                            timeout=60)  # fmt: skip
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == (
+        "error: unrecognized arguments: --steps 3 (python -m jobs.demo takes no arguments; --help says what it does)\n"
+    )
+    assert set((REPO_ROOT / "build" / "demo").glob("*")) == before
+
+
+def test_a_demo_started_in_the_same_second_as_another_gets_its_own_directory(tmp_path):
+    """Issue 34 item 4: two demos at once never share a directory (claim_directory's mkdir is atomic). Two whole demos
+    at once cost more than 20 s over this file's demo on a shared machine, so the other demo is stood for by the
+    directory it holds."""
+    from jobs.demo.lifecycle import claim_directory
+
+    (tmp_path / "demo" / "20261207T193000Z").mkdir(parents=True)  # another demo's, started this second
+    (tmp_path / "demo" / "20261207T193000Z" / "data").mkdir()
+    mine = claim_directory(tmp_path / "demo", "20261207T193000Z")
+    assert mine == tmp_path / "demo" / "20261207T193000Z-2" and mine.is_dir() and not any(mine.iterdir())
+    assert claim_directory(tmp_path / "demo", "20261207T193000Z") == tmp_path / "demo" / "20261207T193000Z-3"
+    assert claim_directory(tmp_path / "demo", "20261207T193001Z") == tmp_path / "demo" / "20261207T193001Z"

@@ -303,3 +303,107 @@ def test_a_stack_named_with_stack_is_refused_the_same_way(tmp_path):
         f"error: the config of stack 'wrongzone' (Pulumi.wrongzone.yaml) was refused:\n  {NAMED_MISTAKES[0][2]}\n"
     )
     assert not (checkout / "build" / "wrongzone").exists()
+
+
+def test_a_yaml_boolean_word_where_a_word_is_expected_is_told_to_be_quoted(tmp_path):
+    """Issue 34 item 4: YAML 1.1 reads an unquoted `off` (or `on`, `no`, `yes`) as a boolean; where a word is expected
+    the refusal says to quote it; quoted, the same stack is accepted (`jobs validate` loads it as the plan does)."""
+    dev = shipped_stack_file("dev").read_text()
+    bad = (
+        dev.replace("  grpo-gke:cluster:\n", "  grpo-gke:cluster:\n    name: on\n", 1)
+        + "  grpo-gke:job:\n    preflight: off\n"
+    )
+    (tmp_path / "Pulumi.bools.yaml").write_text(bad)
+    assert refused(plan_in(tmp_path, "--config", "Pulumi.bools.yaml")) == (
+        "error: the config of stack 'bools' (Pulumi.bools.yaml) was refused:\n"
+        "  grpo-gke:cluster.name: must be a string, got True (YAML reads an unquoted on, yes or true as true: quote"
+        ' the word, e.g. "on")\n'
+        "  grpo-gke:job.preflight: must be one of 'full', 'gpu' or 'off', got False (YAML reads an unquoted off, no or"
+        ' false as false: quote the word, e.g. "off")\n'
+    )
+    (tmp_path / "Pulumi.quoted.yaml").write_text(bad.replace("name: on", 'name: "on"').replace("off\n", '"off"\n'))
+    result = subprocess.run(
+        [sys.executable, "-m", "jobs", "validate", "--stack", "quoted"],
+        cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO_ROOT)}, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert (result.returncode, result.stderr) == (0, "")
+    assert result.stdout.startswith("quoted: run quoted-")
+
+
+def test_a_sample_longer_than_a_gpus_token_budget_is_refused_not_derived_as_one_sample(tmp_path):
+    """Issue 34 item 4: with microBatchSizePerGpu left to derive, a full-length sample above the 16384 tokens a GPU
+    takes per pass (core/facts/platform.py MICRO_BATCH_TOKENS_PER_GPU) is refused in one line, not derived as "hold 1
+    samples of 65512 tokens" (max(1, ...) hid it); one that fits derives and validates."""
+    dev = shipped_stack_file("dev").read_text().replace("    microBatchSizePerGpu: 4\n", "")
+    (tmp_path / "Pulumi.long.yaml").write_text(dev.replace("maxResponseLength: 1024", "maxResponseLength: 65000"))
+    assert refused(plan_in(tmp_path, "--config", "Pulumi.long.yaml")) == (
+        "error: the config of stack 'long' (Pulumi.long.yaml) was refused:\n"
+        "  grpo-gke:grpo.maxResponseLength: maxPromptLength + maxResponseLength (512 + 65000 = 65512 tokens) is more"
+        " than the 16384 tokens a GPU takes per pass, so no microBatchSizePerGpu can be derived; shorten them, or set"
+        " grpo.microBatchSizePerGpu: 1 to run one such sample per pass (the memory check then judges it)\n"
+    )
+    (tmp_path / "Pulumi.fits.yaml").write_text(dev.replace("maxResponseLength: 1024", "maxResponseLength: 15000"))
+    result = subprocess.run(
+        [sys.executable, "-m", "jobs", "validate", "--stack", "fits"],
+        cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO_ROOT)}, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert (result.returncode, result.stderr) == (0, "") and result.stdout.startswith("fits: run fits-")
+
+
+def test_prompt_and_response_longer_than_the_models_context_are_refused(tmp_path):
+    """Issue 34 item 4: Qwen2.5's context (core/facts/job.py MODEL_CONTEXT_TOKENS, 32768) bounds maxPromptLength +
+    maxResponseLength, which the memory model (sizes only) never read; 32768 exactly is accepted."""
+    dev = shipped_stack_file("dev").read_text()
+    (tmp_path / "Pulumi.ctx.yaml").write_text(dev.replace("maxResponseLength: 1024", "maxResponseLength: 40000"))
+    assert refused(plan_in(tmp_path, "--config", "Pulumi.ctx.yaml")) == (
+        "error: the config of stack 'ctx' (Pulumi.ctx.yaml) was refused:\n"
+        "  grpo-gke:grpo.maxResponseLength: maxPromptLength + maxResponseLength (512 + 40000 = 40512 tokens) is more"
+        " than the 32768 tokens of Qwen/Qwen2.5-0.5B-Instruct's context (Qwen2.5's config.json"
+        " max_position_embeddings, vLLM's max_model_len); shorten them\n"
+    )
+    (tmp_path / "Pulumi.fits.yaml").write_text(dev.replace("maxResponseLength: 1024", "maxResponseLength: 32256"))
+    result = subprocess.run(
+        [sys.executable, "-m", "jobs", "validate", "--stack", "fits"],
+        cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO_ROOT)}, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert (result.returncode, result.stderr) == (0, "") and result.stdout.startswith("fits: run fits-")
+
+
+@pytest.mark.parametrize(
+    ("project", "line"),
+    [
+        ("name: my grpo\nruntime: python\n", "name must be the project's name (letters, digits, hyphens, underscores,"
+         " periods), got 'my grpo'"),
+        ("runtime: python\n", "name must be the project's name (letters, digits, hyphens, underscores, periods), got"
+         " None"),
+        ("name: grpo-gke\nruntime:\n  name: nodejs\n", "runtime must be python (this program is __main__.py), got"
+         " 'nodejs'"),
+        ("- name\n", "not a Pulumi project file (a mapping with name and runtime); restore it"),
+    ],
+)  # fmt: skip
+def test_the_plan_refuses_a_project_file_pulumi_up_would_not_run(tmp_path, monkeypatch, capsys, project, line):
+    """Issue 34 item 4: the offline plan reads Pulumi.yaml as `pulumi up` does (Pulumi's project file reference:
+    `name` and `runtime` required); what it would not run is one line naming the file, exit 2, nothing written."""
+    from plan import harness
+
+    (tmp_path / "Pulumi.yaml").write_text(project)
+    monkeypatch.setattr(harness, "PROJECT_FILE", tmp_path / "Pulumi.yaml")
+    assert main(["--stack", "dev", "--out", str(tmp_path / "out")]) == EXIT_BAD_INPUT
+    captured = capsys.readouterr()
+    assert (captured.out, captured.err) == ("", f"error: {tmp_path / 'Pulumi.yaml'}: {line}\n")
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_plans_urns_carry_the_project_name_of_pulumi_yaml(tmp_path):
+    """Issue 34 item 4: the shipped Pulumi.yaml's name is the plan's project; another name is in every URN, as
+    `pulumi up` writes them (urn:pulumi:<stack>::<project>::...)."""
+    from plan.harness import project_name, run_values
+    from tests.conftest import values_of
+
+    assert project_name() == "grpo-gke"
+    (tmp_path / "Pulumi.yaml").write_text(
+        "name: my-grpo\nruntime:\n  name: python\n  options:\n    virtualenv: .venv\n"
+    )
+    assert project_name(tmp_path / "Pulumi.yaml") == "my-grpo"
+    recording = run_values(values_of("dev"), (), "dev", project="my-grpo")
+    assert recording.resources and all(r.urn.startswith("urn:pulumi:dev::my-grpo::") for r in recording.resources)

@@ -106,6 +106,47 @@ def test_make_plan_prints_the_block_and_the_warning(shipped_plan_command):
     assert result.stdout.count(OPEN_CONTROL_PLANE) == 1
 
 
+def test_an_authorized_network_of_any_address_keeps_the_open_endpoint_warning():
+    """Issue 34 item 4: `authorizedNetworks: [0.0.0.0/0]` admits every address as an empty list does, so the block
+    says "any address" and warns; a /32 beside it changes nothing, a narrow range alone neither says nor warns it."""
+    warning = (
+        "  warning: grpo-gke:cluster.authorizedNetworks holds 0.0.0.0/0: the control plane's public IP endpoint"
+        " accepts connections from any address (each request still needs Google credentials); list only the CIDRs"
+        " of the machines that run pulumi and the job CLI"
+    )
+    for networks in (["0.0.0.0/0"], ["198.51.100.7/32", "0.0.0.0/0"]):
+        text = block("standard", "gcs", authorizedNetworks=networks)
+        assert (
+            "  control plane: public IP endpoint from any address (0.0.0.0/0; a Google identity with cluster access is"
+            " still needed)\n"
+        ) in text
+        assert text.endswith(f"\n{warning}") and text.count("warning:") == 1
+    narrow = block("standard", "gcs", authorizedNetworks=["198.51.100.7/32"])
+    assert "any address" not in narrow and "warning:" not in narrow
+
+
+def test_a_gated_model_without_hf_token_is_warned_before_up():
+    """Issue 34 item 4: a meta-llama model (gated on the Hub, core/facts/job.py GATED_MODEL_OWNERS) without
+    grpo-gke:hfToken is a warning of the plan (and of `pulumi up`, which logs the same list) before anything is created;
+    with the token, or with the shipped Qwen model, none."""
+    from tests.conftest import SECRET_TOKEN, with_secrets
+
+    llama = {"model": "meta-llama/Llama-3.1-8B-Instruct"}
+    warning = (
+        "  warning: grpo-gke:hfToken is not set and meta-llama/Llama-3.1-8B-Instruct needs it: meta-llama's"
+        " repositories on the Hugging Face Hub are gated (access requests, huggingface.co/docs/hub/models-gated);"
+        " without it the staging Job fails minutes into pulumi up. Request access on the model's page, then: pulumi"
+        " config set --secret grpo-gke:hfToken hf_..."
+    )
+    values = combination_values("standard", "h200", "gcs", workload=llama, cluster={"dnsEndpoint": True})
+    assert security_summary(load_config(values, (), "test")).endswith(f"\n{warning}")
+    with_token = security_summary(load_config(*with_secrets(values, SECRET_TOKEN), "test"))
+    qwen = security_summary(
+        load_config(combination_values("standard", "h200", "gcs", cluster={"dnsEndpoint": True}), (), "test")
+    )
+    assert "warning:" not in with_token and "warning:" not in qwen
+
+
 def test_a_registry_stack_names_the_nodes_repository_reads_and_the_streaming_role():
     """`workload.imageSource: registry` grants the nodes' account the reader role on the remote repositories and
     Service Usage Consumer on the project for image streaming (infra/registry.py); the summary says both."""

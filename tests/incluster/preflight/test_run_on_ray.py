@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import sys
 from pathlib import Path
 
 import pytest
 
+from incluster.preflight import run
 from jobs.cli.main import main
 from jobs.preflight import settings
 from jobs.submit.target import load_stack
@@ -141,4 +143,28 @@ def test_bundles_that_cannot_be_placed_end_the_preflight_in_one_line(
     assert err.splitlines()[-1] == (
         f"error: the preflight {name}-preflight-20261201t120000000z FAILED without a result: preflight: could not"
         " place 2 bundles of 8 GPUs (STRICT_SPREAD) within 1 s: fewer GPU nodes with free GPUs are in Ray"
+    )
+
+
+def test_a_head_whose_python3_lacks_ray_is_told_what_the_preflight_needs(
+    ray_head, make_stack, on_local_head, monkeypatch, capsys, tmp_path
+):
+    """Issue 34 item 4: on a Ray head started outside the framework image, `python3` may have no Ray (a user's own
+    head on this machine): the one line says what the head needs instead of ending at `No module named 'ray'`. The
+    head's python3 is stood for by this venv's Python without its site-packages (-S): a fault at the boundary."""
+    bare = tmp_path / "python3"
+    bare.write_text(f'#!/bin/sh\nexec {sys.executable} -S "$@"\n')
+    bare.chmod(0o755)
+    monkeypatch.setattr(run, "POD_PYTHON", str(bare))
+    name, directory = make_stack("pf-no-ray")
+    code, out, err = preflight(capsys, ray_head, name, directory, tmp_path / "data")
+    assert (code, out) == (2, "")
+    *progress, last = err.splitlines()
+    assert all(line.startswith("preflight ") for line in progress)
+    assert last == (
+        f"error: the preflight {name}-preflight-20261201t120000000z FAILED without a result: ModuleNotFoundError: No"
+        f" module named 'ray': the Ray head runs the preflight's driver with {bare} (the framework image's, with Ray"
+        f" and torch), and there {bare} has no ray; on a head of your own, start it with a PATH whose {bare} has Ray"
+        " and torch (PATH=$PWD/.venv/bin:$PATH .venv/bin/ray start --head ...); the preflight measures GPUs, so it"
+        " needs the stack's GPU nodes"
     )

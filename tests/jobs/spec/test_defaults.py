@@ -104,8 +104,14 @@ def test_the_micro_batch_is_the_most_full_length_samples_a_gpus_token_budget_hol
     assert derived["grpo.microBatchSizePerGpu"] == DerivedValue(
         "grpo.microBatchSizePerGpu", 4, "16384 tokens a GPU hold 4 samples of 4096 tokens"
     )
-    longest = derived_of("dev", grpo={**UNSET, "maxPromptLength": 4096, "maxResponseLength": 16384})
-    assert longest["grpo.microBatchSizePerGpu"].value == 1
+    longest = derived_of("dev", grpo={**UNSET, "maxPromptLength": 4096, "maxResponseLength": 12288})
+    assert longest["grpo.microBatchSizePerGpu"] == DerivedValue(
+        "grpo.microBatchSizePerGpu", 1, "16384 tokens a GPU hold 1 samples of 16384 tokens"
+    )
+    # One token over the budget derived 1 before (max(1, ...)); issue 34 item 4: refused, on the response's key.
+    with pytest.raises(ConfigError) as refused:
+        derived_of("dev", grpo={**UNSET, "maxPromptLength": 4096, "maxResponseLength": 12289})
+    assert [problem.path for problem in refused.value.problems] == ["grpo-gke:grpo.maxResponseLength"]
 
 
 def test_the_derived_micro_batch_divides_each_gpus_share_of_a_mini_batch():
