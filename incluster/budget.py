@@ -6,9 +6,9 @@ each rung (the record's `gpu-rungs` entry, else gpu.nodes on gpu.provisioning) x
 the plan prices it (core/prices.py gpu_node_ceiling: flex-start, which has no list price, at the on-demand rate it
 bills at most); GPU hours are that wall time x the nodes x the GPUs of one node (its machine's, in the settings).
 Compute Engine bills a VM's vCPUs, GPUs and memory by the second after its first minute ("All vCPUs, GPUs, and GB
-of memory are charged a minimum of 1 minute ... After 1 minute, instances are charged in 1 second increments", cloud.google.com/compute/vm-instance-pricing "Billing model",
-stored copy read 2026-12-07, the same model for Spot and on-demand VMs; for flex-start assumed, the page read names no
-exception), so wall time x $/h is the bill of the attempt's time. Not counted: the head node and the storage (they
+of memory are charged a minimum of 1 minute ... After 1 minute, instances are charged in 1 second increments",
+cloud.google.com/compute/vm-instance-pricing "Billing model", stored copy read 2026-12-07, the same model for Spot and
+on-demand VMs; for flex-start assumed, the page read names no exception), so wall time x $/h is the bill of the attempt's time. Not counted: the head node and the storage (they
 bill whether a run goes or not), the idle bill once the GPUs are at zero, the GPU nodes' time outside an attempt (coming
 up before it, waiting between attempts, job.idleMinutes after it), and an attempt the Ray head no longer lists (a new
 head: its times are gone with the old head's job table).

@@ -18,6 +18,7 @@ from jobs.cli.main import main
 from jobs.submit.local_head import refusing_address
 from plan.harness import REPO_ROOT
 from tests.ray_fixtures import stand_in
+from tests.support.signals import default_sigint
 
 pytestmark = pytest.mark.usefixtures("ray_head")
 
@@ -299,7 +300,7 @@ def test_ctrl_c_in_logs_follow_is_one_line_and_exit_130_with_the_stream_closed(r
     env = {key: value for key, value in os.environ.items() if not key.startswith("RAY_")}
     follow = subprocess.Popen(
         [".venv/bin/python", "-m", "jobs", "logs", *remote(args), "--follow"],
-        cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint,
     )  # fmt: skip
     try:
         streamed = []

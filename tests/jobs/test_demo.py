@@ -20,6 +20,7 @@ from jobs.demo import gpu_node
 from jobs.demo.lifecycle import DEMO_DIR, HOLD_AFTER, SAVE_EVERY, STEPS
 from jobs.runs.step_time import KINDS
 from tests.conftest import REPO_ROOT, shipped_stack_file
+from tests.support.signals import default_sigint
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("ray") is None,
@@ -163,7 +164,7 @@ def demo_env(marker: str) -> dict[str, str]:
 def test_ctrl_c_ends_the_demo_and_its_ray_nodes_with_one_line_and_exit_130():
     marker = uuid.uuid4().hex
     demo = subprocess.Popen(demo_command(), cwd=REPO_ROOT, env=demo_env(marker), stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)  # fmt: skip
+                            stderr=subprocess.STDOUT, text=True, preexec_fn=default_sigint)  # fmt: skip
     lines: list[str] = []
     try:
         assert demo.stdout is not None

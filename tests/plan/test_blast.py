@@ -131,6 +131,8 @@ KEY_CHANGES: dict[str, tuple[str, dict, dict]] = {
     "grpo-gke:job.recover": ("dev", {}, {"job": {"recover": False}}),
     "grpo-gke:job.maxRecoveries": ("dev", {}, {"job": {"maxRecoveries": 5}}),
     "grpo-gke:job.idleMinutes": ("dev", {}, {"job": {"idleMinutes": 30}}),
+    "grpo-gke:job.maxCost": ("dev", {}, {"job": {"maxCost": 500}}),
+    "grpo-gke:job.maxGpuHours": ("dev", {}, {"job": {"maxGpuHours": 100}}),
     "grpo-gke:hfToken": ("dev", {}, {"hfToken": "hf_offline_example"}),
     "grpo-gke:secretEnv": ("dev", {}, {"secretEnv": {"WANDB_API_KEY": "offline-example"}}),
     "grpo-gke:wandbApiKey": ("dev", {}, {"wandbApiKey": "wandb-offline-example"}),

@@ -32,12 +32,23 @@ def test_the_plan_files_as_the_user_gets_them(shipped_plan_command):
     code = guardian_code_names()
     guardian = [*code, "grpo-guardian-settings.settings.json"]
     assert sorted(path.name for path in out.iterdir()) == sorted(
-        ["plan.json", "k8s.yaml", "job.json", "graph.mmd", script_name, "cost.json", "first-step.json", *guardian]
+        [
+            "plan.json",
+            "k8s.yaml",
+            "job.json",
+            "graph.mmd",
+            script_name,
+            "cost.json",
+            "first-step.json",
+            *guardian,
+            "grpo-gpu-instance-groups.groups.json",
+        ]
     )
     assert len(code) > MANY_FILES
     assert result.stdout.splitlines()[-1] == (
         f"Wrote plan.json, k8s.yaml, job.json, graph.mmd, grpo-guardian-code.* ({len(code)} files),"
-        f" grpo-guardian-settings.settings.json, {script_name}, cost.json and first-step.json to {out}"
+        f" grpo-guardian-settings.settings.json, grpo-gpu-instance-groups.groups.json, {script_name}, cost.json and"
+        f" first-step.json to {out}"
     )
     assert "  head: c2-standard-16 (the Ray head's CPU node pool)" in result.stdout.splitlines()
     run = json.loads((out / "job.json").read_text())["metadata"]["run"]
