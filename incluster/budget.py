@@ -23,6 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from core.facts.capacity import RUNGS
 from incluster.progress import parse_verl_metrics
 from incluster.record import utc_stamp
 
@@ -64,14 +65,16 @@ def limits_of(metadata: Mapping[str, str]) -> dict[str, float | None]:
 
 
 def rungs_of(record: Iterable[Mapping[str, Any]]) -> dict[int, dict[str, int]]:
-    """Each attempt's GPU nodes per rung, from the record's first `gpu-rungs` entry of it that counts a node."""
+    """Each attempt's GPU nodes per rung, from the record's first `gpu-rungs` entry of it that names a node on a rung
+    (core/facts/capacity.py RUNGS, in their order; unknown rungs and counts that are no positive whole number left
+    out; an entry with none, or malformed, is no record of the attempt)."""
     found: dict[int, dict[str, int]] = {}
     for entry in record:
         attempt, details = entry.get("attempt"), entry.get("details") or {}
         if entry.get("event") != "gpu-rungs" or not isinstance(attempt, int) or attempt in found:
             continue
         counted = details.get("rungs") if isinstance(details.get("rungs"), dict) else {}
-        rungs = {rung: count for rung, count in counted.items() if type(count) is int and count > 0}
+        rungs = {rung: counted[rung] for rung in RUNGS if type(counted.get(rung)) is int and counted[rung] > 0}
         if rungs:
             found[attempt] = rungs
     return found

@@ -83,6 +83,18 @@ def utc_stamp(seconds: float) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
+def stamp_seconds(stamp: Any) -> float | None:
+    """The seconds since the epoch of a record's `utc_stamp` text (any ISO 8601 time with a zone); None for anything
+    else (not text, unreadable, or without a zone)."""
+    if not isinstance(stamp, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return moment.timestamp() if moment.tzinfo is not None else None
+
+
 def entry(
     seconds: float,
     attempt: int,

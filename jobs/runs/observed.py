@@ -14,12 +14,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from incluster.attempt import RESUMED_LINE
 from incluster.progress import VERL_SCORE_KEY, parse_verl_metrics
-from incluster.record import GPU_CAPACITY_LOST, RECORD_FILE
+from incluster.record import GPU_CAPACITY_LOST, RECORD_FILE, stamp_seconds
 from incluster.run_files import attempt_log, timed_lines
 from jobs.runs import step_time
 from jobs.runs.goodput import Attempt, StepDone, steps_done
@@ -83,16 +82,6 @@ def ray_attempts(jobs: Iterable[Any]) -> list[RayAttempt]:
     return sorted(found, key=lambda item: item.number)
 
 
-def _seconds(stamp: Any) -> float | None:
-    if not isinstance(stamp, str):
-        return None
-    try:
-        moment = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return moment.timestamp() if moment.tzinfo is not None else None
-
-
 def _preempted(event: Mapping[str, Any]) -> bool:
     """Whether a `failed` event of the record is the guardian's lost GPU capacity (incluster/guardian/policy.py details.cause)."""
     details = event.get("details") if isinstance(event.get("details"), dict) else {}
@@ -125,7 +114,7 @@ def goodput_attempts(
         if item.start is None:
             continue
         own = [event for event in record if event.get("attempt") == item.number]
-        submitted = next((_seconds(e.get("time")) for e in own if e.get("event") == "submitted"), None)
+        submitted = next((stamp_seconds(e.get("time")) for e in own if e.get("event") == "submitted"), None)
         recorded = next((e["resumed_from_step"] for e in own if isinstance(e.get("resumed_from_step"), int)), None)
         resumed = logged.get(item.number, recorded)
         failed = [event for event in own if event.get("event") == "failed"]

@@ -13,10 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from core.facts.capacity import RUNGS
-
-RUNGS_EVENT = "gpu-rungs"
-"""The record event that holds an attempt's GPU nodes per rung (`details.rungs`)."""
+from incluster.budget import rungs_of
 
 
 @dataclass(frozen=True)
@@ -45,21 +42,6 @@ class AttemptPrice:
         return f"{nodes}, {price} ({source})"
 
 
-def recorded_rungs(record: Iterable[Mapping[str, Any]]) -> dict[int, dict[str, int]]:
-    """Each attempt's GPU nodes per rung from the record's first `gpu-rungs` entry of it that names a node on a rung
-    (unknown rungs left out; an entry with none, or malformed, is no record of the attempt)."""
-    found: dict[int, dict[str, int]] = {}
-    for entry in record:
-        attempt, details = entry.get("attempt"), entry.get("details") or {}
-        if entry.get("event") != RUNGS_EVENT or not isinstance(attempt, int) or attempt in found:
-            continue
-        counted = details.get("rungs") if isinstance(details.get("rungs"), dict) else {}
-        rungs = {rung: counted[rung] for rung in RUNGS if isinstance(counted.get(rung), int) and counted[rung] > 0}
-        if rungs:
-            found[attempt] = rungs
-    return found
-
-
 def attempt_prices(
     attempts: Iterable[int],
     record: Iterable[Mapping[str, Any]],
@@ -69,7 +51,7 @@ def attempt_prices(
 ) -> tuple[AttemptPrice, ...]:
     """The price of each of `attempts`: its recorded rungs, each node at `node_hourly` of its rung; else the stack's
     `stack_rungs` (gpu.nodes on gpu.provisioning) at `stack_hourly`."""
-    recorded = recorded_rungs(record)
+    recorded = rungs_of(record)
     prices = []
     for number in sorted(attempts):
         rungs = recorded.get(number)

@@ -29,11 +29,11 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from statistics import median
 from typing import Any
 
 from incluster.progress import parse_verl_metrics
+from incluster.record import stamp_seconds
 from jobs.runs.goodput import Attempt, duration
 
 STAGES = ("generation", "log-probs", "training", "weight sync", "checkpoint save")
@@ -322,16 +322,6 @@ def _carve(segments: list[Segment], start: float, end: float, kind: str, over: t
     return carved
 
 
-def _seconds(stamp: Any) -> float | None:
-    if not isinstance(stamp, str):
-        return None
-    try:
-        moment = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return moment.timestamp() if moment.tzinfo is not None else None
-
-
 _OVER = ("succeeded", "not-retried", "gave-up")
 """Record events after which nothing retries the run (jobs/runs/idle.py RUN_OVER_EVENTS)."""
 
@@ -353,7 +343,7 @@ def wall_time(
     ordered = sorted(attempts, key=lambda item: item.number)
     if not ordered:
         return None
-    events = [(event, _seconds(event.get("time"))) for event in record]
+    events = [(event, stamp_seconds(event.get("time"))) for event in record]
     deadline_stopped = {event.get("attempt") for event, _ in events if event.get("event") == "deadline-stop"}
     segments: list[Segment] = []
     cursor = min(item.submitted for item in ordered)
@@ -385,7 +375,7 @@ def wall_time(
         if name == "deadline-stop":
             segments = _carve(segments, at, following, "waiting for capacity", ("setup", "idle, GPUs up"))
         elif name == "capacity":
-            since = _seconds((event.get("details") or {}).get("since"))
+            since = stamp_seconds((event.get("details") or {}).get("since"))
             before = max((moment for moment in ends if moment <= at), default=submissions[0])
             start = at if since is None else min(max(since, before), at)
             segments = _carve(segments, start, at, "waiting for capacity", ("setup", "recovery"))

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import pytest
 
+from incluster.budget import rungs_of
 from incluster.record import parse
 from jobs.runs.goodput import measure
 from jobs.runs.observed import RayAttempt, attempt_lines, goodput_attempts, run_steps
-from jobs.runs.pricing import AttemptPrice, attempt_prices, pricing_lines, recorded_rungs
+from jobs.runs.pricing import AttemptPrice, attempt_prices, pricing_lines
 from tests.jobs.runs.test_observed import FILES, RAY, T0, view
 
 RATES = {"reservation": 60.0, "flex-start": 90.0, "spot": 40.0, "on-demand": 90.0}
@@ -47,7 +48,7 @@ def test_flex_start_is_at_most_the_on_demand_rate_and_a_rung_without_a_price_has
 def test_attempts_priced_alike_share_a_line_and_a_malformed_entry_is_no_record():
     malformed = {"attempt": 5, "event": "gpu-rungs", "details": {"rungs": "spot"}}
     record = [rungs_entry(3, spot=1), malformed, rungs_entry(4, gpu=2), rungs_entry(6, spot=0)]
-    assert recorded_rungs(record) == {3: {"spot": 1}}
+    assert rungs_of(record) == {3: {"spot": 1}}
     prices = attempt_prices([1, 2, 4], record, RATES, {"spot": 1}, 40.0)
     assert pricing_lines(prices) == ["attempts 1, 2, 4: 1 spot, $40.00/h (not recorded: gpu.nodes on gpu.provisioning)"]
     assert pricing_lines(attempt_prices([1, 2, 3], record, RATES, {"spot": 1}, 40.0)) == [
