@@ -83,7 +83,7 @@ def plan(args: argparse.Namespace) -> int:
     """Validate the stack config, run the program under mocks and write the plan files."""
     # Pulumi and the program come with plan.harness: +0.3-0.8 s that `--help` and a bad argument skip (`python -m
     # plan --help`: 0.3-0.4 s; 0.6-1.2 s with it at the top); and here run() has paused the gc.
-    from plan.harness import REPO_ROOT, project_name, run_values
+    from plan.harness import REPO_ROOT, project_name, run_values, virtualenv_note
 
     path = shown_path(args.config if args.config else stack_file(REPO_ROOT, args.stack))
     stack = args.stack or stack_name_of(path)
@@ -99,6 +99,9 @@ def plan(args: argparse.Namespace) -> int:
         for problem in error.problems:
             print(f"  {problem}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    note = virtualenv_note()
+    if note:
+        print(f"warning: {note}", file=sys.stderr)
     # The providers' resource modules come with these four: +0.9 s of CPU that a refused config skips (1.4 -> 0.5 s
     # per refusal of `python -m plan`, measured for issue 20 item 5: the test suite runs some fifty of them).
     from plan.blast import PlanError, blast_radius, read_plan, render

@@ -55,7 +55,80 @@ def project_name(path: Path | None = None) -> str:
     runtime_name = runtime.get("name") if isinstance(runtime, dict) else runtime
     if runtime_name != "python":
         raise StackFileError(f"{path}: runtime must be python (this program is __main__.py), got {runtime_name!r}")
+    options = runtime.get("options", {}) if isinstance(runtime, dict) else {}
+    refused = runtime_options_problem(path, options)
+    if refused:
+        raise StackFileError(f"{path}: {refused}")
     return name
+
+
+RUNTIME_OPTION_VALUES = {"toolchain": ("pip", "poetry", "uv"), "typechecker": ("mypy", "pyright")}
+"""The words the Python language host takes for these runtime options; any other is refused before the program runs
+(pulumi/pulumi sdk/python/cmd/pulumi-language-python/main.go parseOptions, L233-285 at v3.259.0, the newest tag in the
+mirror read 2026-12-07; the CLI of the pinned SDK, 3.272.0, assumed the same)."""
+
+
+def runtime_options_problem(path: Path, options: Any) -> str | None:
+    """What the Python language host refuses in Pulumi.yaml's `runtime.options` (None: nothing): not a mapping, a
+    `virtualenv` that is not a string (parseOptions), a toolchain or typechecker it does not know, and with pip
+    (`toolchain: pip`, or none and no uv.lock or poetry.lock beside or above the project: toolchain.go ResolveToolchain
+    L140-170) a `virtualenv` that resolves, relative to Pulumi.yaml's directory (pip.go resolveVirtualEnvironmentPath
+    L583), to a file (pip.go EnsureVenv L268-270: "not a directory") or to a directory with files and no bin/python
+    (EnsureVenv leaves it, then Run's ValidateVenv, main.go L1046 and pip.go L241-245, refuses it: "doesn't appear to
+    be a virtual environment"). A missing or empty one pulumi up makes itself (virtualenv_note)."""
+    if not isinstance(options, dict):
+        return f"runtime.options must be a mapping (virtualenv, toolchain, typechecker), got {options!r}"
+    for key, words in RUNTIME_OPTION_VALUES.items():
+        if key in options and options[key] not in words:
+            return (
+                f"runtime.options.{key} must be one of {', '.join(words)} (Pulumi's Python host), got {options[key]!r}"
+            )
+    virtualenv = options.get("virtualenv")
+    if "virtualenv" in options and not isinstance(virtualenv, str):
+        return f"runtime.options.virtualenv must be a directory's path (a string), got {virtualenv!r}"
+    directory = pip_virtualenv(path, options)
+    if directory is None or not directory.exists():
+        return None
+    if not directory.is_dir():
+        return f"runtime.options.virtualenv is {directory}, a file: name the virtual environment's directory"
+    if any(directory.iterdir()) and not (directory / "bin" / "python").is_file():
+        return (
+            f"runtime.options.virtualenv is {directory}, which has no bin/python, so pulumi up would refuse it: name"
+            " the virtual environment (python3 -m venv DIR makes one)"
+        )
+    return None
+
+
+def pip_virtualenv(path: Path, options: dict[str, Any]) -> Path | None:
+    """The virtual environment pip runs the program in (`runtime.options.virtualenv`, relative to Pulumi.yaml's
+    directory); None without one, or with another toolchain (poetry and uv keep their own)."""
+    virtualenv = options.get("virtualenv")
+    if not isinstance(virtualenv, str) or not virtualenv:
+        return None
+    toolchain = options.get("toolchain")
+    root = path.parent.resolve()
+    locks = ("uv.lock", "poetry.lock")
+    found = any((folder / lock).exists() for folder in (root, *root.parents) for lock in locks)
+    if toolchain not in (None, "pip") or (toolchain is None and found):
+        return None
+    return root / virtualenv
+
+
+def virtualenv_note(path: Path | None = None) -> str | None:
+    """A warning when Pulumi.yaml's pip virtualenv is missing or empty: pulumi up makes it and installs
+    requirements.txt into it before it runs the program (pip.go EnsureVenv L248-290, called by the host's
+    GetRequiredPackages, main.go L343, which pulumi up calls through pkg/engine/update.go installPlugins L726, at
+    v3.259.0); None otherwise. Call after project_name accepted the file."""
+    path = path or PROJECT_FILE
+    runtime = yaml.safe_load(path.read_text()).get("runtime")
+    options = runtime.get("options", {}) if isinstance(runtime, dict) else {}
+    directory = pip_virtualenv(path, options)
+    if directory is None or (directory.is_dir() and any(directory.iterdir())):
+        return None
+    return (
+        f"{path}: runtime.options.virtualenv {directory} is missing or empty: pulumi up makes it (python -m venv) and"
+        " installs requirements.txt into it before it runs the program"
+    )
 
 
 PROGRAM = REPO_ROOT / "__main__.py"

@@ -85,24 +85,42 @@ MODEL_CONTEXT_TOKENS: dict[str, tuple[int, str]] = {
     # config.json `max_position_embeddings`, which vLLM takes as max_model_len when none is given. Qwen2.5-0.5B-Instruct:
     # 32768 (a copy of Qwen/Qwen2.5-0.5B-Instruct's config.json, huggingface.co/unsloth/Qwen2.5-0.5B-Instruct blame
     # 00bafb7, `_name_or_path` Qwen/Qwen2.5-0.5B-Instruct; Qwen's Qwen2.5-1.5B-Instruct-GGUF README, commit 9a67271:
-    # "Context Length: Full 32,768 tokens and generation 8192 tokens"; read 2026-12-07). The larger Qwen2.5 cards name
-    # 131,072 tokens only with YaRN rope_scaling added to config.json; their 32768 without it is assumed (their
-    # config.json was not read here).
+    # "Context Length: Full 32,768 tokens and generation 8192 tokens"; read 2026-12-07). Qwen2.5-32B-Instruct and
+    # Qwen2.5-72B-Instruct, the other shipped stacks' models: their cards say "The current `config.json` is set for
+    # context length up to 32,768 tokens" and name 131,072 only with YaRN's rope_scaling added to it (Qwen's cards as
+    # copied in github.com/ZHUI/paddlenlp_model_readme Qwen/Qwen2.5-32B-Instruct/index.md and
+    # Qwen/Qwen2.5-72B-Instruct/index.md at 10d0a05, "Processing Long Texts"; read 2026-12-07).
     "Qwen/Qwen2.5-": (32768, "Qwen2.5's config.json max_position_embeddings, vLLM's max_model_len"),
+    # Meta Llama 3 (8B and 70B): "Context length 8k" in the card's table (meta-llama/Meta-Llama-3-8B-Instruct's card as
+    # copied in github.com/ZHUI/paddlenlp_model_readme meta-llama/Meta-Llama-3-8B-Instruct/index.md at 0abc042, read
+    # 2026-12-07); 8k as 8192 tokens, its config.json's max_position_embeddings, is assumed (the file was not read).
+    # Llama 3.1 and later (`Llama-3.1-`, `Meta-Llama-3.1-`) have no entry: their context was not read here.
+    "meta-llama/Meta-Llama-3-": (8192, "the Meta Llama 3 card's 8k context"),
 }
 """Model id prefix -> (context in tokens, where it comes from): prompt plus response must fit it."""
 
 GATED_MODEL_OWNERS: dict[str, str] = {
     # The Hub's "Gated models" page (huggingface.co/docs/hub/models-gated, read 2026-12-07): a model with access
     # requests enabled is gated; its files need the token of a user whose request was granted. Meta's Llama 3 cards
-    # turn it on with `extra_gated_prompt` in their metadata (huggingface.co/meta-llama/Meta-Llama-3-8B-Instruct
-    # README.md, read 2026-12-07). Qwen's repositories are not listed: no gating of theirs was read, so no check.
+    # turn it on with `extra_gated_prompt` and `extra_gated_fields` in their metadata
+    # (huggingface.co/meta-llama/Meta-Llama-3-8B-Instruct README.md; the same front matter in the copy named above).
     "meta-llama/": "meta-llama's repositories on the Hugging Face Hub are gated (access requests, "
     "huggingface.co/docs/hub/models-gated)",
+    # Google's Gemma cards: `extra_gated_heading: Access Gemma on Hugging Face` and "you're required to review and
+    # agree to Google's usage license" in their front matter (read 2026-12-07 as copied, unchanged, into the README
+    # front matter of repositories derived from google/gemma-2-27b-it and later Gemma models; Google's own files
+    # were not read). No shipped stack or recipe uses Gemma.
+    "google/gemma-": "Google's Gemma repositories on the Hugging Face Hub are gated (its usage license is accepted on "
+    "the model's page, huggingface.co/docs/hub/models-gated)",
+    # Qwen's repositories (every shipped stack's model) have no entry: not gated, assumed (no gating metadata of
+    # theirs was read: the card copies above carry no front matter). Mistral's were not read either.
 }
-"""Hub owner prefix -> why its models are gated: the staging Job downloads them only with grpo-gke:hfToken. Without
-it the staging Job learns it only from the Hub's answer to its download (huggingface_hub snapshot_download raises
-GatedRepoError on the Hub's 401, "Cannot access gated repo", workloads/staging_script.py), minutes into `up`."""
+"""Hub owner or model prefix -> why its models are gated: the staging Job downloads them only with grpo-gke:hfToken.
+Without it the staging Job learns it only from the Hub's answer to its download, minutes into `up`: the Hub answers a
+gated repository's file request 401 or 403 with the header `X-Error-Code: GatedRepo`, which huggingface_hub's
+hf_raise_for_status turns into GatedRepoError, "Cannot access gated repo for url ..." (huggingface/huggingface_hub
+src/huggingface_hub/utils/_http.py, read at 01dd37b and in the 1.x httpx form, 2026-12-07; the version in the images
+is not pinned here, the same header check assumed), raised by snapshot_download in workloads/staging_script.py."""
 
 HF_ARCHITECTURES: dict[str, str] = {
     # `architectures[0]` of each family's Hugging Face config.json (Qwen2.5 models are Qwen2).

@@ -35,7 +35,8 @@ once per attempt (`<run dir>/attempts.jsonl`, incluster/record.py). The rules:
   attempt resumes from that step on the next capacity, as above;
 - SUCCEEDED: `succeeded`; when the settings' schedule asks for more (runs.extends) the next attempt
   continues the run (not after a preflight that refused its cluster: the run is over); else the export
-  (`export-submitted`, through Hooks.export), and `exported` once that export job SUCCEEDED on the Ray head;
+  (`export-submitted`, through Hooks.export), and `exported` once that export job SUCCEEDED on the Ray head (nothing
+  is done while it is live: its end is the guardian's to record);
 - once the run is over (succeeded, not retried, gave up) and nothing is live on the cluster for
   idleMinutes: `scaled-to-zero` (through Hooks.scale_to_zero; idleMinutes 0 never); GPU workers that come back
   after it with nothing live (a RayCluster made anew by `pulumi up`, an unpark) are scaled to zero again;
@@ -45,17 +46,18 @@ once per attempt (`<run dir>/attempts.jsonl`, incluster/record.py). The rules:
   marker is marked stale (through Hooks.mark_stale, incluster/park.py mark_stale), and nothing is submitted when it
   cannot be.
 
-`python -m jobs guard --stack NAME [--address URL] [--data-root DIR] [--follow] [--take-over]` runs it in the
-foreground until the run is over and nothing is left to do (with `--follow`, until Ctrl-C); `python -m jobs guard
---settings FILE --address URL`, run as `python3 -m incluster.guardian`, is the in-cluster form (it always follows),
-from the shipped files alone (incluster/shipping.py): no Pulumi, no typed config.
+`python -m jobs guard --stack NAME [--address URL] [--data-root DIR] [--entrypoint CMD] [--follow] [--take-over]`
+runs it in the foreground until the run is over and nothing is left to do (with `--follow`, until Ctrl-C); `python -m
+jobs guard --settings FILE --address URL`, run as `python3 -m incluster.guardian`, is the in-cluster form (it always
+follows), from the shipped files alone (incluster/shipping.py): no Pulumi, no typed config.
 
 One guardian at a time (incluster/lease.py): where the Kubernetes API server is at hand, a guardian acts (records a
 decision, submits, exports, scales) only while it holds the run guardian's Lease, checked before each action.
 The in-cluster one waits while another holds it; the foreground one refuses to start while another holds it
 (unless `--take-over`) and stops with exit 2 if it loses it.
-Exit codes: 0 done; 2 bad input, an unreachable dashboard at the start, or another guardian holding the Lease
-(one line); 130 interrupted.
+Exit codes of the foreground form, once the run is over and nothing is left to do (its last line says how it ended):
+0 the run succeeded; 1 it ended otherwise (not retried, given up, stopped at its budget); 2 bad input, an
+unreachable dashboard at the start, or another guardian holding the Lease (one line); 130 interrupted.
 """
 
 from incluster.guardian.command import main

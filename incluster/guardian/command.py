@@ -82,6 +82,11 @@ def cluster_hooks(
     )
 
 
+RUN_NOT_FINISHED_EXIT = 1
+"""The foreground guardian's exit status when the run is over without reaching its schedule's end (not retried, given
+up, stopped at its budget; incluster/guardian/policy.py ended_as); 0 when it succeeded."""
+
+
 def _report(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
@@ -101,6 +106,9 @@ def _parser() -> argparse.ArgumentParser:
     top.add_argument("--kubeconfig", help="kubeconfig (default: $KUBECONFIG or ~/.kube/config)")
     top.add_argument("--context", help="kubeconfig context (default: the stack's gke_<project>_<region>_<cluster>)")
     top.add_argument("--data-root", help="a local directory standing for the shared storage (/data)")
+    top.add_argument(
+        "--entrypoint", help="guard the run `python -m jobs submit --entrypoint CMD` made (a smoke test's run)"
+    )
     top.add_argument(
         "--heartbeat", help="a file whose time every progress line sets (the in-cluster form's liveness probe reads it)"
     )
@@ -156,6 +164,8 @@ def main(
                 raise GuardError(
                     "--take-over is for the foreground guardian (--stack); the in-cluster one waits for the Lease"
                 )
+            if args.entrypoint is not None:
+                raise GuardError("--entrypoint is for the foreground guardian (--stack); the settings name the run")
             settings, endpoint = read_settings(args.settings), job_client.endpoint_for_address(args.address)
             follow = True
         elif from_stack is None:
@@ -172,11 +182,11 @@ def main(
         try:
             hooks = cluster_hooks(settings, endpoint, google_credential, report)
             guardian = Guardian(settings, endpoint, hooks, report, lease=lease, wait_for_lease=bool(args.settings))
-            guardian.run(follow=follow)
+            last = guardian.run(follow=follow)
         finally:
             if lease is not None:
                 lease.stop()
-        return 0
+        return 0 if last.details.get("outcome") == "succeeded" else RUN_NOT_FINISHED_EXIT
     except (GuardError, AccessError, job_client.JobError, LeaseHeld, LeaseError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

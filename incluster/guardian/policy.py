@@ -211,7 +211,8 @@ class Action:
     last_lines: tuple[str, ...] = ()
     """For `record`: log lines kept with it."""
     details: dict[str, Any] = field(default_factory=dict)
-    """For `record`: the event's details; for `scale-to-zero`, the idle bill the `scaled-to-zero` entry keeps."""
+    """For `record`: the event's details; for `scale-to-zero`, the idle bill the `scaled-to-zero` entry keeps; for
+    `done`, how the run ended (`outcome`: ended_as)."""
 
 
 def capacity_lost(state: State) -> str | None:
@@ -321,7 +322,7 @@ def _idle(state: State, why: str) -> Action:
             return Action("scale-to-zero", newest.number, again, details=settings.idle_rate.details())
         return _park(state, why)
     if not state.can_scale or settings.idle_minutes <= 0:
-        return Action("done", newest.number, why)
+        return _done(state, why)
     if state.anything_live:
         return Action("wait", newest.number, f"{why}; a job is live on the cluster, so the GPU workers stay")
     left = newest.end + settings.idle_minutes * 60 - state.now
@@ -329,6 +330,21 @@ def _idle(state: State, why: str) -> Action:
         return Action("wait", newest.number, f"{why}; GPU workers scale to zero in {left:.0f} s", wait_s=left)
     reason = f"{why}; idle for job.idleMinutes={settings.idle_minutes:g}"
     return Action("scale-to-zero", newest.number, reason, details=settings.idle_rate.details())
+
+
+def ended_as(state: State) -> str:
+    """How a run that is over ended: `succeeded` (its newest attempt SUCCEEDED at its schedule's end), else the record's
+    event that ended it (`not-retried`, `gave-up`, `budget-stop`)."""
+    newest, recorded = state.newest, state.recorded
+    assert newest is not None
+    over = next((event for event in ("not-retried", "gave-up", "budget-stop") if event in recorded), None)
+    return over or ("succeeded" if newest.status == "SUCCEEDED" else newest.status.lower())
+
+
+def _done(state: State, why: str) -> Action:
+    """Nothing left to do for the run: `why`, and how it ended (ended_as) for the foreground guardian's exit status."""
+    assert state.newest is not None
+    return Action("done", state.newest.number, why, details={"outcome": ended_as(state)})
 
 
 def _park(state: State, why: str) -> Action:
@@ -340,13 +356,11 @@ def _park(state: State, why: str) -> Action:
     newest, recorded = state.newest, state.recorded
     assert newest is not None
     if not state.can_park or "parked" in recorded:
-        return Action("done", newest.number, why)
+        return _done(state, why)
     failed = recorded.get("park-failed")
     tries = int((failed.get("details") or {}).get("tries", PARK_TRIES)) if failed else 0
     if tries >= PARK_TRIES:
-        return Action(
-            "done", newest.number, f"{why}; parking failed {tries} times: python -m jobs park parks it by hand"
-        )
+        return _done(state, f"{why}; parking failed {tries} times: python -m jobs park parks it by hand")
     if failed:
         left = float((failed.get("details") or {}).get("at", 0)) + state.backoff.delay(tries - 1) - state.now
         if left > 0:
@@ -442,16 +456,22 @@ def _after_budget_stop(state: State) -> Action:
 
 
 def _export_then_idle(state: State, why: str) -> Action:
-    """Once the run is over with a checkpoint to keep: export it once (when an export hook is wired), record the
-    export's success, then `_idle`."""
+    """Once the run is over with a checkpoint to keep: export it once (when an export hook is wired), wait while that
+    export is live, record its success (an export that ended otherwise is said in the reasons after), then `_idle`."""
     newest, recorded = state.newest, state.recorded
     assert newest is not None
     if state.can_export and "export-submitted" not in recorded:
         return Action("export", newest.number, why)
-    if state.export_status == "SUCCEEDED" and "exported" not in recorded:
-        submitted = recorded["export-submitted"]
-        return Action("record", newest.number, f"the export {export_submission_of(submitted)} SUCCEEDED",
-                      "exported", details=dict(submitted.get("details") or {}))  # fmt: skip
+    if state.export_status is not None:
+        submission = export_submission_of(recorded["export-submitted"])
+        if state.export_status == "SUCCEEDED":
+            return Action("record", newest.number, f"the export {submission} SUCCEEDED", "exported",
+                          details=dict(recorded["export-submitted"].get("details") or {}))  # fmt: skip
+        if state.export_status in job_client.LIVE:  # its end is this guardian's to record: not done before it
+            return Action("wait", newest.number, f"{why}; the export {submission} is {state.export_status}")
+        step = (recorded["export-submitted"].get("details") or {}).get("step")
+        again = "python -m jobs export" + (f" --step {step}" if step is not None else "")
+        why = f"{why}; the export {submission} {state.export_status}: {again} tries it again"
     return _idle(state, why)
 
 

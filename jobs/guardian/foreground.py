@@ -32,7 +32,7 @@ def from_stack(args: argparse.Namespace) -> tuple[Settings, Endpoint]:
             f"the guardian reads the checkpoints and writes the run's record on the shared storage, and {names.DATA_MOUNT}"
             " is not mounted here: pass --data-root DIR for a run on this machine (job.recover deploys it in the cluster)"
         )
-    values = guardian_settings(config)
+    values = guardian_settings(config, args.entrypoint)
     values["submission"] = local_submission(args, values["submission"])
     values["export"] = local_submission(args, values["export"])
     return settings_from(values, f"the config of stack {args.stack!r}"), endpoint

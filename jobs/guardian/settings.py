@@ -19,13 +19,15 @@ from incluster.lustre_transfer import TRANSFER_DEADLINE_SECONDS, instance_name
 from incluster.park import lustre_path
 from jobs.preflight.settings import preflight_template
 from jobs.runs.export import export_submission, exports_dir
-from jobs.spec.training import model_size_b, submission_for, training_spec
+from jobs.spec.training import TrainingSpec, model_size_b, submission_of, training_spec
 from workloads.raycluster import WORKER_GROUP
 
 
-def guardian_settings(config: StackConfig) -> dict[str, Any]:
-    """The guardian's settings for `config`'s run: plain data, the same for the same config."""
-    submission = submission_for(config)
+def guardian_settings(config: StackConfig, entrypoint: str | None = None) -> dict[str, Any]:
+    """The guardian's settings for `config`'s run: plain data, the same for the same config; `entrypoint` names the
+    run `python -m jobs submit --entrypoint` made (jobs/spec/training.py training_spec)."""
+    spec = training_spec(config, entrypoint)
+    submission = submission_of(config, spec, 1)
     return {
         "stack": config.stack,
         "run": submission["metadata"]["run"],
@@ -40,12 +42,12 @@ def guardian_settings(config: StackConfig) -> dict[str, Any]:
         "rayCluster": names.RAY_CLUSTER,
         "gpuWorkerGroup": WORKER_GROUP,
         "preflight": preflight_template(config),
-        "export": export_submission(config, training_spec(config)),
+        "export": export_submission(config, spec),
         "provisioning": config.gpu.provisioning,
         "ladder": config.gpu.capacity is not None,
         "cordonBadNodes": config.job.cordon_bad_nodes,
         "idleBill": idle_bill_setting(config),
-        "park": park_setting(config),
+        "park": park_setting(config, spec),
         **gpu_prices_setting(config),
     }
 
@@ -70,13 +72,12 @@ def gpu_prices_setting(config: StackConfig) -> dict[str, Any]:
     }
 
 
-def park_setting(config: StackConfig) -> dict[str, Any] | None:
+def park_setting(config: StackConfig, spec: TrainingSpec) -> dict[str, Any] | None:
     """What the guardian parks once the GPU workers are at zero (storage.parkWhenIdle), as `python -m jobs park`
     does (jobs/cli/park.py): the instance as the API names it, the parked bucket, the run's directory and its exports
     directory as instance paths, and how long it waits for each transfer; None without parking."""
     if not config.storage.park_when_idle or config.storage.type != "lustre":
         return None
-    spec = training_spec(config)
     return {
         "instance": instance_name(config.project, config.zone, names.lustre_names(config.cluster_name).instance_id),
         "bucket": config.parked_bucket_name,

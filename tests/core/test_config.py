@@ -927,6 +927,10 @@ WORKLOAD = [
 # ---------------------------------------------------------------- grpo-gke:grpo
 
 
+LLAMA_3 = "meta-llama/Meta-Llama-3-8B-Instruct"
+"""A Meta Llama 3 model (8k context)."""
+
+
 def _knob(name: str, value: Any) -> dict[str, Any]:
     return {**LIGHT, f"grpo-gke:grpo.{name}": value}
 
@@ -996,6 +1000,15 @@ GRPO_RANGES = [
         "grpo-gke:grpo.maxResponseLength: maxPromptLength + maxResponseLength (32768 + 1024 = 33792 tokens) is more"
         " than the 32768 tokens of Qwen/Qwen2.5-0.5B-Instruct's context (Qwen2.5's config.json"
         " max_position_embeddings, vLLM's max_model_len); shorten them",
+    ),
+    # Issue 34 item 4: Meta Llama 3's 8k context (core/facts/job.py MODEL_CONTEXT_TOKENS).
+    ok("llama-3-context-whole", {**_knob("maxResponseLength", 7680), "grpo-gke:workload.model": LLAMA_3}),
+    bad(
+        "llama-3-beyond-the-context",
+        {**_knob("maxResponseLength", 7681), "grpo-gke:workload.model": LLAMA_3},
+        "grpo-gke:grpo.maxResponseLength: maxPromptLength + maxResponseLength (512 + 7681 = 8193 tokens) is more than"
+        " the 8192 tokens of meta-llama/Meta-Llama-3-8B-Instruct's context (the Meta Llama 3 card's 8k context);"
+        " shorten them",
     ),
     *(
         bad(f"{key}-15", _knob(key, 15), f"grpo-gke:grpo.{key}: must be at least 16, got 15")

@@ -347,3 +347,36 @@ def test_a_fresh_run_is_another_run_whose_guardian_waits_for_its_first_attempt()
     assert fresh.run != base.run and fresh.run_dir != base.run_dir
     action = decide(State(now=END, settings=fresh, newest=None))
     assert (action.kind, action.attempt) == ("wait", 0) and fresh.run in action.reason
+
+
+def test_nothing_is_left_to_do_only_once_the_export_the_guardian_submitted_has_ended(settings):
+    """Without a scale-to-zero hook (a Ray head on this machine) the run is done after its export, not while the export
+    runs: its end is the guardian's to record. An export that ended otherwise is said in the last reason."""
+    local = {"can_scale": False}
+    submitted = [("succeeded", {}), ("export-submitted", {"details": {"step": 4, "submission": "r-export-step-4"}})]
+    for status in ("PENDING", "RUNNING"):
+        live = decide(state(settings, "SUCCEEDED", recorded=submitted, export_status=status, **local))
+        assert (live.kind, live.reason) == ("wait", f"attempt 1 SUCCEEDED; the export r-export-step-4 is {status}")
+    failed = decide(state(settings, "SUCCEEDED", recorded=submitted, export_status="FAILED", **local))
+    assert (failed.kind, failed.details) == ("done", {"outcome": "succeeded"})
+    assert failed.reason == (
+        "attempt 1 SUCCEEDED; the export r-export-step-4 FAILED: python -m jobs export --step 4 tries it again"
+    )
+    exported = decide(state(settings, "SUCCEEDED", recorded=[*submitted, ("exported", {})], **local))
+    assert (exported.kind, exported.reason) == ("done", "attempt 1 SUCCEEDED")
+
+
+def test_a_run_over_says_how_it_ended_for_the_foreground_guardians_exit_status(settings):
+    """`outcome` of the done decision: succeeded, or the record's event that ended the run."""
+    local = {"can_scale": False, "can_export": False}
+    budget = ("budget-stop", {"details": {"step": 4, "limit": "maxCost", "maxCost": 40.0, "maxGpuHours": None}})
+    budgeted = settings_from(guardian_settings(config_of("dev", job={"maxCost": 40})), "test")
+    cases = {
+        "succeeded": state(settings, "SUCCEEDED", recorded=[("succeeded", {})], **local),
+        "not-retried": state(settings, recorded=[OTHER, ("not-retried", {})], **local),
+        "gave-up": state(settings, recorded=[CAPACITY, ("gave-up", {})], **local),
+        "budget-stop": state(budgeted, "STOPPED", recorded=[budget], **local),
+    }
+    for outcome, over in cases.items():
+        done = decide(over)
+        assert (done.kind, done.details) == ("done", {"outcome": outcome}), outcome

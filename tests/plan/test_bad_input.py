@@ -407,3 +407,73 @@ def test_the_plans_urns_carry_the_project_name_of_pulumi_yaml(tmp_path):
     assert project_name(tmp_path / "Pulumi.yaml") == "my-grpo"
     recording = run_values(values_of("dev"), (), "dev", project="my-grpo")
     assert recording.resources and all(r.urn.startswith("urn:pulumi:dev::my-grpo::") for r in recording.resources)
+
+
+def python_project(options: str) -> str:
+    """A Pulumi.yaml of this program with `options` (YAML lines) under runtime.options."""
+    return f"name: grpo-gke\nruntime:\n  name: python\n  options:\n{options}"
+
+
+@pytest.mark.parametrize(
+    ("options", "made", "line"),
+    [
+        ("    toolchain: conda\n", None, "runtime.options.toolchain must be one of pip, poetry, uv (Pulumi's Python"
+         " host), got 'conda'"),
+        ("    typechecker: ruff\n", None, "runtime.options.typechecker must be one of mypy, pyright (Pulumi's Python"
+         " host), got 'ruff'"),
+        ("    virtualenv: 3\n", None, "runtime.options.virtualenv must be a directory's path (a string), got 3"),
+        ("    - virtualenv\n", None, "runtime.options must be a mapping (virtualenv, toolchain, typechecker), got"
+         " ['virtualenv']"),
+        ("    virtualenv: venv\n", "file", "runtime.options.virtualenv is {root}/venv, a file: name the virtual"
+         " environment's directory"),
+        ("    toolchain: pip\n    virtualenv: venv\n", "not-a-venv", "runtime.options.virtualenv is {root}/venv,"
+         " which has no bin/python, so pulumi up would refuse it: name the virtual environment (python3 -m venv DIR"
+         " makes one)"),
+    ],
+)  # fmt: skip
+def test_the_plan_refuses_runtime_options_pulumis_python_host_would_not_run(
+    tmp_path, monkeypatch, capsys, options, made, line
+):
+    """Issue 34 item 4: Pulumi.yaml's runtime options as the Python language host reads them (plan/harness.py
+    runtime_options_problem: pulumi/pulumi v3.259.0 parseOptions, pip.go EnsureVenv and ValidateVenv): one line naming
+    the file and the key, exit 2, nothing written."""
+    from plan import harness
+
+    project = tmp_path / "project"
+    project.mkdir()
+    if made == "file":
+        (project / "venv").write_text("")
+    elif made == "not-a-venv":
+        (project / "venv" / "lib").mkdir(parents=True)
+    (project / "Pulumi.yaml").write_text(python_project(options))
+    monkeypatch.setattr(harness, "PROJECT_FILE", project / "Pulumi.yaml")
+    assert main(["--stack", "dev", "--out", str(tmp_path / "out")]) == EXIT_BAD_INPUT
+    captured = capsys.readouterr()
+    expected = f"error: {project / 'Pulumi.yaml'}: {line.format(root=project.resolve())}\n"
+    assert (captured.out, captured.err) == ("", expected)
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_missing_virtualenv_is_a_warning_pulumi_up_makes_it_and_a_real_one_none(tmp_path, monkeypatch, capsys):
+    """Issue 34 item 4: pulumi up makes a missing or empty pip virtualenv itself and installs requirements.txt into it
+    (pip.go EnsureVenv through the host's GetRequiredPackages, pulumi/pulumi v3.259.0), so the plan goes on and says
+    so; a virtual environment (bin/python) says nothing, nor does the shipped Pulumi.yaml beside this checkout's .venv."""
+    from plan import harness
+
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "Pulumi.yaml").write_text(python_project("    toolchain: pip\n    virtualenv: venv\n"))
+    monkeypatch.setattr(harness, "PROJECT_FILE", project / "Pulumi.yaml")
+    assert main(["--stack", "dev", "--out", str(tmp_path / "out")]) == 0
+    warning = (
+        f"warning: {project / 'Pulumi.yaml'}: runtime.options.virtualenv {project.resolve()}/venv is missing or empty:"
+        " pulumi up makes it (python -m venv) and installs requirements.txt into it before it runs the program\n"
+    )
+    assert capsys.readouterr().err == warning
+    assert (tmp_path / "out" / "plan.json").is_file()
+
+    (project / "venv" / "bin").mkdir(parents=True)
+    (project / "venv" / "bin" / "python").write_text("")
+    assert harness.project_name(project / "Pulumi.yaml") == "grpo-gke"
+    assert harness.virtualenv_note(project / "Pulumi.yaml") is None
+    assert harness.virtualenv_note() is None

@@ -147,6 +147,26 @@ def test_a_gated_model_without_hf_token_is_warned_before_up():
     assert "warning:" not in with_token and "warning:" not in qwen
 
 
+def test_a_gemma_model_without_hf_token_is_warned_too():
+    """Issue 34 item 4: Google's Gemma repositories are gated as Meta's are (core/facts/job.py GATED_MODEL_OWNERS:
+    their cards' extra_gated_heading); another owner's model named gemma is not."""
+    from tests.conftest import SECRET_TOKEN, with_secrets
+
+    gemma = combination_values("standard", "h200", "gcs", workload={"model": "google/gemma-2-9b-it"},
+                               cluster={"dnsEndpoint": True})  # fmt: skip
+    warning = (
+        "  warning: grpo-gke:hfToken is not set and google/gemma-2-9b-it needs it: Google's Gemma repositories on the"
+        " Hugging Face Hub are gated (its usage license is accepted on the model's page,"
+        " huggingface.co/docs/hub/models-gated); without it the staging Job fails minutes into pulumi up. Request"
+        " access on the model's page, then: pulumi config set --secret grpo-gke:hfToken hf_..."
+    )
+    assert security_summary(load_config(gemma, (), "test")).endswith(f"\n{warning}")
+    assert "warning:" not in security_summary(load_config(*with_secrets(gemma, SECRET_TOKEN), "test"))
+    other = combination_values("standard", "h200", "gcs", workload={"model": "someone/gemma-2-9b-it"},
+                               cluster={"dnsEndpoint": True})  # fmt: skip
+    assert "warning:" not in security_summary(load_config(other, (), "test"))
+
+
 def test_a_registry_stack_names_the_nodes_repository_reads_and_the_streaming_role():
     """`workload.imageSource: registry` grants the nodes' account the reader role on the remote repositories and
     Service Usage Consumer on the project for image streaming (infra/registry.py); the summary says both."""
