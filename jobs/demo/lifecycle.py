@@ -43,7 +43,7 @@ from core.config.model import PROJECT_NAMESPACE, StackConfig
 from core.stackfile import read_stack_file, stack_file
 from incluster import job_client, readiness, record, run_submission
 from incluster.endpoint import Endpoint
-from incluster.guardian.loop import ExportRequest, Guardian, Hooks
+from incluster.guardian.loop import ExportDone, ExportRequest, Guardian, Hooks
 from incluster.guardian.policy import Backoff
 from incluster.guardian.settings import GuardError, Settings, settings_from
 from jobs.demo.stand_in_trainer import STEPS_ENV
@@ -285,11 +285,13 @@ class Cluster:
 class Printing:
     """The guardian's hooks on this machine: each says what it would do on the stack's cluster."""
 
-    def export(self, request: ExportRequest) -> str:
-        """On a cluster: the export job of the newest complete step (jobs/runs/export.py)."""
-        return (
+    def export(self, request: ExportRequest) -> ExportDone:
+        """On a cluster: the export job of the newest complete step (jobs/runs/export.py); here no job, so the
+        guardian follows none."""
+        return ExportDone(
+            None,
             f"on a cluster this submits the export of global_step_{request.step} as a Hugging Face model"
-            f" (jobs/runs/export.py; here nothing is converted)"
+            f" (jobs/runs/export.py; here nothing is converted)",
         )
 
     def scale_to_zero(self, settings: Settings) -> str:
