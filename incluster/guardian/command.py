@@ -15,7 +15,7 @@ from incluster.endpoint import AccessError, Endpoint
 from incluster.export_run import for_step
 from incluster.google_token import Credential, FreshBearer, metadata_credential
 from incluster.guardian.cluster import api_endpoint
-from incluster.guardian.loop import ExportRequest, Guardian, Hooks
+from incluster.guardian.loop import ExportDone, ExportRequest, Guardian, Hooks
 from incluster.guardian.settings import GuardError, Settings, read_settings
 from incluster.heartbeat import Heartbeat
 from incluster.lease import (
@@ -62,12 +62,13 @@ def cluster_hooks(
         assert target is not None
         return mark_stale(RestObjects(target.bucket, FreshBearer(google_credential)), "the run guardian")
 
-    def submit_export(request: ExportRequest) -> str:
+    def submit_export(request: ExportRequest) -> ExportDone:
         # Pinned to the step, the export has its deterministic submission id: a second guardian's is followed.
         pinned = for_step(export, settings.run, request.step) if request.step is not None else export
         submission_id, already = export_submission.submit_export(job_client.connect(endpoint), pinned)
         what = f"exports the newest complete checkpoint (step {request.step})"
-        return f"{submission_id} (already submitted) {what}" if already else f"{submission_id} {what}"
+        line = f"{submission_id} (already submitted) {what}" if already else f"{submission_id} {what}"
+        return ExportDone(submission_id, line)
 
     def scale_to_zero(_: Settings) -> str:
         assert api is not None

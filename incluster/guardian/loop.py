@@ -91,11 +91,22 @@ class ExportRequest:
 
 
 @dataclass(frozen=True)
+class ExportDone:
+    """What the export hook did: the job it submitted, by id, and the line saying so."""
+
+    submission: str | None
+    """The export job's Ray submission id, which the guardian follows to record `exported`; None when the hook
+    submitted no job (`make demo`'s, which says what it would do on a cluster)."""
+    line: str
+    """One line saying what the hook did, the record entry's reason."""
+
+
+@dataclass(frozen=True)
 class Hooks:
     """What the guardian does beyond Ray jobs of the run, wired by the caller (the export job and the
     scale-to-zero belong to the stack's deployment); each returns one line saying what it did."""
 
-    export: Callable[[ExportRequest], str] | None = None
+    export: Callable[[ExportRequest], ExportDone] | None = None
     """Submit the export job; None: no export is decided."""
     scale_to_zero: Callable[[Settings], str] | None = None
     """Scale the GPU workers to zero; None: no scale-to-zero is decided."""
@@ -237,10 +248,12 @@ class Guardian:
 
     def export_status(self, recorded: dict[str, dict[str, Any]]) -> str | None:
         """The export job's status once `export-submitted` is recorded and until `exported` is; None otherwise or when
-        Ray does not know it (a progress line says so)."""
+        Ray does not know it (a progress line says so), and when the export hook submitted no job."""
         if "export-submitted" not in recorded or "exported" in recorded:
             return None
         submission = export_submission_of(recorded["export-submitted"])
+        if submission is None:
+            return None
         try:
             return job_client.status_of(self.client, submission)
         except Exception as error:  # noqa: BLE001 - the Jobs API answers with RuntimeError and HTTP errors
@@ -600,8 +613,8 @@ class Guardian:
             assert self.hooks.export is not None
             step = self.resume_step()
             done = self.hooks.export(ExportRequest(self.settings, action.attempt, step))
-            details = {"step": step, "submission": done.split(" ", 1)[0]}
-            self.append(action.attempt, "export-submitted", one_line(done), details=details)
+            details = {"step": step, **({} if done.submission is None else {"submission": done.submission})}
+            self.append(action.attempt, "export-submitted", one_line(done.line), details=details)
         elif action.kind == "scale-to-zero":
             assert self.hooks.scale_to_zero is not None
             done = self.hooks.scale_to_zero(self.settings)

@@ -488,10 +488,15 @@ def _rungs_entry(state: State) -> Action | None:
     return Action("record", newest.number, reason, "gpu-rungs", details=dict(state.gpu_rungs))
 
 
-def export_submission_of(entry: dict[str, Any]) -> str:
-    """The export job's submission id an `export-submitted` entry names (its details; before them, its reason's first
-    word, where the export hook's line starts with it)."""
-    return str((entry.get("details") or {}).get("submission") or (entry.get("reason") or "").split(" ", 1)[0])
+def export_submission_of(entry: dict[str, Any]) -> str | None:
+    """The export job's submission id an `export-submitted` entry names: its `details.submission`, None when its
+    details name none (the export hook submitted no job); an entry written before entries had details names it as
+    its reason's first word."""
+    details = entry.get("details")
+    if isinstance(details, dict):
+        submission = details.get("submission")
+        return submission if isinstance(submission, str) and submission else None
+    return (entry.get("reason") or "").split(" ", 1)[0] or None
 
 
 def decide(state: State) -> Action:

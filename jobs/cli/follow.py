@@ -15,11 +15,12 @@ from core.config.model import PROJECT_NAMESPACE, StackConfig
 from core.prices import catalog, gpu_hourly
 from core.stackfile import stack_file
 from incluster import budget, job_client, readiness, run_submission, scaling
+from incluster.attempt import log_parts
 from incluster.logs import plain
 from incluster.progress import parse_verl_metrics
 from incluster.runs import run_dir_of
 from jobs.cli.lines import ProgressLine, counted, first_line
-from jobs.cli.stack_jobs import job_line, pick_job, print_records
+from jobs.cli.stack_jobs import RunDirectory, job_line, pick_job, print_records, reach_or_read
 from jobs.runs.observe import dollars_so_far
 from jobs.runs.observed import VERL_STEP_TIME_KEY, ray_attempts
 from jobs.spec.generation import record_generation
@@ -212,8 +213,19 @@ def fresh_run(args: argparse.Namespace, config: StackConfig) -> tuple[StackConfi
 
 def cmd_logs(args: argparse.Namespace, config: StackConfig) -> int:
     """Print a job's log (default: the newest attempt); with --follow stream it with a progress line."""
-    client = job_client.connect(endpoint_of(args, config))
-    job = pick_job(client, config.stack, args.job)
+    source = reach_or_read(args, config)
+    if isinstance(source, RunDirectory):
+        if args.follow:
+            raise UsageError(
+                f"--follow streams a job on a Ray head; {source.path} is read as it is (leave --follow out)"
+            )
+        # The attempt wrapper's log holds every line the attempt printed, each after its time and a tab.
+        for part in log_parts(source.path, source.attempt):
+            with open(part, encoding="utf-8", errors="replace") as log:
+                for line in log:
+                    sys.stdout.write(line.split("\t", 1)[-1])
+        return 0
+    client, job = source
     framework = (job.metadata or {}).get("framework", config.workload.framework)
     if args.follow:
         return follow(client, config, job.submission_id, framework, stream=True)

@@ -53,8 +53,13 @@ COMMANDS = {
 REACHES_THE_CLUSTER = frozenset(COMMANDS) - {"validate"}
 """Subcommands that talk to the Ray dashboard: they take --address, --kubeconfig and --context."""
 
-USES_DATA_ROOT = frozenset({"submit", "status", "list", "plot", "export", "preflight", "park"})
+USES_DATA_ROOT = frozenset({"submit", "status", "logs", "list", "plot", "export", "preflight", "park"})
 """Subcommands that read or place the run's files on the shared storage: they take --data-root."""
+
+READS_A_RUN_DIRECTORY = frozenset({"status", "plot", "logs"})
+"""Subcommands that read a run from its directory alone when no Ray head has it: they take --run-dir, and read the
+run's directory under --data-root when the head does not answer or lists no attempt of the stack
+(jobs/cli/stack_jobs.py reach_or_read)."""
 
 
 def positive_seconds(text: str) -> float:
@@ -93,6 +98,13 @@ def parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="a local directory standing for the shared storage: /data/x is DIR/x (a run on this machine)",
     )
+    directory = _Parser(add_help=False)
+    directory.add_argument(
+        "--run-dir",
+        metavar="DIR",
+        help="read the run from this copy of its directory (/data/checkpoints/<run>: the demo's, a download of the"
+        " parked bucket's) alone, no Ray head asked",
+    )
     top = _Parser(prog=PROGRAM, description=__doc__.splitlines()[0])
     commands = top.add_subparsers(dest="command", required=True, parser_class=_Parser, metavar="COMMAND")
     made = {}
@@ -102,6 +114,7 @@ def parser() -> argparse.ArgumentParser:
             stack,
             *([cluster] if name in REACHES_THE_CLUSTER else []),
             *([data] if name in USES_DATA_ROOT else []),
+            *([directory] if name in READS_A_RUN_DIRECTORY else []),
         ]
         made[name] = commands.add_parser(name, parents=parents, help=summary, description=summary)
     guard = _guard_summary()
@@ -120,6 +133,9 @@ def parser() -> argparse.ArgumentParser:
     made["stop"].add_argument("job", nargs="?", help="submission id (default: every live job of the stack)")
     made["plot"].add_argument("job", nargs="?", help="an attempt or export of the run (default: the newest attempt)")
     made["plot"].add_argument("--out", help="the PNG to write (default: <run>.png)")
+    made["export"].add_argument(
+        "job", nargs="?", help="an attempt of the run to export (default: the stack's run); never another run"
+    )
     made["export"].add_argument("--step", type=int, help="the checkpoint's step (default: the newest complete one)")
     made["export"].add_argument(
         "--converter",
@@ -149,6 +165,8 @@ def main(argv: list[str] | None = None) -> int:
         args = parser().parse_args(given)
         if args.command in USES_DATA_ROOT:
             args.data_root = checked_data_root(args.data_root)
+        if getattr(args, "run_dir", None) and not Path(args.run_dir).is_dir():
+            raise UsageError(f"--run-dir {args.run_dir}: no such directory; name a copy of the run's directory")
         config = load_stack(args.stack, Path(args.dir), checks_the_job(args))
         return COMMANDS[args.command](args, config)
     except (UsageError, StackFileError, access.AccessError, job_client.JobError, TransferError) as error:

@@ -14,23 +14,32 @@ from typing import TYPE_CHECKING
 from core.config.model import StackConfig
 from core.prices import catalog, idle_bill
 from incluster import budget, job_client, readiness, scaling
+from incluster.attempt import logged_lines
 from incluster.capacity_events import NODE_POOL_LABEL, rung_of_node
 from incluster.endpoint import Endpoint
 from incluster.export_submission import submit_export
 from incluster.guardian.cluster import api_endpoint, gpu_nodes_of
 from incluster.logs import ERROR_SCAN_LINES, error_line, plain
-from incluster.record import GPU_CAPACITY_LOST, record_lines
+from incluster.record import GPU_CAPACITY_LOST, RECORD_FILE, record_lines
 from jobs.cli.follow import follow
 from jobs.cli.lines import ProgressLine, counted
-from jobs.cli.stack_jobs import job_line, pick_job, record_where, run_of
+from jobs.cli.stack_jobs import (
+    RunDirectory,
+    directory_job_line,
+    job_line,
+    pick_job,
+    reach_or_read,
+    record_where,
+    run_of,
+)
 from jobs.runs import observed
-from jobs.runs.export import export_of, export_submission, exports_dir
+from jobs.runs.export import export_of, export_submission, exports_dir, for_run
 from jobs.runs.first_step import HEADING, FirstStep, first_step_lines, first_steps, first_steps_json
 from jobs.runs.goodput import Goodput
 from jobs.runs.idle import IdleView, idle_view
-from jobs.runs.observe import RunView, run_view
+from jobs.runs.observe import RunView, directory_view, run_view
 from jobs.runs.plot import draw, markers
-from jobs.spec.training import model_size_b, training_spec, under_data_root
+from jobs.spec.training import TrainingSpec, model_size_b, training_spec, under_data_root
 from jobs.submit.target import UsageError, endpoint_of, local_submission
 
 if TYPE_CHECKING:
@@ -64,9 +73,11 @@ def cmd_export(args: argparse.Namespace, config: StackConfig) -> int:
         raise UsageError(f"--step must be a step number of 1 or more, got {args.step}")
     spec = training_spec(config)
     converter = shlex.split(args.converter) if args.converter else None
-    submission = local_submission(args, export_submission(config, spec, args.step, converter))
     endpoint = endpoint_of(args, config)
     client = job_client.connect(endpoint)
+    if args.job:
+        spec = named_run(client, config, spec, args.job)
+    submission = local_submission(args, export_submission(config, spec, args.step, converter))
     progress = ProgressLine()
     brought_back = False
     try:
@@ -94,6 +105,22 @@ def cmd_export(args: argparse.Namespace, config: StackConfig) -> int:
     if brought_back:
         print(back_to_zero(client, endpoint), file=sys.stderr)
     return code
+
+
+def named_run(client: JobSubmissionClient, config: StackConfig, spec: TrainingSpec, job_id: str) -> TrainingSpec:
+    """The spec of the run whose attempt (or export) `job_id` is, a job of the stack on the cluster (pick_job): the
+    export is of that run and of no other; UsageError, one line, for a job of no run or a run of another framework."""
+    job = pick_job(client, config.stack, job_id)
+    run = run_of(job)
+    if run is None:
+        raise UsageError(f"job {job_id} is no attempt or export of a grpo-gke run; name one (list shows them)")
+    framework = (job.metadata or {}).get("framework", spec.framework)
+    if framework != spec.framework:
+        raise UsageError(
+            f"run {run} is a {framework} run and stack {config.stack!r} is {spec.framework} now: export it with the"
+            " stack file it ran with"
+        )
+    return for_run(spec, run)
 
 
 def back_to_zero(client: JobSubmissionClient, endpoint: Endpoint) -> str:
@@ -166,7 +193,8 @@ def budget_status(view: RunView, config: StackConfig, moment: float) -> str | No
 
 def projected_status(view: RunView, config: StackConfig, figures: Goodput, moment: float) -> str | None:
     """The run's projected end (incluster/budget.py projected_end) while its newest attempt is live: the steps left to
-    grpo.maxSteps at the median of the newest measured step times (jobs/runs/observed.py step_points), at the newest
+    the step limit it was submitted with (its `maxSteps` metadata, as the guardian reads it; else grpo.maxSteps) at
+    the median of the newest measured step times (jobs/runs/observed.py step_points), at the newest
     attempt's rungs' $/h, with each preemption's measured loss (goodput's Loss: after the checkpoint and the restart)
     folded in once one happened; None otherwise, or without a price."""
     newest = view.attempts[-1] if view.attempts else None
@@ -176,7 +204,9 @@ def projected_status(view: RunView, config: StackConfig, figures: Goodput, momen
     times = [point.step_s for point in observed.step_points(view.lines, view.framework) if point.step_s is not None]
     recoveries = [loss.total_s for loss in figures.losses if loss.failure == GPU_CAPACITY_LOST]
     hourly = prices[-1].hourly
-    found = budget.projected_end(times, figures.steps_done, config.grpo.max_steps, hourly, recoveries)
+    scheduled = newest.max_steps
+    limit = config.grpo.max_steps if scheduled is None else int(scheduled) if scheduled.isdigit() else None
+    found = budget.projected_end(times, figures.steps_done, limit, hourly, recoveries)
     return None if found is None else budget.projection_line(found, hourly, moment)
 
 
@@ -214,10 +244,14 @@ def cmd_status(args: argparse.Namespace, config: StackConfig) -> int:
     """Show a job (default: the stack's newest attempt), its run's goodput and cost across attempts, and its exports.
 
     Once the run is over: when the GPU workers scale to zero, then since when the rest bills and how much.
-    Through the API server (not a plain --address): each GPU node's rung of the capacity ladder, and the scale-up."""
+    Through the API server (not a plain --address): each GPU node's rung of the capacity ladder, and the scale-up.
+    Without a Ray head that has the run (--run-dir, or --data-root when none answers): the same from the run's
+    directory, its attempts as its record and logs tell them."""
+    source = reach_or_read(args, config)
+    if isinstance(source, RunDirectory):
+        return status_from_directory(args, config, source)
+    client, job = source
     endpoint = endpoint_of(args, config)
-    client = job_client.connect(endpoint)
-    job = pick_job(client, config.stack, args.job)
     status = job_client.status_text(job.status)
     error = None
     if status == "FAILED":
@@ -225,40 +259,16 @@ def cmd_status(args: argparse.Namespace, config: StackConfig) -> int:
     run = (job.metadata or {}).get("run")
     view = _view(args, config, client, job) if run else None
     moment = now()
-    figures = view.goodput(moment) if view is not None else None
-    idle = run_idle(view, config, moment)
-    starts = measured_first_steps(view, moment) if view is not None else None
     exports = [item for item in job_client.stack_jobs(client, config.stack) if run and export_of(item.metadata) == run]
     capacity = gpu_node_rungs(endpoint, config)
     if args.json:
-        document = {
-            "attempt": job.submission_id,
-            "status": status,
-            "run": run,
-            "error": error,
-            "gpuHourly": None if view is None else view.gpu_hourly,
-            "gpuPrices": []
-            if view is None
-            else [
-                {"attempt": item.attempt, "rungs": item.rungs, "hourly": item.hourly, "recorded": item.recorded}
-                for item in view.prices()
-            ],
-            "goodput": None if figures is None else figures.as_json(),
-            "firstSteps": None if starts is None else first_steps_json(starts),
-            "record": [] if view is None else list(view.record),
-            "exports": [
-                {
-                    "id": item.submission_id,
-                    "status": job_client.status_text(item.status),
-                    "step": item.metadata.get("step"),
-                }
-                for item in exports
-            ],
-            "gpuNodes": None if capacity is None else capacity[0],
-            "scaleUp": None if capacity is None else capacity[1] or None,
-            "idle": None if idle is None else idle.as_json(),
-            **time_document(view, moment),
-        }
+        document = status_document(config, job.submission_id, status, run, error, view, moment)
+        document["exports"] = [
+            {"id": item.submission_id, "status": job_client.status_text(item.status), "step": item.metadata.get("step")}
+            for item in exports
+        ]
+        document["gpuNodes"] = None if capacity is None else capacity[0]
+        document["scaleUp"] = None if capacity is None else capacity[1] or None
         print(json.dumps(document, sort_keys=True, indent=2))
         return 0
     print(job_line(job))
@@ -267,29 +277,14 @@ def cmd_status(args: argparse.Namespace, config: StackConfig) -> int:
         print(f"  {message[0]}")
     if status == "FAILED":
         print(f"  error: {error}" if error else f"  no error line in the last {ERROR_SCAN_LINES} log lines")
-    if view is not None and figures is not None:
-        print(f"run {view.run} across {counted(len(view.attempts), 'attempt')}:")
-        unpriced = view.unpriced()
-        for line in figures.lines(unpriced, view.at_most()):
-            print(f"  {line}")
-        for line in [] if unpriced else view.pricing_lines():
-            print(f"  {line}")
-        for line in (budget_status(view, config, moment), projected_status(view, config, figures, moment)):
-            if line is not None:
-                print(f"  {line}")
-        print_first_steps(starts or [])
-        for line in time_lines(view, moment):
-            print(line)
+    if view is not None:
+        print_run(config, view, moment)
     if exports:
         print(f"{'export' if len(exports) == 1 else 'exports'} of {run}:")
         for item in exports:
             print(f"  {job_line(item)}")
-    if view is not None and view.record:
-        print(f"record of {view.run} ({record_where(args, view.run)}):")
-        for line in record_lines(list(view.record)):
-            print(f"  {plain(line)}")
-    for line in [] if idle is None else idle.lines():
-        print(line)
+    if view is not None:
+        print_record_and_idle(config, view, record_where(args, view.run), moment)
     if capacity is not None:
         nodes, ladder = capacity
         if nodes is None:
@@ -303,15 +298,106 @@ def cmd_status(args: argparse.Namespace, config: StackConfig) -> int:
     return 0
 
 
+def status_from_directory(args: argparse.Namespace, config: StackConfig, found: RunDirectory) -> int:
+    """`status` of an attempt read from its run's directory alone (jobs/runs/observe.py directory_view): its status
+    the record's, its error line from its log's end, the run's figures, record and idle bill; no exports or GPU nodes,
+    which only the cluster knows."""
+    view = directory_view(config, found.run, config.workload.framework, found.path)
+    attempt = next(item for item in view.attempts if item.number == found.attempt)
+    error = None
+    if attempt.status == "FAILED":
+        error = error_line("\n".join(logged_lines(found.path, found.attempt, ERROR_SCAN_LINES)))
+    moment = now()
+    if args.json:
+        document = status_document(
+            config, f"{found.run}-{found.attempt}", attempt.status, found.run, error, view, moment
+        )
+        document.update({"exports": [], "gpuNodes": None, "scaleUp": None, "runDirectory": str(found.path)})
+        print(json.dumps(document, sort_keys=True, indent=2))
+        return 0
+    print(directory_job_line(found.run, attempt))
+    if attempt.status == "FAILED":
+        print(f"  error: {error}" if error else f"  no error line in the last {ERROR_SCAN_LINES} log lines")
+    print_run(config, view, moment)
+    print_record_and_idle(config, view, str(found.path / RECORD_FILE), moment)
+    return 0
+
+
+def status_document(
+    config: StackConfig,
+    attempt: str,
+    status: str,
+    run: str | None,
+    error: str | None,
+    view: RunView | None,
+    moment: float,
+) -> dict[str, object]:
+    """`status --json`'s keys that the run's files and attempts give (the cluster's exports and GPU nodes are added by
+    the caller)."""
+    figures = view.goodput(moment) if view is not None else None
+    idle = run_idle(view, config, moment)
+    starts = measured_first_steps(view, moment) if view is not None else None
+    return {
+        "attempt": attempt,
+        "status": status,
+        "run": run,
+        "error": error,
+        "gpuHourly": None if view is None else view.gpu_hourly,
+        "gpuPrices": []
+        if view is None
+        else [
+            {"attempt": item.attempt, "rungs": item.rungs, "hourly": item.hourly, "recorded": item.recorded}
+            for item in view.prices()
+        ],
+        "goodput": None if figures is None else figures.as_json(),
+        "firstSteps": None if starts is None else first_steps_json(starts),
+        "record": [] if view is None else list(view.record),
+        "idle": None if idle is None else idle.as_json(),
+        **time_document(view, moment),
+    }
+
+
+def print_run(config: StackConfig, view: RunView, moment: float) -> None:
+    """The run's figures across its attempts: goodput and cost, pricing, budget and projected end, the time to each
+    first step and where the time goes."""
+    figures = view.goodput(moment)
+    print(f"run {view.run} across {counted(len(view.attempts), 'attempt')}:")
+    unpriced = view.unpriced()
+    for line in figures.lines(unpriced, view.at_most()):
+        print(f"  {line}")
+    for line in [] if unpriced else view.pricing_lines():
+        print(f"  {line}")
+    for line in (budget_status(view, config, moment), projected_status(view, config, figures, moment)):
+        if line is not None:
+            print(f"  {line}")
+    print_first_steps(measured_first_steps(view, moment))
+    for line in time_lines(view, moment):
+        print(line)
+
+
+def print_record_and_idle(config: StackConfig, view: RunView, where: str, moment: float) -> None:
+    """The run's record (from `where`) and, once the run is over, its idle bill."""
+    if view.record:
+        print(f"record of {view.run} ({where}):")
+        for line in record_lines(list(view.record)):
+            print(f"  {plain(line)}")
+    idle = run_idle(view, config, moment)
+    for line in [] if idle is None else idle.lines():
+        print(line)
+
+
 def cmd_plot(args: argparse.Namespace, config: StackConfig) -> int:
     """Draw the run's reward and step time by stage against the step, each attempt's preemption and resume marked."""
     if args.out and Path(args.out).suffix.lower() != ".png":
         raise UsageError(f"--out {args.out}: the plot is a PNG; name a file ending in .png")
-    client = job_client.connect(endpoint_of(args, config))
-    job = pick_job(client, config.stack, args.job)
-    if run_of(job) is None:
-        raise UsageError(f"job {job.submission_id} is not an attempt of a grpo-gke run; name one (list shows them)")
-    view = _view(args, config, client, job)
+    source = reach_or_read(args, config)
+    if isinstance(source, RunDirectory):
+        view = directory_view(config, source.run, config.workload.framework, source.path)
+    else:
+        client, job = source
+        if run_of(job) is None:
+            raise UsageError(f"job {job.submission_id} is not an attempt of a grpo-gke run; name one (list shows them)")
+        view = _view(args, config, client, job)
     attempts = observed.goodput_attempts(view.attempts, view.record, view.lines)
     marks = markers(view.goodput(time.time()).losses, {item.number: item.resumed_from for item in attempts})
     points = observed.step_points(view.lines, view.framework)

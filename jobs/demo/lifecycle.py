@@ -6,13 +6,16 @@ newest complete checkpoint, then `status` and the plot.
 2. The dev stack's real job spec (jobs/spec/training.py, from the copy of the shipped `Pulumi.dev.yaml` in this folder) with
    the stand-in trainer (jobs/demo/stand_in_trainer.py: verl 0.9.1's checkpoint layout and resume) as the
    entrypoint, its shared storage under a local directory (`--data-root`), submitted as `pulumi up` submits it.
-3. Attempt 1 followed until the stand-in holds after step HOLD_AFTER (checkpoints at 2 and 4); then the GPU node's
-   process group is killed, as a preempted spot VM is lost: the head marks the node DEAD and the attempt fails.
+3. Attempt 1 followed until the stand-in holds after step HOLD_AFTER (checkpoints at 2 and 4), and `python -m jobs
+   status` of it while it runs: its step time by stage and its projected end. Then the GPU node's process group is
+   killed, as a preempted spot VM is lost: the head marks the node DEAD and the attempt fails.
 4. The run guardian (incluster/guardian/loop.py, the same loop as in the cluster) judges the lost GPU node, backs off, waits
    for GPU nodes (a new node joins, as a new spot VM would) and submits attempt 2, which resumes from step 4. Its
    export and scale-to-zero hooks say what they would do on a real cluster.
 5. `python -m jobs status` (goodput, $ per step at the stack's prices, the step time by stage from the stand-in's
-   verl metric names, the wall time by kind) and `python -m jobs plot`, then where everything is. Both nodes are ended by process group when done, on Ctrl-C (exit 130) and on error.
+   verl metric names, the wall time by kind) and `python -m jobs plot`, then where everything is and the commands
+   that read the run from its directory once the demo's Ray head is gone. Both nodes are ended by process group when
+   done, on Ctrl-C (exit 130) and on error.
 
 The stack file is a copy shipped in this folder, not the repository's `Pulumi.dev.yaml`: a user's edits to their
 own dev stack (another model, two nodes, a preflight) must not break the demo (tests/jobs/test_demo.py checks the
@@ -43,7 +46,7 @@ from core.config.model import PROJECT_NAMESPACE, StackConfig
 from core.stackfile import read_stack_file, stack_file
 from incluster import job_client, readiness, record, run_submission
 from incluster.endpoint import Endpoint
-from incluster.guardian.loop import ExportRequest, Guardian, Hooks
+from incluster.guardian.loop import ExportDone, ExportRequest, Guardian, Hooks
 from incluster.guardian.policy import Backoff
 from incluster.guardian.settings import GuardError, Settings, settings_from
 from jobs.demo.stand_in_trainer import STEPS_ENV
@@ -285,11 +288,13 @@ class Cluster:
 class Printing:
     """The guardian's hooks on this machine: each says what it would do on the stack's cluster."""
 
-    def export(self, request: ExportRequest) -> str:
-        """On a cluster: the export job of the newest complete step (jobs/runs/export.py)."""
-        return (
+    def export(self, request: ExportRequest) -> ExportDone:
+        """On a cluster: the export job of the newest complete step (jobs/runs/export.py); here no job, so the
+        guardian follows none."""
+        return ExportDone(
+            None,
             f"on a cluster this submits the export of global_step_{request.step} as a Hugging Face model"
-            f" (jobs/runs/export.py; here nothing is converted)"
+            f" (jobs/runs/export.py; here nothing is converted)",
         )
 
     def scale_to_zero(self, settings: Settings) -> str:
@@ -371,6 +376,22 @@ def lifecycle(out: Path, report: Say) -> int:
         report(f"submitted {outcome.submission_id}: the dev stack's job spec, the stand-in trainer as the entrypoint,"
                f" {STEPS} steps, a checkpoint every {SAVE_EVERY}")  # fmt: skip
         follow_until_hold(client, outcome.submission_id, report)
+        common = [
+            "--stack",
+            STACK,
+            "--dir",
+            str(DEMO_DIR),
+            "--address",
+            head.dashboard_url,
+            "--data-root",
+            str(data_root),
+        ]
+        report(
+            f"attempt 1 holds after step {HOLD_AFTER} (the node loss comes next): its step time by stage and its projected end"
+        )
+        report(f"$ python -m jobs status {shlex.join(common)}")
+        if run_cli("status", *common) != 0:
+            raise DemoError("python -m jobs status failed (its output is above)")
 
         first.kill()
         report(f"preempted: killed the GPU node's process group {first.process.pid} (node {first.node_id[:12]}),"
@@ -392,16 +413,6 @@ def lifecycle(out: Path, report: Say) -> int:
             raise DemoError(f"the guardian submitted no further attempt; see {run_dir / record.RECORD_FILE}")
         report(f"recovered: attempt {resumed[-1]['attempt']} resumed from step {resumed[-1]['resumed_from_step']}")
 
-        common = [
-            "--stack",
-            STACK,
-            "--dir",
-            str(DEMO_DIR),
-            "--address",
-            head.dashboard_url,
-            "--data-root",
-            str(data_root),
-        ]
         report(f"$ python -m jobs status {shlex.join(common)}")
         if run_cli("status", *common) != 0:
             raise DemoError("python -m jobs status failed (its output is above)")
@@ -417,7 +428,26 @@ def lifecycle(out: Path, report: Say) -> int:
     report(f"  attempt logs:  {run_dir / 'logs'}")
     report(f"  record:        {run_dir / record.RECORD_FILE}")
     report(f"  plot:          {plot}")
+    for line in closing_commands(run, resumed[-1]["attempt"], run_dir, plot):
+        report(line)
     return 0
+
+
+def closing_commands(run: str, newest: int, run_dir: Path, plot: Path) -> list[str]:
+    """The commands that look at the run after the demo, its Ray head gone: `status`, `logs` and `plot` read the run
+    from its directory alone (`--run-dir`, jobs/cli/stack_jobs.py reach_or_read), typed from the repository root."""
+    where = ["--stack", STACK, "--dir", shown_path(DEMO_DIR), "--run-dir", shown_path(run_dir)]
+    return [
+        "its Ray head is gone; these read the run from its directory (from the repository root):",
+        f"  .venv/bin/python -m jobs status {run}-{newest} {shlex.join(where)}",
+        f"  .venv/bin/python -m jobs logs {run}-1 {shlex.join(where)}",
+        f"  .venv/bin/python -m jobs plot {shlex.join(where)} --out {shlex.quote(shown_path(plot))}",
+    ]
+
+
+def shown_path(path: Path) -> str:
+    """`path` relative to the repository root where it lies under it (the commands are typed there), else whole."""
+    return str(path.relative_to(REPO_ROOT)) if path.is_relative_to(REPO_ROOT) else str(path)
 
 
 def with_progress(what: str, function: Callable[[], T], timeout: float, report: Say) -> T:

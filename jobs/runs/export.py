@@ -17,13 +17,14 @@ Pure: no Ray, no I/O.
 from __future__ import annotations
 
 import shlex
+from dataclasses import replace
 from typing import Any
 
 from core import names
 from core.config.model import StackConfig
 from core.facts.job import NEMO_RL_WORKDIR
 from incluster.export_run import STEP_DIR, TARGET_DIR, export_submission_id
-from jobs.spec.training import TrainingSpec, nemo_rl_recipe
+from jobs.spec.training import TrainingSpec, nemo_rl_recipe, run_directory
 
 EXPORT_ROOT = f"{names.DATA_MOUNT}/exports"
 """Where every run's exported models live on the shared storage."""
@@ -63,6 +64,17 @@ def converter_command(framework: str, backend: str = "dtensor") -> list[str]:
             f" {STEP_DIR}/config.yaml --dcp-ckpt-path {STEP_DIR}/policy/weights"
         )
     return ["bash", "-c", f"cd {NEMO_RL_WORKDIR} && {script} --hf-ckpt-path {TARGET_DIR}"]
+
+
+def for_run(spec: TrainingSpec, run: str) -> TrainingSpec:
+    """The stack's run's `spec` made that of `run`, another run of the same stack and framework (an earlier
+    generation, an `--entrypoint`'s): its id, its directory and the paths of its environment that name them, all the
+    export reads of a spec besides the framework."""
+    if run == spec.run:
+        return spec
+    run_dir = run_directory(run)
+    env = {key: value.replace(spec.run_dir, run_dir).replace(spec.run, run) for key, value in spec.env_vars.items()}
+    return replace(spec, run=run, run_dir=run_dir, env_vars=env)
 
 
 EXPORT_OF = "exportOf"

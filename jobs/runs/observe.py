@@ -1,9 +1,13 @@
 """One run as `status` and `plot` see it: Ray's attempts, the run's record and timestamped logs (read
-through the Ray head, or from `--data-root DIR`), the GPU price, and the goodput figures."""
+through the Ray head, or from `--data-root DIR`), the GPU price, and the goodput figures; or, without a Ray head
+(`make demo` stopped its own, a cluster is gone), the same from the run directory alone (directory_view)."""
 
 from __future__ import annotations
 
+import os
+import re
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -12,8 +16,9 @@ from core.config.model import StackConfig
 from core.facts.capacity import RUNGS
 from core.prices import CATALOG_NAME, catalog, gpu_node_ceiling
 from incluster import job_client
-from incluster.record import parse
-from incluster.run_files import read_local_run_files, read_run_files
+from incluster.record import RECORD_FILE, parse, stamp_seconds
+from incluster.run_files import attempt_log, read_local_run_files, read_run_files, timed_lines
+from incluster.runs import logged_attempts
 from jobs.runs import observed
 from jobs.runs.goodput import Goodput, StepDone, complete_checkpoints, measure
 from jobs.runs.pricing import AttemptPrice, attempt_prices, pricing_lines
@@ -123,18 +128,89 @@ def run_view(
     else:
         files = read_run_files(client, run_dir, names, observed.RUN_FILE_LINES, report=report)
         checkpoints = []
-    record = parse(files.get(names[0]) or "")
-    lines = observed.attempt_lines(files, ray)
+    return _view_of(config, run, framework, ray, parse(files.get(names[0]) or ""), files, checkpoints)
+
+
+def _view_of(
+    config: StackConfig,
+    run: str,
+    framework: str,
+    attempts: Sequence[observed.RayAttempt],
+    record: list[dict[str, Any]],
+    files: Mapping[str, str | None],
+    checkpoints: Sequence[int],
+) -> RunView:
+    """The RunView of `run` from its attempts, its record and its files as read (the attempts' logs' kept lines)."""
+    lines = observed.attempt_lines(files, attempts)
     resumed = [event["resumed_from_step"] for event in record if isinstance(event.get("resumed_from_step"), int)]
     resumed += observed.logged_resumes(lines).values()
     return RunView(
         run=run,
         framework=framework,
-        attempts=tuple(ray),
+        attempts=tuple(attempts),
         record=tuple(record),
         lines=lines,
         checkpoints=tuple(sorted({*checkpoints, *resumed})),
         **stack_prices(config),
+    )
+
+
+RECORDED_ENDS = {
+    "succeeded": "SUCCEEDED",
+    "failed": "FAILED",
+    "not-retried": "FAILED",
+    "gave-up": "FAILED",
+    "deadline-stop": "STOPPED",
+    "budget-stop": "STOPPED",
+}
+"""How an attempt ended, as Ray's status, by the guardian's record entry that says it (incluster/record.py EVENTS): the
+guardian records `failed` for a FAILED or STOPPED attempt before it decides `not-retried` or `gave-up`, and stops the
+attempts it records as `deadline-stop` and `budget-stop` itself."""
+
+UNRECORDED = "ENDED"
+"""The status of an attempt whose end the record does not say (an attempt after it exists, or no Ray head lists it)."""
+
+
+def directory_attempts(
+    record: Sequence[Mapping[str, Any]], logs: Mapping[int, Sequence[tuple[float, str]]]
+) -> list[observed.RayAttempt]:
+    """The run's attempts as its directory alone tells them, without Ray's job list: every attempt its record or its
+    logs name, started at its record's `submitted` entry (else its log's first line), ended at its log's last line
+    (else its record's last entry), its status the record's (RECORDED_ENDS; the first such entry), else UNRECORDED.
+    Pure."""
+    numbers = {item.get("attempt") for item in record if isinstance(item.get("attempt"), int)} | set(logs)
+    found = []
+    for number in sorted(number for number in numbers if number > 0):
+        own = [item for item in record if item.get("attempt") == number]
+        times = [moment for item in own if (moment := stamp_seconds(item.get("time"))) is not None]
+        submitted = [stamp_seconds(item.get("time")) for item in own if item.get("event") == "submitted"]
+        logged = logs.get(number) or []
+        start = submitted[0] if submitted and submitted[0] is not None else (logged[0][0] if logged else None)
+        end = logged[-1][0] if logged else (max(times) if times else None)
+        status = next((RECORDED_ENDS[item["event"]] for item in own if item.get("event") in RECORDED_ENDS), UNRECORDED)
+        found.append(observed.RayAttempt(number, status, start if start is not None else end, end))
+    return found
+
+
+def directory_view(config: StackConfig, run: str, framework: str, run_dir: Path) -> RunView:
+    """The run `run` from its directory on this machine alone (`--data-root`, `--run-dir`: a copy of the parked
+    bucket's, a downloaded one): its record, every attempt's rolled log parts and its complete checkpoints; the
+    attempts as directory_attempts tells them."""
+    try:
+        logged = logged_attempts(os.listdir(run_dir / "logs"))
+    except OSError:
+        logged = []
+    record = parse(read_local_run_files(run_dir, [RECORD_FILE]).get(RECORD_FILE) or "")
+    whole = read_local_run_files(run_dir, [attempt_log(number) for number in logged])
+    logs = {number: timed_lines(whole.get(attempt_log(number)) or "") for number in logged}
+    attempts = directory_attempts(record, logs)
+    keep = re.compile(observed.RUN_FILE_LINES)
+    files = {
+        name: "".join(line for line in (text or "").splitlines(True) if keep.search(line))
+        for name, text in whole.items()
+    }
+    return _view_of(
+        config, run, framework, attempts, record, files, complete_checkpoints(run_dir, framework, config.total_gpus)
     )
 
 

@@ -49,6 +49,8 @@ class RayAttempt:
     """When Ray accepted it; None when unknown."""
     end: float | None
     """When it ended; None while it is live."""
+    max_steps: str | None = None
+    """The schedule's step limit it was submitted with, its metadata's `maxSteps` ("": none); None where unknown."""
 
 
 @dataclass(frozen=True)
@@ -78,7 +80,8 @@ def ray_attempts(jobs: Iterable[Any]) -> list[RayAttempt]:
         status = str(getattr(job.status, "value", job.status))
         start = job.start_time / 1000 if job.start_time else None
         end = job.end_time / 1000 if job.end_time else None
-        found.append(RayAttempt(number, status, start, end))
+        max_steps = (job.metadata or {}).get("maxSteps")
+        found.append(RayAttempt(number, status, start, end, max_steps if isinstance(max_steps, str) else None))
     return sorted(found, key=lambda item: item.number)
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from incluster import job_client, record, run_submission, shipping
-from incluster.guardian.loop import ExportRequest, Guardian, Hooks
+from incluster.guardian.loop import ExportDone, ExportRequest, Guardian, Hooks
 from incluster.guardian.policy import Action, Backoff, decide
 from incluster.guardian.settings import Settings, settings_from
 from incluster.runs import for_attempt
@@ -51,9 +51,9 @@ class Recorded:
         self.scaled: list[str] = []
         self.parked: list[str] = []
 
-    def export(self, request: ExportRequest) -> str:
+    def export(self, request: ExportRequest) -> ExportDone:
         self.exports.append((request.attempt, request.step))
-        return f"export of step {request.step} submitted"
+        return ExportDone(None, f"export of step {request.step} recorded (no job submitted)")
 
     def scale_to_zero(self, settings: Settings) -> str:
         self.scaled.append(settings.run)

@@ -21,7 +21,7 @@ from incluster.endpoint import Endpoint
 from incluster.google_token import Credential, TokenError
 from incluster.guardian import command
 from incluster.guardian.command import cluster_hooks
-from incluster.guardian.loop import Guardian
+from incluster.guardian.loop import ExportDone, Guardian
 from incluster.guardian.policy import Action, AttemptView, State, decide
 from incluster.guardian.settings import ParkTarget, Settings, settings_from
 from incluster.lustre_transfer import TransferError
@@ -86,7 +86,10 @@ class ExportJobs:
 def export_and_see_it_finish(guardian: Guardian) -> None:
     """The guardian's own export flow: `succeeded`, the export decided and submitted (the hook answers as
     cluster_hooks' does), then the export job SUCCEEDED on the Ray head and the guardian's `exported`."""
-    guardian.hooks = replace(guardian.hooks, export=lambda request: f"{RUN}-export-step-{request.step} exports step 6")
+    submission = f"{RUN}-export-step-6"
+    guardian.hooks = replace(
+        guardian.hooks, export=lambda request: ExportDone(submission, f"{submission} exports step 6")
+    )
     run_dir = guardian.settings.run_dir
     view = AttemptView(1, "SUCCEEDED", start=1796126400.0, end=1796129000.0)
 

@@ -16,7 +16,7 @@ from incluster.google_token import Credential
 from incluster.guardian import cluster, loop
 from incluster.guardian.cluster import IN_CLUSTER_API, with_deadline
 from incluster.guardian.command import cluster_hooks
-from incluster.guardian.loop import ExportRequest, Guardian, Hooks, head_node_id, preflighted_head
+from incluster.guardian.loop import ExportDone, ExportRequest, Guardian, Hooks, head_node_id, preflighted_head
 from incluster.guardian.settings import settings_from
 from incluster.preflight import gate
 from jobs.guardian.settings import guardian_settings
@@ -158,13 +158,17 @@ def test_the_guardians_hooks_export_and_scale_to_zero_through_the_api_server(mon
     monkeypatch.setattr(scaling, "scale_to", lambda api, replicas, report=None: sent.append((api.address, replicas)))
     proxy = Endpoint(address="https://1.2.3.4/api/v1/namespaces/grpo/services/grpo-head-svc:8265/proxy")
     hooks = cluster_hooks(settings, proxy, no_google_token, print)
-    assert hooks.export(ExportRequest(settings, 1, 8)).startswith("x-1 exports")
+    assert hooks.export(ExportRequest(settings, 1, 8)) == ExportDone(
+        "x-1", "x-1 exports the newest complete checkpoint (step 8)"
+    )
     hooks.scale_to_zero(settings)
     # Pinned to the step, with the step's deterministic submission id: a second guardian's export follows the first.
     pinned = for_step(values["export"], settings.run, 8)
     assert pinned["submission_id"] == f"{settings.run}-export-step-8"
     assert sent == [("client", pinned), ("https://1.2.3.4", 0)]
-    assert hooks.export(ExportRequest(settings, 1, 8)).startswith("x-1 (already submitted) exports")
+    assert hooks.export(ExportRequest(settings, 1, 8)) == ExportDone(
+        "x-1", "x-1 (already submitted) exports the newest complete checkpoint (step 8)"
+    )
     sent.clear()
     local = cluster_hooks(settings, Endpoint(address="http://127.0.0.1:8265"), no_google_token, print)
     assert local.export is not None and local.scale_to_zero is None and local.park is None

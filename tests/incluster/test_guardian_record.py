@@ -14,7 +14,7 @@ import pytest
 from incluster import job_client, readiness, record
 from incluster.attempt import log_path
 from incluster.endpoint import Endpoint
-from incluster.guardian.loop import Guardian, Hooks
+from incluster.guardian.loop import ExportDone, Guardian, Hooks
 from incluster.guardian.policy import decide
 from incluster.guardian.settings import settings_from
 from incluster.preflight import gate
@@ -186,3 +186,18 @@ def test_the_guardian_starts_and_decides_past_record_lines_of_another_shape(sett
     path.write_text(json.dumps({"attempt": 1, "event": "failed", "time": STAMP, "details": None}) + "\n")
     assert guard(settings, failed, monkeypatch, []).run(sleep=no_sleep).kind == "done"
     assert shown(settings) == [f"{STAMP}  attempt 1  failed", f"{STAMP}  attempt 1  not-retried"]
+
+
+def test_an_export_hook_that_submits_no_job_is_recorded_and_no_job_is_looked_up(settings, monkeypatch):
+    """`make demo`'s export hook says what it would submit and submits nothing (jobs/demo/lifecycle.py Printing): the
+    guardian records it without a submission and never asks Ray for a job named by the line's first word (it said
+    "the export on is not known ... Job on does not exist" on every look)."""
+    lines: list[str] = []
+    guardian = guard(settings, Jobs(attempt(settings, "SUCCEEDED")), monkeypatch, lines)
+    said = "on a cluster this submits the export of global_step_8"
+    guardian.hooks = Hooks(export=lambda request: ExportDone(None, said))
+    done = guardian.run(sleep=no_sleep)
+    submitted = [item for item in record.read(settings.run_dir) if item["event"] == "export-submitted"]
+    assert [(item["reason"], item["details"]) for item in submitted] == [(said, {"step": None})]
+    assert not [line for line in lines if "not known" in line], lines
+    assert done.kind == "done"

@@ -407,11 +407,11 @@ def test_plot_marks_the_resume_of_an_attempt_the_cli_submitted_from_its_own_log(
 
 def test_every_subcommand_uses_the_same_data_root_and_refuses_a_missing_one(cli_run, capsys):
     missing = cli_run.directory / "absent"
-    for command in ("submit", "status", "list", "plot", "export", "preflight", "park"):
+    for command in ("submit", "status", "logs", "list", "plot", "export", "preflight", "park"):
         code, out, err = cli(capsys, command, *cli_run.args, "--data-root", str(missing))
         assert (code, out) == (2, ""), command
         assert err == f"error: --data-root {missing}: no such directory; name the directory that stands for /data\n"
-    for command in ("logs", "stop", "validate"):
+    for command in ("stop", "validate"):
         code, _, err = cli(capsys, command, *cli_run.args[:4], "--data-root", str(cli_run.data))
         assert code == 2 and err.startswith("error: unrecognized arguments: --data-root"), command
         assert err.count("\n") == 1, command
@@ -466,7 +466,7 @@ def test_the_help_lists_every_subcommand_with_one_line_and_validate_is_offline(t
     for command in ("submit", "status", "logs", "list", "stop", "plot", "export", "preflight", "park"):
         shown = jobs_cli(command, "--help", home=tmp_path).stdout.split("\n\n")
         assert len(shown[1].splitlines()) <= 2 and shown[1].endswith("."), (command, shown[1])
-        assert ("--data-root DIR" in shown[0]) == (command not in ("logs", "stop")), command
+        assert ("--data-root DIR" in shown[0]) == (command != "stop"), command
     assert jobs_cli("guard", "--help", home=tmp_path).stdout.startswith("usage: .venv/bin/python -m jobs guard ")
 
 
@@ -870,3 +870,29 @@ def test_export_says_its_converter_runs_without_a_shell_as_the_submission_carrie
     entrypoint = export_submission(config, training_spec(config), None, shlex.split(command))["entrypoint"]
     words = shlex.split(entrypoint)
     assert words[words.index("--") + 1 :] == ["sh", "-c", "cp -r @STEP_DIR@ @TARGET_DIR@ && echo done"]
+
+
+def test_reading_a_run_directory_refuses_what_is_not_the_stacks_run_in_one_line(make_stack, tmp_path, capsys):
+    """Issue 34 item 3: `--run-dir` names a copy of a run's directory; a missing one, one that holds no run, a job id
+    of another stack or of another run than the directory's are each one line, exit 2, and no Ray head is asked."""
+    name, directory = make_stack("cli")
+    base = ["--stack", name, "--dir", str(directory)]
+    missing, empty = tmp_path / "absent", tmp_path / f"{name}-0123456789"
+    empty.mkdir()
+    for command in ("status", "logs", "plot"):
+        code, out, err = cli(capsys, command, *base, "--run-dir", str(missing))
+        assert (code, out, err) == (
+            2, "", f"error: --run-dir {missing}: no such directory; name a copy of the run's directory\n"
+        ), command  # fmt: skip
+    code, out, err = cli(capsys, "status", *base, "--run-dir", str(empty))
+    assert (code, out) == (2, "")
+    assert err.splitlines()[-1] == (f"error: {empty}: no run directory (no attempts.jsonl nor logs/attempt-<N>.log)")
+    code, out, err = cli(capsys, "status", "dev-0123456789-1", *base, "--run-dir", str(empty))
+    assert (code, out, err.splitlines()[-1]) == (
+        2, "", f"error: 'dev-0123456789-1' is no attempt of stack '{name}': an attempt's id is <run>-<N>, its run {name}-<hash>"
+    )  # fmt: skip
+    code, out, err = cli(capsys, "status", f"{name}-fedcba9876-1", *base, "--run-dir", str(empty))
+    assert (code, out, err.splitlines()[-1]) == (
+        2, "", f"error: {name}-fedcba9876-1 is an attempt of run {name}-fedcba9876, not of {empty.name}, the run"
+        f" --run-dir {empty} holds"
+    )  # fmt: skip

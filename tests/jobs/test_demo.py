@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -64,6 +65,20 @@ DURATION = r"\d+[hms]( \d+[ms])?"
 SECONDS = r"\d+\.\d+s"
 """A stage's seconds as jobs/runs/step_time.py seconds_text writes them under a minute: `0.15s`, `12.4s`."""
 
+
+def stage_lines(steps: int, saves: int) -> list[str]:
+    """The lines of the step time by stage (jobs/runs/step_time.py) over `steps` steps, `saves` of them saved, from the
+    stand-in's verl 0.9.1 metric names."""
+    return [
+        rf"step time by stage \(mean of {steps} steps, verl's timing_s/\*\):",
+        *(rf"  {stage} +{SECONDS} +\d+%" for stage in ("generation", "log-probs", "training", "weight sync")),
+        rf"  checkpoint save +{SECONDS} +\d+% \(saved on {saves} of {steps} steps\)",
+        rf"  other +{SECONDS} +\d+%",
+        rf"  whole step +{SECONDS}",
+        r"tokens per second per GPU: \d+\.\d \(median; perf/throughput\)",
+    ]
+
+
 SHAPE = [
     r"grpo-gke demo: the whole run lifecycle on this machine, offline; its files go to (?P<out>/\S+)",
     r"starting a local Ray head on 127\.0\.0\.1 .*",
@@ -73,6 +88,12 @@ SHAPE = [
     rf" steps, a checkpoint every {SAVE_EVERY}",
     r"  (?P=run)-1 \| Training from scratch",
     *(rf"  (?P=run)-1 \| step:{step}" for step in range(1, HOLD_AFTER + 1)),
+    # issue 33: while attempt 1 runs, `status` shows its step time by stage and its projected end
+    rf"attempt 1 holds after step {HOLD_AFTER} \(the node loss comes next\): its step time by stage and its projected end",
+    r"\$ python -m jobs status --stack dev --dir \S+ --address http://127\.0\.0\.1:\d+ --data-root (?P=out)/data",
+    r"(?P=run)-1  RUNNING  run=(?P=run)  attempt=1  .*",
+    rf"  projected end: step {STEPS} in ~\d+m \d\ds \(\d{{4}}-\d\d-\d\dT[0-9:.]+Z\), ~\$\d+\.\d\d more at \$\d+\.\d\d/h",
+    *stage_lines(HOLD_AFTER, HOLD_AFTER // SAVE_EVERY),
     r"preempted: killed the GPU node's process group \d+ \(node (?P=first)\), as a spot VM is lost",
     r"Ray marked node (?P=first) DEAD; a new GPU node is starting, as a new spot VM would",
     r"the run guardian follows the run .*",
@@ -96,12 +117,7 @@ SHAPE = [
     rf"  attempt 2: {DURATION} from attempt 1's end to its first step line \({DURATION} from its submission\)",
     # where the time went, from the stand-in's verl 0.9.1 metric names (jobs/runs/step_time.py): every step of both
     # attempts (attempt 2 runs step 5 again), saves on every SAVE_EVERY-th
-    rf"step time by stage \(mean of {STEPS + 1} steps, verl's timing_s/\*\):",
-    *(rf"  {stage} +{SECONDS} +\d+%" for stage in ("generation", "log-probs", "training", "weight sync")),
-    rf"  checkpoint save +{SECONDS} +\d+% \(saved on {STEPS // SAVE_EVERY} of {STEPS + 1} steps\)",
-    rf"  other +{SECONDS} +\d+%",
-    rf"  whole step +{SECONDS}",
-    r"tokens per second per GPU: \d+\.\d \(median; perf/throughput\)",
+    *stage_lines(STEPS + 1, STEPS // SAVE_EVERY),
     rf"wall time by kind \({DURATION} since the first submission\):",
     *(rf"  {kind} +{DURATION} +\d+%" for kind in KINDS),
     r"\$ python -m jobs plot .* --out (?P<plot>(?P=out)/(?P=run)\.png)",
@@ -112,6 +128,11 @@ SHAPE = [
     r"  attempt logs:  (?P=run_dir)/logs",
     r"  record:        (?P=run_dir)/attempts\.jsonl",
     r"  plot:          (?P=plot)",
+    # issue 34 item 3: the commands that read the run once its Ray head is gone, typed from the repository root
+    r"its Ray head is gone; these read the run from its directory \(from the repository root\):",
+    r"  \.venv/bin/python -m jobs status (?P<newest>(?P=run)-2) (?P<where>--stack dev --dir jobs/demo --run-dir \S+)",
+    r"  \.venv/bin/python -m jobs logs (?P=run)-1 (?P=where)",
+    r"  \.venv/bin/python -m jobs plot (?P=where) --out \S+",
 ]
 """The lines that matter, in order (other lines, such as a progress line or the record's lines, may come between)."""
 
@@ -154,6 +175,73 @@ def test_make_demo_runs_the_whole_lifecycle_and_leaves_no_ray_process_behind():
     ]  # fmt: skip
     saved = ["global_step_2", "global_step_4", "global_step_6", "global_step_8"]
     assert sorted(path.name for path in run_dir.glob("global_step_*")) == saved
+    # the guardian's export hook here submits no job, so the guardian asks Ray for none (it asked for a job "on")
+    assert "is not known" not in output and "does not exist" not in output, output
+    after_the_demo(result.stdout.splitlines(), found)
+
+
+def cli(command: str) -> subprocess.CompletedProcess:
+    """A command the demo printed, run as a user types it from the repository root (the venv's Python, which runs
+    this test, for `.venv/bin/python`)."""
+    words = shlex.split(command)
+    assert words[0] == ".venv/bin/python", command
+    return subprocess.run([sys.executable, *words[1:]], cwd=REPO_ROOT, env=demo_env(uuid.uuid4().hex),
+                          capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+
+
+def after_the_demo(lines: list[str], found: dict[str, str]) -> None:
+    """Issue 34 item 3: once the demo's Ray head is gone, the commands of its closing lines read the run from its
+    directory, each with one line saying so, and its own `status` command (the head's address, --data-root) reads the
+    run's directory instead of saying there is no attempt; never another run than the one named."""
+    run, run_dir, newest = found["run"], found["run_dir"], found["newest"]
+    commands = [line.strip() for line in lines[-3:]]
+    reading = f"reading run {run} from its directory {run_dir} (no Ray head asked)\n"
+
+    status = cli(commands[0])
+    assert (status.returncode, status.stderr) == (0, reading), status.stdout + status.stderr
+    match_in_order(status.stdout.splitlines(), [
+        rf"{newest}  SUCCEEDED  run={run}  attempt=2  started=\d{{4}}-\d\d-\d\d \d\d:\d\d:\d\dZ",
+        rf"run {run} across 2 attempts:", rf"  steps: {STEPS} done, .*",
+        rf"  preemption of attempt 1 at step {HOLD_AFTER}: lost .*", r"  cost: \$\d+\.\d\d so far, .*",
+        rf"  attempt 2: {DURATION} from attempt 1's end to its first step line \({DURATION} from its submission\)",
+        *stage_lines(STEPS + 1, STEPS // SAVE_EVERY),
+        rf"wall time by kind \({DURATION} since the first submission\):",
+        *(rf"  {kind} +{DURATION} +\d+%" for kind in KINDS),
+        rf"record of {run} \({run_dir}/attempts\.jsonl\):",
+        r"  \S+Z  attempt 2  scaled-to-zero: .*",
+        r"idle since .*",
+    ])  # fmt: skip
+    assert status.stdout.splitlines()[0].startswith(f"{newest}  SUCCEEDED")
+
+    logs = cli(commands[1])
+    assert (logs.returncode, logs.stderr) == (0, reading), logs.stdout + logs.stderr
+    logged = logs.stdout.splitlines()
+    assert logged[0] == f"grpo-gke attempt 1: no checkpoint; starting at step 0 in {run_dir}"
+    assert [line.split(" - ")[0] for line in logged if line.startswith("step:")] == [f"step:{n}" for n in range(1, 6)]
+    assert f"stand-in: holding after step {HOLD_AFTER}" in "\n".join(logged)
+
+    plot = cli(commands[2])
+    assert (plot.returncode, plot.stderr) == (0, reading), plot.stdout + plot.stderr
+    out = shlex.split(commands[2])[-1]
+    assert plot.stdout == f"wrote {out}: {STEPS + 1} steps of 2 attempts, 2 marks\n"
+
+    # The demo's own status command, its head gone: the named attempt from the run's directory under --data-root.
+    own = next(line for line in lines if line.startswith("$ python -m jobs status "))
+    again = cli(own.replace("$ python", ".venv/bin/python", 1).replace(" status ", f" status {newest} ", 1))
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert re.fullmatch(
+        r"cannot reach the Ray dashboard at http://127\.0\.0\.1:\d+: .*; "
+        + re.escape(f"reading run {run} from its directory {run_dir} instead\n"),
+        again.stderr,
+    ), again.stderr
+    recorded = [line for line in status.stdout.splitlines() if re.match(r"  \S+Z  attempt \d", line)]
+    assert len(recorded) == 6 and [line for line in again.stdout.splitlines() if line in recorded] == recorded
+    assert again.stdout.splitlines()[0] == status.stdout.splitlines()[0]
+    # Unnamed, the stack's own run (the dev stack's trainer, not the demo's stand-in) has no directory there: refused
+    # in one line naming the run that is, never read in its place.
+    unnamed = cli(own.replace("$ python", ".venv/bin/python", 1))
+    assert unnamed.returncode == 2 and unnamed.stdout == "", unnamed.stdout + unnamed.stderr
+    assert unnamed.stderr.splitlines()[-1].endswith(f"holds the newest attempts {newest}: name one")
 
 
 def demo_env(marker: str) -> dict[str, str]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import shlex
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -20,6 +21,7 @@ from tests.incluster.test_checkpoints_on_ray import _run_attempt
 from tests.incluster.test_scaling import apply_json_patch
 from tests.jobs.runs.test_export import STAND_IN, _verl_step
 from tests.jobs.test_cli_on_ray import common, run_cli
+from tests.ray_fixtures import stand_in_trainer
 from tests.support.service_proxy_stand_in import ProxyStandIn, service_proxy_stand_in
 from workloads.raycluster import render_manifest
 
@@ -128,3 +130,37 @@ def test_export_of_a_step_that_is_not_there_fails_with_its_reason(ray_head, make
 def test_a_step_below_one_is_one_line_and_exit_2(capsys):
     code = main(["export", "--stack", "dev", "--dir", "tests/stacks", "--step", "0"])
     assert (code, capsys.readouterr().err) == (2, "error: --step must be a step number of 1 or more, got 0\n")
+
+
+def test_export_exports_the_run_it_names_and_never_the_other_run_of_the_directory(ray_head, make_stack, capsys):
+    """Issue 34 item 3: two runs of the stack under one data root, each made by the project's own flows: the stack's
+    run (an attempt of the attempt wrapper on the Ray head, three steps) and a smoke test's run (`submit --entrypoint`,
+    the stand-in trainer, two steps, saved later). `export <an attempt of the other>` exports that run alone, from its
+    own checkpoint; `export` with no job, the stack's run alone."""
+    name, directory = make_stack("cli-export-two")
+    args = common(name, directory, ray_head)
+    data_root = Path(directory, "data")
+    run = training_spec(load_stack(name, directory)).run
+    _run_attempt(job_client.connect(Endpoint(address=ray_head)), data_root / "checkpoints" / run, run, 1, steps=3)
+    trainer = stand_in_trainer("--steps", "2", "--save-every", "1", "--step-seconds", "0")
+    code, out, err = run_cli(capsys, "submit", *args, "--entrypoint", trainer, "--wait")
+    assert code == 0, err
+    other_attempt = out.strip()
+    other = other_attempt.rsplit("-", 1)[0]
+    assert other != run and (data_root / "checkpoints" / other / "global_step_2").is_dir()
+    converter = shlex.join([sys.executable, "-c", STAND_IN, "@STEP_DIR@/actor", "@TARGET_DIR@"])
+
+    code, out, err = run_cli(capsys, "export", *args, other_attempt, "--converter", converter)
+    assert code == 0, err
+    assert f"the export of {other} into {data_root}/exports/{other}/" in err
+    lineage = json.loads((data_root / "exports" / other / "step-2" / "lineage.json").read_text())
+    source = data_root / "checkpoints" / other / "global_step_2"
+    assert (lineage["run"], lineage["step"], lineage["sourceCheckpoint"]) == (other, 2, str(source))
+    assert not (data_root / "exports" / run).exists()
+
+    code, out, err = run_cli(capsys, "export", *args, "--converter", converter)
+    assert code == 0, err
+    lineage = json.loads((data_root / "exports" / run / "step-3" / "lineage.json").read_text())
+    source = data_root / "checkpoints" / run / "global_step_3"
+    assert (lineage["run"], lineage["step"], lineage["sourceCheckpoint"]) == (run, 3, str(source))
+    assert [path.name for path in (data_root / "exports" / other).iterdir()] == ["step-2"]
