@@ -10,6 +10,7 @@ import shlex
 import signal
 import subprocess
 import sys
+import threading
 import uuid
 from pathlib import Path
 
@@ -249,32 +250,65 @@ def demo_env(marker: str) -> dict[str, str]:
     return {**{key: value for key, value in os.environ.items() if not key.startswith("RAY_")}, MARKER: marker}
 
 
-def test_ctrl_c_ends_the_demo_and_its_ray_nodes_with_one_line_and_exit_130():
-    marker = uuid.uuid4().hex
-    demo = subprocess.Popen(demo_command(), cwd=REPO_ROOT, env=demo_env(marker), stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, preexec_fn=default_sigint)  # fmt: skip
-    lines: list[str] = []
-    try:
-        assert demo.stdout is not None
-        for line in demo.stdout:
-            lines.append(line.rstrip("\n"))
-            if line.startswith("submitted "):
-                demo.send_signal(signal.SIGINT)
-                break
-        lines += demo.stdout.read().splitlines()
-        assert demo.wait(timeout=120) == 130, "\n".join(lines)
-    finally:
-        if demo.poll() is None:
-            demo.kill()
-        for entry in marked_processes(marker):
-            os.kill(int(entry.split()[0]), signal.SIGKILL)
-    assert any(line.startswith("submitted ") for line in lines), "\n".join(lines)
-    assert lines[-2:] == [
-        "ending the demo's Ray nodes (by process group)",
-        "interrupted: the demo's Ray nodes are ended",
+def _until_submitted(demo: subprocess.Popen, lines: list[str]) -> None:
+    """Read the demo's output into `lines` up to its first `submitted ` line (or its end)."""
+    assert demo.stdout is not None
+    for line in demo.stdout:
+        lines.append(line.rstrip("\n"))
+        if line.startswith("submitted "):
+            return
+
+
+def test_two_demos_at_once_each_get_their_own_directory_and_ray_head_and_ctrl_c_ends_each_with_exit_130():
+    """Issue 34 item 4: two `make demo` started at once each run in their own directory on their own Ray head (no
+    shared ports), and Ctrl-C ends each with its own Ray nodes, one line and exit 130."""
+    markers = [uuid.uuid4().hex, uuid.uuid4().hex]
+    demos = [
+        subprocess.Popen(
+            demo_command(),
+            cwd=REPO_ROOT,
+            env=demo_env(marker),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            preexec_fn=default_sigint,
+        )  # fmt: skip
+        for marker in markers
     ]
-    assert "Traceback" not in "\n".join(lines)
-    assert marked_processes(marker) == []
+    outputs: list[list[str]] = [[], []]
+    try:
+        readers = [threading.Thread(target=_until_submitted, args=pair) for pair in zip(demos, outputs, strict=True)]
+        for reader in readers:
+            reader.start()
+        for reader in readers:
+            reader.join(timeout=300)
+        for demo in demos:
+            demo.send_signal(signal.SIGINT)
+        for demo, lines in zip(demos, outputs, strict=True):
+            assert demo.stdout is not None
+            lines += demo.stdout.read().splitlines()
+            assert demo.wait(timeout=120) == 130, "\n".join(lines)
+    finally:
+        for demo in demos:
+            if demo.poll() is None:
+                demo.kill()
+        for marker in markers:
+            for entry in marked_processes(marker):
+                os.kill(int(entry.split()[0]), signal.SIGKILL)
+    starts = [match_in_order(lines, SHAPE[:3]) for lines in outputs]
+    for lines in outputs:
+        assert any(line.startswith("submitted ") for line in lines), "\n".join(lines)
+        assert lines[-2:] == [
+            "ending the demo's Ray nodes (by process group)",
+            "interrupted: the demo's Ray nodes are ended",
+        ]
+        assert "Traceback" not in "\n".join(lines)
+    directories = [start["out"] for start in starts]
+    heads = [next(line for line in lines if line.startswith("Ray head up at ")).split()[4] for lines in outputs]
+    assert directories[0] != directories[1], directories
+    assert heads[0] != heads[1], heads
+    for marker in markers:
+        assert marked_processes(marker) == []
 
 
 def test_the_demo_runs_a_copy_of_the_shipped_dev_stack():
