@@ -10,8 +10,8 @@ import pulumi_gcp as gcp
 from core.facts.gcp import ARTIFACT_REGISTRY_SERVICE, BASE_SERVICES, CONTAINER_FILESYSTEM_SERVICE, LUSTRE_SERVICES
 
 
-def required_services(storage_type: str, image_source: str = "direct") -> tuple[str, ...]:
-    """The APIs a stack with this storage type and image source needs, sorted."""
+def required_services(storage_type: str, image_source: str) -> tuple[str, ...]:
+    """The APIs a stack with this storage type and image source (`workload.imageSource` resolved) needs, sorted."""
     services = set(BASE_SERVICES)
     if storage_type == "lustre":
         services |= set(LUSTRE_SERVICES)

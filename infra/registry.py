@@ -163,13 +163,15 @@ class ImageRepositories(pulumi.ComponentResource):
             version = credentials_secret_version(config, host)
             if version is not None:
                 self.secret_grants.append(self._secret_grant(repository_id, version, repository, args))
-        # Non-authoritative: the project's other consumers are left as they are.
+        # Non-authoritative: the project's other consumers are left as they are. A project's IAM policy is Cloud
+        # Resource Manager's, so the grant waits for that API as the nodes' other project grant does
+        # (infra/identity.py).
         self.streaming_grant = gcp.projects.IAMMember(
             f"{names.node_service_account_id(config.cluster_name)}-{STREAMING_CONSUMER_ROLE.removeprefix('roles/').replace('.', '-')}",
             gcp.projects.IAMMemberArgs(
                 project=config.project, role=STREAMING_CONSUMER_ROLE, member=args.node_service_account
             ),
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[args.apis["cloudresourcemanager.googleapis.com"]]),
         )
         self.register_outputs({})
 

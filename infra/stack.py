@@ -26,7 +26,10 @@ def build_infra(config: StackConfig, run: str) -> InfraOutputs:
     lustre = config.storage.type == "lustre"
     apis = Apis(
         "apis",
-        ApisArgs(project=config.project, services=required_services(config.storage.type, config.workload.image_source)),
+        ApisArgs(
+            project=config.project,
+            services=required_services(config.storage.type, config.workload.resolved_image_source()),
+        ),
     )
     networks = Networks(
         "networks",
@@ -103,7 +106,7 @@ def build_infra(config: StackConfig, run: str) -> InfraOutputs:
 
     # With workload.imageSource: registry, every pod pulls through these: the in-cluster objects wait for them.
     images_ready: list[pulumi.Resource] = []
-    if config.workload.image_source == "registry":
+    if config.workload.resolved_image_source() == "registry":
         images = ImageRepositories(
             "images",
             ImageRepositoriesArgs(

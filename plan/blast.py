@@ -469,6 +469,32 @@ def _job_verdict(
     return stays, f"neither the run ({after}) nor the RayCluster changes{caveat}"
 
 
+REPOSITORY_TYPE = "gcp:artifactregistry/repository:Repository"
+"""Type token of the stack's remote repositories, which a plan holds only with `workload.imageSource: registry`."""
+
+
+def pulls_through_registry(plan: Mapping[str, Any]) -> bool:
+    """Whether a plan's pods pull through the stack's remote repositories (`workload.imageSource: registry`, set or
+    the default): the plan holds one (infra/registry.py); a plan written before the key had a default reads the same."""
+    return any(r.get("custom") and r.get("type") == REPOSITORY_TYPE for r in plan["resources"])
+
+
+def default_image_source_warning(
+    earlier: Mapping[str, Any], new: Mapping[str, Any], configured: str | None, image: str, against: Path
+) -> str | None:
+    """The warning for a deployed stack whose unset `workload.imageSource` now means `registry` where its earlier
+    plan pulled directly (images streamed by default, issue 33 item 4): the pods' new image path replaces the
+    RayCluster and restarts the run, which the user may keep from happening by setting `direct`; None otherwise."""
+    if configured is not None or pulls_through_registry(earlier) or not pulls_through_registry(new):
+        return None
+    return (
+        f"grpo-gke:workload.imageSource is unset, which means 'registry' for {image} (images are streamed by"
+        f" default), and the earlier plan {against / PLAN_FILE} pulled it directly: pulumi up creates the remote"
+        " repository and replaces the RayCluster, and the run restarts from its last checkpoint; to keep pulling"
+        " directly, run `pulumi config set --path grpo-gke:workload.imageSource direct` before pulumi up"
+    )
+
+
 def _run(resource: Mapping[str, Any]) -> str:
     return str(value_at(resource["inputs"], "submission.metadata.run") or "?")
 

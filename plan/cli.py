@@ -104,7 +104,7 @@ def plan(args: argparse.Namespace) -> int:
         print(f"warning: {note}", file=sys.stderr)
     # The providers' resource modules come with these four: +0.9 s of CPU that a refused config skips (1.4 -> 0.5 s
     # per refusal of `python -m plan`, measured for issue 20 item 5: the test suite runs some fifty of them).
-    from plan.blast import PlanError, blast_radius, read_plan, render
+    from plan.blast import PlanError, blast_radius, default_image_source_warning, read_plan, render
     from plan.security import security_summary
     from plan.startup import STARTUP_FILE, estimate_startup, render_startup_json, startup_lines
     from plan.writer import render_plan_json, summary, write_plan
@@ -141,7 +141,14 @@ def plan(args: argparse.Namespace) -> int:
     *overview, wrote = plan_summary.splitlines()
     print("\n".join([*overview, security_summary(loaded), wrote]))
     if earlier is not None:
-        print(render(blast_radius(earlier, json.loads(render_plan_json(recording))), shown_path(args.against)))
+        later = json.loads(render_plan_json(recording))
+        workload = loaded.config.workload
+        warning = default_image_source_warning(
+            earlier, later, workload.image_source, workload.resolved_image().image, shown_path(args.against)
+        )
+        if warning is not None:
+            print(f"warning: {warning}", file=sys.stderr)
+        print(render(blast_radius(earlier, later), shown_path(args.against)))
     return 0
 
 

@@ -61,7 +61,7 @@ def node_identity(config: StackConfig) -> str:
         shielding = "Autopilot's Shielded GKE Nodes with secure boot"
     else:
         shielding = "Shielded GKE Nodes with secure boot and integrity monitoring"
-    if config.workload.image_source == "registry":
+    if config.workload.resolved_image_source() == "registry":
         # infra/registry.py: the pulls through the stack's remote repositories, streamed
         roles += (
             f", {ARTIFACT_REGISTRY_READER_ROLE} on the stack's remote repositories and {STREAMING_CONSUMER_ROLE} on"

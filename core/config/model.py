@@ -22,7 +22,7 @@ from pydantic.alias_generators import to_camel
 
 from core import names
 from core.facts.capacity import RUNGS, Rung
-from core.facts.gcp import SECRET_VERSION_PATTERN
+from core.facts.gcp import SECRET_VERSION_PATTERN, UPSTREAMS
 from core.facts.imagecache import CACHE_MODE, DISK_IMAGE_NAME_PATTERN, DISK_IMAGE_PATH
 from core.facts.platform import (
     CUDA_MAJOR_DRIVER_BRANCH,
@@ -320,10 +320,11 @@ class WorkloadConfig(_Section):
     cuda_version: str | None = Field(
         None, description="CUDA version `image` is built on, e.g. 12.8 (with `image`); unset: the LATEST driver."
     )
-    image_source: Literal["direct", "registry"] = Field(
-        "direct",
+    image_source: Literal["direct", "registry"] | None = Field(
+        None,
         description="Where the pods pull `image` from: `direct` from its own registry; `registry` through an"
-        " Artifact Registry remote repository of the stack in its region, streamed (core/facts/gcp.py).",
+        " Artifact Registry remote repository of the stack in its region, streamed (core/facts/gcp.py); unset:"
+        " `registry` for an image of a registry such a repository proxies (Docker Hub, nvcr.io), else `direct`.",
     )
     ngc_api_key_secret_version: str | None = Field(
         None,
@@ -383,6 +384,14 @@ class WorkloadConfig(_Section):
         if cuda_major(value) not in CUDA_MAJOR_DRIVER_BRANCH:
             raise ValueError(f"must be a CUDA {majors} version (the driver branches known here), got {value!r}")
         return value
+
+    def resolved_image_source(self) -> Literal["direct", "registry"]:
+        """Where the pods pull from: the configured source, or unset `registry` where the image's registry is one
+        the stack's remote repositories proxy (core/facts/gcp.py UPSTREAMS) and `direct` for any other (an image
+        already in Artifact Registry, which GKE streams as it is, or another registry)."""
+        if self.image_source is not None:
+            return self.image_source
+        return "registry" if names.parse_image(self.resolved_image().image).host in UPSTREAMS else "direct"
 
     def resolved_image(self) -> FrameworkImage:
         """The image, its Ray version, framework release and CUDA: the configured ones or the pinned default."""
@@ -607,14 +616,14 @@ class StackConfig(_Section):
         """The image reference the pods pull: the workload image, or its path through the stack's remote
         repository with `workload.imageSource: registry` (core/names.py registry_image)."""
         image = self.workload.resolved_image().image
-        if self.workload.image_source == "direct":
+        if self.workload.resolved_image_source() == "direct":
             return image
         return names.registry_image(image, self.region, self.project, self.cluster_name)
 
     def streams_images_on_pools(self) -> bool:
         """Whether the stack turns image streaming on itself: Standard with `workload.imageSource: registry`
         (Autopilot streams eligible images by itself: core/facts/gcp.py AUTOPILOT_STREAMS_BY_ITSELF)."""
-        return self.cluster.mode == "standard" and self.workload.image_source == "registry"
+        return self.cluster.mode == "standard" and self.workload.resolved_image_source() == "registry"
 
     def image_cache_disk_image(self) -> str | None:
         """The GPU pools' cache disk image, fully qualified (core/facts/imagecache.py DISK_IMAGE_PATH), or None."""
@@ -625,7 +634,7 @@ class StackConfig(_Section):
 
     def image_upstreams(self) -> tuple[str, ...]:
         """Registry hosts the stack's remote repositories proxy: none with `direct`, else the image's host."""
-        if self.workload.image_source == "direct":
+        if self.workload.resolved_image_source() == "direct":
             return ()
         return (names.parse_image(self.workload.resolved_image().image).host,)
 

@@ -187,8 +187,9 @@ def _image_cache_problems(cfg: StackConfig) -> list[Problem]:
             Problem(
                 key,
                 "needs image streaming on the GPU pools (GKE's secondary boot disks work only with it), which the"
-                " stack turns on with workload.imageSource 'registry'; set workload.imageSource to 'registry'"
-                " and build the disk image from the image path the pods then pull (docs/configuration.md, Images)",
+                " stack turns on with workload.imageSource 'registry' (unset, the default for a Docker Hub or nvcr.io"
+                " image); unset workload.imageSource or set it to 'registry', and build the disk image from the image"
+                " path the pods then pull (docs/configuration.md, Images)",
             )
         )
     project = gpu.image_cache_disk_project(cfg.project)
@@ -334,17 +335,9 @@ def _too_small(key: str, ranges: Mapping[str, str], what: str, split_bits: int, 
 
 
 def _ngc_key_problems(cfg: StackConfig) -> list[Problem]:
-    """workload.ngcApiKeySecretVersion is the credentials of the nvcr.io remote repository: it needs one."""
+    """workload.ngcApiKeySecretVersion is the credentials of the nvcr.io remote repository: it needs an nvcr.io
+    image pulled through one."""
     key = f"{PROJECT_NAMESPACE}:workload.ngcApiKeySecretVersion"
-    if cfg.workload.image_source != "registry":
-        return [
-            Problem(
-                key,
-                "is the credentials of the stack's nvcr.io remote repository, which only workload.imageSource"
-                " 'registry' creates: set workload.imageSource to 'registry', or remove this key (with 'direct' the"
-                " nodes pull from nvcr.io themselves, anonymously)",
-            )
-        ]
     host = parse_image(cfg.workload.resolved_image().image).host
     upstream = UPSTREAMS.get(host)
     if upstream is None or upstream.api_key_username is None:
@@ -353,6 +346,15 @@ def _ngc_key_problems(cfg: StackConfig) -> list[Problem]:
                 key,
                 f"is the credentials of the stack's nvcr.io remote repository, but workload.image comes from {host}:"
                 " remove this key, or name an nvcr.io image",
+            )
+        ]
+    if cfg.workload.resolved_image_source() != "registry":
+        return [
+            Problem(
+                key,
+                "is the credentials of the stack's nvcr.io remote repository, which workload.imageSource 'direct'"
+                " goes without (the nodes pull from nvcr.io themselves, anonymously): unset workload.imageSource"
+                " (an nvcr.io image's default is 'registry'), or remove this key",
             )
         ]
     return []

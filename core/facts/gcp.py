@@ -203,7 +203,10 @@ image-streaming?hl=zh-cn) reads on 2026-12-07: "您的容器映像必须存储�
 Artifact Registry, or in public registries on Docker Hub; the English page's sentence itself was not read that day,
 and the page read on 2026-12-01 named Artifact Registry alone). So an image pulled from nvcr.io directly is pulled
 whole; a public Docker Hub image may stream pulled directly too, which this stack does not rely on (it turns
-streaming on for the pools only with `workload.imageSource: registry`)."""
+streaming on for the pools only with `workload.imageSource: registry`, the default for Docker Hub and nvcr.io images:
+core/config/model.py resolved_image_source). The zh-cn copy read again on 2026-12-07 for issue 33 item 4 says the
+same, and adds that with private nodes the subnet needs Private Google Access (the stack's node subnet has it,
+infra/network.py)."""
 
 STREAMING_CONSUMER_ROLE = "roles/serviceusage.serviceUsageConsumer"
 """The role a custom node service account needs for image streaming, on the project of the images: DOC-IS
@@ -212,7 +215,8 @@ STREAMING_CONSUMER_ROLE = "roles/serviceusage.serviceUsageConsumer"
 cluster's nodes do not use the default service account, the custom account must hold Service Usage Consumer on the
 project that hosts the images; the English sentence itself not read). The claim that a custom node account needs it
 is so confirmed. The stack's nodes run as its own account (infra/identity.py) and its remote repositories are in
-the stack's project, so it grants this role there with `workload.imageSource: registry` (infra/registry.py). What
+the stack's project, so it grants this role there with `workload.imageSource: registry` (infra/registry.py; read
+again on 2026-12-07 for issue 33 item 4, unchanged). What
 GKE does without it is not said on the page (assumed: an ordinary whole pull, as for the images the page's
 "Limitations" call ineligible, of which its zh-cn copy says "GKE 下载这些映像,但不流式传输数据", GKE downloads them
 without streaming)."""

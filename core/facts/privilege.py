@@ -5,13 +5,15 @@ Sources are tagged as in core/facts/__init__.py."""
 from __future__ import annotations
 
 NODE_SERVICE_ACCOUNT_ROLES = ("roles/container.defaultNodeServiceAccount",)
-"""Project roles of the nodes' service account, and nothing else: "At a minimum, these node service accounts
+"""Project roles of the nodes' service account on every stack (with `workload.imageSource: registry`, the default for
+a Docker Hub or nvcr.io image, infra/registry.py adds Service Usage Consumer on the project and the reader on the
+stack's remote repositories, which image streaming from them needs): "At a minimum, these node service accounts
 must have the Kubernetes Engine Default Node Service Account (roles/container.defaultNodeServiceAccount) role
 on your project" (GKE docs, "Create an Autopilot cluster", "Set up IAM service accounts for GKE"; the hardening
 guide's "Use least privilege IAM service accounts"; CIS GKE Benchmark v2.0.0 5.2.1: "the least privilege role
 intended for GKE nodes", read 2026-12-01). The predefined role replaces the older hand-picked set (below); the
 images the stack pulls are public (us-docker.pkg.dev/gce-ai-infra, nvcr.io, docker.io, gke.gcr.io), so no
-Artifact Registry reader is granted: a private `workload.image` in Artifact Registry needs
+Artifact Registry reader is granted on the project: a private `workload.image` in Artifact Registry needs
 roles/artifactregistry.reader added by hand. Workloads reach Google APIs through workload identity only."""
 
 NODE_ROLE_ALLOW_LIST = frozenset(

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from core import names
 from core.config.model import StackConfig
 from core.config.problems import ConfigError, Problem
 from core.facts.platform import (
@@ -1310,6 +1311,12 @@ NEMO_RL = {"grpo-gke:workload.framework": "nemo-rl", "grpo-gke:workload.dataset"
 
 IMAGE_SOURCE = [
     ok("image-source-direct", {"grpo-gke:workload.imageSource": "direct"}),
+    # unset, an image of a registry the stack cannot proxy is pulled directly, not refused
+    ok("image-source-unset-other-registry", IMAGE),
+    ok(
+        "image-source-unset-artifact-registry",
+        {**IMAGE, "grpo-gke:workload.image": "us-central1-docker.pkg.dev/my-grpo-project/images/verl:custom"},
+    ),
     ok("image-source-registry-docker-hub", {"grpo-gke:workload.imageSource": "registry"}),
     ok("image-source-registry-nvcr", {**NEMO_RL, "grpo-gke:workload.imageSource": "registry"}),
     ok(
@@ -1339,6 +1346,35 @@ IMAGE_SOURCE = [
         " (us-central1-docker.pkg.dev), which GKE streams from directly; set workload.imageSource to 'direct'",
     ),
 ]
+
+
+@pytest.mark.parametrize(
+    ("changes", "source"),
+    [
+        pytest.param({}, "registry", id="unset-docker-hub"),
+        pytest.param(NEMO_RL, "registry", id="unset-nvcr"),
+        pytest.param(
+            {**IMAGE, "grpo-gke:workload.image": "myteam/verl:custom"}, "registry", id="unset-user-docker-hub"
+        ),
+        pytest.param(IMAGE, "direct", id="unset-other-registry"),
+        pytest.param(
+            {**IMAGE, "grpo-gke:workload.image": "us-central1-docker.pkg.dev/my-grpo-project/images/verl:custom"},
+            "direct",
+            id="unset-artifact-registry",
+        ),
+        pytest.param({"grpo-gke:workload.imageSource": "direct"}, "direct", id="direct"),
+        pytest.param({**NEMO_RL, "grpo-gke:workload.imageSource": "direct"}, "direct", id="direct-nvcr"),
+    ],
+)
+def test_image_source_unset_streams_what_a_remote_repository_can_proxy(changes: dict[str, Any], source: str) -> None:
+    """Images are streamed by default (issue 33 item 4): unset, workload.imageSource is `registry` for a Docker Hub or
+    nvcr.io image (core/facts/gcp.py UPSTREAMS) and `direct` for any other; a value set is kept."""
+    config = load_config(raw_values(changes), (), "test").config
+    assert config.workload.resolved_image_source() == source
+    expected_upstreams = (
+        (names.parse_image(config.workload.resolved_image().image).host,) if source == "registry" else ()
+    )
+    assert config.image_upstreams() == expected_upstreams
 
 
 # ---------------------------------------------------------------- grpo-gke:workload.ngcApiKeySecretVersion
@@ -1384,12 +1420,20 @@ NGC_KEY_CASES = [
             ("uppercase-project", "projects/My-Project/secrets/ngc/versions/1"),
         )
     ],
+    # unset, an nvcr.io image goes through the stack's nvcr.io remote repository, which takes the key
+    ok("ngc-key-nvcr-default-source", {**NEMO_RL, NGC_KEY: NGC_VERSION}),
     bad(
         "ngc-key-direct",
-        {**NEMO_RL, NGC_KEY: NGC_VERSION},
-        f"{NGC_KEY}: is the credentials of the stack's nvcr.io remote repository, which only workload.imageSource"
-        " 'registry' creates: set workload.imageSource to 'registry', or remove this key (with 'direct' the nodes"
-        " pull from nvcr.io themselves, anonymously)",
+        {**NEMO_RL, "grpo-gke:workload.imageSource": "direct", NGC_KEY: NGC_VERSION},
+        f"{NGC_KEY}: is the credentials of the stack's nvcr.io remote repository, which workload.imageSource"
+        " 'direct' goes without (the nodes pull from nvcr.io themselves, anonymously): unset workload.imageSource"
+        " (an nvcr.io image's default is 'registry'), or remove this key",
+    ),
+    bad(
+        "ngc-key-other-registry-default-source",
+        {**NEMO_IMAGE, NGC_KEY: NGC_VERSION},
+        f"{NGC_KEY}: is the credentials of the stack's nvcr.io remote repository, but workload.image comes from"
+        " example.com: remove this key, or name an nvcr.io image",
     ),
     bad(
         "ngc-key-other-registry-image",

@@ -19,8 +19,9 @@ REGISTRY = {"grpo-gke:workload.imageSource": "registry"}
 
 STREAMING_NEEDED = (
     f"{KEY}: needs image streaming on the GPU pools (GKE's secondary boot disks work only with it), which the stack"
-    " turns on with workload.imageSource 'registry'; set workload.imageSource to 'registry' and build the disk"
-    " image from the image path the pods then pull (docs/configuration.md, Images)"
+    " turns on with workload.imageSource 'registry' (unset, the default for a Docker Hub or nvcr.io image); unset"
+    " workload.imageSource or set it to 'registry', and build the disk image from the image path the pods then"
+    " pull (docs/configuration.md, Images)"
 )
 
 CASES = [
@@ -28,7 +29,17 @@ CASES = [
     ok("global-path", {**REGISTRY, KEY: "global/images/verl-cache"}),
     ok("own-project-path", {**REGISTRY, KEY: "projects/my-grpo-project/global/images/verl-cache"}),
     ok("longest-name", {**REGISTRY, KEY: "v" * 63}),
-    bad("streaming-off", {KEY: "verl-cache"}, STREAMING_NEEDED),
+    ok("default-source", {KEY: "verl-cache"}),
+    bad("streaming-off", {"grpo-gke:workload.imageSource": "direct", KEY: "verl-cache"}, STREAMING_NEEDED),
+    bad(
+        "other-registry",
+        {
+            "grpo-gke:workload.image": "example.com/verl:custom",
+            "grpo-gke:workload.rayVersion": "2.49.2",
+            KEY: "verl-cache",
+        },
+        STREAMING_NEEDED,
+    ),
     bad(
         "autopilot",
         {**REGISTRY, KEY: "verl-cache", "grpo-gke:cluster.mode": "autopilot"},
@@ -104,7 +115,8 @@ def test_a_version_below_the_caches_floor_is_refused_naming_it():
 
 def test_the_plan_refuses_a_cache_without_streaming_the_way_the_user_meets_it(tmp_path):
     edit = ("    provisioning: spot\n", "    provisioning: spot\n    imageCacheDisk: verl-cache\n")
-    assert clean_refusal(plan_of_edited_stack(tmp_path, "cache", edit), tmp_path) == (
+    direct = ("    dataset: gsm8k\n", "    dataset: gsm8k\n    imageSource: direct\n")
+    assert clean_refusal(plan_of_edited_stack(tmp_path, "cache", edit, direct), tmp_path) == (
         "error: the config of stack 'cache' (Pulumi.cache.yaml) was refused:\n"
         f"  grpo-gke:{STREAMING_NEEDED.removeprefix('grpo-gke:')}\n"
     )

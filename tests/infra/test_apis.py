@@ -12,7 +12,7 @@ SERVICE = "gcp:projects/service:Service"
 
 
 def test_gcs_needs_the_base_services_only():
-    assert required_services("gcs") == (
+    assert required_services("gcs", "direct") == (
         "cloudresourcemanager.googleapis.com",
         "compute.googleapis.com",
         "container.googleapis.com",
@@ -23,7 +23,7 @@ def test_gcs_needs_the_base_services_only():
 
 
 def test_lustre_adds_lustre_and_service_networking():
-    extra = set(required_services("lustre")) - set(required_services("gcs"))
+    extra = set(required_services("lustre", "direct")) - set(required_services("gcs", "direct"))
     assert extra == {"lustre.googleapis.com", "servicenetworking.googleapis.com"}
 
 
@@ -36,7 +36,9 @@ def test_service_resource_name_is_the_short_api_name():
 def test_services_are_enabled_and_never_disabled_on_destroy(infra_run, mode, gpu, storage):
     recording = infra_run(mode, gpu, storage)
     services = recording.by_type(SERVICE)
-    assert sorted(s.inputs["service"] for s in services) == list(required_services(storage))
+    # verl's Docker Hub image is streamed by default (issue 33 item 4): Artifact Registry's and Container File
+    # System's APIs come with it
+    assert sorted(s.inputs["service"] for s in services) == list(required_services(storage, "registry"))
     for service in services:
         assert service.inputs["disableOnDestroy"] is False
         assert service.inputs["disableDependentServices"] is False
@@ -56,7 +58,12 @@ def test_only_the_resources_that_call_an_api_wait_for_it(infra_run, storage):
         "container": {"Cluster/grpo-test"},
         "iam": {"Account/grpo-test-node-sa"},
         "monitoring": {"Dashboard/grpo-test-dashboard"},
-        "cloudresourcemanager": {"IAMMember/grpo-test-node-sa-container-defaultNodeServiceAccount"},
+        "cloudresourcemanager": {
+            "IAMMember/grpo-test-node-sa-container-defaultNodeServiceAccount",
+            # the nodes' image streaming grant (the image is streamed by default), a project IAM grant too
+            "IAMMember/grpo-test-node-sa-serviceusage-serviceUsageConsumer",
+        },
+        "artifactregistry": {"Repository/grpo-test-dockerhub"},
     }
     if storage == "gcs":
         expected["storage"] = {"Bucket/my-grpo-project-grpo-test"}

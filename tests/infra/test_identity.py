@@ -8,7 +8,7 @@ import uuid
 import pytest
 
 from core import names
-from core.facts.gcp import CLOUD_PLATFORM_SCOPE
+from core.facts.gcp import ARTIFACT_REGISTRY_READER_ROLE, CLOUD_PLATFORM_SCOPE, STREAMING_CONSUMER_ROLE
 from core.facts.privilege import NODE_ROLE_ALLOW_LIST, NODE_SERVICE_ACCOUNT_ROLES
 from infra.identity import gke_service_agent, role_resource_name
 from tests.conftest import COMBINATIONS, MODES
@@ -16,6 +16,7 @@ from tests.infra.conftest import depends_on
 
 ACCOUNT = "gcp:serviceaccount/account:Account"
 PROJECT_MEMBER = "gcp:projects/iAMMember:IAMMember"
+REPOSITORY_MEMBER = "gcp:artifactregistry/repositoryIamMember:RepositoryIamMember"
 KEY_MEMBER = "gcp:kms/cryptoKeyIAMMember:CryptoKeyIAMMember"
 CLUSTER = "gcp:container/cluster:Cluster"
 POOL = "gcp:container/nodePool:NodePool"
@@ -53,7 +54,13 @@ def test_one_node_account_with_exactly_the_node_role_non_authoritatively(infra_r
     assert account.delete_before_replace is True
     assert depends_on(recording, account) == {"iam"}
     grants = recording.by_type(PROJECT_MEMBER)
-    assert sorted(grant.inputs["role"] for grant in grants) == list(NODE_SERVICE_ACCOUNT_ROLES)
+    # the image is streamed by default (issue 33 item 4): the nodes also hold Service Usage Consumer, which image
+    # streaming asks of a custom node account, and read the stack's remote repository
+    assert sorted(grant.inputs["role"] for grant in grants) == sorted(
+        [*NODE_SERVICE_ACCOUNT_ROLES, STREAMING_CONSUMER_ROLE]
+    )
+    readers = recording.by_type(REPOSITORY_MEMBER)
+    assert [reader.inputs["role"] for reader in readers] == [ARTIFACT_REGISTRY_READER_ROLE]
     for grant in grants:
         assert grant.inputs["member"] == f"serviceAccount:{NODE_EMAIL}"
         assert grant.inputs["project"] == "my-grpo-project"
@@ -63,8 +70,17 @@ def test_one_node_account_with_exactly_the_node_role_non_authoritatively(infra_r
     assert not types & {"gcp:projects/iAMBinding:IAMBinding", "gcp:projects/iAMPolicy:IAMPolicy"}
     # Nothing else is granted to the nodes' account: every IAM member naming it is one of these grants.
     naming_it = [r for r in recording.resources if r.inputs.get("member") == f"serviceAccount:{NODE_EMAIL}"]
-    assert sorted(r.name for r in naming_it) == sorted(grant.name for grant in grants)
+    assert sorted(r.name for r in naming_it) == sorted(grant.name for grant in [*grants, *readers])
     assert recording.by_type(KEY_MEMBER) == []
+
+
+def test_pulling_directly_the_node_account_holds_the_node_role_alone(infra_run):
+    """`workload.imageSource: direct`: no remote repository, so neither its reader grant nor image streaming's."""
+    recording = infra_run("standard", "h200", "gcs", workload={"imageSource": "direct"})
+    grants = recording.by_type(PROJECT_MEMBER)
+    assert sorted(grant.inputs["role"] for grant in grants) == list(NODE_SERVICE_ACCOUNT_ROLES)
+    naming_it = [r for r in recording.resources if r.inputs.get("member") == f"serviceAccount:{NODE_EMAIL}"]
+    assert sorted(r.name for r in naming_it) == sorted(grant.name for grant in grants)
 
 
 @pytest.mark.parametrize("gpu,storage", [("b200", "gcs"), ("h200", "lustre")])

@@ -8,6 +8,7 @@ from tests.conftest import COMBINATIONS
 
 COMPONENTS = {
     "Apis", "Networks", "ClusterIdentity", "Cluster", "NodePools", "Storage", "KubernetesAccess", "RunDashboard",
+    "ImageRepositories",
 }  # fmt: skip
 
 
@@ -85,6 +86,17 @@ NETWORK_EDGES = {
 }
 """Edges every combination shares: networks after compute, subnets after their VPC only."""
 
+REGISTRY_EDGES = {
+    ("Service", "artifactregistry"): set(),
+    ("Service", "containerfilesystem"): set(),
+    ("Repository", "grpo-test-dockerhub"): {"artifactregistry"},
+    ("RepositoryIamMember", "grpo-test-dockerhub-reader"): {"grpo-test-dockerhub", "grpo-test-node-sa"},
+    # a project IAM grant, as the nodes' other: after Cloud Resource Manager's API
+    ("IAMMember", "grpo-test-node-sa-serviceusage-serviceUsageConsumer"): {"cloudresourcemanager", "grpo-test-node-sa"},
+}
+"""Edges of the image's remote repository (verl's Docker Hub image, streamed by default: issue 33 item 4), its
+reader grant and the nodes' Service Usage Consumer grant that image streaming asks of a custom node account."""
+
 
 def edges_of(recording) -> dict[tuple[str, str], set[str]]:
     """(type name, logical name) -> logical names it waits for, for the cloud resources and the provider."""
@@ -96,50 +108,58 @@ def edges_of(recording) -> dict[tuple[str, str], set[str]]:
 
 
 def test_every_edge_has_a_reason_standard_gcs(infra_run):
-    expected = NETWORK_EDGES | {
-        ("NodePool", "grpo-test-ray-head"): {"grpo-test", "grpo-test-node-sa"},
-        ("NodePool", "grpo-test-gpu"): {
-            "grpo-test",
-            "grpo-test-node-sa",
-            "grpo-test-gvnic",
-            "grpo-test-gvnic-sub",
-            "grpo-test-rdma",
+    expected = (
+        NETWORK_EDGES
+        | REGISTRY_EDGES
+        | {
+            ("NodePool", "grpo-test-ray-head"): {"grpo-test", "grpo-test-node-sa"},
+            ("NodePool", "grpo-test-gpu"): {
+                "grpo-test",
+                "grpo-test-node-sa",
+                "grpo-test-gvnic",
+                "grpo-test-gvnic-sub",
+                "grpo-test-rdma",
+            }
+            | set(RDMA_SUBNETS),
+            ("Bucket", "my-grpo-project-grpo-test"): {"storage"},
+            ("BucketIAMMember", "my-grpo-project-grpo-test-ray-object-user"): {
+                "cloudresourcemanager",
+                "grpo-test",
+                "my-grpo-project-grpo-test",
+            },
+            ("BucketIAMMember", "my-grpo-project-grpo-test-guardian-object-user"): {
+                "cloudresourcemanager",
+                "grpo-test",
+                "my-grpo-project-grpo-test",
+            },
+            # Not the GPU pool: only the RayCluster waits for it, so staging starts beside its creation.
+            ("kubernetes", "gke"): {"grpo-test", "grpo-test-nat", "grpo-test-ray-head"},
         }
-        | set(RDMA_SUBNETS),
-        ("Bucket", "my-grpo-project-grpo-test"): {"storage"},
-        ("BucketIAMMember", "my-grpo-project-grpo-test-ray-object-user"): {
-            "cloudresourcemanager",
-            "grpo-test",
-            "my-grpo-project-grpo-test",
-        },
-        ("BucketIAMMember", "my-grpo-project-grpo-test-guardian-object-user"): {
-            "cloudresourcemanager",
-            "grpo-test",
-            "my-grpo-project-grpo-test",
-        },
-        # Not the GPU pool: only the RayCluster waits for it, so staging starts beside its creation.
-        ("kubernetes", "gke"): {"grpo-test", "grpo-test-nat", "grpo-test-ray-head"},
-    }
+    )
     assert edges_of(infra_run("standard", "b200", "gcs")) == expected
 
 
 def test_every_edge_has_a_reason_autopilot_lustre(infra_run):
-    expected = NETWORK_EDGES | {
-        ("Service", "lustre"): set(),
-        ("Service", "servicenetworking"): set(),
-        ("GlobalAddress", "grpo-test-lustre-psa"): {"grpo-test-net"},
-        ("Connection", "grpo-test-lustre-peering"): {"grpo-test-lustre-psa", "grpo-test-net", "servicenetworking"},
-        ("Firewall", "grpo-test-lustre-lnet"): {"grpo-test-net"},
-        ("Instance", "grpo-test-lustre"): {"grpo-test-lustre-peering", "grpo-test-net", "lustre"},
-        # The parked bucket; the Lustre agent's grant waits for the instance, whose creation makes the agent.
-        ("Bucket", "grpo-test-parked-7b5ca2ad"): {"storage"},
-        ("BucketIAMMember", "grpo-test-parked-7b5ca2ad-lustre-agent"): {
-            "cloudresourcemanager",
-            "grpo-test-lustre",
-            "grpo-test-parked-7b5ca2ad",
-        },
-        ("kubernetes", "gke"): {"grpo-test", "grpo-test-nat"},
-        # Autopilot's own GPU nodes attach to these subnets: destroy must remove the cluster first.
-        ("Cluster", "grpo-test"): NETWORK_EDGES[("Cluster", "grpo-test")] | {"grpo-test-gvnic-sub", *RDMA_SUBNETS},
-    }
+    expected = (
+        NETWORK_EDGES
+        | REGISTRY_EDGES
+        | {
+            ("Service", "lustre"): set(),
+            ("Service", "servicenetworking"): set(),
+            ("GlobalAddress", "grpo-test-lustre-psa"): {"grpo-test-net"},
+            ("Connection", "grpo-test-lustre-peering"): {"grpo-test-lustre-psa", "grpo-test-net", "servicenetworking"},
+            ("Firewall", "grpo-test-lustre-lnet"): {"grpo-test-net"},
+            ("Instance", "grpo-test-lustre"): {"grpo-test-lustre-peering", "grpo-test-net", "lustre"},
+            # The parked bucket; the Lustre agent's grant waits for the instance, whose creation makes the agent.
+            ("Bucket", "grpo-test-parked-7b5ca2ad"): {"storage"},
+            ("BucketIAMMember", "grpo-test-parked-7b5ca2ad-lustre-agent"): {
+                "cloudresourcemanager",
+                "grpo-test-lustre",
+                "grpo-test-parked-7b5ca2ad",
+            },
+            ("kubernetes", "gke"): {"grpo-test", "grpo-test-nat"},
+            # Autopilot's own GPU nodes attach to these subnets: destroy must remove the cluster first.
+            ("Cluster", "grpo-test"): NETWORK_EDGES[("Cluster", "grpo-test")] | {"grpo-test-gvnic-sub", *RDMA_SUBNETS},
+        }
+    )
     assert edges_of(infra_run("autopilot", "h200", "lustre")) == expected

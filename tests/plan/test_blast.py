@@ -16,7 +16,15 @@ import pytest
 from core.config.model import PROJECT_NAMESPACE
 from core.facts.changes import FORCE_NEW_INPUTS
 from plan.blast import RAY_CLUSTER_TYPE as RAY_TYPE
-from plan.blast import SPECIAL_TYPES, blast_radius, changed_paths, effect, render
+from plan.blast import (
+    SPECIAL_TYPES,
+    blast_radius,
+    changed_paths,
+    default_image_source_warning,
+    effect,
+    pulls_through_registry,
+    render,
+)
 from plan.writer import render_plan_json
 from tests.conftest import (
     COMBINATIONS,
@@ -101,7 +109,7 @@ KEY_CHANGES: dict[str, tuple[str, dict, dict]] = {
     "grpo-gke:workload.extraEnv": ("dev", {}, {"workload": {"extraEnv": {"NCCL_DEBUG": "INFO"}}}),
     "grpo-gke:workload.cudaVersion": ("dev", IMAGE_BASE, {"workload": {"cudaVersion": "12.8"}}),
     "grpo-gke:workload.memoryCheck": ("dev", {}, {"workload": {"memoryCheck": False}}),
-    "grpo-gke:workload.imageSource": ("dev", {}, {"workload": {"imageSource": "registry"}}),
+    "grpo-gke:workload.imageSource": ("dev", {}, {"workload": {"imageSource": "direct"}}),
     "grpo-gke:workload.ngcApiKeySecretVersion": (
         "nemo-rl-standard-b200",
         NVCR_REGISTRY_BASE,
@@ -589,8 +597,9 @@ def test_turning_the_registry_on_and_off_keeps_the_cluster_and_every_pool(stack)
     """Image streaming updates the cluster and the pools in place (gcfsConfig and nodePoolDefaults are not
     ForceNew), the repository, its grant and the nodes' streaming role come and go, and the pods' new image replaces
     the RayCluster."""
-    direct = values_of(stack)
-    registry = _merged(direct, {"workload": {"imageSource": "registry"}})
+    registry = values_of(stack)  # images are streamed by default (issue 33 item 4)
+    direct = _merged(registry, {"workload": {"imageSource": "direct"}})
+    assert pulls_through_registry(cached_plan(registry)) and not pulls_through_registry(cached_plan(direct))
     for old, new, repositories in ((direct, registry, "create"), (registry, direct, "delete")):
         blast = blast_radius(cached_plan(old), cached_plan(new))
         by_type: dict[str, set[str]] = {}
@@ -608,6 +617,98 @@ def test_turning_the_registry_on_and_off_keeps_the_cluster_and_every_pool(stack)
         changed = {c.name: c.reason for c in blast.changes if c.type == "gcp:container/nodePool:NodePool"}
         assert changed == ({n: "nodeConfig.gcfsConfig" for n in changed} if standard else {})
         assert (len(changed) >= 2) is standard
+
+
+# --- images streamed by default: a stack deployed pulling directly is warned ---------------------
+
+UNSET_NOW_REGISTRY = (
+    "warning: grpo-gke:workload.imageSource is unset, which means 'registry' for verlai/verl:vllm024.dev2 (images are"
+    " streamed by default), and the earlier plan before/plan.json pulled it directly: pulumi up creates the remote"
+    " repository and replaces the RayCluster, and the run restarts from its last checkpoint; to keep pulling"
+    " directly, run `pulumi config set --path grpo-gke:workload.imageSource direct` before pulumi up\n"
+)
+"""The warning of `make plan AGAINST=` on the dev stack, its key unset, against a plan that pulled directly."""
+
+DIRECT_TO_REGISTRY_REPORT = (
+    "Against before/plan.json, pulumi up on stack 'dev' would: 5 to create, 5 to update, 2 to replace, 0 to delete\n"
+    "create:\n"
+    "  artifactregistry (gcp:projects/service:Service): new\n"
+    "  containerfilesystem (gcp:projects/service:Service): new\n"
+    "  grpo-dev-dockerhub (gcp:artifactregistry/repository:Repository): new\n"
+    "  grpo-dev-dockerhub-reader (gcp:artifactregistry/repositoryIamMember:RepositoryIamMember): new\n"
+    "  grpo-dev-node-sa-serviceusage-serviceUsageConsumer (gcp:projects/iAMMember:IAMMember): new\n"
+    "update in place:\n"
+    "  grpo-dev (gcp:container/cluster:Cluster): nodePoolDefaults\n"
+    "  grpo-dev-gpu (gcp:container/nodePool:NodePool): nodeConfig.gcfsConfig\n"
+    "  grpo-dev-ray-head (gcp:container/nodePool:NodePool): nodeConfig.gcfsConfig\n"
+    "  grpo-guardian (kubernetes:apps/v1:Deployment): spec.template.spec.containers.image\n"
+    "  grpo-job-submission (pulumi-python:dynamic:Resource): cluster_uid comes from grpo, which is replaced\n"
+    "replace:\n"
+    "  grpo (kubernetes:ray.io/v1:RayCluster) (delete first): spec.headGroupSpec.template.spec.containers.image,"
+    " spec.workerGroupSpecs.template.spec.containers.image\n"
+    "  grpo-staging (kubernetes:batch/v1:Job) (delete first): spec.template.spec.containers.image\n"
+    "the running GRPO job restarts: yes, because the RayCluster grpo is replaced: pulumi up submits run"
+    " dev-b8ddd27a63 again, which resumes from its checkpoints\n"
+)
+"""The blast radius of the dev stack going from pulling directly to its remote repository, streamed."""
+
+
+@pytest.fixture(scope="module")
+def direct_plan(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A directory holding, in before/, the plan the dev stack's plan command wrote with `imageSource: direct`: a
+    stack deployed pulling directly, as every stack that left the key unset was before images streamed by default."""
+    directory = tmp_path_factory.mktemp("direct")
+    text = shipped_stack_file("dev").read_text()
+    assert "    dataset: gsm8k\n" in text
+    (directory / "Pulumi.dev.yaml").write_text(
+        text.replace("dataset: gsm8k\n", "dataset: gsm8k\n    imageSource: direct\n")
+    )
+    result = _plan_command(directory, "--config", "Pulumi.dev.yaml", "--out", "before")
+    assert result.returncode == 0, result.stderr
+    assert not pulls_through_registry(json.loads((directory / "before" / "plan.json").read_text()))
+    return directory
+
+
+@pytest.mark.parametrize(
+    ("source", "warning"),
+    [
+        pytest.param(None, UNSET_NOW_REGISTRY, id="unset"),
+        pytest.param("registry", "", id="set-to-registry"),  # the user asked for it: the blast radius alone
+    ],
+)
+def test_a_stack_planned_direct_is_warned_when_its_unset_source_now_streams(direct_plan, source, warning):
+    """Images are streamed by default (issue 33 item 4): `make plan AGAINST=` on a stack whose earlier plan pulled
+    directly and whose key is unset warns, with what pulumi up does and how to keep `direct`; the blast radius
+    says the RayCluster is replaced and the run restarts. The command's whole output, as the user meets it."""
+    text = shipped_stack_file("dev").read_text()
+    if source is not None:
+        text = text.replace("dataset: gsm8k\n", f"dataset: gsm8k\n    imageSource: {source}\n")
+    (direct_plan / "Pulumi.dev.yaml").write_text(text)
+    result = _plan_command(
+        direct_plan, "--config", "Pulumi.dev.yaml", "--out", f"after-{source or 'unset'}", "--against", "before"
+    )
+    assert (result.returncode, result.stderr) == (0, warning)
+    plan, report = re.split(r"Wrote [^\n]* to after-[a-z]+\n", result.stdout)
+    assert plan.startswith("Plan of stack 'dev': ")
+    assert "  image us-central1-docker.pkg.dev/my-grpo-project/grpo-dev-dockerhub/verlai/verl:vllm024.dev2" in plan
+    assert report == DIRECT_TO_REGISTRY_REPORT
+
+
+def test_the_default_source_warning_is_only_for_an_unset_key_that_newly_streams():
+    """Set, either value is what the user asked for; a stack already streaming, or one whose image the stack cannot
+    proxy (pulled directly, unset), changes nothing of its source: no warning."""
+    dev = values_of("dev")
+    direct = cached_plan(_merged(dev, {"workload": {"imageSource": "direct"}}))
+    registry = cached_plan(dev)
+    other = cached_plan(_merged(dev, IMAGE_BASE))
+    image, against = "verlai/verl:vllm024.dev2", Path("before")
+    assert default_image_source_warning(direct, registry, None, image, against) == UNSET_NOW_REGISTRY.removeprefix(
+        "warning: "
+    ).removesuffix("\n")
+    assert default_image_source_warning(direct, registry, "registry", image, against) is None
+    assert default_image_source_warning(direct, direct, "direct", image, against) is None
+    assert default_image_source_warning(registry, registry, None, image, against) is None
+    assert default_image_source_warning(direct, other, None, "example.com/verl:custom", against) is None
 
 
 # --- workload.ngcApiKeySecretVersion: the nvcr.io repository's credentials on and off ------------

@@ -30,7 +30,9 @@ def test_an_open_standard_gcs_stack():
             " needed)",
             HEAD,
             "  nodes: grpo-test-node-sa@my-grpo-project.iam.gserviceaccount.com with"
-            " roles/container.defaultNodeServiceAccount; Shielded GKE Nodes with secure boot and integrity monitoring",
+            " roles/container.defaultNodeServiceAccount, roles/artifactregistry.reader on the stack's remote"
+            " repositories and roles/serviceusage.serviceUsageConsumer on project my-grpo-project (image streaming"
+            " from them); Shielded GKE Nodes with secure boot and integrity monitoring",
             "  workloads: Kubernetes service accounts grpo/ray-grpo and grpo/grpo-guardian through workload identity,"
             " roles/storage.objectUser on bucket my-grpo-project-grpo-test only",
             "  encryption: Secrets with Google-managed keys at rest; grpo-gke:cluster.secretsKmsKey adds a Cloud KMS key",
@@ -48,7 +50,9 @@ def test_a_closed_autopilot_lustre_stack_with_its_own_key():
             " endpoint admits 203.0.113.0/24 only",
             HEAD,
             "  nodes: grpo-test-node-sa@my-grpo-project.iam.gserviceaccount.com with"
-            " roles/container.defaultNodeServiceAccount; Autopilot's Shielded GKE Nodes with secure boot",
+            " roles/container.defaultNodeServiceAccount, roles/artifactregistry.reader on the stack's remote"
+            " repositories and roles/serviceusage.serviceUsageConsumer on project my-grpo-project (image streaming"
+            " from them); Autopilot's Shielded GKE Nodes with secure boot",
             "  workloads: Kubernetes service accounts grpo/ray-grpo and grpo/grpo-guardian through workload identity,"
             " no Google role (Managed Lustre is reached over the VPC)",
             f"  encryption: Secrets at the application layer with {KEY} (roles/cloudkms.cryptoKeyEncrypterDecrypter"
@@ -178,4 +182,10 @@ def test_a_registry_stack_names_the_nodes_repository_reads_and_the_streaming_rol
         " roles/container.defaultNodeServiceAccount, roles/artifactregistry.reader on the stack's remote repositories"
         " and roles/serviceusage.serviceUsageConsumer on project my-grpo-project (image streaming from them);"
         " Shielded GKE Nodes with secure boot and integrity monitoring"
+    )
+    direct = combination_values("standard", "h200", "gcs", workload={"imageSource": "direct"})
+    [nodes] = [line for line in security_summary(load_config(direct, (), "test")).splitlines() if "nodes: " in line]
+    assert nodes == (
+        "  nodes: grpo-test-node-sa@my-grpo-project.iam.gserviceaccount.com with"
+        " roles/container.defaultNodeServiceAccount; Shielded GKE Nodes with secure boot and integrity monitoring"
     )

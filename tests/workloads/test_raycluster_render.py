@@ -49,7 +49,9 @@ def test_strict_schema_refuses_a_misspelt_field_and_an_int_node_selector():
 def test_ray_version_is_the_default_images_fact(framework):
     spec = raycluster.render_spec(combination_config(framework=framework))
     assert spec["rayVersion"] == DEFAULT_IMAGES[framework].ray_version
-    assert spec["headGroupSpec"]["template"]["spec"]["containers"][0]["image"] == DEFAULT_IMAGES[framework].image
+    # streamed by default (issue 33 item 4): the default image through the stack's remote repository of its registry
+    pulled = names.registry_image(DEFAULT_IMAGES[framework].image, "us-central1", "my-grpo-project", "grpo-test")
+    assert spec["headGroupSpec"]["template"]["spec"]["containers"][0]["image"] == pulled
 
 
 def test_ray_version_of_a_users_image_is_the_configured_one():

@@ -99,7 +99,9 @@ def test_job_waits_fails_fast_and_is_kept_for_pulumi():
     assert job.spec.active_deadline_seconds == STAGING_DEADLINE_SECONDS
     pod = job.spec.template.spec
     assert pod.restart_policy == "Never" and pod.service_account_name == names.RAY_SERVICE_ACCOUNT
-    assert pod.containers[0].image == DEFAULT_IMAGES["verl"].image
+    # streamed by default (issue 33 item 4): verl's image through the stack's Docker Hub remote repository
+    pulled = names.registry_image(DEFAULT_IMAGES["verl"].image, "us-central1", "my-grpo-project", "grpo-test")
+    assert pod.containers[0].image == pulled
     assert [m.mount_path for m in pod.containers[0].volume_mounts] == [names.DATA_MOUNT, staging.SCRIPT_DIR]
 
 
