@@ -169,6 +169,7 @@ def test_the_shipped_stacks_expected_figures(plan_of):
         estimate = estimate_startup(config_of(stack), plan_of(stack).resources)
         found[stack] = (round(estimate.from_up.seconds / 60), round(estimate.after_preemption.seconds / 60))
     assert found == {
+        "first-run": (54, 11),
         "dev": (54, 11),
         "verl-standard-h200": (54, 11),
         "verl-autopilot-b200": (28, 11),
