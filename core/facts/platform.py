@@ -225,8 +225,9 @@ GPU_MACHINES: dict[str, GpuMachine] = {
         gpus=1,
         rdma_floor=None,
         # GKE "Run GPUs in Standard node pools", COS table (LATEST_DRIVER_FLOORS' source, as indexed 2026-10-09):
-        # DEFAULT is R535 for most GPUs, the L4 among them, on every version in the table (1.26 to 1.33); so the
-        # pinned images' CUDA 13 (R580) takes LATEST on 1.31 or later (StackConfig.gpu_driver)
+        # DEFAULT is R535 for most GPUs on every version in the table (1.26 to 1.33), and only A4 and A3 Ultra are
+        # named apart; the L4's R535 is read from that, its own row not read here. Either way below R580, so the
+        # pinned images' CUDA 13 takes LATEST, R580 from 1.31 (StackConfig.gpu_driver, core/config/rules.py)
         default_driver_from="1.26.0-gke.0",
         default_driver_branch=535,
         rdma_nics=0,
