@@ -12,7 +12,7 @@ import pulumi_gcp as gcp
 from core.config.model import NetworkConfig
 from core.facts.gcp import RDMA_NETWORK_PROFILE
 from core.facts.platform import MAX_MTU
-from core.names import network_names
+from core.names import NetworkNames, network_names
 from core.resource_options import fixed_name_options
 from infra.outputs import GpuNetworks
 
@@ -101,24 +101,25 @@ class NetworksArgs:
     """The compute API; the VPCs wait for it."""
     keep_cluster_vpc: bool = False
     """Retain the cluster VPC on destroy (a kept Lustre instance stays reachable through it)."""
+    rdma: bool = True
+    """Whether the GPU machine has RDMA NICs (GpuMachine.rdma): only then the gVNIC and RDMA VPCs are made."""
 
 
 class Networks(pulumi.ComponentResource):
-    """The cluster VPC with Cloud NAT, the gVNIC VPC and the RDMA VPC with its eight subnets."""
+    """The cluster VPC with Cloud NAT; for a GPU machine with RDMA NICs the gVNIC VPC and the RDMA VPC with its eight
+    subnets too (a one-GPU machine has no GPU traffic between nodes for them to carry)."""
 
     cluster_vpc: gcp.compute.Network
     node_subnet: gcp.compute.Subnetwork
     router: gcp.compute.Router
     nat: gcp.compute.RouterNat
-    gvnic_vpc: gcp.compute.Network
-    gvnic_subnet: gcp.compute.Subnetwork
-    gvnic_firewall: gcp.compute.Firewall
-    rdma_vpc: gcp.compute.Network
+    gvnic_subnet: gcp.compute.Subnetwork | None
     rdma_subnets: list[gcp.compute.Subnetwork]
     cluster_vpc_id: pulumi.Output[str]
     """`projects/<p>/global/networks/<vpc>` of the cluster VPC (Lustre and its peering use this form)."""
-    gpu_networks: GpuNetworks
-    """The gVNIC and RDMA VPCs and subnets by name, for the GPU node pool and the GKE network objects."""
+    gpu_networks: GpuNetworks | None
+    """The gVNIC and RDMA VPCs and subnets by name, for the GPU node pool and the GKE network objects; None without
+    RDMA NICs."""
 
     def __init__(self, name: str, args: NetworksArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("grpo-gke:infra:Networks", name, None, opts)
@@ -171,20 +172,32 @@ class Networks(pulumi.ComponentResource):
             opts=child,
         )
 
-        self.gvnic_vpc = gcp.compute.Network(
+        self.cluster_vpc_id = self.cluster_vpc.name.apply(lambda vpc: network_id(args.project, vpc))
+        self.gvnic_subnet = None
+        self.rdma_subnets = []
+        self.gpu_networks = None
+        if args.rdma:
+            self._gpu_fabric(args, names, child, after_api)
+        self.register_outputs({})
+
+    def _gpu_fabric(
+        self, args: NetworksArgs, names: NetworkNames, child: pulumi.ResourceOptions, after_api: pulumi.ResourceOptions
+    ) -> None:
+        """The gVNIC VPC with its subnet and firewall, the RDMA VPC with its subnets, and their names."""
+        gvnic_vpc = gcp.compute.Network(
             names.gvnic_vpc, vpc_args(names.gvnic_vpc, args.project, "GLOBAL"), opts=after_api
         )
         self.gvnic_subnet = gcp.compute.Subnetwork(
             names.gvnic_subnet,
-            subnet_args(names.gvnic_subnet, args.project, args.region, self.gvnic_vpc.name, args.ranges.gvnic_range),
+            subnet_args(names.gvnic_subnet, args.project, args.region, gvnic_vpc.name, args.ranges.gvnic_range),
             opts=child,
         )
-        self.gvnic_firewall = gcp.compute.Firewall(
+        gcp.compute.Firewall(
             names.gvnic_firewall,
             ingress_firewall_args(
                 names.gvnic_firewall,
                 args.project,
-                self.gvnic_vpc.name,
+                gvnic_vpc.name,
                 args.ranges.gvnic_range,
                 [
                     gcp.compute.FirewallAllowArgs(protocol="tcp", ports=["0-65535"]),
@@ -195,7 +208,7 @@ class Networks(pulumi.ComponentResource):
             opts=child,
         )
 
-        self.rdma_vpc = gcp.compute.Network(
+        rdma_vpc = gcp.compute.Network(
             names.rdma_vpc,
             vpc_args(names.rdma_vpc, args.project, "REGIONAL", rdma_network_profile(args.project, args.zone)),
             opts=after_api,
@@ -203,16 +216,14 @@ class Networks(pulumi.ComponentResource):
         self.rdma_subnets = [
             gcp.compute.Subnetwork(
                 subnet_name,
-                subnet_args(subnet_name, args.project, args.region, self.rdma_vpc.name, cidr),
+                subnet_args(subnet_name, args.project, args.region, rdma_vpc.name, cidr),
                 opts=child,
             )
             for subnet_name, cidr in zip(names.rdma_subnets, args.ranges.rdma_subnets(), strict=True)
         ]
-        self.cluster_vpc_id = self.cluster_vpc.name.apply(lambda vpc: network_id(args.project, vpc))
         self.gpu_networks = GpuNetworks(
-            gvnic_vpc=self.gvnic_vpc.name,
+            gvnic_vpc=gvnic_vpc.name,
             gvnic_subnet=self.gvnic_subnet.name,
-            rdma_vpc=self.rdma_vpc.name,
+            rdma_vpc=rdma_vpc.name,
             rdma_subnets=tuple(subnet.name for subnet in self.rdma_subnets),
         )
-        self.register_outputs({})

@@ -57,16 +57,19 @@ def reservation_affinity(
 
 
 def placement_policy(config: StackConfig, rung: Rung | None = None) -> gcp.container.NodePoolPlacementPolicyArgs | None:
-    """COMPACT for 2 or more on-demand or Spot GPU nodes (COMPACT_PLACEMENT); otherwise none."""
-    if config.gpu.nodes >= 2 and (rung or config.gpu.provisioning) in ("on-demand", "spot"):
+    """COMPACT for 2 or more on-demand or Spot GPU nodes of a machine with RDMA NICs (COMPACT_PLACEMENT: it keeps
+    the RDMA traffic between nodes short); otherwise none."""
+    if config.gpu_machine.rdma and config.gpu.nodes >= 2 and (rung or config.gpu.provisioning) in ("on-demand", "spot"):
         return gcp.container.NodePoolPlacementPolicyArgs(type=COMPACT_PLACEMENT)
     return None
 
 
 def additional_networks(
-    networks: GpuNetworks,
+    networks: GpuNetworks | None,
 ) -> list[gcp.container.NodePoolNetworkConfigAdditionalNodeNetworkConfigArgs]:
-    """The extra NICs in order: gVNIC first, then rdma-0 ... rdma-7."""
+    """The extra NICs in order: gVNIC first, then rdma-0 ... rdma-7; none without the RDMA networks."""
+    if networks is None:
+        return []
     nics = [
         gcp.container.NodePoolNetworkConfigAdditionalNodeNetworkConfigArgs(
             network=networks.gvnic_vpc, subnetwork=networks.gvnic_subnet
@@ -140,8 +143,10 @@ def gpu_pool_args(
             )
         ],
         gvnic=gcp.container.NodePoolNodeConfigGvnicArgs(enabled=True),
-        ephemeral_storage_local_ssd_config=gcp.container.NodePoolNodeConfigEphemeralStorageLocalSsdConfigArgs(
-            local_ssd_count=machine.local_ssd_count
+        ephemeral_storage_local_ssd_config=(
+            gcp.container.NodePoolNodeConfigEphemeralStorageLocalSsdConfigArgs(local_ssd_count=machine.local_ssd_count)
+            if machine.local_ssd_count
+            else None
         ),
         boot_disk=(
             gcp.container.NodePoolNodeConfigBootDiskArgs(disk_type=machine.boot_disk_type)
@@ -180,7 +185,7 @@ def gpu_pool_args(
                 max_unavailable=GPU_POOL_MAX_UNAVAILABLE,
             )
         ),
-        network_config=gcp.container.NodePoolNetworkConfigArgs(additional_node_network_configs=nics),
+        network_config=gcp.container.NodePoolNetworkConfigArgs(additional_node_network_configs=nics) if nics else None,
         placement_policy=placement_policy(config, provisioning),
         node_config=node_config,
     )
@@ -235,8 +240,8 @@ class NodePoolsArgs:
     """The stack config."""
     cluster: pulumi.Input[str]
     """Name of the cluster the pools join."""
-    networks: GpuNetworks
-    """The gVNIC and RDMA networks of the GPU nodes, from the Networks component."""
+    networks: GpuNetworks | None
+    """The gVNIC and RDMA networks of the GPU nodes, from the Networks component; None without RDMA NICs."""
     service_account: pulumi.Input[str]
     """Email of the nodes' service account."""
 

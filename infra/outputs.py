@@ -77,8 +77,8 @@ class InfraOutputs:
     """Kubernetes provider for the cluster, ordered after the cluster, its NAT and the head pool."""
     kubeconfig: pulumi.Output[str]
     """The provider's kubeconfig (secret; exec auth through gke-gcloud-auth-plugin)."""
-    gpu_networks: GpuNetworks
-    """The GPU nodes' extra networks (gVNIC and RDMA)."""
+    gpu_networks: GpuNetworks | None
+    """The GPU nodes' extra networks (gVNIC and RDMA); None for a machine without RDMA NICs."""
     storage: StorageHandOff
     """The shared storage: the bucket or the Lustre instance."""
     cluster_ready: list[pulumi.Resource] = field(default_factory=list)

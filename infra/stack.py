@@ -41,6 +41,7 @@ def build_infra(config: StackConfig, run: str) -> InfraOutputs:
             ranges=config.network,
             compute_api=apis.service("compute.googleapis.com"),
             keep_cluster_vpc=lustre and config.storage.keep_on_destroy,
+            rdma=config.gpu_machine.rdma,
         ),
     )
     identity = ClusterIdentity("identity", ClusterIdentityArgs(config=config, apis=dict(apis.services)))
@@ -53,7 +54,11 @@ def build_infra(config: StackConfig, run: str) -> InfraOutputs:
             container_api=apis.service("container.googleapis.com"),
             node_service_account=identity.node_account.email,
             grants=identity.cluster_waits_for,
-            node_networks=[] if config.cluster.mode == "standard" else [networks.gvnic_subnet, *networks.rdma_subnets],
+            node_networks=(
+                [networks.gvnic_subnet, *networks.rdma_subnets]
+                if config.cluster.mode == "autopilot" and networks.gvnic_subnet is not None
+                else []
+            ),
         ),
     ).cluster
     # The in-cluster objects wait for the cluster, its NAT and the head's CPU pool; only the RayCluster

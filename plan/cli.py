@@ -13,7 +13,6 @@ from core import names
 from core.config.load import LoadedConfig
 from core.config.model import PROJECT_NAMESPACE, StackConfig
 from core.config.problems import ConfigError
-from core.facts.pods import HEAD_REQUESTS
 from core.prices import catalog
 from core.stackfile import StackFileError, read_stack_file, stack_file, stack_name_of
 from jobs.spec.load import load_stack
@@ -55,6 +54,7 @@ def key_facts(loaded: LoadedConfig) -> dict[str, str]:
     shown = {
         "cluster": f"{config.cluster_name} ({config.cluster.mode}) in {config.region}, GPUs in {config.zone}",
         "gpus": f"{machine.machine_type} x {config.gpu.nodes} ({config.gpu.provisioning}), {config.total_gpus} x {machine.accelerator}",
+        "fabric": gpu_fabric(config),
         "storage": storage,
         "job": f"{config.workload.framework} GRPO on {config.workload.model} with {config.workload.dataset}",
         "run": training_spec(config).run,
@@ -65,11 +65,23 @@ def key_facts(loaded: LoadedConfig) -> dict[str, str]:
     return shown
 
 
+def gpu_fabric(config: StackConfig) -> str:
+    """What carries GPU traffic between nodes: gIB over the RDMA VPC where the machine has RDMA NICs, else what is
+    left out and why (core/facts/platform.py GpuMachine.rdma_nics)."""
+    machine = config.gpu_machine
+    if machine.rdma:
+        return f"{machine.rdma_nics} RDMA NICs a node on the RDMA VPC, with gIB (the NCCL RDMA installer)"
+    return (
+        f"no RDMA VPC, gVNIC VPC, GKE network objects, gIB or compact placement: {machine.machine_type} has no"
+        f" RDMA NICs ({machine.gpus} GPU a node), and only the 8-GPU A3 Ultra and A4 machines need them"
+    )
+
+
 def head_machine(config: StackConfig) -> str:
     """The Ray head's machine: the CPU pool's type on Standard; on Autopilot, what the head asks for."""
     if config.cluster.mode == "standard":
         return f"{config.cluster.head_machine_type} (the Ray head's CPU node pool)"
-    requests = HEAD_REQUESTS
+    requests = config.head_requests
     return f"chosen by Autopilot for the head's request of {requests['cpu']} CPUs and {requests['memory']} memory"
 
 

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from core.config.model import PROJECT_NAMESPACE, StackConfig
 from core.facts.capacity import RUNG_QUOTA
 from core.facts.platform import BF16_BYTES_PER_PARAMETER, NODE_BOOT_DISK_GB, NODE_BOOT_DISK_TYPE
-from core.facts.pods import HEAD_REQUESTS
 from core.facts.zones import region_of, zones_with
 from core.prices import (
     CATALOG_NAME,
@@ -214,7 +213,7 @@ def _nat_line(config: StackConfig, prices: PriceCatalog) -> CostLine:
 
 def _head_line(config: StackConfig, prices: PriceCatalog) -> CostLine:
     if config.cluster.mode == "autopilot":
-        requests = HEAD_REQUESTS
+        requests = config.head_requests
         what = no_price(f"Autopilot's general-purpose Pods in {config.region}", prices)
         return CostLine("head", f"{what} (the head asks for {requests['cpu']} CPUs, {requests['memory']})", None)
     machine = config.cluster.head_machine_type

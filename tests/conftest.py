@@ -40,7 +40,7 @@ STACKS_DIR = Path(__file__).with_name("stacks")
 repository root, or a stack file of their own there, never change what the tests read (.ci/run checks
 that the root copies are still these)."""
 
-SHIPPED_STACKS = ("dev", "nemo-rl-standard-b200", "verl-autopilot-b200", "verl-standard-h200")
+SHIPPED_STACKS = ("dev", "first-run", "nemo-rl-standard-b200", "verl-autopilot-b200", "verl-standard-h200")
 """Every stack file shipped in the repository."""
 
 

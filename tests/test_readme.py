@@ -11,7 +11,9 @@ from pydantic import BaseModel
 
 from core.config.model import StackConfig
 from core.facts.privilege import DEPLOYER_ROLES
+from core.prices import catalog
 from plan.harness import run_values
+from plan.prices import estimate
 from plan.startup import estimate_startup
 from tests.conftest import REPO_ROOT, SHIPPED_STACKS, config_of, shipped_stack_file, values_of
 
@@ -337,3 +339,19 @@ def test_real_use_says_what_was_proven_the_passphrase_and_the_rewritten_stack_fi
     assert "No Pulumi CLI ran" in real_use and f"`{pulumi}`" in real_use
     assert "PULUMI_CONFIG_PASSPHRASE" in real_use and "pulumi login --local" in real_use
     assert "`pulumi config set`" in real_use and "rewrites the tracked" in real_use
+
+
+def test_real_use_prices_the_first_run_stack_with_its_plans_own_figures(plan_of):
+    """The first-run paragraph's $/h, idle $/h, time from `up` to the first step and its cost are those
+    `python -m plan --stack first-run` computes (plan/prices.py estimate, plan/startup.py estimate_startup)."""
+    config = config_of("first-run")
+    cost = estimate(config, catalog())
+    assert cost.unpriced == ()
+    to_first_step = estimate_startup(config, plan_of("first-run").resources).from_up.seconds
+    gpu = next(line.hourly for line in cost.lines if line.part == "gpu nodes")
+    paragraph = " ".join(README.split("## Real use", 1)[1].split("```", 1)[0].split())
+    assert f"prices it at ${cost.total:.2f}/h while the L4 runs (${gpu:.2f} of it the spot node)" in paragraph
+    assert f"${cost.idle.hourly:.2f}/h idle with the GPU at zero" in paragraph
+    assert f"models about {to_first_step / 60:.0f} min from `pulumi up` to the first step" in paragraph
+    assert f"about ${cost.total * to_first_step / 3600:.2f} to reach it, then ${cost.total:.2f}" in paragraph
+    assert "first-run" in README.split("## Shipped stacks", 1)[1] and "small and cheap" not in README

@@ -56,9 +56,9 @@ def render_namespace(mode: str) -> NamespaceInitArgs | None:
 
 
 def render_daemonset(mode: str) -> DaemonSetInitArgs:
-    """The installer DaemonSet of one cluster mode."""
+    """The installer DaemonSet of one cluster mode, on the nodes of the GPUs whose machines have RDMA NICs."""
     labels = {"k8s-app": NAME}
-    accelerators = sorted(machine.accelerator for machine in GPU_MACHINES.values())
+    accelerators = sorted(machine.accelerator for machine in GPU_MACHINES.values() if machine.rdma)
     affinity = k8s.core.v1.AffinityArgs(
         node_affinity=k8s.core.v1.NodeAffinityArgs(
             required_during_scheduling_ignored_during_execution=k8s.core.v1.NodeSelectorArgs(

@@ -1,4 +1,5 @@
-"""The KubeRay RayCluster (`ray.io/v1`): a CPU head and `gpu.nodes` 8-GPU workers wired for gIB RDMA.
+"""The KubeRay RayCluster (`ray.io/v1`): a CPU head and `gpu.nodes` GPU workers, wired for gIB RDMA where the machine
+has RDMA NICs (core/facts/platform.py GpuMachine.rdma_nics).
 
 The spec is plain data (a custom kind), validated in tests against KubeRay's v1 schema with unknown
 fields refused. NCCL's environment is in the worker container itself, so `ray start` and every Ray
@@ -22,14 +23,11 @@ from core.facts.pods import (
     GIB_NCCL_ENV,
     GIB_POD_DIR,
     GLOO_SOCKET_IFNAME,
-    HEAD_REQUESTS,
     KUBERAY_READY_WAIT,
     NVIDIA_HOST_DIR,
     NVIDIA_POD_DIR,
-    OBJECT_STORE_GIB,
     RAY_PORTS,
     RDMA_INTERFACES_START,
-    SHM_GIB,
 )
 from core.resource_options import fixed_name_options
 from workloads import placement, pods, storage
@@ -102,12 +100,11 @@ def rdma_interfaces() -> list[dict[str, str]]:
 
 
 def worker_annotations(config: StackConfig) -> dict[str, str]:
-    """Multi-NIC annotations, plus the GCS FUSE sidecar and its resources (gcs)."""
-    annotations = {
-        "networking.gke.io/default-interface": "eth0",
-        "networking.gke.io/interfaces": json.dumps(rdma_interfaces(), separators=(",", ":")),
-        **storage.pod_annotations(config, gpu_node=True),
-    }
+    """Multi-NIC annotations on a machine with RDMA NICs, plus the GCS FUSE sidecar and its resources (gcs)."""
+    annotations = dict(storage.pod_annotations(config, gpu_node=True))
+    if config.gpu_machine.rdma:
+        annotations["networking.gke.io/default-interface"] = "eth0"
+        annotations["networking.gke.io/interfaces"] = json.dumps(rdma_interfaces(), separators=(",", ":"))
     return dict(sorted(annotations.items()))
 
 
@@ -132,15 +129,15 @@ def worker_library_path(config: StackConfig) -> str:
 
 
 def worker_env(config: StackConfig) -> list[dict[str, Any]]:
-    """The GPU worker's environment: the library path, gIB's NCCL settings for this GPU, Gloo's interface,
-    the shared HF_HOME, then workload.extraEnv (which wins), and the secret variables from their Secrets."""
-    values = {
-        "LD_LIBRARY_PATH": worker_library_path(config),
-        **GIB_NCCL_ENV,
-        "NCCL_TUNER_CONFIG_PATH": config.gpu_machine.nccl_tuner_config,
-        "GLOO_SOCKET_IFNAME": GLOO_SOCKET_IFNAME,
-        **_named_value(pods.hf_home_env()),
-    }
+    """The GPU worker's environment: the library path, on a machine with RDMA NICs gIB's NCCL settings for this GPU
+    and Gloo's interface, the shared HF_HOME, then workload.extraEnv (which wins), and the secret variables."""
+    values = {"LD_LIBRARY_PATH": worker_library_path(config)}
+    machine = config.gpu_machine
+    if machine.rdma and machine.nccl_tuner_config is not None:
+        values.update(GIB_NCCL_ENV)
+        values["NCCL_TUNER_CONFIG_PATH"] = machine.nccl_tuner_config
+        values["GLOO_SOCKET_IFNAME"] = GLOO_SOCKET_IFNAME
+    values.update(_named_value(pods.hf_home_env()))
     values.update(config.workload.extra_env)
     return _env_list(values, config)
 
@@ -160,7 +157,7 @@ def _host_volume(name: str, path: str) -> dict[str, Any]:
 
 def render_head(config: StackConfig) -> dict[str, Any]:
     """The head group: CPU only, dashboard on the ClusterIP service (reachable only inside the cluster)."""
-    requests = dict(HEAD_REQUESTS)
+    requests = config.head_requests
     pod_spec: dict[str, Any] = {
         "containers": [
             {
@@ -190,11 +187,22 @@ def render_head(config: StackConfig) -> dict[str, Any]:
 
 
 def render_worker_group(config: StackConfig) -> dict[str, Any]:
-    """The GPU worker group: one pod per node, the whole node's GPUs, RDMA NICs and gIB mounts; gpu.nodes pods
-    (minReplicas 0, maxReplicas gpu.nodes, replicas names.WORKER_REPLICAS, which KubeRay holds to maxReplicas)."""
-    requests = worker_requests(config.gpu_machine)
+    """The GPU worker group: one pod per node, the whole node's GPUs, its RDMA NICs and gIB mounts where it has them;
+    gpu.nodes pods (minReplicas 0, maxReplicas gpu.nodes, replicas names.WORKER_REPLICAS, which KubeRay holds to
+    maxReplicas)."""
+    machine = config.gpu_machine
+    requests = worker_requests(machine)
     quantities = requests.quantities()
     read_only = config.cluster.mode == "autopilot"
+    mounts = [
+        {"mountPath": "/dev/shm", "name": "dshm"},
+        {"mountPath": NVIDIA_POD_DIR, "name": "nvidia", "readOnly": read_only},
+    ]
+    volumes = [pods.data_volume(), _shm_volume(machine.worker_shm_gib)]
+    if machine.rdma:
+        mounts.append({"mountPath": GIB_POD_DIR, "name": "gib", "readOnly": read_only})
+        volumes.append(_host_volume("gib", GIB_HOST_DIR))
+    volumes.append(_host_volume("nvidia", NVIDIA_HOST_DIR))
     container = {
         "env": worker_env(config),
         "image": config.pulled_image(),
@@ -204,24 +212,14 @@ def render_worker_group(config: StackConfig) -> dict[str, Any]:
             "requests": quantities,
         },
         "securityContext": pods.container_security_context(),
-        "volumeMounts": [
-            {"mountPath": "/dev/shm", "name": "dshm"},
-            {"mountPath": NVIDIA_POD_DIR, "name": "nvidia", "readOnly": read_only},
-            {"mountPath": GIB_POD_DIR, "name": "gib", "readOnly": read_only},
-            pods.data_mount(),
-        ],
+        "volumeMounts": [*mounts, pods.data_mount()],
     }
     pod_spec = {
         "containers": [container],
         "nodeSelector": placement.gpu_node_selector(config),
         "serviceAccountName": names.RAY_SERVICE_ACCOUNT,
         "tolerations": placement.gpu_tolerations(config),
-        "volumes": [
-            pods.data_volume(),
-            _shm_volume(SHM_GIB),
-            _host_volume("gib", GIB_HOST_DIR),
-            _host_volume("nvidia", NVIDIA_HOST_DIR),
-        ],
+        "volumes": volumes,
     }
     return {
         "groupName": WORKER_GROUP,
@@ -229,7 +227,7 @@ def render_worker_group(config: StackConfig) -> dict[str, Any]:
         "minReplicas": 0,
         "rayStartParams": {
             "num-cpus": str(requests.cpu),
-            "object-store-memory": str(OBJECT_STORE_GIB * 1024**3),
+            "object-store-memory": str(machine.worker_object_store_gib * 1024**3),
         },
         "replicas": names.WORKER_REPLICAS,
         "template": {

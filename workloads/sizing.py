@@ -5,14 +5,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from core.facts.platform import GpuMachine
+from core.facts.platform import NODE_BOOT_DISK_GB, GpuMachine
 from core.facts.pods import (
+    EPHEMERAL_SHARE_OF_BOOT_DISK,
     EPHEMERAL_SHARE_OF_LOCAL_SSD,
     GKE_CPU_RESERVATION,
     GKE_EVICTION_MIB,
     GKE_MEMORY_RESERVATION,
     LOCAL_SSD_GIB,
-    NODE_DAEMON_HEADROOM,
     NODE_MEMORY_MARGIN,
 )
 
@@ -63,13 +63,17 @@ class WorkerRequests:
 
 
 def worker_requests(machine: GpuMachine) -> WorkerRequests:
-    """Requests that fit `machine` after GKE's reservation, the kernel margin and DaemonSet headroom."""
+    """Requests that fit `machine` after GKE's reservation, the kernel margin and DaemonSet headroom; its disk is the
+    local SSDs where it has them, else the boot disk."""
     memory = machine.memory_gib
     memory -= gke_reserved_memory_gib(machine.memory_gib)
     memory -= machine.memory_gib * NODE_MEMORY_MARGIN
-    memory -= NODE_DAEMON_HEADROOM["memory_gib"]
-    cpu = machine.vcpus - gke_reserved_cpu(machine.vcpus) - NODE_DAEMON_HEADROOM["cpu"]
-    ephemeral = machine.local_ssd_count * LOCAL_SSD_GIB * EPHEMERAL_SHARE_OF_LOCAL_SSD
+    memory -= machine.daemon_headroom_gib
+    cpu = machine.vcpus - gke_reserved_cpu(machine.vcpus) - machine.daemon_headroom_cpu
+    if machine.local_ssd_count:
+        ephemeral = machine.local_ssd_count * LOCAL_SSD_GIB * EPHEMERAL_SHARE_OF_LOCAL_SSD
+    else:
+        ephemeral = NODE_BOOT_DISK_GB * EPHEMERAL_SHARE_OF_BOOT_DISK
     return WorkerRequests(
         cpu=math.floor(cpu),
         memory_gib=math.floor(memory / 8) * 8,

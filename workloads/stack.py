@@ -35,20 +35,24 @@ def _secret_env(config: StackConfig) -> dict[str, pulumi.Output[str]]:
 
 
 def build_workloads(config: StackConfig, infra: InfraOutputs) -> WorkloadOutputs | None:
-    """Network objects, gIB installer, identity, NetworkPolicies, the GPU pools' instance groups (Standard), storage,
+    """Network objects and gIB installer (a machine with RDMA NICs), identity, NetworkPolicies, the GPU pools' instance groups (Standard), storage,
     staging Job and RayCluster, in that order of need; while the Lustre storage is parked (storage.parked) nothing that mounts it (the volume and
     its claim, the staging Job, the RayCluster): None."""
     provider = infra.k8s_provider
     cluster = list(infra.cluster_ready)
-    networks = GkeNetworks(
-        "pod-networks",
-        GkeNetworksArgs(
-            specs=network_specs(infra.gpu_networks),
-            provider=provider,
-            depends_on=cluster,
-        ),
-    )
-    installer = GibInstaller("gib", GibInstallerArgs(mode=config.cluster.mode, provider=provider, depends_on=cluster))
+    # The GPU fabric's objects only for a machine with RDMA NICs (core/facts/platform.py GpuMachine.rdma_nics): a
+    # one-GPU node has no GPU traffic between nodes, so no pod networks for it and no gIB to carry it.
+    fabric: list[pulumi.Resource] = []
+    if infra.gpu_networks is not None:
+        fabric.append(
+            GkeNetworks(
+                "pod-networks",
+                GkeNetworksArgs(specs=network_specs(infra.gpu_networks), provider=provider, depends_on=cluster),
+            )
+        )
+        fabric.append(
+            GibInstaller("gib", GibInstallerArgs(mode=config.cluster.mode, provider=provider, depends_on=cluster))
+        )
     identity = Identity(
         "identity",
         IdentityArgs(
@@ -106,7 +110,7 @@ def build_workloads(config: StackConfig, infra: InfraOutputs) -> WorkloadOutputs
         RayClusterArgs(
             config=config,
             provider=provider,
-            depends_on=[*cluster, *gpu_needs, networks, installer, *ray_needs],
+            depends_on=[*cluster, *gpu_needs, *fabric, *ray_needs],
         ),
     )
     return WorkloadOutputs(

@@ -102,11 +102,11 @@ def render_claim() -> PersistentVolumeClaimInitArgs:
 def pod_annotations(config: StackConfig, gpu_node: bool = False) -> dict[str, str]:
     """Annotations a pod mounting the storage needs (gcs): GKE injects the GCS FUSE sidecar, whose
     resource limits are lifted on Standard and, on Autopilot, raised on the GPU nodes' local SSDs
-    (Autopilot's CPU capacity keeps the defaults)."""
+    (Autopilot's CPU capacity and a GPU machine without local SSDs, the L4's, keep the defaults)."""
     if config.storage.type != "gcs":
         return {}
     annotations = {GCSFUSE_POD_ANNOTATION: "true"}
-    if config.cluster.mode == "standard" or gpu_node:
+    if config.cluster.mode == "standard" or (gpu_node and config.gpu_machine.local_ssd_count):
         annotations.update(GCSFUSE_SIDECAR_ANNOTATIONS[config.cluster.mode])
     return dict(sorted(annotations.items()))
 

@@ -31,15 +31,17 @@ from core.facts.platform import (
     HEAD_MIN_MEMORY_GIB,
     HEAD_MIN_VCPUS,
     LUSTRE_TIERS,
-    MACHINE_CLASS_GIB_PER_VCPU,
     MAX_GPUS_PER_NODE,
     NEMO_RL_RELEASES,
     RDMA_SUBNET_COUNT,
+    SMALL_HEAD_MIN_MEMORY_GIB,
+    SMALL_HEAD_MIN_VCPUS,
     VERL_VERSION,
     FrameworkImage,
     GkeVersion,
     GpuMachine,
 )
+from core.facts.pods import HEAD_REQUESTS, SMALL_HEAD_MAX_GPUS, SMALL_HEAD_REQUESTS
 from core.facts.privilege import KMS_KEY_PATTERN
 
 PROJECT_NAMESPACE = "grpo-gke"
@@ -151,25 +153,17 @@ class ClusterConfig(_Section):
         match = re.fullmatch(r"[a-z][a-z0-9]*-(standard|highmem|highcpu)-(\d+)", value)
         if not match:
             raise ValueError(f"must be a machine type such as c2-standard-16, got {value!r}")
-        machine_class, vcpus = match.group(1), int(match.group(2))
-        if vcpus < HEAD_MIN_VCPUS:
-            raise ValueError(f"must have at least {HEAD_MIN_VCPUS} vCPUs (the Ray head asks for 12), got {value!r}")
-        if vcpus * MACHINE_CLASS_GIB_PER_VCPU[machine_class] < HEAD_MIN_MEMORY_GIB:
-            raise ValueError(
-                f"must have at least {HEAD_MIN_MEMORY_GIB} GiB of memory (the Ray head asks for 32 GiB;"
-                f" a {machine_class} type may have as little as {MACHINE_CLASS_GIB_PER_VCPU[machine_class]}"
-                f" GiB per vCPU), got {value!r}"
-            )
         return value
 
 
 class GpuConfig(_Section):
-    """`grpo-gke:gpu`: the 8-GPU nodes."""
+    """`grpo-gke:gpu`: the GPU nodes."""
 
-    type: Literal["b200", "h200"] = Field(
-        description=f"B200 ({GPU_MACHINES['b200'].machine_type}) or H200 ({GPU_MACHINES['h200'].machine_type})."
+    type: Literal["b200", "h200", "l4"] = Field(
+        description=f"B200 ({GPU_MACHINES['b200'].machine_type}, 8 GPUs), H200 ({GPU_MACHINES['h200'].machine_type},"
+        f" 8 GPUs) or L4 ({GPU_MACHINES['l4'].machine_type}, 1 GPU, no RDMA network: a first run)."
     )
-    nodes: int = Field(ge=1, le=64, description="Number of 8-GPU nodes, 1 to 64.")
+    nodes: int = Field(ge=1, le=64, description="Number of GPU nodes, 1 to 64.")
     provisioning: Literal["spot", "on-demand", "reservation", "flex-start"] = Field(
         "spot", description="How GPU capacity is obtained."
     )
@@ -596,6 +590,19 @@ class StackConfig(_Section):
         ):
             return "DEFAULT"
         return "LATEST"
+
+    @property
+    def head_requests(self) -> dict[str, str]:
+        """The Ray head's container requests: SMALL_HEAD_REQUESTS for a stack of at most SMALL_HEAD_MAX_GPUS GPUs,
+        else HEAD_REQUESTS."""
+        return dict(SMALL_HEAD_REQUESTS if self.total_gpus <= SMALL_HEAD_MAX_GPUS else HEAD_REQUESTS)
+
+    @property
+    def head_floor(self) -> tuple[int, int]:
+        """The least vCPUs and GiB of memory of the head's CPU node (Standard), for the head of `head_requests`."""
+        if self.total_gpus <= SMALL_HEAD_MAX_GPUS:
+            return SMALL_HEAD_MIN_VCPUS, SMALL_HEAD_MIN_MEMORY_GIB
+        return HEAD_MIN_VCPUS, HEAD_MIN_MEMORY_GIB
 
     @property
     def total_gpus(self) -> int:

@@ -18,7 +18,7 @@ from core.config.model import (
     pinned_below,
 )
 from core.config.problems import Problem
-from core.facts.capacity import AUTOPILOT_LADDER_REFUSAL
+from core.facts.capacity import AUTOPILOT_LADDER_REFUSAL, COMPUTE_CLASS_FLOOR
 from core.facts.gcp import UPSTREAMS
 from core.facts.imagecache import AUTOPILOT_IMAGE_CACHE_REFUSAL, CROSS_PROJECT_REFUSAL, IMAGE_CACHE_FLOORS
 from core.facts.job import GATED_MODEL_OWNERS, MODEL_CONTEXT_TOKENS
@@ -28,6 +28,7 @@ from core.facts.platform import (
     LUSTRE_CSI_FLOOR,
     LUSTRE_PEERING_PREFIX_MAX,
     LUSTRE_TIERS,
+    MACHINE_CLASS_GIB_PER_VCPU,
     NEMO_RL_RELEASES,
     RAY_OPERATOR_FLOOR,
     RDMA_SUBNET_COUNT,
@@ -43,11 +44,17 @@ from core.names import is_artifact_registry_host, parse_image
 
 def _version_floors(cfg: StackConfig) -> list[tuple[str, str]]:
     floors = [(RAY_OPERATOR_FLOOR, "the Ray operator add-on")]
-    floors.append(
-        (cfg.gpu_machine.rdma_floor[cfg.cluster.mode], f"GPUDirect RDMA on {cfg.gpu.type.upper()} ({cfg.cluster.mode})")
-    )
+    if cfg.gpu_machine.rdma_floor is not None:
+        floors.append(
+            (
+                cfg.gpu_machine.rdma_floor[cfg.cluster.mode],
+                f"GPUDirect RDMA on {cfg.gpu.type.upper()} ({cfg.cluster.mode})",
+            )
+        )
     if cfg.storage.type == "lustre":
         floors.append((LUSTRE_CSI_FLOOR, "the Managed Lustre CSI driver"))
+    if cfg.gpu_machine.rdma_floor is None and cfg.gpu.capacity is not None:
+        floors.append((COMPUTE_CLASS_FLOOR, "custom compute classes (gpu.capacity)"))
     if "flex-start" in cfg.gpu.ladder:
         floors.append((FLEX_START_FLOOR, "flex-start node pools"))
     if cfg.gpu.image_cache_disk is not None:
@@ -62,7 +69,7 @@ def _zone_problems(cfg: StackConfig) -> list[Problem]:
         return [
             Problem(
                 "gcp:region",
-                f"has no zone with a B200 or H200 machine; regions that have one: {', '.join(regions)}"
+                f"has no zone with a B200, H200 or L4 machine; regions that have one: {', '.join(regions)}"
                 f" ({GPU_ZONES_SOURCE}, read {GPU_ZONES_DATE}), got {cfg.region!r}",
             )
         ]
@@ -118,6 +125,35 @@ def _version_problems(cfg: StackConfig) -> list[Problem]:
     return problems
 
 
+def _head_machine_problems(cfg: StackConfig) -> list[Problem]:
+    """The head's CPU node must hold the head the stack's size asks for (StackConfig.head_requests, head_floor)."""
+    value = cfg.cluster.head_machine_type
+    match = re.fullmatch(r"[a-z][a-z0-9]*-(standard|highmem|highcpu)-(\d+)", value)
+    if match is None:
+        return []
+    machine_class, vcpus = match.group(1), int(match.group(2))
+    min_vcpus, min_gib = cfg.head_floor
+    requests = cfg.head_requests
+    key = f"{PROJECT_NAMESPACE}:cluster.headMachineType"
+    if vcpus < min_vcpus:
+        return [
+            Problem(
+                key, f"must have at least {min_vcpus} vCPUs (the Ray head asks for {requests['cpu']}), got {value!r}"
+            )
+        ]
+    if vcpus * MACHINE_CLASS_GIB_PER_VCPU[machine_class] < min_gib:
+        memory = requests["memory"].removesuffix("Gi")
+        return [
+            Problem(
+                key,
+                f"must have at least {min_gib} GiB of memory (the Ray head asks for {memory} GiB;"
+                f" a {machine_class} type may have as little as {MACHINE_CLASS_GIB_PER_VCPU[machine_class]}"
+                f" GiB per vCPU), got {value!r}",
+            )
+        ]
+    return []
+
+
 def _capacity_problems(cfg: StackConfig) -> list[Problem]:
     ns = PROJECT_NAMESPACE
     problems: list[Problem] = []
@@ -141,6 +177,8 @@ def _capacity_problems(cfg: StackConfig) -> list[Problem]:
         )
     if cfg.cluster.mode == "autopilot" and "head_machine_type" in cfg.cluster.model_fields_set:
         add("cluster.headMachineType", "is only for cluster.mode 'standard' (Autopilot chooses the head's machine)")
+    elif cfg.cluster.mode == "standard":
+        problems.extend(_head_machine_problems(cfg))
     if cfg.cluster.mode == "autopilot" and gpu.provisioning in ("reservation", "flex-start"):
         # Kept (issue 22 item 3): no source read shows A4/A3 Ultra with RDMA on Autopilot under reservation
         # or flex-start (core/facts/capacity.py AUTOPILOT_LADDER_REFUSAL names the sources).
@@ -499,6 +537,14 @@ def _preflight_problems(cfg: StackConfig) -> list[Problem]:
             Problem(
                 f"{PROJECT_NAMESPACE}:job.preflight",
                 "full tests the fabric between GPU nodes and needs gpu.nodes of 2 or more; use gpu on one node, got 'full'",
+            )
+        )
+    elif cfg.job.preflight == "full" and not cfg.gpu_machine.rdma:
+        problems.append(
+            Problem(
+                f"{PROJECT_NAMESPACE}:job.preflight",
+                f"full tests the RDMA fabric (gIB) between GPU nodes, and {cfg.gpu_machine.machine_type} has no RDMA"
+                " NICs; use gpu, got 'full'",
             )
         )
     if cfg.job.cordon_bad_nodes and cfg.job.preflight == "off":

@@ -51,7 +51,8 @@ it makes for a class with the same key)."""
 
 COMPUTE_CLASS_FLOOR = "1.30.3-gke.1451000"
 """Lowest GKE version with custom compute classes, both modes (CC-ABOUT). Below every RDMA floor of
-core/facts/platform.py GPU_MACHINES, so no GPU stack can pin a version this rule would refuse."""
+core/facts/platform.py GPU_MACHINES, so no 8-GPU stack can pin a version this rule would refuse; a machine without an
+RDMA floor (the L4) has it checked with a capacity ladder (core/config/rules.py _version_floors)."""
 
 NODEPOOLS_PRIORITY_ALONE = True
 """A `priorities[]` entry with `nodepools` may hold no other field (CC-CRD CEL rule "Nodepool field cannot be

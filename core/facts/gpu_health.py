@@ -51,6 +51,14 @@ B200_DATASHEET_HBM_TBPS = 8.0
 """NVIDIA HGX B200: HBM3e at 8 TB/s per GPU (same sources; pytorch/ao#4002 reads a 7,680-bit bus at 3,996 MHz
 off a real B200, 7.67 TB/s)."""
 
+L4_DATASHEET_BF16_TFLOPS = 121.0
+"""NVIDIA L4 Tensor Core GPU datasheet: BF16 Tensor Core 242 TFLOPS with sparsity, so about 121 dense (assumed from
+the datasheet's figures as commonly quoted; the datasheet itself was not read here)."""
+
+L4_DATASHEET_HBM_TBPS = 0.3
+"""NVIDIA L4: 24 GB GDDR6 at 300 GB/s, 72 W (fpsbench.com's L4 specification page, read 2026-12-07: 300.1 GB/s on a
+192-bit bus, TDP 72 W; NVIDIA's datasheet not read here)."""
+
 GPU_HEALTH_REFERENCES: dict[str, GpuHealthReference] = {
     "h200": GpuHealthReference(
         smi_name="NVIDIA H200",
@@ -69,6 +77,17 @@ GPU_HEALTH_REFERENCES: dict[str, GpuHealthReference] = {
             round(B200_DATASHEET_BF16_TFLOPS * H200_MEASURED_BF16_TFLOPS / H200_DATASHEET_BF16_TFLOPS)
         ),
         copy_tbps=round(B200_DATASHEET_HBM_TBPS * H200_MEASURED_COPY_TBPS / H200_DATASHEET_HBM_TBPS, 2),
+    ),
+    # Not yet measured on an L4, and not scaled as the B200's: the L4's 72 W cap (its datasheet's max power) keeps its
+    # sustained matmul well below the datasheet, by how much no source read here says. Set low on purpose (half the
+    # dense bf16 rate, three quarters of the bandwidth) so a healthy L4 is not failed, at the cost of passing a slow
+    # one; replace with an L4 measurement (benchmarks/results/preflight-*) when one is made.
+    "l4": GpuHealthReference(
+        smi_name="NVIDIA L4",
+        datasheet_bf16_tflops=L4_DATASHEET_BF16_TFLOPS,
+        datasheet_hbm_tbps=L4_DATASHEET_HBM_TBPS,
+        bf16_matmul_tflops=L4_DATASHEET_BF16_TFLOPS / 2,
+        copy_tbps=L4_DATASHEET_HBM_TBPS * 3 / 4,
     ),
 }
 """Preflight reference of each `gpu.type`."""

@@ -37,7 +37,8 @@ MODE_UNSPECIFIED, attaches the disk as data, not as an image cache."""
 IMAGE_CACHE_FLOORS = {"standard": "1.30.1-gke.1329000", "autopilot": "1.30.1-gke.1329000"}
 """Lowest GKE version with secondary boot disks on Container-Optimized OS nodes (SBD "Requirements", newest copy:
 1.30.1-gke.1329000 for Standard and Autopilot; older copies gave 1.28.3-gke.1067000 for Standard). Below every
-RDMA floor of core/facts/platform.py GPU_MACHINES, so a GPU stack meets it whenever it meets those."""
+RDMA floor of core/facts/platform.py GPU_MACHINES, so an 8-GPU stack meets it whenever it meets those; the L4 has no
+RDMA floor, and core/config/rules.py checks this floor itself."""
 
 IMAGE_CACHE_NODE_IMAGE = "COS_CONTAINERD"
 """The node image the cache needs (SBD "Requirements": Container-Optimized OS with containerd; Ubuntu with

@@ -8,6 +8,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from core.facts.pods import NODE_DAEMON_HEADROOM, OBJECT_STORE_GIB, SHM_GIB
+
 BF16_BYTES_PER_PARAMETER = 2
 """Model weights in bf16, as vLLM loads them for rollout: 2 bytes per parameter."""
 
@@ -85,12 +87,23 @@ class GkeVersion:
         return f"{self.major}.{self.minor}.{self.patch}-gke.{self.gke}"
 
 
+EIGHT_GPU_WORKER: dict[str, int] = {
+    # core/facts/pods.py, each with its source: SHM_GIB, OBJECT_STORE_GIB inside it, NODE_DAEMON_HEADROOM
+    "worker_shm_gib": SHM_GIB,
+    "worker_object_store_gib": OBJECT_STORE_GIB,
+    "daemon_headroom_cpu": NODE_DAEMON_HEADROOM["cpu"],
+    "daemon_headroom_gib": NODE_DAEMON_HEADROOM["memory_gib"],
+}
+"""The worker's shared memory, object store and the node's DaemonSet headroom on an 8-GPU A4 or A3 Ultra node."""
+
+
 @dataclass(frozen=True)
 class GpuMachine:
-    """What differs between the B200 (A4) and H200 (A3 Ultra) node shapes."""
+    """What differs between the GPU node shapes: the 8-GPU B200 (A4) and H200 (A3 Ultra) machines with their RDMA
+    NICs, and the one-GPU L4 (G2) machine of a first run."""
 
     machine_type: str
-    """Compute Engine machine type of one 8-GPU node."""
+    """Compute Engine machine type of one GPU node."""
     accelerator: str
     """GKE accelerator name (`cloud.google.com/gke-accelerator`)."""
     vcpus: int
@@ -101,10 +114,10 @@ class GpuMachine:
     """Boot disk type the machine needs, or None for GKE's default."""
     local_ssd_count: int
     """Local SSDs attached to the machine."""
-    nccl_tuner_config: str
-    """gIB's NCCL tuner file for this GPU, inside GIB_POD_DIR."""
-    rdma_floor: dict[str, str]
-    """Lowest GKE version with GPUDirect RDMA, per cluster mode."""
+    nccl_tuner_config: str | None
+    """gIB's NCCL tuner file for this GPU, inside GIB_POD_DIR; None on a machine without RDMA NICs (no gIB)."""
+    rdma_floor: dict[str, str] | None
+    """Lowest GKE version with GPUDirect RDMA, per cluster mode; None on a machine without RDMA NICs."""
     default_driver_from: str
     """GKE version from which the default GPU driver suits this GPU."""
     default_driver_branch: int
@@ -113,6 +126,23 @@ class GpuMachine:
     """Memory of one GPU in GB."""
     gpus: int
     """GPUs of one node: what its pool attaches, Ray's GPU resource on its worker, one STRICT_PACK group of verl."""
+    rdma_nics: int
+    """RDMA NICs of the machine (one per GPU on A4 and A3 Ultra, none on G2). With none, the stack makes no RDMA VPC,
+    no gVNIC VPC, no GKE Network objects, no gIB installer and no compact placement, and the RayCluster's workers
+    get no extra interfaces: those parts only carry GPU-to-GPU traffic between nodes over RDMA."""
+    worker_shm_gib: int
+    """Size of the worker's /dev/shm memory emptyDir (NCCL's shared segments and Ray's object store)."""
+    worker_object_store_gib: int
+    """Ray object store on the worker, kept inside worker_shm_gib (Ray uses /dev/shm only when it holds the store)."""
+    daemon_headroom_cpu: int
+    """CPUs left on the node for DaemonSets and the GCS FUSE sidecar (an engineering margin)."""
+    daemon_headroom_gib: int
+    """Memory left on the node for DaemonSets and the GCS FUSE sidecar, GiB (an engineering margin)."""
+
+    @property
+    def rdma(self) -> bool:
+        """Whether the machine has RDMA NICs: the RDMA network, gIB and compact placement are made only then."""
+        return self.rdma_nics > 0
 
     @property
     def tensor_parallel_sizes(self) -> tuple[int, ...]:
@@ -146,6 +176,8 @@ GPU_MACHINES: dict[str, GpuMachine] = {
         # DOC-AIH: R570 is the default driver from 1.32.1-gke.1729000
         default_driver_from="1.32.1-gke.1729000",
         default_driver_branch=570,
+        rdma_nics=8,
+        **EIGHT_GPU_WORKER,
     ),
     "h200": GpuMachine(
         # CT examples/gke-a3-ultragpu/gke-a3-ultragpu.yaml
@@ -168,6 +200,44 @@ GPU_MACHINES: dict[str, GpuMachine] = {
         # DOC-AIH: R550 default from 1.31.5-gke.1169000; older 1.31 versions need LATEST
         default_driver_from="1.31.5-gke.1169000",
         default_driver_branch=550,
+        rdma_nics=8,
+        **EIGHT_GPU_WORKER,
+    ),
+    "l4": GpuMachine(
+        # The smallest machine verl's quickstart names as enough for Qwen2.5-0.5B on GSM8K: "a GPU with at least
+        # 24 GB HBM" (verl-project/verl docs/start/quickstart.rst L20 at v0.7.0, v0.7.1 bec9ef7 and v0.9.0 483b8a0,
+        # the same line on main 1dda039; the v0.9.1 tag, requirements-verl.txt's pin, is not in the stored copy).
+        # G2 is the one Compute Engine family with a single 24 GB GPU; g2-standard-4 has 16 GB of memory, too little
+        # for the worker below, so g2-standard-8.
+        machine_type="g2-standard-8",
+        # GKE accelerator name of the L4, allowed on Autopilot as on Standard (GKE's Autopilot admission message
+        # lists nvidia-l4 among the allowed GPU types, as quoted in pastebin.com/cVrwvR2j, 2025-05-13)
+        accelerator="nvidia-l4",
+        # SkyPilot catalog (prices.json's source) vms.csv @8427bbf: g2-standard-8,8.0,32.0 (vCPUs, MemoryGiB), and
+        # its L4 row's GpuInfo SizeInMiB 24576; Compute Engine's GPU machine types page: G2, 1 L4, 24 GB GDDR6
+        vcpus=8,
+        memory_gib=32,
+        boot_disk_type=None,
+        # No local SSD is attached (G2 takes them as an option, billed apart): the worker's disk is the boot disk
+        local_ssd_count=0,
+        nccl_tuner_config=None,
+        gpu_memory_gb=24,
+        gpus=1,
+        rdma_floor=None,
+        # GKE "Run GPUs in Standard node pools", COS table (LATEST_DRIVER_FLOORS' source, as indexed 2026-10-09):
+        # DEFAULT is R535 for most GPUs on every version in the table (1.26 to 1.33), and only A4 and A3 Ultra are
+        # named apart; the L4's R535 is read from that, its own row not read here. Either way below R580, so the
+        # pinned images' CUDA 13 takes LATEST, R580 from 1.31 (StackConfig.gpu_driver, core/config/rules.py)
+        default_driver_from="1.26.0-gke.0",
+        default_driver_branch=535,
+        rdma_nics=0,
+        # One GPU and 32 GiB: a worker of 16 GiB (workloads/sizing.py), of which /dev/shm 4 GiB holds a 3 GiB object
+        # store; 2 CPUs and 4 GiB left for DaemonSets and the GCS FUSE sidecar. Qwen2.5-0.5B's weights are 1 GB in
+        # bf16: a first run's batches are megabytes. Assumed enough, not yet measured on a G2 node.
+        worker_shm_gib=4,
+        worker_object_store_gib=3,
+        daemon_headroom_cpu=2,
+        daemon_headroom_gib=4,
     ),
 }
 """Node shape of each `gpu.type`."""
@@ -286,6 +356,17 @@ HEAD_MIN_MEMORY_GIB = 48
 """Memory the head's CPU node needs: the head's 32 GiB (HEAD_REQUESTS) and the staging Job's 8 GiB
 (STAGING_REQUESTS) still fit in what GKE leaves allocatable on 48 GiB (GKE_MEMORY_RESERVATION keeps
 about 4.6 GiB). c2-standard-16 has 64 GiB; a 16-vCPU highcpu type has 16 GiB and cannot hold the head."""
+
+SMALL_HEAD_MIN_VCPUS = 8
+"""The vCPUs the head's CPU node needs in a one-GPU stack: the head's 4 CPUs (pods.SMALL_HEAD_REQUESTS) and the
+staging Job's 1 (STAGING_REQUESTS) with GKE's system pods do not fit the 3.9 allocatable CPUs of a 4-vCPU machine;
+the next predefined size is 8 (e2-standard-8 on-demand at $0.27/h in us-central1, below the spot L4 node's $0.34/h:
+core/facts/prices.json)."""
+
+SMALL_HEAD_MIN_MEMORY_GIB = 28
+"""Memory the head's CPU node needs in a one-GPU stack: the head's 12 GiB and the staging Job's 8 GiB, GKE's
+reservation (GKE_MEMORY_RESERVATION: about 3.5 GiB of 30) and about 1 GiB of system pods; a 16 GiB machine leaves only
+13 GiB allocatable. 8-vCPU standard types have 30 (n1) or 32 GiB."""
 
 MACHINE_CLASS_GIB_PER_VCPU: dict[str, float] = {
     # Compute Engine predefined machine types: N1 has 0.9 (highcpu), 3.75 (standard) and 6.5 (highmem)

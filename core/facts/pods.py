@@ -112,6 +112,19 @@ HEAD_MIN_VCPUS). The disk request matters on Autopilot, which otherwise gives a 
 enforces it as the limit, so the head's Ray logs and spilled objects in /tmp would get it evicted
 (GKE docs, "Resource requests in Autopilot": default requests)."""
 
+SMALL_HEAD_MAX_GPUS = 1
+"""The most GPUs of a stack whose head is SMALL_HEAD_REQUESTS (a first run on one L4); above it HEAD_REQUESTS."""
+
+SMALL_HEAD_REQUESTS = {"cpu": "4", "memory": "12Gi", "ephemeral-storage": "9Gi"}
+"""The Ray head of a one-GPU stack. HEAD_REQUESTS' 12 CPUs and 32 GB come from KES's samples for 8-GPU nodes; what
+the head runs for a first run of Qwen2.5-0.5B is Ray's GCS, dashboard and raylet, verl's TaskRunner (`@ray.remote
+class TaskRunnerV1`, verl v0.9.0 verl/trainer/main_ppo.py L103: dataset, reward, the step's batches of 512 samples of at
+most 1,536 tokens, megabytes) and half of verl's 8 agent loop workers, which verl places round-robin over every node
+with CPUs (verl v0.9.0 verl/experimental/agent_loop/agent_loop.py L1201-1215; rollout.agent.num_workers 8 in
+trainer/config/ppo_trainer.yaml L242): 4 CPUs, one each for the TaskRunner and Ray's own processes and two for the
+workers' tokenising, and 12 GiB (about 1 GiB each for the TaskRunner's and the workers' processes with the tokenizer,
+Ray's processes and the 8 GiB /dev/shm ceiling left unused). Assumed from those sources, not measured."""
+
 GKE_MEMORY_RESERVATION: tuple[tuple[float, float], ...] = (
     # GKE "Plan node sizes" (cloud.google.com/kubernetes-engine/docs/concepts/plan-node-sizes, memory and
     # CPU reservations): 25% of the first 4 GiB, 20% of the next 4, 10% of the next 8, 6% of the next 112,
@@ -147,6 +160,11 @@ gIB installer) and the GCS FUSE sidecar (an engineering margin, not a published 
 EPHEMERAL_SHARE_OF_LOCAL_SSD = 0.5
 """Share of the node's local SSD (ephemeral storage, LOCAL_SSD_GIB each) a worker requests,
 leaving the kubelet's 10% eviction threshold and image storage untouched."""
+
+EPHEMERAL_SHARE_OF_BOOT_DISK = 0.3
+"""Share of the boot disk (NODE_BOOT_DISK_GB) a worker requests on a machine without local SSDs: the disk also holds
+the node's system and the pulled image (verl's about 12 GB compressed, core/facts/startup.py), and the kubelet keeps
+10% for eviction (an engineering margin, not a published figure)."""
 
 LOCAL_SSD_GIB = 375
 """Size of one local SSD on A4 and A3 Ultra (CT gke-node-pool/disk_definitions.tf; 32 per node)."""

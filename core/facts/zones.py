@@ -15,6 +15,9 @@ read on 2026-12-01:
   machine, one per AvailabilityZone; the same file prices.json is read from, here read for its zones only).
 - ZB: Batch's locations page (docs.cloud.google.com/batch/docs/locations), zones recommended for Dynamic
   Workload Scheduler capacity: A4 in asia-southeast1-b and us-central1-b, among others.
+- ZG: for g2-standard-8 (the L4 machine), the same ZS file read on 2026-12-07 for the g2-standard-8 rows from
+  asia-south1-c on (the rows before it, asia-east1 to asia-south1-b, were not read: those zones are left out until
+  they are) and the L4 x 1 rows of the same zones.
 A zone is listed when ZT or ZS lists it: refusing a zone that has the machine would block a user for
 nothing, so where the copies differ (ZT's A4 rows lack us-central1-b and europe-north1-b, which ZS and ZB
 list; ZS lacks us-central1-a) the union is kept. Re-read the page before relying on a zone absent here.
@@ -56,8 +59,44 @@ GPU_MACHINE_ZONES: dict[str, tuple[str, ...]] = {
         "us-west3-b",
         "us-west3-c",
     ),
+    "g2-standard-8": (
+        # ZG
+        "asia-south1-c",
+        "asia-southeast1-a",
+        "asia-southeast1-b",
+        "asia-southeast1-c",
+        "europe-west1-b",
+        "europe-west1-c",
+        "europe-west2-a",
+        "europe-west2-b",
+        "europe-west3-a",
+        "europe-west3-b",
+        "europe-west4-a",
+        "europe-west4-b",
+        "europe-west4-c",
+        "europe-west6-b",
+        "europe-west6-c",
+        "me-central2-a",
+        "me-central2-c",
+        "northamerica-northeast1-b",
+        "northamerica-northeast2-a",
+        "northamerica-northeast2-b",
+        "us-central1-a",
+        "us-central1-b",
+        "us-central1-c",
+        "us-east1-b",
+        "us-east1-c",
+        "us-east1-d",
+        "us-east4-a",
+        "us-east4-c",
+        "us-west1-a",
+        "us-west1-b",
+        "us-west1-c",
+        "us-west4-a",
+        "us-west4-c",
+    ),
 }
-"""Zones that offer each 8-GPU machine type, sorted (sources above, read on GPU_ZONES_DATE)."""
+"""Zones that offer each GPU machine type, sorted (sources above, read on GPU_ZONES_DATE; ZG on 2026-12-07)."""
 
 
 def region_of(zone: str) -> str:

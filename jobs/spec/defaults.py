@@ -112,10 +112,12 @@ def _with_grpo(config: StackConfig, **values: int) -> StackConfig:
 
 
 def preflight_mode(config: StackConfig) -> tuple[str, str]:
-    """`job.preflight` as set, else `full` on 2 or more GPU nodes and `gpu` on one (no fabric between nodes to
-    test); and why. Kept out of the derived config, so it never touches the run's hash or the plan's summary."""
+    """`job.preflight` as set, else `full` on 2 or more GPU nodes of a machine with RDMA NICs and `gpu` otherwise (no
+    fabric between nodes to test); and why. Kept out of the derived config, so it never touches the run's hash or the plan's summary."""
     if config.job.preflight is not None:
         return config.job.preflight, "job.preflight is set"
+    if not config.gpu_machine.rdma:
+        return "gpu", f"{config.gpu_machine.machine_type} has no RDMA NICs: no gIB fabric between nodes to test"
     if config.gpu.nodes >= 2:
         return "full", f"{config.gpu.nodes} GPU nodes: their GPUs and the fabric between them"
     return "gpu", "one GPU node: no fabric between nodes to test"

@@ -279,6 +279,26 @@ CLUSTER = [
         {"grpo-gke:cluster.headMachineType": "c2-standard-8"},
         "grpo-gke:cluster.headMachineType: must have at least 16 vCPUs (the Ray head asks for 12), got 'c2-standard-8'",
     ),
+    # A one-GPU stack (one L4) takes the small head (core/facts/pods.py SMALL_HEAD_REQUESTS) and its floor; two GPUs
+    # go back to the 8-GPU head's.
+    ok("one-l4-head-8-vcpus", {"grpo-gke:gpu.type": "l4", "grpo-gke:cluster.headMachineType": "e2-standard-8"}),
+    ok("one-l4-head-n1-8-vcpus", {"grpo-gke:gpu.type": "l4", "grpo-gke:cluster.headMachineType": "n1-standard-8"}),
+    bad(
+        "one-l4-head-4-vcpus",
+        {"grpo-gke:gpu.type": "l4", "grpo-gke:cluster.headMachineType": "e2-standard-4"},
+        "grpo-gke:cluster.headMachineType: must have at least 8 vCPUs (the Ray head asks for 4), got 'e2-standard-4'",
+    ),
+    bad(
+        "one-l4-head-highcpu-8",
+        {"grpo-gke:gpu.type": "l4", "grpo-gke:cluster.headMachineType": "n2-highcpu-8"},
+        "grpo-gke:cluster.headMachineType: must have at least 28 GiB of memory (the Ray head asks for 12 GiB;"
+        " a highcpu type may have as little as 0.9 GiB per vCPU), got 'n2-highcpu-8'",
+    ),
+    bad(
+        "two-l4-head-8-vcpus",
+        {"grpo-gke:gpu.type": "l4", "grpo-gke:gpu.nodes": 2, "grpo-gke:cluster.headMachineType": "e2-standard-8"},
+        "grpo-gke:cluster.headMachineType: must have at least 16 vCPUs (the Ray head asks for 12), got 'e2-standard-8'",
+    ),
     bad(
         "head-not-a-machine-type",
         {"grpo-gke:cluster.headMachineType": "a3-ultragpu-8g"},
@@ -373,6 +393,28 @@ def _gpu_mode(gpu: str, mode: str) -> dict[str, Any]:
 
 
 VERSION_FLOORS = [
+    # The L4 has no RDMA floor: with a capacity ladder the compute classes' floor is checked itself, beside the LATEST
+    # driver's that its DEFAULT R535 needs for the pinned images' CUDA 13.
+    ok(
+        "l4-ladder-at-1.31",
+        {
+            "grpo-gke:gpu.type": "l4",
+            "grpo-gke:gpu.capacity": ["spot", "on-demand"],
+            "grpo-gke:cluster.minVersion": "1.31.2-gke.1000",
+        },
+    ),
+    bad(
+        "l4-ladder-below-the-compute-class-floor",
+        {
+            "grpo-gke:gpu.type": "l4",
+            "grpo-gke:gpu.capacity": ["spot", "on-demand"],
+            "grpo-gke:cluster.minVersion": "1.30.2-gke.1000",
+        },
+        "grpo-gke:cluster.minVersion: must be at least 1.30.3-gke.1451000 for custom compute classes (gpu.capacity),"
+        " got 1.30.2-gke.1000",
+        "grpo-gke:cluster.minVersion: must be at least 1.31.0-gke.0 for GKE's LATEST GPU driver R580: CUDA 13.0 (the"
+        " pinned verl image) needs R580, and the L4 DEFAULT driver is R535, got 1.30.2-gke.1000",
+    ),
     *(
         ok(f"rdma-{gpu}-{mode}-at-floor", {**_gpu_mode(gpu, mode), "grpo-gke:cluster.minVersion": floor})
         for gpu, mode, floor in RDMA_FLOORS
@@ -435,7 +477,11 @@ VERSION_FLOORS = [
 
 GPU = [
     ok("type-b200", {"grpo-gke:gpu.type": "b200"}),
-    bad("type-other", {"grpo-gke:gpu.type": "a100"}, "grpo-gke:gpu.type: must be one of 'b200' or 'h200', got 'a100'"),
+    bad(
+        "type-other",
+        {"grpo-gke:gpu.type": "a100"},
+        "grpo-gke:gpu.type: must be one of 'b200', 'h200' or 'l4', got 'a100'",
+    ),
     bad("type-missing", {"grpo-gke:gpu.type": DELETE}, "grpo-gke:gpu.type: is required"),
     ok("nodes-64", {"grpo-gke:gpu.nodes": 64}),
     bad("nodes-0", {"grpo-gke:gpu.nodes": 0}, "grpo-gke:gpu.nodes: must be at least 1, got 0"),
@@ -1177,6 +1223,16 @@ JOB_AND_TOKEN = [
         "grpo-gke:job.preflight: full tests the fabric between GPU nodes and needs gpu.nodes of 2 or more; use gpu"
         " on one node, got 'full'",
     ),
+    bad(
+        "preflight-full-without-rdma-nics",
+        {"grpo-gke:job.preflight": "full", "grpo-gke:gpu.type": "l4", "grpo-gke:gpu.nodes": 2},
+        "grpo-gke:job.preflight: full tests the RDMA fabric (gIB) between GPU nodes, and g2-standard-8 has no RDMA NICs;"
+        " use gpu, got 'full'",
+    ),
+    ok(
+        "preflight-gpu-without-rdma-nics",
+        {"grpo-gke:job.preflight": "gpu", "grpo-gke:gpu.type": "l4", "grpo-gke:gpu.nodes": 2},
+    ),
     ok("cordon-with-the-default-preflight", {"grpo-gke:job.cordonBadNodes": True}),
     bad(
         "cordon-not-bool",
@@ -1831,7 +1887,7 @@ def test_cross_checks_run_beside_field_errors_where_their_keys_validated() -> No
         }
     )
     assert lines == [
-        "grpo-gke:gpu.type: must be one of 'b200' or 'h200', got 'a100'",
+        "grpo-gke:gpu.type: must be one of 'b200', 'h200' or 'l4', got 'a100'",
         "grpo-gke:workload.dataset: workload.framework 'verl' with dataset 'deepscaler' has no staging or job"
         " mapping; use one of 'gsm8k'",
         "grpo-gke:zone: must be a zone of gcp:region us-central1 (such as us-central1-b), got 'europe-west4-a'",
@@ -1839,7 +1895,7 @@ def test_cross_checks_run_beside_field_errors_where_their_keys_validated() -> No
     lines = problem_lines({"grpo-gke:gpu.nodes": 0, "grpo-gke:grpo": {"promptsPerStep": 3}})
     assert lines == ["grpo-gke:gpu.nodes: must be at least 1, got 0"]
     assert problem_lines({"grpo-gke:gpu.type": "a100", "grpo-gke:cluster": {"minVersion": "1.30.0-gke.1000"}}) == [
-        "grpo-gke:gpu.type: must be one of 'b200' or 'h200', got 'a100'"
+        "grpo-gke:gpu.type: must be one of 'b200', 'h200' or 'l4', got 'a100'"
     ]
     assert "grpo-gke:cluster.minVersion: must be at least" in "\n".join(
         problem_lines({"grpo-gke:gpu.nodes": 0, "grpo-gke:cluster": {"minVersion": "1.30.0-gke.1000"}})

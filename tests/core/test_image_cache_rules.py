@@ -108,6 +108,7 @@ def test_a_version_below_the_caches_floor_is_refused_naming_it():
     assert all(
         GkeVersion.parse(GPU_MACHINES[gpu].rdma_floor[mode]).key() >= GkeVersion.parse(IMAGE_CACHE_FLOORS[mode]).key()
         for gpu in GPU_MACHINES
+        if GPU_MACHINES[gpu].rdma_floor is not None
         for mode in IMAGE_CACHE_FLOORS
     )
     assert problem_lines({**REGISTRY, KEY: "verl-cache", "grpo-gke:cluster.minVersion": rdma}) == []

@@ -23,7 +23,8 @@ def test_the_submission_is_registered_after_the_raycluster_and_staging(plan_of, 
     assert job.inputs["kubeconfig"] == "[secret]"
     assert job.inputs["address"] == ""
     assert job.inputs["gpu_nodes"] == config_of(stack).gpu.nodes
-    assert job.inputs["gpus_per_node"] == config_of(stack).gpus_per_node == 8
+    # One L4 on first-run's g2-standard-8, eight GPUs on every other shipped stack's A3 Ultra or A4.
+    assert job.inputs["gpus_per_node"] == config_of(stack).gpus_per_node == (1 if stack == "first-run" else 8)
     assert job.inputs["ready_timeout_seconds"] == config_of(stack).job.ready_timeout_seconds
     ray_cluster = recording.one("kubernetes:ray.io/v1:RayCluster")
     staging = recording.one("kubernetes:batch/v1:Job")

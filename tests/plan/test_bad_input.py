@@ -110,7 +110,7 @@ def test_field_errors_and_cross_checks_are_reported_together(tmp_path):
     (tmp_path / "Pulumi.mixed.yaml").write_text(text)
     assert refused(plan_in(tmp_path, "--config", "Pulumi.mixed.yaml")) == (
         "error: the config of stack 'mixed' (Pulumi.mixed.yaml) was refused:\n"
-        "  grpo-gke:gpu.type: must be one of 'b200' or 'h200', got 'a100'\n"
+        "  grpo-gke:gpu.type: must be one of 'b200', 'h200' or 'l4', got 'a100'\n"
         "  grpo-gke:storage.keepOnDestroy: must be true or false, got 'yes'\n"
         "  grpo-gke:workload.dataset: workload.framework 'verl' with dataset 'deepscaler' has no staging or job"
         " mapping; use one of 'gsm8k'\n"
@@ -213,9 +213,10 @@ NAMED_MISTAKES = [
      " europe-north1, europe-west4, us-central1, us-east1, us-east4, us-south1, us-west2, us-west3"
      " (Compute Engine's GPU regions and zones, core/facts/zones.py, read 2026-12-01), got 'europe-west1'"),
     ("unknown-region", DEV.replace("us-central1", "us-central9"),
-     "gcp:region: has no zone with a B200 or H200 machine; regions that have one: asia-northeast1, asia-south1,"
-     " asia-south2, asia-southeast1, europe-north1, europe-west1, europe-west4, us-central1, us-east1, us-east4,"
-     " us-east5, us-south1, us-west1, us-west2, us-west3 (Compute Engine's GPU regions and zones,"
+     "gcp:region: has no zone with a B200, H200 or L4 machine; regions that have one: asia-northeast1, asia-south1,"
+     " asia-south2, asia-southeast1, europe-north1, europe-west1, europe-west2, europe-west3, europe-west4,"
+     " europe-west6, me-central2, northamerica-northeast1, northamerica-northeast2, us-central1, us-east1, us-east4,"
+     " us-east5, us-south1, us-west1, us-west2, us-west3, us-west4 (Compute Engine's GPU regions and zones,"
      " core/facts/zones.py, read 2026-12-01), got 'us-central9'"),
     ("namespace", DEV.replace("grpo-gke:zone:", "grpo_gke:zone:"),
      "grpo-gke:zone: is required\n  grpo_gke:zone: unknown namespace 'grpo_gke'; did you mean 'grpo-gke:zone'?"),

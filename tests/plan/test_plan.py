@@ -269,6 +269,35 @@ def test_every_shipped_stack_plans_cleanly(plan_of):
         assert recording.warnings == [OPEN_CONTROL_PLANE], (stack, recording.warnings)
 
 
+@pytest.mark.parametrize(
+    ("stack", "gpus", "fabric", "head"),
+    [
+        (
+            "first-run",
+            "g2-standard-8 x 1 (spot), 1 x nvidia-l4",
+            "no RDMA VPC, gVNIC VPC, GKE network objects, gIB or compact placement: g2-standard-8 has no RDMA NICs"
+            " (1 GPU a node), and only the 8-GPU A3 Ultra and A4 machines need them",
+            "e2-standard-8 (the Ray head's CPU node pool)",
+        ),
+        (
+            "dev",
+            "a3-ultragpu-8g x 1 (spot), 8 x nvidia-h200-141gb",
+            "8 RDMA NICs a node on the RDMA VPC, with gIB (the NCCL RDMA installer)",
+            "c2-standard-16 (the Ray head's CPU node pool)",
+        ),
+    ],
+)
+def test_the_plan_says_which_gpu_fabric_the_machine_gets_and_why_it_is_absent(
+    stack, gpus, fabric, head, shipped_plan_command
+):
+    result = shipped_plan_command(stack).result
+    assert (result.returncode, result.stderr) == (0, "")
+    printed = result.stdout.splitlines()
+    start = printed.index(f"  gpus: {gpus}")
+    assert printed[start + 1] == f"  fabric: {fabric}"
+    assert f"  head: {head}" in printed
+
+
 def test_graph_shows_what_waits_for_what(plan_of):
     graph = render_graph_mmd(plan_of("dev"))
     assert " --> " in graph

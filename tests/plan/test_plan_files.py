@@ -12,7 +12,7 @@ import pytest
 
 from plan.monitor import default_provider_name
 from plan.writer import MANY_FILES, kubernetes_objects, render_graph_mmd
-from tests.conftest import SHIPPED_STACKS, guardian_code_names
+from tests.conftest import SHIPPED_STACKS, config_of, guardian_code_names
 from workloads import staging
 
 
@@ -98,8 +98,13 @@ def test_k8s_yaml_is_in_apply_order(stack, plan_of):
             assert position[("Namespace", "", namespace)] < index, item["metadata"]
     assert position[("PersistentVolume", "", "grpo-data")] < position[("PersistentVolumeClaim", "grpo", "grpo-data")]
     assert position[("ConfigMap", "grpo", "grpo-staging")] < position[("Job", "grpo", "grpo-staging")]
+    # The pod networks only where the machine has RDMA NICs (first-run's L4 has none: no such object at all).
+    rdma = config_of(stack).gpu_machine.rdma
     for name in ("gvnic-1", *(f"rdma-{i}" for i in range(8))):
-        assert position[("GKENetworkParamSet", "", name)] < position[("Network", "", name)]
+        if rdma:
+            assert position[("GKENetworkParamSet", "", name)] < position[("Network", "", name)]
+        else:
+            assert ("GKENetworkParamSet", "", name) not in position and ("Network", "", name) not in position
     custom = [i for i, kind in enumerate(kinds) if kind in ("GKENetworkParamSet", "Network", "RayCluster")]
     assert custom == list(range(len(kinds) - 1 - len(custom), len(kinds) - 1)), (
         "custom resources after the built-in kinds"

@@ -39,6 +39,12 @@ B200_ON_DEMAND_US_CENTRAL1_B = 0.0 + 90.216
 """vms.csv: the same rows' Price."""
 C2_STANDARD_16_US_CENTRAL1 = 0.83523
 """vms.csv: c2-standard-16's Price in us-central1."""
+L4_SPOT_US_CENTRAL1_B = 0.11747 + 0.2231
+"""vms.csv: the g2-standard-8 row's SpotPrice plus the L4 x 1 row's, us-central1-b."""
+L4_ON_DEMAND_US_CENTRAL1_B = 0.29358 + 0.56004
+"""vms.csv: the same rows' Price."""
+E2_STANDARD_8_US_CENTRAL1 = 0.26805
+"""vms.csv: e2-standard-8's Price in us-central1 (the first-run stack's head)."""
 GCS_US_CENTRAL1_HOURLY_PER_GIB = 0.020 / 730
 """Cloud Storage Standard in us-central1, $0.020 per GiB-month, over 730 hours."""
 LUSTRE_1000_US_CENTRAL1 = 0.60
@@ -151,6 +157,14 @@ def test_the_lookup_finds_a_listed_price():
     assert gpu_node_hourly(catalog(), "a4-highgpu-8g", "us-central1-b", "on-demand") == B200_ON_DEMAND_US_CENTRAL1_B
 
 
+def test_the_l4_machine_is_priced_as_its_host_row_plus_its_gpu_row_in_each_provisioning():
+    assert gpu_node_hourly(catalog(), "g2-standard-8", "us-central1-b", "spot") == pytest.approx(L4_SPOT_US_CENTRAL1_B)
+    assert gpu_node_hourly(catalog(), "g2-standard-8", "us-central1-b", "on-demand") == pytest.approx(
+        L4_ON_DEMAND_US_CENTRAL1_B
+    )
+    assert gpu_node_rate(config_of("first-run"), catalog()) == pytest.approx(L4_SPOT_US_CENTRAL1_B)
+
+
 @pytest.mark.parametrize(
     ("machine", "zone", "provisioning"),
     [
@@ -199,6 +213,12 @@ def test_flex_start_and_a_zone_the_catalog_lacks_have_no_gpu_rate():
 
 
 EXPECTED_TOTALS = {
+    "first-run": L4_SPOT_US_CENTRAL1_B
+    + E2_STANDARD_8_US_CENTRAL1
+    + 0.5e9 * 2 / 2**30 * GCS_US_CENTRAL1_HOURLY_PER_GIB
+    + 2 * BOOT_DISK_US_CENTRAL1
+    + CLUSTER_FEE
+    + nat(2),
     "dev": H200_SPOT_US_CENTRAL1_B
     + C2_STANDARD_16_US_CENTRAL1
     + 0.5e9 * 2 / 2**30 * GCS_US_CENTRAL1_HOURLY_PER_GIB
@@ -397,6 +417,7 @@ def test_cost_json_is_sorted_and_holds_every_part_and_the_total():
 
 
 TOTAL_LINES = {
+    "first-run": "  total: $0.74/h",
     "dev": "  total: at least $41.77/h (without the gpu boot disks: no price)",
     "verl-standard-h200": "  total: at least $82.59/h (without the gpu boot disks: no price)",
     "verl-autopilot-b200": "  total: at least $65.35/h (without the head: no price)",
@@ -405,6 +426,7 @@ TOTAL_LINES = {
 """The total line each shipped stack's plan prints (EXPECTED_TOTALS rounded to the cent)."""
 
 EXPECTED_IDLE = {
+    "first-run": E2_STANDARD_8_US_CENTRAL1 + 0.5e9 * 2 / 2**30 * GCS_US_CENTRAL1_HOURLY_PER_GIB + IDLE_EXTRAS,
     "dev": C2_STANDARD_16_US_CENTRAL1 + 0.5e9 * 2 / 2**30 * GCS_US_CENTRAL1_HOURLY_PER_GIB + IDLE_EXTRAS,
     "verl-standard-h200": C2_STANDARD_16_US_CENTRAL1 + 32e9 * 2 / 2**30 * GCS_US_CENTRAL1_HOURLY_PER_GIB + IDLE_EXTRAS,
     "verl-autopilot-b200": 32e9 * 2 / 2**30 * GCS_US_CENTRAL1_HOURLY_PER_GIB + CLUSTER_FEE + nat(1),
@@ -414,6 +436,7 @@ EXPECTED_IDLE = {
 fee and the gateway for the head's node (Autopilot's head Pod has no price and no node disk of the stack's)."""
 
 IDLE_LINES = {
+    "first-run": f"  idle, GPUs at zero: $0.39/h for the {IDLE_PARTS_SHOWN}",
     "dev": f"  idle, GPUs at zero: $0.96/h for the {IDLE_PARTS_SHOWN}",
     "verl-standard-h200": f"  idle, GPUs at zero: $0.96/h for the {IDLE_PARTS_SHOWN}",
     "verl-autopilot-b200": "  idle, GPUs at zero: at least $0.11/h for the head, storage, cluster fee and cloud nat"

@@ -181,6 +181,7 @@ def test_the_shipped_stacks_expected_figures(plan_of):
     assert found == {
         # streamed by default (issue 33 item 4): a replacement node streams the image (20 s) instead of pulling it
         # whole (12 GB: 5m 24s; NeMo-RL's 20 GB: 9m 00s); the first up's first pull is whole either way
+        "first-run": (54, 6),
         "dev": (54, 6),
         "verl-standard-h200": (54, 6),
         "verl-autopilot-b200": (28, 6),

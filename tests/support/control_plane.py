@@ -414,9 +414,10 @@ def computeclass_crd(schema_file: Path) -> dict[str, Any]:
     return crd_of("cloud.google.com", "ComputeClass", "computeclasses", "Cluster", schema)
 
 
-CPU_MACHINES = {"c2-standard-16": (16, 64)}
+CPU_MACHINES = {"c2-standard-16": (16, 64), "e2-standard-8": (8, 32)}
 """vCPUs and memory (GiB) of the head pool's machine types (Compute Engine's compute-optimized machine table;
-core/facts/platform.py HEAD_MIN_MEMORY_GIB's note: c2-standard-16 has 64 GiB)."""
+core/facts/platform.py HEAD_MIN_MEMORY_GIB's note: c2-standard-16 has 64 GiB; the first-run stack's e2-standard-8:
+8.0 vCPUs, 32.0 GiB in the SkyPilot catalog's row, core/facts/prices.json's source)."""
 
 MAX_PODS = 110
 """A GKE Standard node's default pod limit (GKE "Configure maximum Pods per node": 110)."""
@@ -433,7 +434,8 @@ def _quantities(vcpus: float, memory_gib: float, ephemeral_gib: float, gpus: int
 def node_status(machine_type: str, gpus: int) -> dict[str, Any]:
     """A node's capacity and allocatable as core/facts states them: the machine's vCPUs and memory (less the
     kernel's NODE_MEMORY_MARGIN), GKE's reservations (workloads/sizing.py, GKE "Plan node sizes") taken from
-    allocatable, the local SSDs as ephemeral storage less the kubelet's 10% eviction threshold, `gpus` GPUs."""
+    allocatable, the local SSDs (else the boot disk) as ephemeral storage less the kubelet's 10% eviction threshold,
+    `gpus` GPUs."""
     from core.facts.platform import GPU_MACHINES
     from core.facts.pods import LOCAL_SSD_GIB, NODE_MEMORY_MARGIN
     from workloads.sizing import gke_reserved_cpu, gke_reserved_memory_gib
@@ -441,6 +443,9 @@ def node_status(machine_type: str, gpus: int) -> dict[str, Any]:
     gpu_machine = next((item for item in GPU_MACHINES.values() if item.machine_type == machine_type), None)
     if gpu_machine is not None:
         vcpus, memory, ssd = gpu_machine.vcpus, gpu_machine.memory_gib, gpu_machine.local_ssd_count * LOCAL_SSD_GIB
+        # A machine without local SSDs (the L4's g2-standard-8) keeps its ephemeral storage on the boot disk, as the
+        # CPU machines below (GKE's default 100 GB; assumed from GKE's ephemeral storage docs, not read here).
+        ssd = ssd or 100
     else:
         (vcpus, memory), ssd = CPU_MACHINES[machine_type], 100  # GKE's default 100 GB boot disk
     counted = memory * (1 - NODE_MEMORY_MARGIN)

@@ -7,13 +7,14 @@ import dataclasses
 import pytest
 
 from core import names
-from core.facts.platform import GPU_MACHINES
+from core.facts.platform import GPU_MACHINES, NODE_BOOT_DISK_GB
 from core.facts.pods import (
     GCSFUSE_SIDECAR_ANNOTATIONS,
     GIB_INSTALLER_IMAGE,
     LOCAL_SSD_GIB,
     NODE_DAEMON_HEADROOM,
     NODE_MEMORY_MARGIN,
+    OBJECT_STORE_GIB,
     PAUSE_IMAGE,
     SHM_GIB,
 )
@@ -192,10 +193,29 @@ def test_worker_requests_leave_gke_and_daemonset_headroom(gpu):
     machine = GPU_MACHINES[gpu]
     requests = sizing.worker_requests(machine)
     allocatable = machine.memory_gib - sizing.gke_reserved_memory_gib(machine.memory_gib)
-    assert requests.memory_gib + NODE_DAEMON_HEADROOM["memory_gib"] <= allocatable
-    assert requests.cpu + NODE_DAEMON_HEADROOM["cpu"] <= machine.vcpus - sizing.gke_reserved_cpu(machine.vcpus)
-    assert requests.ephemeral_gib < machine.local_ssd_count * LOCAL_SSD_GIB * 0.9
-    assert requests.memory_gib > SHM_GIB
+    assert requests.memory_gib + machine.daemon_headroom_gib <= allocatable
+    assert requests.cpu + machine.daemon_headroom_cpu <= machine.vcpus - sizing.gke_reserved_cpu(machine.vcpus)
+    disk_gib = machine.local_ssd_count * LOCAL_SSD_GIB or NODE_BOOT_DISK_GB
+    assert requests.ephemeral_gib < disk_gib * 0.9
+    assert requests.memory_gib > machine.worker_shm_gib > machine.worker_object_store_gib
+
+
+def test_the_eight_gpu_machines_keep_the_pods_pages_shm_object_store_and_headroom():
+    for gpu in ("b200", "h200"):
+        machine = GPU_MACHINES[gpu]
+        assert (machine.worker_shm_gib, machine.worker_object_store_gib) == (SHM_GIB, OBJECT_STORE_GIB)
+        assert (machine.daemon_headroom_cpu, machine.daemon_headroom_gib) == tuple(NODE_DAEMON_HEADROOM.values())
+
+
+def test_the_l4_worker_takes_the_node_less_gke_and_its_headroom_and_the_boot_disk_for_its_disk():
+    """g2-standard-8: 32 GiB less GKE's 3.7 GiB, the 2% margin and 4 GiB of headroom is 23.7, rounded down to 16;
+    8 vCPUs less 0.09 and 2 of headroom is 5; 30% of the 100 GB boot disk; its one GPU."""
+    assert sizing.worker_requests(GPU_MACHINES["l4"]).quantities() == {
+        "cpu": "5",
+        "ephemeral-storage": "30Gi",
+        "memory": "16Gi",
+        "nvidia.com/gpu": "1",
+    }
 
 
 def test_the_tutorials_2800gi_does_not_fit_beside_the_daemonsets_of_an_a3_ultra():
@@ -226,7 +246,12 @@ def _gib(quantity: str) -> float:
     return float(quantity.removesuffix("Gi")) if quantity.endswith("Gi") else float(quantity.removesuffix("Ti")) * 1024
 
 
-@pytest.mark.parametrize("gpu", sorted(GPU_MACHINES))
+def test_an_autopilot_worker_without_local_ssds_keeps_the_gcs_fuse_sidecars_defaults():
+    annotations = storage.pod_annotations(combination_config("autopilot", "l4", "gcs"), gpu_node=True)
+    assert annotations == {"gke-gcsfuse/volumes": "true"}
+
+
+@pytest.mark.parametrize("gpu", sorted(gpu for gpu, machine in GPU_MACHINES.items() if machine.local_ssd_count))
 def test_autopilot_gcs_fuse_sidecar_fits_beside_the_worker(gpu):
     # On Autopilot the sidecar's limits become its requests; they may take at most half of the node's
     # DaemonSet headroom, and its file cache must fit on the local SSD beside the worker's request.

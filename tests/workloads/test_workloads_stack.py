@@ -273,3 +273,45 @@ def test_the_lustre_volume_has_the_capacity_the_stack_asks_for(infra_run, gib):
     recording = infra_run("standard", "h200", "lustre", storage={"capacityGib": gib})
     assert recording.one("gcp:lustre/instance:Instance").inputs["capacityGib"] == str(gib)
     assert recording.one("kubernetes:core/v1:PersistentVolume").inputs["spec"]["capacity"] == {"storage": f"{gib}Gi"}
+
+
+@pytest.mark.parametrize("mode", ["standard", "autopilot"])
+def test_a_machine_without_rdma_nics_gets_the_same_graph_without_the_gpu_fabric(mode):
+    """One L4 (core/facts/platform.py GPU_MACHINES['l4'], rdma_nics 0): no gVNIC or RDMA VPC, no GKE network objects,
+    no gIB installer, no compact placement or extra NICs on the pool, no interfaces or gIB mounts on the worker; the
+    rest of the graph (cluster VPC and NAT, pools, storage, the RayCluster) as for an 8-GPU machine."""
+    recording = mocked_run(mode, "l4", "gcs")
+    assert [r.inputs["name"] for r in recording.by_type("gcp:compute/network:Network")] == ["grpo-test-net"]
+    assert len(recording.by_type("gcp:compute/subnetwork:Subnetwork")) == 1
+    assert recording.by_type("gcp:compute/firewall:Firewall") == []
+    assert recording.by_type("kubernetes:networking.gke.io/v1:GKENetworkParamSet") == []
+    assert recording.by_type("kubernetes:networking.gke.io/v1:Network") == []
+    assert recording.by_type("kubernetes:apps/v1:DaemonSet") == []
+    assert len(recording.by_type("gcp:compute/routerNat:RouterNat")) == 1
+    if mode == "standard":
+        pool = next(
+            pool.inputs
+            for pool in recording.by_type("gcp:container/nodePool:NodePool")
+            if pool.inputs["nodeConfig"].get("guestAccelerators")
+        )
+        assert pool["nodeConfig"]["machineType"] == "g2-standard-8"
+        assert pool["nodeConfig"]["guestAccelerators"][0]["type"] == "nvidia-l4"
+        assert pool["nodeConfig"]["guestAccelerators"][0]["count"] == 1
+        assert "networkConfig" not in pool and "placementPolicy" not in pool
+        assert "ephemeralStorageLocalSsdConfig" not in pool["nodeConfig"]
+    worker = recording.one(RAY).inputs["spec"]["workerGroupSpecs"][0]
+    assert "networking.gke.io/interfaces" not in worker["template"]["metadata"].get("annotations", {})
+    container = worker["template"]["spec"]["containers"][0]
+    assert {mount["name"] for mount in container["volumeMounts"]} == {"dshm", "nvidia", "data"}
+    assert not {entry["name"] for entry in container["env"]} & {
+        "NCCL_NET",
+        "NCCL_TUNER_CONFIG_PATH",
+        "GLOO_SOCKET_IFNAME",
+    }
+    assert container["resources"]["requests"]["nvidia.com/gpu"] == "1"
+    manifest = {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayCluster",
+        **{k: recording.one(RAY).inputs[k] for k in ("metadata", "spec")},
+    }
+    assert schema_errors(manifest) == []

@@ -47,7 +47,7 @@ def test_the_settings_are_the_stacks_run_and_knobs_as_plain_deterministic_data(s
         "stack": stack, "run": submission_for(config)["metadata"]["run"], "submission": submission_for(config),
         "gpuNodes": config.gpu.nodes, "maxRecoveries": 3, "idleMinutes": 0,
         "readyTimeoutSeconds": config.job.ready_timeout_seconds, "framework": config.workload.framework,
-        "worldSize": 8 * config.gpu.nodes, "namespace": "grpo", "rayCluster": "grpo", "gpuWorkerGroup": "gpu",
+        "worldSize": (1 if stack == "first-run" else 8) * config.gpu.nodes, "namespace": "grpo", "rayCluster": "grpo", "gpuWorkerGroup": "gpu",
         "preflight": preflight_template(config), "cordonBadNodes": False,
         "export": export_submission(config, training_spec(config)), "ladder": False,
         "provisioning": "spot", "idleBill": values["idleBill"], "park": None,
@@ -56,7 +56,10 @@ def test_the_settings_are_the_stacks_run_and_knobs_as_plain_deterministic_data(s
     text = json.dumps(values, sort_keys=True)
     assert text == json.dumps(guardian_settings(config), sort_keys=True)
     assert "hf_do_not_leak" not in text and "HF_TOKEN" not in text
-    assert settings_from(json.loads(text), "settings.json").world_size == 8 * config.gpu.nodes
+    assert (
+        settings_from(json.loads(text), "settings.json").world_size
+        == (1 if stack == "first-run" else 8) * config.gpu.nodes
+    )
 
 
 @pytest.mark.parametrize("stack", SHIPPED_STACKS)

@@ -216,3 +216,10 @@ def test_the_preflight_is_full_on_several_nodes_gpu_on_one_unless_set(nodes, pre
     config = loaded_of("dev", gpu={"nodes": nodes}, job=job).config
     assert preflight_mode(config)[0] == mode
     assert config.job.preflight == preflight
+
+
+@pytest.mark.parametrize(("nodes", "mode"), [(1, "gpu"), (2, "gpu")])
+def test_the_preflight_is_gpu_on_a_machine_without_rdma_nics_however_many_nodes(nodes, mode):
+    """An L4 machine has no gIB fabric to test (core/facts/platform.py GpuMachine.rdma_nics 0)."""
+    config = loaded_of("first-run", gpu={"nodes": nodes}, cluster={"headMachineType": "c2-standard-16"}).config
+    assert preflight_mode(config) == (mode, "g2-standard-8 has no RDMA NICs: no gIB fabric between nodes to test")

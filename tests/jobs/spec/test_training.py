@@ -325,7 +325,7 @@ def test_every_attempt_runs_the_spec_command_under_the_attempt_wrapper_outside_t
     config = config_of(stack)
     spec = training_spec(config)
     words = shlex.split(submission_for(config)["entrypoint"])
-    world = str(8 * config.gpu.nodes)
+    world = str((1 if stack == "first-run" else 8) * config.gpu.nodes)  # first-run: one L4 a node
     # Every attempt keeps grpo.keepCheckpoints across attempts (--keep): the cut saves moved to incomplete/ of either
     # framework, and verl's complete steps (NeMo-RL's keep_top_k rotates its own).
     keep = ["--keep", str(config.grpo.keep_checkpoints)]
