@@ -11,6 +11,7 @@ import os
 import re
 import subprocess
 import sys
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -223,8 +224,8 @@ of the checkout: 19 s; --durations of `make test` on 2026-12-02): handed out rig
 that neither is the last unit of work while the other test process has nothing left."""
 
 CONTROL_PLANE_FILES = ("tests/controlplane/test_guardian_calls.py", "tests/controlplane/test_stack_objects.py")
-"""The test files on the real control plane (tests/controlplane/conftest.py `control_plane`): one unit of work, so one
-test process starts it once; handed out with the long files."""
+"""The test files that deploy the shipped stacks on the real control plane (tests/controlplane/conftest.py `deploy`):
+one unit of work, so one test process deploys each stack once; handed out with the long files."""
 
 RAY_SESSION_FIXTURES = ("two_node_cluster", "ray_head", "pending_ray_head")
 """Session fixtures that keep Ray nodes running (an idle Ray node takes about 9% of a core): the files that use
@@ -362,6 +363,66 @@ def shipped_plan_command(tmp_path_factory: pytest.TempPathFactory) -> Callable[.
         return runs[key]
 
     return run
+
+
+REQUIRE_CONTROL_PLANE = "GRPO_GKE_REQUIRE_CONTROL_PLANE"
+"""Set (as `.ci/run` does): a control plane that cannot start fails the tests that use it instead of skipping them."""
+
+COMPUTECLASS_SCHEMA = Path(__file__).parent / "workloads" / "schemas" / "computeclass.v1.schema.json"
+"""The tests' strict schema of GKE's ComputeClass (its CRD on the control plane is made from it)."""
+
+CONTROL_PLANE_FOLDER = "control-plane"
+"""The shared control plane's folder in the session's temp dir: its lock, its record, its logs and etcd's data."""
+
+
+def _control_plane_unavailable(reason: str) -> None:
+    if os.environ.get(REQUIRE_CONTROL_PLANE):
+        pytest.fail(f"the real control plane is required ({REQUIRE_CONTROL_PLANE} is set): {reason}", pytrace=False)
+    pytest.skip(f"the real control plane is unavailable: {reason}")
+
+
+@pytest.fixture(scope="session")
+def control_plane(tmp_path_factory: pytest.TempPathFactory):
+    """The test run's one real control plane (tests/support/control_plane.py: etcd, kube-apiserver, kube-scheduler,
+    kube-controller-manager, KubeRay's operator, kwok), its CRDs installed: started by the first test process that
+    asks, used by every one (tests keep apart by namespace: `kube_namespace`), ended with the run
+    (pytest_unconfigure). Skipped, with the reason, where Go or the built binaries are absent (failed under
+    REQUIRE_CONTROL_PLANE)."""
+    from tests.support import control_plane as cp
+
+    try:
+        cp.binaries()
+    except cp.NotBuilt as error:
+        _control_plane_unavailable(str(error))
+    if not SHARED.is_dir():
+        _control_plane_unavailable(f"{SHARED} is absent: GKE's networking CRDs live there")
+    return cp.shared(
+        session_dir(tmp_path_factory) / CONTROL_PLANE_FOLDER,
+        lambda workdir: cp.start_with_crds(workdir, SHARED, COMPUTECLASS_SCHEMA),
+    )
+
+
+@pytest.fixture
+def kube_namespace(control_plane, request: pytest.FixtureRequest) -> str:
+    """A namespace of the test's own on the shared control plane (deleted after it, not waited for): tests in either
+    test process then never see each other's namespaced objects."""
+    name = f"t-{uuid.uuid4().hex[:12]}"
+    control_plane.ok(
+        "POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+    )
+    yield name
+    control_plane.request("DELETE", f"/api/v1/namespaces/{name}")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """The process that owns the session (the xdist controller, or a lone pytest; never a worker) ends the shared
+    control plane, if one was started, by its process group's id."""
+    factory = getattr(config, "_tmp_path_factory", None)
+    if hasattr(config, "workerinput") or factory is None:
+        return
+    from tests.support.control_plane import stop_shared
+
+    stop_shared(factory.getbasetemp() / CONTROL_PLANE_FOLDER)
 
 
 @pytest.fixture(scope="session", autouse=True)

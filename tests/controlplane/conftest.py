@@ -1,58 +1,18 @@
-"""One real control plane for the whole run (tests/support/control_plane.py): etcd, kube-apiserver, kube-scheduler,
-kube-controller-manager, KubeRay's operator and kwok, started once per test session and ended by process group.
-
-Skipped, with the reason, where Go or the built binaries are absent; `.ci/run` sets GRPO_GKE_REQUIRE_CONTROL_PLANE,
-which turns that skip into a failure."""
+"""The shipped stacks deployed on the test run's one real control plane (tests/conftest.py `control_plane`)."""
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
 from core import names
-from tests import conftest as root
 from tests.support import control_plane as cp
-
-REQUIRE = "GRPO_GKE_REQUIRE_CONTROL_PLANE"
-"""Set (as `.ci/run` does): a control plane that cannot start fails the tests instead of skipping them."""
-
-COMPUTECLASS_SCHEMA = Path(__file__).parents[1] / "workloads" / "schemas" / "computeclass.v1.schema.json"
-"""The tests' strict schema of GKE's ComputeClass."""
-
-
-def _unavailable(reason: str) -> None:
-    if os.environ.get(REQUIRE):
-        pytest.fail(f"the real control plane is required ({REQUIRE} is set): {reason}", pytrace=False)
-    pytest.skip(f"the real control plane is unavailable: {reason}")
-
-
-@pytest.fixture(scope="session")
-def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[cp.ControlPlane]:
-    """The running control plane, its CRDs installed, no nodes yet."""
-    try:
-        bins = cp.binaries()
-    except cp.NotBuilt as error:
-        _unavailable(str(error))
-    shared = root.SHARED
-    if not shared.is_dir():
-        _unavailable(f"{shared} is absent: GKE's networking CRDs live there")
-    dirs = cp.component_dirs()
-    crds = [
-        *map(cp.open_unless_applied, cp.yaml_documents_of(dirs["kuberay"] / "crd")),
-        *cp.gke_networking_crds(shared),
-    ]
-    crds.append(cp.computeclass_crd(COMPUTECLASS_SCHEMA))
-    plane = cp.start(tmp_path_factory.mktemp("control-plane"), bins, crds, dirs["kwok"] / "stages")
-    yield plane
-    plane.stop()
 
 
 def pulumi_field_manager(obj: dict[str, Any]) -> str:
