@@ -11,8 +11,10 @@ import os
 import re
 import subprocess
 import sys
+import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -231,6 +233,11 @@ RAY_SESSION_FIXTURES = ("two_node_cluster", "ray_head", "pending_ray_head")
 """Session fixtures that keep Ray nodes running (an idle Ray node takes about 9% of a core): the files that use
 them run first, and each is stopped after its last test in the test process (stop_after_last_use)."""
 
+EARLY_STOP_FIXTURES = (*RAY_SESSION_FIXTURES, "deploy")
+"""Session fixtures given back after their last test in the test process (stop_after_last_use): the Ray nodes, and the
+shipped stacks deployed on the shared control plane (tests/controlplane/conftest.py `deploy`), whose namespace and
+nodes other tests wait for."""
+
 _LAST_USE: dict[str, int] = {}
 _POSITION: dict[str, int] = {}
 _STOPS: dict[str, Callable[[], None]] = {}
@@ -262,7 +269,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     """Where each test sits in the run, and the last test that uses each Ray session fixture."""
     _POSITION.update({item.nodeid: index for index, item in enumerate(session.items)})
     for index, item in enumerate(session.items):
-        for name in RAY_SESSION_FIXTURES:
+        for name in EARLY_STOP_FIXTURES:
             if name in item.fixturenames:
                 _LAST_USE[name] = index
 
@@ -386,7 +393,7 @@ def control_plane(tmp_path_factory: pytest.TempPathFactory):
     """The test run's one real control plane (tests/support/control_plane.py: etcd, kube-apiserver, kube-scheduler,
     kube-controller-manager, KubeRay's operator, kwok), its CRDs installed: started by the first test process that
     asks, used by every one (tests keep apart by namespace: `kube_namespace`), ended with the run
-    (pytest_unconfigure). Skipped, with the reason, where Go or the built binaries are absent (failed under
+    (pytest_sessionfinish). Skipped, with the reason, where Go or the built binaries are absent (failed under
     REQUIRE_CONTROL_PLANE)."""
     from tests.support import control_plane as cp
 
@@ -414,9 +421,61 @@ def kube_namespace(control_plane, request: pytest.FixtureRequest) -> str:
     control_plane.request("DELETE", f"/api/v1/namespaces/{name}")
 
 
-def pytest_unconfigure(config: pytest.Config) -> None:
-    """The process that owns the session (the xdist controller, or a lone pytest; never a worker) ends the shared
-    control plane, if one was started, by its process group's id."""
+CLUSTER_LOCK_DEADLINE_SECONDS = 600.0
+"""The longest a test waits for the control plane's cluster-wide objects (cluster_lock) before it fails."""
+
+
+@contextmanager
+def cluster_lock(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Hold, across the run's test processes, what no namespace of a test's own keeps apart on the shared control
+    plane: the nodes (the guardian lists every GPU node of the cluster) and the stack's own namespace (names.NAMESPACE,
+    which some code under test cannot be given another of). Waits for another holder up to
+    CLUSTER_LOCK_DEADLINE_SECONDS, then fails naming the lock."""
+    folder = session_dir(tmp_path_factory) / CONTROL_PLANE_FOLDER
+    folder.mkdir(parents=True, exist_ok=True)
+    ends = time.monotonic() + CLUSTER_LOCK_DEADLINE_SECONDS
+    with open(folder / "cluster.lock", "w") as lock:
+        while True:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > ends:
+                    pytest.fail(
+                        f"{folder / 'cluster.lock'} held by another test for {CLUSTER_LOCK_DEADLINE_SECONDS:g} s"
+                    )
+                time.sleep(0.2)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+@pytest.fixture
+def stack_namespace(control_plane, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The stack's namespace (names.NAMESPACE) on the shared control plane, made for the test, for code under test that
+    always uses it, and the cluster's nodes, held for the test (cluster_lock); deleted after it, and waited for, so the
+    next holder finds neither it nor what the test made in it."""
+    from core import names
+
+    path = f"/api/v1/namespaces/{names.NAMESPACE}"
+    with cluster_lock(tmp_path_factory):
+        namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": names.NAMESPACE}}
+        control_plane.ok("POST", "/api/v1/namespaces", namespace)
+        try:
+            yield names.NAMESPACE
+        finally:
+            control_plane.request("DELETE", path)
+            control_plane.wait_for(f"namespace {names.NAMESPACE} deleted", lambda: control_plane.get(path) is None, 90)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """The process that owns the session (the xdist controller, once every worker has finished its session, or a lone
+    pytest; never a worker) ends the shared control plane, if one was started, by its process group's id: first, while
+    the session's temp dir is still locked as this run's (pytest's own sessionfinish unlocks it, and another run's
+    clean-up may then remove it)."""
+    config = session.config
     factory = getattr(config, "_tmp_path_factory", None)
     if hasattr(config, "workerinput") or factory is None:
         return

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,6 +13,7 @@ import pytest
 import yaml
 
 from core import names
+from tests import conftest as root
 from tests.support import control_plane as cp
 
 
@@ -76,15 +78,33 @@ def _remove(plane: cp.ControlPlane, deployed: Deployed) -> None:
 
 @pytest.fixture(scope="session")
 def deploy(
-    control_plane: cp.ControlPlane, shipped_plan_command: Callable[..., Any]
+    control_plane: cp.ControlPlane,
+    shipped_plan_command: Callable[..., Any],
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Callable[..., Deployed]]:
     """A function stack -> Deployed: removes the stack deployed before (one namespace, one set of nodes at a time),
     makes the stack's nodes, then applies every object of its k8s.yaml in order, as pulumi-kubernetes applies it:
     Server-Side Apply, its field manager, no force (await.go patchForce L1031-1057, v4.32.0: force only with the
-    pulumi.com/patchForce annotation or enablePatchForce, neither of which the stack sets)."""
+    pulumi.com/patchForce annotation or enablePatchForce, neither of which the stack sets). The stack's namespace and
+    the nodes are the test process's from the first deploy (tests/conftest.py cluster_lock) until after the last test
+    that deploys, when the last stack is removed."""
     current: list[Deployed] = []
+    held = ExitStack()
+    locked: list[bool] = []
+
+    def release() -> None:
+        if current:
+            _remove(control_plane, current.pop())
+        held.close()
+        locked.clear()
+
+    once = root.stop_after_last_use(request, release)
 
     def run(stack: str) -> Deployed:
+        if not locked:
+            held.enter_context(root.cluster_lock(tmp_path_factory))
+            locked.append(True)
         if current and current[0].stack == stack and not current[0].dirty:
             return current[0]
         if current:
@@ -101,3 +121,4 @@ def deploy(
         return current[0]
 
     yield run
+    once()

@@ -667,3 +667,42 @@ def open_unless_applied(crd: dict[str, Any]) -> dict[str, Any]:
 def yaml_documents_of(folder: Path) -> list[dict[str, Any]]:
     """The YAML documents of every *.yaml file of `folder`, by file name."""
     return [document for path in sorted(folder.glob("*.yaml")) for document in yaml_documents(path)]
+
+
+def rules_of(role_args: Any) -> list[dict[str, Any]]:
+    """The rules of a rendered Role or ClusterRole (pulumi-kubernetes PolicyRuleArgs) as the API server takes them."""
+    rules = []
+    for rule in role_args.rules:
+        plain = {"apiGroups": rule.api_groups, "resources": rule.resources, "verbs": rule.verbs}
+        rules.append({**plain, **({"resourceNames": rule.resource_names} if rule.resource_names else {})})
+    return rules
+
+
+def guardian_in(plane: ControlPlane, namespace: str) -> str:
+    """The guardian's ServiceAccount in `namespace`, with the Role the stack renders (jobs/guardian/objects.py
+    render_role, without cordoning) bound to it, as the stack makes them in its own namespace; its token
+    (TokenRequest), once RBAC allows it to read the guardian's Lease (the authorizer learns a new binding from its
+    watch, within moments)."""
+    from core import names
+    from incluster.lease import LEASE_NAME
+    from jobs.guardian.objects import render_role
+
+    metadata = {"name": names.GUARDIAN, "namespace": namespace}
+    rbac = "rbac.authorization.k8s.io/v1"
+    plane.ok("POST", f"/api/v1/namespaces/{namespace}/serviceaccounts", {"apiVersion": "v1", "kind": "ServiceAccount",
+             "metadata": metadata})  # fmt: skip
+    role = {"apiVersion": rbac, "kind": "Role", "metadata": metadata, "rules": rules_of(render_role(False))}
+    plane.ok("POST", f"/apis/{rbac}/namespaces/{namespace}/roles", role)
+    binding = {
+        "apiVersion": rbac,
+        "kind": "RoleBinding",
+        "metadata": metadata,
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": names.GUARDIAN},
+        "subjects": [{"kind": "ServiceAccount", "name": names.GUARDIAN, "namespace": namespace}],
+    }
+    plane.ok("POST", f"/apis/{rbac}/namespaces/{namespace}/rolebindings", binding)
+    token = plane.service_account_token(namespace, names.GUARDIAN)
+    lease = f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/{LEASE_NAME}"
+    plane.wait_for("RBAC allowing the guardian its Lease", lambda: plane.request("GET", lease, token=token).status_code
+                   != 403, deadline=30, every=0.05)  # fmt: skip
+    return token

@@ -1,0 +1,98 @@
+"""Objects that components which do not run here would write, created on the real API server of the test run
+(tests/support/control_plane.py) through its ordinary API, in the shapes those components write:
+
+- the cluster autoscaler's events on a pending pod: core/v1 Events (involvedObject, reason, message, type,
+  source.component, first/lastTimestamp, count, as client-go's event recorder writes them), in the texts
+  incluster/capacity_events.py quotes with their source lines: TriggeredScaleUp and NotTriggerScaleUp
+  (kubernetes/autoscaler cluster-autoscaler-1.33.6 processors/status/eventing_scale_up_processor.go L42-L53) and
+  GKE's FailedScaleUp; a node group named by its MIG's URL (cloudprovider/gce/gce_url.go L90-L95);
+- GPU worker pods of the stack's RayCluster (KubeRay's labels ray.io/cluster and ray.io/group,
+  ray-operator/controllers/ray/utils/constant.go L19-21, v1.7.0): one the real scheduler cannot place stays Pending
+  (no node matches its selector), one a kubelet runs is given phase Running through the status subresource, as the
+  kubelet writes it.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from core import names
+from tests.support.control_plane import ControlPlane
+
+UNPLACEABLE = {"grpo-gke-tests/no-node-has-this": "true"}
+"""A nodeSelector no node carries: the scheduler leaves the pod Pending (PodScheduled False, Unschedulable)."""
+
+MIG = "https://www.googleapis.com/compute/v1/projects/my-grpo-project/zones/us-central1-b/instanceGroups/{name}"
+"""A node group as the autoscaler prints it: the MIG's URL (cloudprovider/gce/gce_url.go L90-L95)."""
+
+
+def stamp(seconds: float) -> str:
+    """An API server time (RFC 3339, seconds, Z)."""
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def worker_pod(namespace: str, name: str, node: str | None = None) -> dict[str, Any]:
+    """A GPU worker pod of the stack's RayCluster: bound to `node`, else one no node can take."""
+    spec: dict[str, Any] = {"containers": [{"name": "ray-worker", "image": "rayproject/ray:2.60.0"}]}
+    spec.update({"nodeName": node} if node else {"nodeSelector": UNPLACEABLE})
+    labels = {"ray.io/cluster": names.RAY_CLUSTER, "ray.io/group": names.RAY_WORKER_GROUP}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace, "labels": labels},
+            "spec": spec}  # fmt: skip
+
+
+def create_pending_worker(plane: ControlPlane, namespace: str, name: str) -> dict[str, Any]:
+    """A GPU worker pod the scheduler cannot place (phase Pending)."""
+    return plane.ok("POST", f"/api/v1/namespaces/{namespace}/pods", worker_pod(namespace, name))
+
+
+def create_running_worker(plane: ControlPlane, namespace: str, name: str, node: str) -> dict[str, Any]:
+    """A GPU worker pod bound to `node`, its phase Running as the node's kubelet writes it (status subresource)."""
+    path = f"/api/v1/namespaces/{namespace}/pods"
+    plane.ok("POST", path, worker_pod(namespace, name, node))
+    status = {"status": {"phase": "Running"}}
+    return plane.ok("PATCH", f"{path}/{name}/status", status, content_type="application/merge-patch+json")
+
+
+def autoscaler_event(
+    plane: ControlPlane, namespace: str, pod: str, reason: str, message: str, at: float, kind: str = "Normal"
+) -> dict[str, Any]:
+    """A core/v1 Event the cluster autoscaler writes on pod `pod` of `namespace`."""
+    event = {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": f"{pod}.{uuid.uuid4().hex[:16]}", "namespace": namespace},
+        "involvedObject": {"kind": "Pod", "namespace": namespace, "name": pod, "apiVersion": "v1"},
+        "reason": reason,
+        "message": message,
+        "type": kind,
+        "source": {"component": "cluster-autoscaler"},
+        "firstTimestamp": stamp(at),
+        "lastTimestamp": stamp(at),
+        "count": 1,
+    }
+    return plane.ok("POST", f"/api/v1/namespaces/{namespace}/events", event)
+
+
+def triggered_scale_up(
+    plane: ControlPlane, namespace: str, pod: str, mig: str, at: float, before: int = 0, after: int = 2
+) -> dict[str, Any]:
+    """TriggeredScaleUp: `pod triggered scale-up: %v` of each group's `{%v %v->%v (max: %v)}`."""
+    message = f"pod triggered scale-up: [{{{MIG.format(name=mig)} {before}->{after} (max: 2)}}]"
+    return autoscaler_event(plane, namespace, pod, "TriggeredScaleUp", message, at)
+
+
+def failed_scale_up(plane: ControlPlane, namespace: str, pod: str, reasons: str, at: float) -> dict[str, Any]:
+    """GKE's FailedScaleUp Warning: `Node scale up in zones %v associated with this pod failed: %v. Pod is at risk
+    of not being scheduled.`"""
+    message = (
+        f"Node scale up in zones us-central1-b associated with this pod failed: {reasons}."
+        " Pod is at risk of not being scheduled."
+    )
+    return autoscaler_event(plane, namespace, pod, "FailedScaleUp", message, at, kind="Warning")
+
+
+def delete_all(plane: ControlPlane, namespace: str, resource: str) -> None:
+    """Delete every object of a namespaced core/v1 `resource` at once (no grace period)."""
+    plane.ok("DELETE", f"/api/v1/namespaces/{namespace}/{resource}", params={"gracePeriodSeconds": "0"})
