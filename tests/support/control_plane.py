@@ -395,7 +395,18 @@ def start_with_crds(workdir: Path, shared: Path, computeclass_schema: Path) -> C
     bins, dirs = binaries(), component_dirs()
     crds = [*map(open_unless_applied, yaml_documents_of(dirs["kuberay"] / "crd")), *gke_networking_crds(shared)]
     crds.append(computeclass_crd(computeclass_schema))
-    return start(workdir, bins, crds, dirs["kwok"] / "stages")
+    for attempt in range(1, PORT_TRIES + 1):
+        try:
+            return start(workdir / f"try-{attempt}", bins, crds, dirs["kwok"] / "stages")
+        except AssertionError as error:
+            if "address already in use" not in str(error) or attempt == PORT_TRIES:
+                raise
+    raise AssertionError("unreachable")
+
+
+PORT_TRIES = 3
+"""Starts tried when a component finds its port taken: free_port's port is free when asked, and another process on
+this shared machine may bind it before the component does."""
 
 
 def _start_core(plane: ControlPlane, bins: dict[str, Path], etcd_port: int, peer_port: int, api_port: int) -> None:

@@ -96,3 +96,59 @@ def failed_scale_up(plane: ControlPlane, namespace: str, pod: str, reasons: str,
 def delete_all(plane: ControlPlane, namespace: str, resource: str) -> None:
     """Delete every object of a namespaced core/v1 `resource` at once (no grace period)."""
     plane.ok("DELETE", f"/api/v1/namespaces/{namespace}/{resource}", params={"gracePeriodSeconds": "0"})
+
+
+GPU_ACCELERATOR = "nvidia-h200-141gb"
+"""The `cloud.google.com/gke-accelerator` label of the GPU nodes made here (an a3-ultragpu-8g's H200s)."""
+
+GPU_MACHINE = "a3-ultragpu-8g"
+"""Their machine type: its capacity and allocatable as core/facts states them (control_plane.node_status)."""
+
+
+class Nodes:
+    """GPU nodes a test makes on the shared control plane (under tests/conftest.py cluster_lock) and deletes after:
+    a Ready one run by kwok (its kubelet: the Ready condition and heartbeats are kwok's), or one no kubelet runs whose
+    Ready condition the test writes through the status subresource, as the node lifecycle controller writes it for a
+    node whose kubelet stopped (Unknown, NodeStatusUnknown) or a kubelet for one that is not ready (False)."""
+
+    def __init__(self, plane: ControlPlane) -> None:
+        self.plane = plane
+        self.names: list[str] = []
+
+    def _create(self, name: str, labels: dict[str, str], kubelet: bool) -> None:
+        from tests.support.control_plane import KWOK_ANNOTATION, node_object, node_status
+
+        node = node_object(name, {"cloud.google.com/gke-accelerator": GPU_ACCELERATOR,
+                                  "node.kubernetes.io/instance-type": GPU_MACHINE, **labels}, [],
+                           node_status(GPU_MACHINE, 8))  # fmt: skip
+        if not kubelet:
+            del node["metadata"]["annotations"][KWOK_ANNOTATION]
+        self.plane.ok("POST", "/api/v1/nodes", node)
+        self.names.append(name)
+
+    def ready(self, name: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
+        """A GPU node kwok runs, once Ready."""
+        self._create(name, labels or {}, kubelet=True)
+
+        def is_ready() -> dict[str, Any] | None:
+            node = self.plane.get(f"/api/v1/nodes/{name}") or {}
+            conditions = (node.get("status") or {}).get("conditions") or []
+            return node if any(c["type"] == "Ready" and c["status"] == "True" for c in conditions) else None
+
+        return self.plane.wait_for(f"node {name} Ready", is_ready, deadline=30, every=0.05)
+
+    def not_ready(
+        self, name: str, status: str, since: float, reason: str, message: str, labels: dict[str, str] | None = None
+    ) -> dict[str, Any]:
+        """A GPU node no kubelet runs, its Ready condition `status` since `since` with `reason` and `message`."""
+        self._create(name, labels or {}, kubelet=False)
+        condition = {"type": "Ready", "status": status, "reason": reason, "message": message,
+                     "lastTransitionTime": stamp(since), "lastHeartbeatTime": stamp(since)}  # fmt: skip
+        return self.plane.ok("PATCH", f"/api/v1/nodes/{name}/status", {"status": {"conditions": [condition]}},
+                             content_type="application/strategic-merge-patch+json")  # fmt: skip
+
+    def delete(self) -> None:
+        """Delete every node made here."""
+        for name in self.names:
+            self.plane.request("DELETE", f"/api/v1/nodes/{name}")
+        self.names.clear()
