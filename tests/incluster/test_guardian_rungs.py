@@ -69,7 +69,7 @@ def make_ladder_nodes(nodes: Nodes) -> None:
         if node["status"]["conditions"][0]["status"] == "True":
             nodes.ready(name, labels)
         else:
-            nodes.not_ready(name, "Unknown", T0 - 300, *STOPPED, labels=labels)
+            nodes.without_kubelet(name, "Unknown", T0 - 300, *STOPPED, labels=labels)
 
 
 def dashboard_through(plane: ControlPlane, address: str) -> Endpoint:
@@ -160,7 +160,7 @@ def test_no_ready_gpu_node_is_nothing_to_record(tmp_path, monkeypatch, control_p
     settings = ladder_settings(tmp_path, capacity=["spot", "on-demand"])
     monkeypatch.setattr(job_client, "connect", lambda endpoint: RunningHead(settings.run))
     monkeypatch.setattr(readiness, "ray_nodes", lambda endpoint: [])
-    nodes.not_ready("gke-grpo-dev-gpu-1a2b3c4d-gone", "False", T0 - 300, "KubeletNotReady", "container runtime is down",
+    nodes.without_kubelet("gke-grpo-dev-gpu-1a2b3c4d-gone", "False", T0 - 300, "KubeletNotReady", "container runtime is down",
                     labels={POOL: "gpu"})  # fmt: skip
     guard = Guardian(settings, dashboard_through(control_plane, control_plane.address), Hooks(), lambda line: None,
                      clock=lambda: T0 + 10)  # fmt: skip

@@ -48,11 +48,42 @@ def create_pending_worker(plane: ControlPlane, namespace: str, name: str) -> dic
 
 
 def create_running_worker(plane: ControlPlane, namespace: str, name: str, node: str) -> dict[str, Any]:
-    """A GPU worker pod bound to `node`, its phase Running as the node's kubelet writes it (status subresource)."""
+    """A GPU worker pod bound to `node`, a node no kubelet runs here: its phase Running as the node's kubelet wrote it
+    (status subresource) before it stopped."""
     path = f"/api/v1/namespaces/{namespace}/pods"
     plane.ok("POST", path, worker_pod(namespace, name, node))
     status = {"status": {"phase": "Running"}}
     return plane.ok("PATCH", f"{path}/{name}/status", status, content_type="application/merge-patch+json")
+
+
+def create_worker_kwok_runs(plane: ControlPlane, namespace: str, name: str, node: str) -> dict[str, Any]:
+    """A GPU worker pod bound to `node`, a node kwok runs: once kwok has made it Running and Ready."""
+    path = f"/api/v1/namespaces/{namespace}/pods"
+    plane.ok("POST", path, worker_pod(namespace, name, node))
+
+    def ready() -> dict[str, Any] | None:
+        pod = plane.get(f"{path}/{name}") or {}
+        conditions = (pod.get("status") or {}).get("conditions") or []
+        return pod if any(c["type"] == "Ready" and c["status"] == "True" for c in conditions) else None
+
+    return plane.wait_for(f"pod {name} running", ready, deadline=30, every=0.05)
+
+
+def create_raycluster(plane: ControlPlane, namespace: str, replicas: int = 1) -> dict[str, Any]:
+    """The stack's RayCluster (names.RAY_CLUSTER) with a GPU worker group of `replicas` of at most 1, suspended (KubeRay
+    makes no pods of a suspended RayCluster: ray-operator v1.6.1 raycluster_types.go `suspend`), as the scaling code
+    reads and patches it."""
+    template = {"spec": {"containers": [{"name": "ray", "image": "rayproject/ray:2.60.0"}]}}
+    group = {"groupName": names.RAY_WORKER_GROUP, "replicas": replicas, "minReplicas": 0, "maxReplicas": 1,
+             "rayStartParams": {}, "template": template}  # fmt: skip
+    body = {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayCluster",
+        "metadata": {"name": names.RAY_CLUSTER, "namespace": namespace},
+        "spec": {"suspend": True, "headGroupSpec": {"rayStartParams": {}, "template": template},
+                 "workerGroupSpecs": [group]},
+    }  # fmt: skip
+    return plane.ok("POST", f"/apis/ray.io/v1/namespaces/{namespace}/rayclusters", body)
 
 
 def autoscaler_event(
@@ -137,10 +168,11 @@ class Nodes:
 
         return self.plane.wait_for(f"node {name} Ready", is_ready, deadline=30, every=0.05)
 
-    def not_ready(
+    def without_kubelet(
         self, name: str, status: str, since: float, reason: str, message: str, labels: dict[str, str] | None = None
     ) -> dict[str, Any]:
-        """A GPU node no kubelet runs, its Ready condition `status` since `since` with `reason` and `message`."""
+        """A GPU node no kubelet runs, its Ready condition `status` since `since` with `reason` and `message` (one left
+        True becomes Unknown once the node lifecycle controller's grace period passes: 4 s here)."""
         self._create(name, labels or {}, kubelet=False)
         condition = {"type": "Ready", "status": status, "reason": reason, "message": message,
                      "lastTransitionTime": stamp(since), "lastHeartbeatTime": stamp(since)}  # fmt: skip
@@ -152,3 +184,63 @@ class Nodes:
         for name in self.names:
             self.plane.request("DELETE", f"/api/v1/nodes/{name}")
         self.names.clear()
+
+
+SHUTDOWN_MESSAGE = "Pod was terminated in response to imminent node shutdown."
+"""The kubelet's status.message of a pod ended by graceful node shutdown (kubernetes/kubernetes
+pkg/kubelet/nodeshutdown/nodeshutdown_manager.go nodeShutdownMessage)."""
+
+STATUS_PATCH = "application/strategic-merge-patch+json"
+"""How the kubelet and the scheduler patch a pod's status (conditions merged by their type)."""
+
+
+def patch_pod_status(plane: ControlPlane, namespace: str, name: str, status: dict[str, Any]) -> dict[str, Any]:
+    """A pod's status changed through its status subresource, as the kubelet or the scheduler writes it."""
+    path = f"/api/v1/namespaces/{namespace}/pods/{name}/status"
+    return plane.ok("PATCH", path, {"status": status}, content_type=STATUS_PATCH)
+
+
+def shut_down_worker(plane: ControlPlane, namespace: str, name: str, node: str, at: float) -> dict[str, Any]:
+    """A GPU worker pod on `node` as the kubelet leaves it after a graceful node shutdown (nodeshutdown_manager.go,
+    podManager.killPods: phase Failed, reason `Terminated`, the shutdown message, a DisruptionTarget condition of
+    reason TerminationByKubelet; its container ended)."""
+    plane.ok("POST", f"/api/v1/namespaces/{namespace}/pods", worker_pod(namespace, name, node))
+    disrupted = {"type": "DisruptionTarget", "status": "True", "reason": "TerminationByKubelet",
+                 "message": SHUTDOWN_MESSAGE, "lastTransitionTime": stamp(at)}  # fmt: skip
+    terminated = {"exitCode": 137, "reason": "Error", "startedAt": stamp(at - 600), "finishedAt": stamp(at + 20)}
+    container = {"name": "ray-worker", "image": "rayproject/ray:2.60.0", "imageID": "", "ready": False,
+                 "restartCount": 0, "state": {"terminated": terminated}}  # fmt: skip
+    return patch_pod_status(plane, namespace, name, {
+        "phase": "Failed", "reason": "Terminated", "message": SHUTDOWN_MESSAGE, "containerStatuses": [container],
+        "conditions": [disrupted, {"type": "Ready", "status": "False", "lastTransitionTime": stamp(at)}],
+    })  # fmt: skip
+
+
+def preempt(plane: ControlPlane, namespace: str, name: str, at: float) -> dict[str, Any]:
+    """The DisruptionTarget condition the scheduler writes on a victim of priority preemption before it deletes it
+    (pkg/scheduler/framework/preemption/preemption.go PrepareCandidate: reason PreemptionByScheduler, "<scheduler>:
+    preempting to accommodate a higher priority pod")."""
+    condition = {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
+                 "message": "default-scheduler: preempting to accommodate a higher priority pod",
+                 "lastTransitionTime": stamp(at)}  # fmt: skip
+    return patch_pod_status(plane, namespace, name, {"conditions": [condition]})
+
+
+VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
+"""The API server's verb of a request method (GET: `get` of a named object, `list` of a collection, `watch` with
+?watch=true; kubernetes/apiserver v0.33.9 pkg/endpoints/request/requestinfo.go L176-189, L224-244)."""
+
+
+def api_call(method: str, path: str) -> tuple[str, str, str]:
+    """(API group, resource, verb) of a request, as the API server's authorizer sees it (requestinfo.go): paths are
+    `/api/v1/...` (core group "") and `/apis/<group>/<version>/...`, namespaced under `namespaces/<ns>/`; a
+    subresource is `<resource>/<subresource>`."""
+    bare, _, query = path.partition("?")
+    parts = [part for part in bare.split("/") if part]
+    group, rest = ("", parts[2:]) if parts[:2] == ["api", "v1"] else (parts[1], parts[3:])
+    if rest[:1] == ["namespaces"] and len(rest) > 2:
+        rest = rest[2:]
+    resource = "/".join([rest[0], *rest[2:3]])
+    watch = "watch=true" in query or "watch=1" in query
+    verb = VERBS.get(method) or ("get" if len(rest) > 1 else "watch" if watch else "list")
+    return group, resource, verb
