@@ -156,8 +156,10 @@ def test_a_shutdown_before_the_attempt_started_is_no_evidence(settings, kube):
 
 
 def test_the_schedulers_priority_preemption_is_no_reclaimed_vm(settings, kube):
-    kube.nodes.ready("gke-gpu-1")
-    made.create_worker_kwok_runs(kube.plane, kube.namespace, "grpo-gpu-worker-a", "gke-gpu-1")
+    # A node no kubelet runs (kwok, as the pod's kubelet, writes the pod's conditions anew), Ready as its kubelet
+    # last wrote it: the test reads it well within the node lifecycle controller's 4 s grace.
+    kube.nodes.without_kubelet("gke-gpu-1", "True", END - 600, "KubeletReady", "kubelet is posting ready status")
+    made.create_running_worker(kube.plane, kube.namespace, "grpo-gpu-worker-a", "gke-gpu-1")
     made.preempt(kube.plane, kube.namespace, "grpo-gpu-worker-a", END - 5)
     (pod,) = worker_pods_of(kube.endpoint, settings)
     assert (pod_view(pod).phase, pod_view(pod).disruption) == ("Running", "PreemptionByScheduler")

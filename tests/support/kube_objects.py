@@ -56,19 +56,6 @@ def create_running_worker(plane: ControlPlane, namespace: str, name: str, node: 
     return plane.ok("PATCH", f"{path}/{name}/status", status, content_type="application/merge-patch+json")
 
 
-def create_worker_kwok_runs(plane: ControlPlane, namespace: str, name: str, node: str) -> dict[str, Any]:
-    """A GPU worker pod bound to `node`, a node kwok runs: once kwok has made it Running and Ready."""
-    path = f"/api/v1/namespaces/{namespace}/pods"
-    plane.ok("POST", path, worker_pod(namespace, name, node))
-
-    def ready() -> dict[str, Any] | None:
-        pod = plane.get(f"{path}/{name}") or {}
-        conditions = (pod.get("status") or {}).get("conditions") or []
-        return pod if any(c["type"] == "Ready" and c["status"] == "True" for c in conditions) else None
-
-    return plane.wait_for(f"pod {name} running", ready, deadline=30, every=0.05)
-
-
 def create_raycluster(plane: ControlPlane, namespace: str, replicas: int = 1) -> dict[str, Any]:
     """The stack's RayCluster (names.RAY_CLUSTER) with a GPU worker group of `replicas` of at most 1, suspended (KubeRay
     makes no pods of a suspended RayCluster: ray-operator v1.6.1 raycluster_types.go `suspend`), as the scaling code
@@ -217,9 +204,13 @@ def shut_down_worker(plane: ControlPlane, namespace: str, name: str, node: str, 
 
 
 def preempt(plane: ControlPlane, namespace: str, name: str, at: float) -> dict[str, Any]:
-    """The DisruptionTarget condition the scheduler writes on a victim of priority preemption before it deletes it
-    (pkg/scheduler/framework/preemption/preemption.go PrepareCandidate: reason PreemptionByScheduler, "<scheduler>:
-    preempting to accommodate a higher priority pod")."""
+    """A victim of priority preemption as the scheduler leaves it (pkg/scheduler/framework/preemption/preemption.go
+    PrepareCandidate): the DisruptionTarget condition of reason PreemptionByScheduler, "<scheduler>: preempting to
+    accommodate a higher priority pod", and its deletion (the pod's grace period: on a node no kubelet runs it stays
+    terminating). Deleted first here: the disruption controller sets a DisruptionTarget condition older than 2 minutes
+    on a pod not being deleted back to False (pkg/controller/disruption/disruption.go, stalePodDisruptionTimeout), and
+    `at` is in the past."""
+    plane.ok("DELETE", f"/api/v1/namespaces/{namespace}/pods/{name}")
     condition = {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
                  "message": "default-scheduler: preempting to accommodate a higher priority pod",
                  "lastTransitionTime": stamp(at)}  # fmt: skip
