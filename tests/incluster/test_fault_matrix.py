@@ -1,8 +1,9 @@
 """The fault matrix of docs/relies-on.md ("Faults at every boundary"), cell by cell: every call path the in-cluster
 code takes at run time meets every fault through one fault-injecting proxy (tests/support/fault_proxy.py) placed in
-front of its boundary, and does what its cell says: the real API server of the test run for the Lease (tests/conftest.py
-`control_plane`, as the guardian's ServiceAccount, in a namespace of the module's own), the in-process stand-ins
-(Kubernetes, the Google APIs, the metadata server), and the real Ray 2.60.0 head of the session (tests/ray_fixtures.py `ray_head`, shared with the
+front of its boundary, and does what its cell says: the real API server of the test run (tests/conftest.py
+`control_plane`: the Lease as the guardian's ServiceAccount in a namespace of the module's own; the nodes and the
+RayCluster in the stack's namespace), the in-process stand-ins (the Google APIs, the metadata server), and the real Ray
+2.60.0 head of the session (tests/ray_fixtures.py `ray_head`, shared with the
 other Ray-head files of the test process), with one job that ended and one RUNNING, started once for the module, for
 the cells that act on a job. The cells are read from the document; the call paths are found in incluster/'s source, so
 a new call site without a row fails here. Every fault is injected at the boundary, as the test's name says; deadlines
@@ -43,9 +44,9 @@ from jobs.runs.export import export_submission
 from jobs.spec.training import on_data_root, submission_of, training_spec
 from tests.conftest import config_of
 from tests.support import control_plane as cp
+from tests.support import kube_objects as made
 from tests.support.clock import Clock
 from tests.support.fault_proxy import Fault, FaultProxy, fault_proxy
-from tests.support.kube_stand_in import StandInApiServer, gpu_node, stand_in_api_server
 from tests.support.lustre_stand_in import BUCKET, INSTANCE, StandInGoogleApis, google_apis, stand_in_apis
 
 REPO = Path(__file__).resolve().parents[2]
@@ -167,7 +168,7 @@ def through(proxy: FaultProxy, fault: Fault, path: str, method: str | None, call
 
 
 def kube_driver(name: str, proxy: FaultProxy, fault: Fault, api: Endpoint) -> str:
-    """The Kubernetes rows: through the proxy in front of the Kubernetes stand-in (the Lease: the Lease API server)."""
+    """The Kubernetes rows: through the proxy in front of the real API server."""
     if name == "api_items":
         return through(proxy, fault, "/api/v1/nodes", "GET", lambda: gpu_nodes_of(api))
     if name == "gpu_workers":
@@ -230,7 +231,6 @@ def stand_ins(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, An
     from tests.incluster.test_google_token import TOKEN_PATH, MetadataServer
 
     with ExitStack() as stack:
-        kube = stack.enter_context(stand_in_api_server(StandInApiServer(nodes=[gpu_node("gpu-1")])))
         root = tmp_path_factory.mktemp("google")
         (root / "lustre" / "run").mkdir(parents=True)
         (root / "lustre" / "run" / "data.pt").write_text("data")
@@ -240,7 +240,6 @@ def stand_ins(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, An
         stack.callback(metadata.server_close)
         stack.callback(metadata.shutdown)
         proxies = {
-            "kube": stack.enter_context(fault_proxy(kube.address)),
             "google": stack.enter_context(fault_proxy(apis.url)),
             "metadata": stack.enter_context(fault_proxy(f"http://127.0.0.1:{metadata.server_address[1]}")),
         }
@@ -264,6 +263,32 @@ def lease_api(control_plane) -> Iterator[dict[str, Any]]:
         proxy.hold = 2 * READ_SECONDS
         yield {"proxy": proxy, "namespace": namespace, "api": Endpoint(proxy.url, {"Authorization": f"Bearer {token}"})}
     control_plane.request("DELETE", f"/api/v1/namespaces/{namespace}")
+
+
+@pytest.fixture(scope="module")
+def kube_api(control_plane, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """The Kubernetes rows' boundary: the real API server of the test run with a fault proxy in front of it, the stack's
+    namespace and the nodes held for the module (tests/conftest.py cluster_lock), where GPU node gpu-1 (run by kwok)
+    and the stack's RayCluster (suspended: no pods) stand for the cluster the guardian lists, scales and cordons."""
+    from core import names
+    from tests.conftest import STACK_NAMESPACE_KINDS, cluster_lock
+    from tests.support.kube_objects import Nodes
+
+    with cluster_lock(tmp_path_factory):
+        if control_plane.get(f"/api/v1/namespaces/{names.NAMESPACE}") is None:
+            namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": names.NAMESPACE}}
+            control_plane.ok("POST", "/api/v1/namespaces", namespace)
+        nodes = Nodes(control_plane)
+        try:
+            nodes.ready("gpu-1")
+            made.create_raycluster(control_plane, names.NAMESPACE)
+            with fault_proxy(control_plane.address, str(control_plane.ca)) as proxy:
+                proxy.hold = 2 * READ_SECONDS
+                yield {"proxy": proxy, "api": Endpoint(proxy.url, control_plane.headers())}
+        finally:
+            nodes.delete()
+            for kind in STACK_NAMESPACE_KINDS:
+                control_plane.ok("DELETE", kind.format(namespace=names.NAMESPACE), params={"gracePeriodSeconds": "0"})
 
 
 BODIES = {"kube": KUBE_STATUS, "lease": KUBE_STATUS, "google": GOOGLE_ERROR,
@@ -306,8 +331,8 @@ def test_each_call_path_to_a_stand_in_does_what_the_matrix_says_for_each_fault(
         lease_api = request.getfixturevalue("lease_api")  # the real API server: only these cells wait for it
         observed = lease_driver(lease_api["proxy"], injected, lease_api["api"], lease_api["namespace"])
     elif boundary == "kube":
-        proxy = stand_ins["proxies"][boundary]
-        observed = kube_driver(name, proxy, injected, Endpoint(proxy.url, {"Authorization": "Bearer stand-in"}, True))
+        kube_api = request.getfixturevalue("kube_api")  # the real API server: only these cells wait for it
+        observed = kube_driver(name, kube_api["proxy"], injected, kube_api["api"])
     elif boundary == "google":
         observed = google_driver(name, stand_ins["proxies"][boundary], injected, stand_ins["apis"])
     else:
