@@ -1,8 +1,8 @@
 """The fault matrix of docs/relies-on.md ("Faults at every boundary"), cell by cell: every call path the in-cluster
 code takes at run time meets every fault through one fault-injecting proxy (tests/support/fault_proxy.py) placed in
 front of its boundary, and does what its cell says: the real API server of the test run (tests/conftest.py
-`control_plane`: the Lease as the guardian's ServiceAccount in a namespace of the module's own; the nodes and the
-RayCluster in the stack's namespace), the in-process stand-ins (the Google APIs, the metadata server), and the real Ray
+`control_plane`: the Lease as the guardian's ServiceAccount, the RayCluster and a node to cordon, each in a
+namespace of the module's own), the in-process stand-ins (the Google APIs, the metadata server), and the real Ray
 2.60.0 head of the session (tests/ray_fixtures.py `ray_head`, shared with the
 other Ray-head files of the test process), with one job that ended and one RUNNING, started once for the module, for
 the cells that act on a job. The cells are read from the document; the call paths are found in incluster/'s source, so
@@ -167,7 +167,7 @@ def through(proxy: FaultProxy, fault: Fault, path: str, method: str | None, call
 # Kubernetes API server -----------------------------------------------------------------------------------------------
 
 
-def kube_driver(name: str, proxy: FaultProxy, fault: Fault, api: Endpoint) -> str:
+def kube_driver(name: str, proxy: FaultProxy, fault: Fault, api: Endpoint, node: str) -> str:
     """The Kubernetes rows: through the proxy in front of the real API server."""
     if name == "api_items":
         return through(proxy, fault, "/api/v1/nodes", "GET", lambda: gpu_nodes_of(api))
@@ -176,7 +176,7 @@ def kube_driver(name: str, proxy: FaultProxy, fault: Fault, api: Endpoint) -> st
     if name == "scale_to":
         return through(proxy, fault, "/rayclusters/", "PATCH", lambda: scaling.scale_to(api, 0, sleep=lambda s: None))
     if name == "_request":
-        return through(proxy, fault, "/api/v1/nodes/", "PATCH", lambda: cordon.cordon(api, "gpu-1"))
+        return through(proxy, fault, "/api/v1/nodes/", "PATCH", lambda: cordon.cordon(api, node))
     raise AssertionError(f"no driver for the Kubernetes row {name}")
 
 
@@ -266,29 +266,27 @@ def lease_api(control_plane) -> Iterator[dict[str, Any]]:
 
 
 @pytest.fixture(scope="module")
-def kube_api(control_plane, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    """The Kubernetes rows' boundary: the real API server of the test run with a fault proxy in front of it, the stack's
-    namespace and the nodes held for the module (tests/conftest.py cluster_lock), where GPU node gpu-1 (run by kwok)
-    and the stack's RayCluster (suspended: no pods) stand for the cluster the guardian lists, scales and cordons."""
+def kube_api(control_plane) -> Iterator[dict[str, Any]]:
+    """The Kubernetes rows' boundary: the real API server of the test run with a fault proxy in front of it that moves
+    the stack's namespace (which the scaling code always uses) to one of the module's own, where the stack's RayCluster
+    (suspended: no pods) stands; a node of the module's own (no GPU label: no other test's GPU node list sees it) is
+    the one cordoned."""
     from core import names
-    from tests.conftest import STACK_NAMESPACE_KINDS, cluster_lock
-    from tests.support.kube_objects import Nodes
 
-    with cluster_lock(tmp_path_factory):
-        if control_plane.get(f"/api/v1/namespaces/{names.NAMESPACE}") is None:
-            namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": names.NAMESPACE}}
-            control_plane.ok("POST", "/api/v1/namespaces", namespace)
-        nodes = Nodes(control_plane)
-        try:
-            nodes.ready("gpu-1")
-            made.create_raycluster(control_plane, names.NAMESPACE)
-            with fault_proxy(control_plane.address, str(control_plane.ca)) as proxy:
-                proxy.hold = 2 * READ_SECONDS
-                yield {"proxy": proxy, "api": Endpoint(proxy.url, control_plane.headers())}
-        finally:
-            nodes.delete()
-            for kind in STACK_NAMESPACE_KINDS:
-                control_plane.ok("DELETE", kind.format(namespace=names.NAMESPACE), params={"gracePeriodSeconds": "0"})
+    namespace = f"t-{uuid.uuid4().hex[:12]}"
+    control_plane.ok(
+        "POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
+    )
+    node = f"{namespace}-node"
+    control_plane.ok("POST", "/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": node}})
+    try:
+        made.create_raycluster(control_plane, namespace)
+        with fault_proxy(control_plane.address, str(control_plane.ca), (names.NAMESPACE, namespace)) as proxy:
+            proxy.hold = 2 * READ_SECONDS
+            yield {"proxy": proxy, "api": Endpoint(proxy.url, control_plane.headers()), "node": node}
+    finally:
+        control_plane.request("DELETE", f"/api/v1/nodes/{node}")
+        control_plane.request("DELETE", f"/api/v1/namespaces/{namespace}")
 
 
 BODIES = {"kube": KUBE_STATUS, "lease": KUBE_STATUS, "google": GOOGLE_ERROR,
@@ -332,7 +330,7 @@ def test_each_call_path_to_a_stand_in_does_what_the_matrix_says_for_each_fault(
         observed = lease_driver(lease_api["proxy"], injected, lease_api["api"], lease_api["namespace"])
     elif boundary == "kube":
         kube_api = request.getfixturevalue("kube_api")  # the real API server: only these cells wait for it
-        observed = kube_driver(name, kube_api["proxy"], injected, kube_api["api"])
+        observed = kube_driver(name, kube_api["proxy"], injected, kube_api["api"], kube_api["node"])
     elif boundary == "google":
         observed = google_driver(name, stand_ins["proxies"][boundary], injected, stand_ins["apis"])
     else:

@@ -97,11 +97,13 @@ class LeaseServer:
 
 
 @contextmanager
-def lease_server(plane: cp.ControlPlane, namespace: str) -> Iterator[tuple[Endpoint, LeaseServer]]:
-    """The guardian's view of the API server in `namespace` (its ServiceAccount's token, through a fault proxy), and
-    the LeaseServer a test inspects it with."""
+def lease_server(
+    plane: cp.ControlPlane, namespace: str, moved: tuple[str, str] | None = None
+) -> Iterator[tuple[Endpoint, LeaseServer]]:
+    """The guardian's view of the API server in `namespace` (its ServiceAccount's token, through a fault proxy that
+    moves the namespace `moved` names), and the LeaseServer a test inspects it with."""
     token = cp.guardian_in(plane, namespace)
-    with fault_proxy(plane.address, str(plane.ca)) as proxy:
+    with fault_proxy(plane.address, str(plane.ca), moved) as proxy:
         yield Endpoint(proxy.url, {"Authorization": f"Bearer {token}"}), LeaseServer(plane, proxy, namespace)
 
 
@@ -112,9 +114,10 @@ def api(control_plane, kube_namespace):
 
 
 @pytest.fixture
-def api_in_stack_namespace(control_plane, stack_namespace):
-    """`api` in the stack's own namespace, where the foreground guardian (python -m jobs guard) looks for its Lease."""
-    with lease_server(control_plane, stack_namespace) as found:
+def api_as_stack_namespace(control_plane, kube_namespace):
+    """`api` for the foreground guardian (python -m jobs guard), which always looks for its Lease in the stack's
+    namespace: the proxy sends its requests to the test's own namespace instead (tests/support/fault_proxy.py)."""
+    with lease_server(control_plane, kube_namespace, (NAMESPACE, kube_namespace)) as found:
         yield found
 
 
@@ -331,11 +334,11 @@ def _in_cluster_holds(store, wall: float) -> None:
 
 
 def test_the_foreground_guardian_refuses_in_one_line_with_exit_2_while_the_in_cluster_one_holds_it(
-    api_in_stack_namespace, make_stack, tmp_path, capsys
+    api_as_stack_namespace, make_stack, tmp_path, capsys
 ):
     import time as real_time
 
-    endpoint, store = api_in_stack_namespace
+    endpoint, store = api_as_stack_namespace
     argv, run = _foreground_argv(make_stack, tmp_path, endpoint.address)
     _in_cluster_holds(store, real_time.time())
     assert foreground.main(argv) == 2
@@ -356,11 +359,11 @@ def test_the_foreground_guardian_refuses_in_one_line_with_exit_2_while_the_in_cl
 
 
 def test_take_over_takes_the_lease_explicitly_then_releases_it_on_exit(
-    api_in_stack_namespace, make_stack, tmp_path, capsys, monkeypatch
+    api_as_stack_namespace, make_stack, tmp_path, capsys, monkeypatch
 ):
     import time as real_time
 
-    endpoint, store = api_in_stack_namespace
+    endpoint, store = api_as_stack_namespace
     argv, run = _foreground_argv(make_stack, tmp_path, endpoint.address)
     _in_cluster_holds(store, real_time.time())
     monkeypatch.setattr(lease, "TAKE_OVER_WAIT_SECONDS", 0.01)

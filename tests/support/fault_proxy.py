@@ -8,13 +8,16 @@ client's read deadline), `cut` (a Content-Length promised and half of it sent: r
 `not-json` (a 200 with an HTML page, what a login or error page in front of an API answers) and any HTTP status with
 the fault's headers (a 429 or 503 with Retry-After) and body. A websocket upgrade is refused with a 400 (not
 tunnelled). Every request's body is kept (`sent`), and `before_write` runs once just before the next POST or PUT
-goes upstream (another client writing in between a read and a write). Bounded: each held answer is released after `hold` seconds at most, and the server's threads are daemons
+goes upstream (another client writing in between a read and a write). With `namespace` (old, new) it sends upstream a
+request of namespace `old` (its path, its object's metadata.namespace) as one of namespace `new`: code that always uses the stack's namespace then works in a
+namespace of the test's own on a shared API server. Bounded: each held answer is released after `hold` seconds at most, and the server's threads are daemons
 stopped with it.
 """
 
 from __future__ import annotations
 
 import http.client
+import json
 import socket
 import ssl
 import struct
@@ -65,7 +68,7 @@ class FaultProxy:
     """The proxy's state: its upstream, the faults still to give, every request it saw (method, path, the fault given
     or None)."""
 
-    def __init__(self, upstream: str, ca: str | None = None) -> None:
+    def __init__(self, upstream: str, ca: str | None = None, namespace: tuple[str, str] | None = None) -> None:
         parsed = urlparse(upstream)
         assert parsed.hostname in LOOPBACK and parsed.scheme in ("http", "https"), (
             f"not a loopback upstream: {upstream}"
@@ -77,6 +80,7 @@ class FaultProxy:
         self.seen: list[tuple[str, str, str | int | None]] = []
         self.sent: list[tuple[str, str, bytes]] = []
         self.before_write: Callable[[], None] | None = None
+        self.namespace = namespace
         self.lock = threading.Lock()
         self.url = ""
         self.hold = HOLD_SECONDS
@@ -96,6 +100,27 @@ class FaultProxy:
                     return fault
             self.seen.append((method, path, None))
             return None
+
+    def upstream_path(self, path: str) -> str:
+        """The path a request goes upstream with (its namespace moved where one is given)."""
+        if self.namespace is not None:
+            old, new = self.namespace
+            path = path.replace(f"/namespaces/{old}/", f"/namespaces/{new}/")
+        return self.prefix + path
+
+    def upstream_body(self, body: bytes) -> bytes:
+        """The body a request goes upstream with (its object's metadata.namespace moved where one is given)."""
+        if self.namespace is None or not body:
+            return body
+        try:
+            sent = json.loads(body)
+        except ValueError:
+            return body
+        metadata = sent.get("metadata") if isinstance(sent, dict) else None
+        if isinstance(metadata, dict) and metadata.get("namespace") == self.namespace[0]:
+            metadata["namespace"] = self.namespace[1]
+            return json.dumps(sent).encode()
+        return body
 
     def faults_left(self) -> int:
         """How many requests are still to get a fault."""
@@ -180,8 +205,12 @@ def _handler(proxy: FaultProxy) -> type[BaseHTTPRequestHandler]:
                 hook()
             upstream = proxy.connection()
             try:
-                headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection")}
-                upstream.request(self.command, proxy.prefix + self.path, body=body or None, headers=headers)
+                dropped = ("host", "connection", "content-length")
+                headers = {k: v for k, v in self.headers.items() if k.lower() not in dropped}
+                data = proxy.upstream_body(body)
+                if data:
+                    headers["Content-Length"] = str(len(data))
+                upstream.request(self.command, proxy.upstream_path(self.path), body=data or None, headers=headers)
                 answer = upstream.getresponse()
                 data = answer.read()
                 kept = {
@@ -199,10 +228,10 @@ def _handler(proxy: FaultProxy) -> type[BaseHTTPRequestHandler]:
 
 
 @contextmanager
-def fault_proxy(upstream: str, ca: str | None = None) -> Iterator[FaultProxy]:
-    """A FaultProxy in front of `upstream` (a loopback http URL, or https verified with `ca`) while the block runs; its
-    `url` is where to send."""
-    proxy = FaultProxy(upstream, ca)
+def fault_proxy(upstream: str, ca: str | None = None, namespace: tuple[str, str] | None = None) -> Iterator[FaultProxy]:
+    """A FaultProxy in front of `upstream` (a loopback http URL, or https verified with `ca`; paths of namespace
+    (old, new) moved) while the block runs; its `url` is where to send."""
+    proxy = FaultProxy(upstream, ca, namespace)
 
     class Server(ThreadingHTTPServer):
         def handle_error(self, request: Any, client_address: Any) -> None:
