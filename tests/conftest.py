@@ -11,7 +11,10 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Callable
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -223,12 +226,17 @@ of the checkout: 19 s; --durations of `make test` on 2026-12-02): handed out rig
 that neither is the last unit of work while the other test process has nothing left."""
 
 CONTROL_PLANE_FILES = ("tests/controlplane/test_guardian_calls.py", "tests/controlplane/test_stack_objects.py")
-"""The test files on the real control plane (tests/controlplane/conftest.py `control_plane`): one unit of work, so one
-test process starts it once; handed out with the long files."""
+"""The test files that deploy the shipped stacks on the real control plane (tests/controlplane/conftest.py `deploy`):
+one unit of work, so one test process deploys each stack once; handed out with the long files."""
 
 RAY_SESSION_FIXTURES = ("two_node_cluster", "ray_head", "pending_ray_head")
 """Session fixtures that keep Ray nodes running (an idle Ray node takes about 9% of a core): the files that use
 them run first, and each is stopped after its last test in the test process (stop_after_last_use)."""
+
+EARLY_STOP_FIXTURES = (*RAY_SESSION_FIXTURES, "deploy")
+"""Session fixtures given back after their last test in the test process (stop_after_last_use): the Ray nodes, and the
+shipped stacks deployed on the shared control plane (tests/controlplane/conftest.py `deploy`), whose namespace and
+nodes other tests wait for."""
 
 _LAST_USE: dict[str, int] = {}
 _POSITION: dict[str, int] = {}
@@ -261,7 +269,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     """Where each test sits in the run, and the last test that uses each Ray session fixture."""
     _POSITION.update({item.nodeid: index for index, item in enumerate(session.items)})
     for index, item in enumerate(session.items):
-        for name in RAY_SESSION_FIXTURES:
+        for name in EARLY_STOP_FIXTURES:
             if name in item.fixturenames:
                 _LAST_USE[name] = index
 
@@ -362,6 +370,132 @@ def shipped_plan_command(tmp_path_factory: pytest.TempPathFactory) -> Callable[.
         return runs[key]
 
     return run
+
+
+REQUIRE_CONTROL_PLANE = "GRPO_GKE_REQUIRE_CONTROL_PLANE"
+"""Set (as `.ci/run` does): a control plane that cannot start fails the tests that use it instead of skipping them."""
+
+COMPUTECLASS_SCHEMA = Path(__file__).parent / "workloads" / "schemas" / "computeclass.v1.schema.json"
+"""The tests' strict schema of GKE's ComputeClass (its CRD on the control plane is made from it)."""
+
+CONTROL_PLANE_FOLDER = "control-plane"
+"""The shared control plane's folder in the session's temp dir: its lock, its record, its logs and etcd's data."""
+
+
+def _control_plane_unavailable(reason: str) -> None:
+    if os.environ.get(REQUIRE_CONTROL_PLANE):
+        pytest.fail(f"the real control plane is required ({REQUIRE_CONTROL_PLANE} is set): {reason}", pytrace=False)
+    pytest.skip(f"the real control plane is unavailable: {reason}")
+
+
+@pytest.fixture(scope="session")
+def control_plane(tmp_path_factory: pytest.TempPathFactory):
+    """The test run's one real control plane (tests/support/control_plane.py: etcd, kube-apiserver, kube-scheduler,
+    kube-controller-manager, KubeRay's operator, kwok), its CRDs installed: started by the first test process that
+    asks, used by every one (tests keep apart by namespace: `kube_namespace`), ended with the run
+    (pytest_sessionfinish). Skipped, with the reason, where Go or the built binaries are absent (failed under
+    REQUIRE_CONTROL_PLANE)."""
+    from tests.support import control_plane as cp
+
+    try:
+        cp.binaries()
+    except cp.NotBuilt as error:
+        _control_plane_unavailable(str(error))
+    if not SHARED.is_dir():
+        _control_plane_unavailable(f"{SHARED} is absent: GKE's networking CRDs live there")
+    return cp.shared(
+        session_dir(tmp_path_factory) / CONTROL_PLANE_FOLDER,
+        lambda workdir: cp.start_with_crds(workdir, SHARED, COMPUTECLASS_SCHEMA),
+    )
+
+
+@pytest.fixture
+def kube_namespace(control_plane, request: pytest.FixtureRequest) -> str:
+    """A namespace of the test's own on the shared control plane (deleted after it, not waited for): tests in either
+    test process then never see each other's namespaced objects."""
+    name = f"t-{uuid.uuid4().hex[:12]}"
+    control_plane.ok(
+        "POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+    )
+    yield name
+    control_plane.request("DELETE", f"/api/v1/namespaces/{name}")
+
+
+CLUSTER_LOCK_DEADLINE_SECONDS = 600.0
+"""The longest a test waits for the control plane's cluster-wide objects (cluster_lock) before it fails."""
+
+
+@contextmanager
+def cluster_lock(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Hold, across the run's test processes, what no namespace of a test's own keeps apart on the shared control
+    plane: the nodes (the guardian lists every GPU node of the cluster) and the stack's own namespace (names.NAMESPACE,
+    which some code under test cannot be given another of). Waits for another holder up to
+    CLUSTER_LOCK_DEADLINE_SECONDS, then fails naming the lock."""
+    folder = session_dir(tmp_path_factory) / CONTROL_PLANE_FOLDER
+    folder.mkdir(parents=True, exist_ok=True)
+    ends = time.monotonic() + CLUSTER_LOCK_DEADLINE_SECONDS
+    with open(folder / "cluster.lock", "w") as lock:
+        while True:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > ends:
+                    pytest.fail(
+                        f"{folder / 'cluster.lock'} held by another test for {CLUSTER_LOCK_DEADLINE_SECONDS:g} s"
+                    )
+                time.sleep(0.2)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+STACK_NAMESPACE_KINDS = (
+    "/api/v1/namespaces/{namespace}/pods",
+    "/api/v1/namespaces/{namespace}/events",
+    "/api/v1/namespaces/{namespace}/configmaps",
+    "/api/v1/namespaces/{namespace}/serviceaccounts",
+    "/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases",
+    "/apis/rbac.authorization.k8s.io/v1/namespaces/{namespace}/roles",
+    "/apis/rbac.authorization.k8s.io/v1/namespaces/{namespace}/rolebindings",
+    "/apis/ray.io/v1/namespaces/{namespace}/rayclusters",
+)
+"""What a test may make in the stack's namespace, deleted after it (stack_namespace)."""
+
+
+@pytest.fixture
+def stack_namespace(control_plane, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The stack's namespace (names.NAMESPACE) on the shared control plane, for code under test that always uses it,
+    and the cluster's nodes, held for the test (cluster_lock); made if absent, and emptied of STACK_NAMESPACE_KINDS
+    after the test (at once: no grace period), so the next holder finds nothing of it."""
+    from core import names
+
+    path = f"/api/v1/namespaces/{names.NAMESPACE}"
+    with cluster_lock(tmp_path_factory):
+        if control_plane.get(path) is None:
+            namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": names.NAMESPACE}}
+            control_plane.ok("POST", "/api/v1/namespaces", namespace)
+        try:
+            yield names.NAMESPACE
+        finally:
+            for kind in STACK_NAMESPACE_KINDS:
+                control_plane.ok("DELETE", kind.format(namespace=names.NAMESPACE), params={"gracePeriodSeconds": "0"})
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """The process that owns the session (the xdist controller, once every worker has finished its session, or a lone
+    pytest; never a worker) ends the shared control plane, if one was started, by its process group's id: first, while
+    the session's temp dir is still locked as this run's (pytest's own sessionfinish unlocks it, and another run's
+    clean-up may then remove it)."""
+    config = session.config
+    factory = getattr(config, "_tmp_path_factory", None)
+    if hasattr(config, "workerinput") or factory is None:
+        return
+    from tests.support.control_plane import stop_shared
+
+    stop_shared(factory.getbasetemp() / CONTROL_PLANE_FOLDER)
 
 
 @pytest.fixture(scope="session", autouse=True)

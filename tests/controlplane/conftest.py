@@ -1,17 +1,12 @@
-"""One real control plane for the whole run (tests/support/control_plane.py): etcd, kube-apiserver, kube-scheduler,
-kube-controller-manager, KubeRay's operator and kwok, started once per test session and ended by process group.
-
-Skipped, with the reason, where Go or the built binaries are absent; `.ci/run` sets GRPO_GKE_REQUIRE_CONTROL_PLANE,
-which turns that skip into a failure."""
+"""The shipped stacks deployed on the test run's one real control plane (tests/conftest.py `control_plane`)."""
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,39 +15,6 @@ import yaml
 from core import names
 from tests import conftest as root
 from tests.support import control_plane as cp
-
-REQUIRE = "GRPO_GKE_REQUIRE_CONTROL_PLANE"
-"""Set (as `.ci/run` does): a control plane that cannot start fails the tests instead of skipping them."""
-
-COMPUTECLASS_SCHEMA = Path(__file__).parents[1] / "workloads" / "schemas" / "computeclass.v1.schema.json"
-"""The tests' strict schema of GKE's ComputeClass."""
-
-
-def _unavailable(reason: str) -> None:
-    if os.environ.get(REQUIRE):
-        pytest.fail(f"the real control plane is required ({REQUIRE} is set): {reason}", pytrace=False)
-    pytest.skip(f"the real control plane is unavailable: {reason}")
-
-
-@pytest.fixture(scope="session")
-def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[cp.ControlPlane]:
-    """The running control plane, its CRDs installed, no nodes yet."""
-    try:
-        bins = cp.binaries()
-    except cp.NotBuilt as error:
-        _unavailable(str(error))
-    shared = root.SHARED
-    if not shared.is_dir():
-        _unavailable(f"{shared} is absent: GKE's networking CRDs live there")
-    dirs = cp.component_dirs()
-    crds = [
-        *map(cp.open_unless_applied, cp.yaml_documents_of(dirs["kuberay"] / "crd")),
-        *cp.gke_networking_crds(shared),
-    ]
-    crds.append(cp.computeclass_crd(COMPUTECLASS_SCHEMA))
-    plane = cp.start(tmp_path_factory.mktemp("control-plane"), bins, crds, dirs["kwok"] / "stages")
-    yield plane
-    plane.stop()
 
 
 def pulumi_field_manager(obj: dict[str, Any]) -> str:
@@ -116,15 +78,33 @@ def _remove(plane: cp.ControlPlane, deployed: Deployed) -> None:
 
 @pytest.fixture(scope="session")
 def deploy(
-    control_plane: cp.ControlPlane, shipped_plan_command: Callable[..., Any]
+    control_plane: cp.ControlPlane,
+    shipped_plan_command: Callable[..., Any],
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Callable[..., Deployed]]:
     """A function stack -> Deployed: removes the stack deployed before (one namespace, one set of nodes at a time),
     makes the stack's nodes, then applies every object of its k8s.yaml in order, as pulumi-kubernetes applies it:
     Server-Side Apply, its field manager, no force (await.go patchForce L1031-1057, v4.32.0: force only with the
-    pulumi.com/patchForce annotation or enablePatchForce, neither of which the stack sets)."""
+    pulumi.com/patchForce annotation or enablePatchForce, neither of which the stack sets). The stack's namespace and
+    the nodes are the test process's from the first deploy (tests/conftest.py cluster_lock) until after the last test
+    that deploys, when the last stack is removed."""
     current: list[Deployed] = []
+    held = ExitStack()
+    locked: list[bool] = []
+
+    def release() -> None:
+        if current:
+            _remove(control_plane, current.pop())
+        held.close()
+        locked.clear()
+
+    once = root.stop_after_last_use(request, release)
 
     def run(stack: str) -> Deployed:
+        if not locked:
+            held.enter_context(root.cluster_lock(tmp_path_factory))
+            locked.append(True)
         if current and current[0].stack == stack and not current[0].dirty:
             return current[0]
         if current:
@@ -141,3 +121,4 @@ def deploy(
         return current[0]
 
     yield run
+    once()

@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 from tests.conftest import REPO_ROOT
-from tests.controlplane.conftest import REQUIRE
+from tests.conftest import REQUIRE_CONTROL_PLANE as REQUIRE
 
 ONE_TEST = "tests/controlplane/test_guardian_calls.py::test_two_guardians_contend_for_one_real_lease"
 """A test that needs the control plane."""

@@ -1,7 +1,9 @@
 """The fault matrix of docs/relies-on.md ("Faults at every boundary"), cell by cell: every call path the in-cluster
 code takes at run time meets every fault through one fault-injecting proxy (tests/support/fault_proxy.py) placed in
-front of its boundary, and does what its cell says: the in-process stand-ins (Kubernetes, the Lease, the Google APIs,
-the metadata server), and the real Ray 2.60.0 head of the session (tests/ray_fixtures.py `ray_head`, shared with the
+front of its boundary, and does what its cell says: the real API server of the test run (tests/conftest.py
+`control_plane`: the Lease as the guardian's ServiceAccount, the RayCluster and a node to cordon, each in a
+namespace of the module's own), the in-process stand-ins (the Google APIs, the metadata server), and the real Ray
+2.60.0 head of the session (tests/ray_fixtures.py `ray_head`, shared with the
 other Ray-head files of the test process), with one job that ended and one RUNNING, started once for the module, for
 the cells that act on a job. The cells are read from the document; the call paths are found in incluster/'s source, so
 a new call site without a row fails here. Every fault is injected at the boundary, as the test's name says; deadlines
@@ -41,10 +43,10 @@ from jobs.preflight.settings import preflight_settings
 from jobs.runs.export import export_submission
 from jobs.spec.training import on_data_root, submission_of, training_spec
 from tests.conftest import config_of
+from tests.support import control_plane as cp
+from tests.support import kube_objects as made
 from tests.support.clock import Clock
 from tests.support.fault_proxy import Fault, FaultProxy, fault_proxy
-from tests.support.kube_stand_in import StandInApiServer, gpu_node, stand_in_api_server
-from tests.support.lease_api_server import lease_api_server
 from tests.support.lustre_stand_in import BUCKET, INSTANCE, StandInGoogleApis, google_apis, stand_in_apis
 
 REPO = Path(__file__).resolve().parents[2]
@@ -165,8 +167,8 @@ def through(proxy: FaultProxy, fault: Fault, path: str, method: str | None, call
 # Kubernetes API server -----------------------------------------------------------------------------------------------
 
 
-def kube_driver(name: str, proxy: FaultProxy, fault: Fault, api: Endpoint) -> str:
-    """The Kubernetes rows: through the proxy in front of the Kubernetes stand-in (the Lease: the Lease API server)."""
+def kube_driver(name: str, proxy: FaultProxy, fault: Fault, api: Endpoint, node: str) -> str:
+    """The Kubernetes rows: through the proxy in front of the real API server."""
     if name == "api_items":
         return through(proxy, fault, "/api/v1/nodes", "GET", lambda: gpu_nodes_of(api))
     if name == "gpu_workers":
@@ -174,13 +176,13 @@ def kube_driver(name: str, proxy: FaultProxy, fault: Fault, api: Endpoint) -> st
     if name == "scale_to":
         return through(proxy, fault, "/rayclusters/", "PATCH", lambda: scaling.scale_to(api, 0, sleep=lambda s: None))
     if name == "_request":
-        return through(proxy, fault, "/api/v1/nodes/", "PATCH", lambda: cordon.cordon(api, "gpu-1"))
+        return through(proxy, fault, "/api/v1/nodes/", "PATCH", lambda: cordon.cordon(api, node))
     raise AssertionError(f"no driver for the Kubernetes row {name}")
 
 
-def lease_driver(proxy: FaultProxy, fault: Fault) -> str:
+def lease_driver(proxy: FaultProxy, fault: Fault, api: Endpoint, namespace: str) -> str:
     """The Lease row, through its public API: one renewing try (renew_once) after the fault on its read."""
-    lease = Lease(Endpoint(proxy.url, {"Authorization": "Bearer t"}, True), "guardian-a")
+    lease = Lease(api, f"guardian-{uuid.uuid4().hex[:8]}", namespace=namespace)
     proxy.faults.clear()
     fault.path, fault.method = "/leases/", "GET"
     proxy.inject(fault)
@@ -229,8 +231,6 @@ def stand_ins(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, An
     from tests.incluster.test_google_token import TOKEN_PATH, MetadataServer
 
     with ExitStack() as stack:
-        kube = stack.enter_context(stand_in_api_server(StandInApiServer(nodes=[gpu_node("gpu-1")])))
-        lease_url, _ = stack.enter_context(lease_api_server())
         root = tmp_path_factory.mktemp("google")
         (root / "lustre" / "run").mkdir(parents=True)
         (root / "lustre" / "run" / "data.pt").write_text("data")
@@ -240,8 +240,6 @@ def stand_ins(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, An
         stack.callback(metadata.server_close)
         stack.callback(metadata.shutdown)
         proxies = {
-            "kube": stack.enter_context(fault_proxy(kube.address)),
-            "lease": stack.enter_context(fault_proxy(lease_url)),
             "google": stack.enter_context(fault_proxy(apis.url)),
             "metadata": stack.enter_context(fault_proxy(f"http://127.0.0.1:{metadata.server_address[1]}")),
         }
@@ -249,6 +247,46 @@ def stand_ins(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, An
             proxy.hold = 2 * READ_SECONDS
         yield {"proxies": proxies, "apis": apis, "metadata_server": MetadataServer,
                "metadata_url": f"http://127.0.0.1:{metadata.server_address[1]}{TOKEN_PATH}"}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def lease_api(control_plane) -> Iterator[dict[str, Any]]:
+    """The Lease row's boundary: the real API server of the test run (tests/conftest.py `control_plane`) with a fault
+    proxy in front of it, the guardian's ServiceAccount and Role (tests/support/control_plane.py guardian_in) in a
+    namespace of the module's own."""
+    namespace = f"t-{uuid.uuid4().hex[:12]}"
+    control_plane.ok(
+        "POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
+    )
+    token = cp.guardian_in(control_plane, namespace)
+    with fault_proxy(control_plane.address, str(control_plane.ca)) as proxy:
+        proxy.hold = 2 * READ_SECONDS
+        yield {"proxy": proxy, "namespace": namespace, "api": Endpoint(proxy.url, {"Authorization": f"Bearer {token}"})}
+    control_plane.request("DELETE", f"/api/v1/namespaces/{namespace}")
+
+
+@pytest.fixture(scope="module")
+def kube_api(control_plane) -> Iterator[dict[str, Any]]:
+    """The Kubernetes rows' boundary: the real API server of the test run with a fault proxy in front of it that moves
+    the stack's namespace (which the scaling code always uses) to one of the module's own, where the stack's RayCluster
+    (suspended: no pods) stands; a node of the module's own (no GPU label: no other test's GPU node list sees it) is
+    the one cordoned."""
+    from core import names
+
+    namespace = f"t-{uuid.uuid4().hex[:12]}"
+    control_plane.ok(
+        "POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
+    )
+    node = f"{namespace}-node"
+    control_plane.ok("POST", "/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": node}})
+    try:
+        made.create_raycluster(control_plane, namespace)
+        with fault_proxy(control_plane.address, str(control_plane.ca), (names.NAMESPACE, namespace)) as proxy:
+            proxy.hold = 2 * READ_SECONDS
+            yield {"proxy": proxy, "api": Endpoint(proxy.url, control_plane.headers()), "node": node}
+    finally:
+        control_plane.request("DELETE", f"/api/v1/nodes/{node}")
+        control_plane.request("DELETE", f"/api/v1/namespaces/{namespace}")
 
 
 BODIES = {"kube": KUBE_STATUS, "lease": KUBE_STATUS, "google": GOOGLE_ERROR,
@@ -278,25 +316,27 @@ def cell_id(path: str, fault: str) -> str:
 
 @pytest.mark.parametrize(("path", "fault"), STAND_IN_CELLS, ids=[cell_id(*cell) for cell in STAND_IN_CELLS])
 def test_each_call_path_to_a_stand_in_does_what_the_matrix_says_for_each_fault(
-    path: str, fault: str, monkeypatch: pytest.MonkeyPatch, stand_ins: dict[str, Any]
+    path: str, fault: str, monkeypatch: pytest.MonkeyPatch, stand_ins: dict[str, Any], request: pytest.FixtureRequest
 ) -> None:
-    """Fault injected at the boundary by the proxy in front of the stand-in, as the parameters name it."""
+    """Fault injected at the boundary by the proxy in front of the stand-in (the Lease's: of the real API server), as
+    the parameters name it."""
     shrink_deadlines(monkeypatch, READ_SECONDS)
     expected = ROWS[path][fault]
     boundary = boundary_of(path)
     injected = fault_of(fault, BODIES[boundary], "text/plain" if boundary == "metadata" else "application/json")
     name = path.split(":", 1)[1]
-    proxy = stand_ins["proxies"][boundary]
     if boundary == "lease":
-        observed = lease_driver(proxy, injected)
+        lease_api = request.getfixturevalue("lease_api")  # the real API server: only these cells wait for it
+        observed = lease_driver(lease_api["proxy"], injected, lease_api["api"], lease_api["namespace"])
     elif boundary == "kube":
-        observed = kube_driver(name, proxy, injected, Endpoint(proxy.url, {"Authorization": "Bearer stand-in"}, True))
+        kube_api = request.getfixturevalue("kube_api")  # the real API server: only these cells wait for it
+        observed = kube_driver(name, kube_api["proxy"], injected, kube_api["api"], kube_api["node"])
     elif boundary == "google":
-        observed = google_driver(name, proxy, injected, stand_ins["apis"])
+        observed = google_driver(name, stand_ins["proxies"][boundary], injected, stand_ins["apis"])
     else:
         token = json.dumps({"access_token": "ya29.m", "expires_in": 3599, "token_type": "Bearer"})
         stand_ins["metadata_server"].answers = [(200, token)] * 3
-        observed = metadata_driver(proxy, injected, stand_ins["metadata_url"])
+        observed = metadata_driver(stand_ins["proxies"][boundary], injected, stand_ins["metadata_url"])
     assert observed == expected, f"{path} under {fault}: the matrix says {expected}, the code does {observed}"
 
 

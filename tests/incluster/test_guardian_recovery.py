@@ -1,12 +1,15 @@
 """The guardian's recovery judgement from facts (issue 19 items 6, 7, 8, 11): lost capacity judged from what Ray and
-Kubernetes record (a stand-in API server with Kubernetes' own object shapes), not from words a trainer logs; an
+Kubernetes record (the real API server of the test run, tests/conftest.py `control_plane`: pods' disruption states
+written through their status subresource as the kubelet and the scheduler write them, nodes run by kwok or whose Ready
+condition is written as the node lifecycle controller writes it, tests/support/kube_objects.py), not from words a trainer logs; an
 attempt lost with the Ray head; a failed attempt's lines read from the end of its log whatever its size; the guardian's
 RBAC equal to the calls its code makes."""
 
 from __future__ import annotations
 
 import tracemalloc
-from dataclasses import replace
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -26,16 +29,10 @@ from jobs.guardian import objects as guardian_objects
 from jobs.guardian.settings import guardian_settings
 from jobs.spec.training import on_data_root
 from tests.conftest import config_of
-from tests.support.kube_stand_in import (
-    StandInApiServer,
-    failed_scale_up,
-    gpu_node,
-    pending_worker_pod,
-    preempted_pod,
-    shut_down_pod,
-    stand_in_api_server,
-    worker_pod,
-)
+from tests.support import kube_objects as made
+from tests.support.control_plane import ControlPlane
+from tests.support.fault_proxy import FaultProxy, fault_proxy
+from tests.support.kube_objects import Nodes
 
 T0 = 1796126400.0
 """When the attempts of these cases started."""
@@ -75,12 +72,50 @@ def failed(settings, now=END + 1, lines=(), message="", **changes) -> State:
     return replace(base, **changes)
 
 
-def judged_from(server: StandInApiServer, settings, **changes) -> Action:
-    """decide() on a failed attempt with the pods and nodes the guardian reads from `server`."""
-    with stand_in_api_server(server) as api:
-        pods = tuple(map(pod_view, worker_pods_of(api.endpoint, settings)))
-        nodes = tuple(map(kube_node_view, gpu_nodes_of(api.endpoint)))
+@dataclass
+class Cluster:
+    """The stack's namespace and the nodes on the real API server, held for the test (tests/conftest.py
+    stack_namespace), and the proxy that records what the code under test asks."""
+
+    plane: ControlPlane
+    """The shared control plane (the test writes what the kubelet, the scheduler and the autoscaler would)."""
+    namespace: str
+    """The stack's namespace, the settings' own."""
+    nodes: Nodes
+    """The GPU nodes the test makes, deleted after it."""
+    proxy: FaultProxy
+    """The proxy in front of the API server."""
+
+    @property
+    def endpoint(self) -> Endpoint:
+        """The API server as the code under test reaches it (the admin's token)."""
+        return Endpoint(self.proxy.url, self.plane.headers())
+
+    def calls(self) -> list[tuple[str, str, str]]:
+        """(API group, resource, verb) of every request the code under test sent, in order."""
+        return [made.api_call(method, path) for method, path, _ in self.proxy.seen]
+
+
+@pytest.fixture
+def kube(control_plane, stack_namespace) -> Iterator[Cluster]:
+    nodes = Nodes(control_plane)
+    try:
+        with fault_proxy(control_plane.address, str(control_plane.ca)) as proxy:
+            yield Cluster(control_plane, stack_namespace, nodes, proxy)
+    finally:
+        nodes.delete()
+
+
+def judged_from(kube: Cluster, settings, **changes) -> Action:
+    """decide() on a failed attempt with the pods and nodes the guardian reads from the API server."""
+    pods = tuple(map(pod_view, worker_pods_of(kube.endpoint, settings)))
+    nodes = tuple(map(kube_node_view, gpu_nodes_of(kube.endpoint)))
     return decide(failed(settings, worker_pods=pods, kube_nodes=nodes, **changes))
+
+
+STOPPED = ("NodeStatusUnknown", "Kubelet stopped posting node status.")
+"""The Ready condition's reason and message the node lifecycle controller writes for a node whose kubelet stopped
+(kubernetes/kubernetes pkg/controller/nodelifecycle/node_lifecycle_controller.go tryUpdateNodeHealth)."""
 
 
 # Item 7: facts, not words.
@@ -104,41 +139,45 @@ def test_rays_own_node_died_sentence_is_lost_capacity_and_a_paraphrase_is_not(se
     assert said.details == {"cause": "other"}
 
 
-def test_a_worker_pod_the_kubelet_shut_down_with_its_node_is_lost_capacity(settings):
-    server = StandInApiServer(
-        pods=[shut_down_pod("grpo-gpu-worker-a", "gke-gpu-1", END - 5)], nodes=[gpu_node("gke-gpu-2")]
-    )
-    action = judged_from(server, settings, lines=VERL_CRASH)
+def test_a_worker_pod_the_kubelet_shut_down_with_its_node_is_lost_capacity(settings, kube):
+    made.shut_down_worker(kube.plane, kube.namespace, "grpo-gpu-worker-a", "gke-gpu-1", END - 5)
+    kube.nodes.ready("gke-gpu-2")
+    action = judged_from(kube, settings, lines=VERL_CRASH)
     assert (action.event, action.details) == ("failed", {"cause": "gpu-capacity-lost"})
     assert action.reason == (
         "GPU worker pod grpo-gpu-worker-a ended with its node: Pod was terminated in response to imminent node shutdown."
     )
-    assert server.calls == [("", "pods", "list"), ("", "nodes", "list")]
+    assert kube.calls() == [("", "pods", "list"), ("", "nodes", "list")]
 
 
-def test_a_shutdown_before_the_attempt_started_is_no_evidence(settings):
-    server = StandInApiServer(pods=[shut_down_pod("grpo-gpu-worker-a", "gke-gpu-1", T0 - 600)])
-    assert judged_from(server, settings, now=END + 60, lines=VERL_CRASH).details == {"cause": "other"}
+def test_a_shutdown_before_the_attempt_started_is_no_evidence(settings, kube):
+    made.shut_down_worker(kube.plane, kube.namespace, "grpo-gpu-worker-a", "gke-gpu-1", T0 - 600)
+    assert judged_from(kube, settings, now=END + 60, lines=VERL_CRASH).details == {"cause": "other"}
 
 
-def test_the_schedulers_priority_preemption_is_no_reclaimed_vm(settings):
-    server = StandInApiServer(
-        pods=[preempted_pod("grpo-gpu-worker-a", "gke-gpu-1", END - 5)], nodes=[gpu_node("gke-gpu-1")]
-    )
-    assert judged_from(server, settings, now=END + 60, lines=VERL_CRASH).details == {"cause": "other"}
+def test_the_schedulers_priority_preemption_is_no_reclaimed_vm(settings, kube):
+    # A node no kubelet runs (kwok, as the pod's kubelet, writes the pod's conditions anew), Ready as its kubelet
+    # last wrote it: the test reads it well within the node lifecycle controller's 4 s grace.
+    kube.nodes.without_kubelet("gke-gpu-1", "True", END - 600, "KubeletReady", "kubelet is posting ready status")
+    made.create_running_worker(kube.plane, kube.namespace, "grpo-gpu-worker-a", "gke-gpu-1")
+    made.preempt(kube.plane, kube.namespace, "grpo-gpu-worker-a", END - 5)
+    (pod,) = worker_pods_of(kube.endpoint, settings)
+    assert (pod_view(pod).phase, pod_view(pod).disruption) == ("Running", "PreemptionByScheduler")
+    assert judged_from(kube, settings, now=END + 60, lines=VERL_CRASH).details == {"cause": "other"}
 
 
-def test_a_gpu_node_that_stopped_being_ready_while_the_attempt_ran_is_lost_capacity(settings):
-    server = StandInApiServer(pods=[worker_pod("grpo-gpu-worker-a", "gke-gpu-1")],
-                              nodes=[gpu_node("gke-gpu-1", "Unknown", END - 20, "NodeStatusUnknown")])  # fmt: skip
-    action = judged_from(server, settings, lines=VERL_CRASH)
+def test_a_gpu_node_that_stopped_being_ready_while_the_attempt_ran_is_lost_capacity(settings, kube):
+    kube.nodes.without_kubelet("gke-gpu-1", "Unknown", END - 20, *STOPPED)
+    made.create_running_worker(kube.plane, kube.namespace, "grpo-gpu-worker-a", "gke-gpu-1")
+    action = judged_from(kube, settings, lines=VERL_CRASH)
     assert action.details == {"cause": "gpu-capacity-lost"}
-    assert (
-        action.reason
-        == "GPU node gke-gpu-1 stopped being Ready (Unknown): NodeStatusUnknown: kubelet NodeStatusUnknown"
+    assert action.reason == (
+        "GPU node gke-gpu-1 stopped being Ready (Unknown): NodeStatusUnknown: Kubelet stopped posting node status."
     )
-    server = StandInApiServer(nodes=[gpu_node("gke-gpu-1", "True", END - 20)])
-    assert judged_from(server, settings, now=END + 60, lines=VERL_CRASH).details == {"cause": "other"}
+    made.delete_all(kube.plane, kube.namespace, "pods")
+    kube.nodes.delete()
+    kube.nodes.ready("gke-gpu-3")
+    assert judged_from(kube, settings, now=END + 60, lines=VERL_CRASH).details == {"cause": "other"}
 
 
 # Item 8: a failed attempt's lines from the end of its log, whatever its size.
@@ -253,57 +292,59 @@ def test_the_guardian_remembers_an_attempt_it_saw_before_the_head_went(settings,
 
 
 def test_after_the_scale_to_zero_the_guardian_reads_the_gpu_workers_through_the_api_server_at_most_every_minute(
-    settings, monkeypatch
+    settings, monkeypatch, kube
 ):
-    """workers_view: a RayCluster made anew keeps its GPU workers (the stand-in's replicas 1), one the guardian scaled
-    keeps none; read once per WORKERS_REFRESH_SECONDS, and only after the scale to zero of an attempt that is over."""
+    """workers_view: a RayCluster made anew keeps its GPU workers (replicas 1), one the guardian scaled keeps none;
+    read once per WORKERS_REFRESH_SECONDS, and only after the scale to zero of an attempt that is over."""
     from incluster.guardian import loop
 
-    server = StandInApiServer()
+    made.create_raycluster(kube.plane, kube.namespace, replicas=1)
     ended = AttemptView(1, "SUCCEEDED", start=T0, end=END)
     scaled = {"scaled-to-zero": {"event": "scaled-to-zero", "attempt": 1}}
     monotonic = [1000.0]
     monkeypatch.setattr(loop.time, "monotonic", lambda: monotonic[0])
-    with stand_in_api_server(server) as api:
-        proxy = Endpoint(
-            f"{api.address}/api/v1/namespaces/grpo/services/grpo-head-svc:8265/proxy", api.endpoint.headers
-        )
-        guard = guardian_on(settings, None)
-        guard.endpoint, guard.report = proxy, print
-        guard.hooks, guard._workers_read = Hooks(scale_to_zero=lambda s: "scaled"), (float("-inf"), False)
-        assert guard.workers_view(ended, scaled) is True
-        assert guard.workers_view(AttemptView(1, "RUNNING", start=T0), scaled) is False
-        assert guard.workers_view(ended, {}) is False
-        assert server.calls == [("ray.io", "rayclusters", "get")]
-        scaling.scale_to(api.endpoint, 0)
-        assert guard.workers_view(ended, scaled) is True, "the minute has not passed: no second read"
-        monotonic[0] += loop.WORKERS_REFRESH_SECONDS
-        assert guard.workers_view(ended, scaled) is False
-    assert server.calls == [("ray.io", "rayclusters", "get"), ("ray.io", "rayclusters", "patch"),
+    proxy = Endpoint(f"{kube.proxy.url}/api/v1/namespaces/grpo/services/grpo-head-svc:8265/proxy", kube.plane.headers())
+    guard = guardian_on(settings, None)
+    guard.endpoint, guard.report = proxy, print
+    guard.hooks, guard._workers_read = Hooks(scale_to_zero=lambda s: "scaled"), (float("-inf"), False)
+    assert guard.workers_view(ended, scaled) is True
+    assert guard.workers_view(AttemptView(1, "RUNNING", start=T0), scaled) is False
+    assert guard.workers_view(ended, {}) is False
+    assert kube.calls() == [("ray.io", "rayclusters", "get")]
+    scaling.scale_to(kube.endpoint, 0)
+    assert guard.workers_view(ended, scaled) is True, "the minute has not passed: no second read"
+    monotonic[0] += loop.WORKERS_REFRESH_SECONDS
+    assert guard.workers_view(ended, scaled) is False
+    assert kube.calls() == [("ray.io", "rayclusters", "get"), ("ray.io", "rayclusters", "patch"),
                             ("ray.io", "rayclusters", "get")]  # fmt: skip
 
 
 # Item 11: the Role is exactly the calls.
 
 
-def test_the_guardians_rbac_is_exactly_the_calls_its_code_makes(settings, tmp_path):
-    server = StandInApiServer(
-        pods=[shut_down_pod("grpo-gpu-worker-a", "gke-gpu-1", END), pending_worker_pod("grpo-gpu-worker-b")],
-        nodes=[gpu_node("gke-gpu-1")],
-        events=[failed_scale_up("grpo-gpu-worker-b", "GCE out of resources", END)],
-    )
+def test_the_guardians_rbac_is_exactly_the_calls_its_code_makes(settings, tmp_path, kube):
+    plane, namespace = kube.plane, kube.namespace
+    kube.nodes.without_kubelet("gke-gpu-1", "True", END, "KubeletReady", "kubelet is posting ready status")
+    made.shut_down_worker(plane, namespace, "grpo-gpu-worker-a", "gke-gpu-1", END)
+    made.create_pending_worker(plane, namespace, "grpo-gpu-worker-b")
+    made.failed_scale_up(plane, namespace, "grpo-gpu-worker-b", "GCE out of resources", END)
     reports: list[str] = []
-    with stand_in_api_server(server) as api:
-        gpu_nodes_of(api.endpoint)  # the deadline of the next attempt; a GPU node's Ready condition
-        worker_pods_of(api.endpoint, settings)  # judging a failure
-        readiness.scale_up_events(Guardian.capacity_of(settings, api.endpoint))  # the gate's rung and why (events)
-        scaling.scale_to(api.endpoint, 0)  # scale to zero
-        assert scaling.gpu_workers(api.endpoint) == 0  # after it: whether the workers came back
-        lease = Lease(api.endpoint, "guardian-a")
-        assert lease.try_acquire_or_renew() and lease.try_acquire_or_renew()  # create, then renew (update)
-        always = set(server.calls)
-        cordoned = cordon_pods_nodes(api.endpoint, ["grpo-gpu-worker-a"], reports.append)  # job.cordonBadNodes
+    api = kube.endpoint
+    gpu_nodes_of(api)  # the deadline of the next attempt; a GPU node's Ready condition
+    worker_pods_of(api, settings)  # judging a failure
+    readiness.scale_up_events(Guardian.capacity_of(settings, api))  # the gate's rung and why (events)
+    lease = Lease(api, "guardian-a")
+    assert lease.try_acquire_or_renew() and lease.try_acquire_or_renew()  # create, then renew (update)
+    before_cordon = len(kube.calls())
+    cordoned = cordon_pods_nodes(api, ["grpo-gpu-worker-a"], reports.append)  # job.cordonBadNodes
     assert cordoned == ["gke-gpu-1"], reports
+    assert plane.get("/api/v1/nodes/gke-gpu-1")["spec"]["unschedulable"] is True
+    cordon_calls = kube.calls()[before_cordon:]
+    # The RayCluster last: KubeRay's operator deletes the pods of a suspended RayCluster (its labels are theirs).
+    made.create_raycluster(plane, namespace, replicas=1)
+    scaling.scale_to(api, 0)  # scale to zero
+    assert scaling.gpu_workers(api) == 0  # after it: whether the workers came back
+    always = set(kube.calls()[:before_cordon] + kube.calls()[before_cordon + len(cordon_calls) :])
 
     def granted(cordon: bool) -> set[tuple[str, str, str]]:
         rules = [*guardian_objects.render_role(cordon).rules, *guardian_objects.render_cluster_role(cordon).rules]
@@ -314,7 +355,7 @@ def test_the_guardians_rbac_is_exactly_the_calls_its_code_makes(settings, tmp_pa
         ("coordination.k8s.io", "leases", verb) for verb in ("get", "create", "update")
     }
     assert granted(False) == always
-    assert granted(True) == set(server.calls)
+    assert granted(True) == set(kube.calls())
     [raycluster] = [rule for rule in guardian_objects.render_role(False).rules if rule.resources == ["rayclusters"]]
     assert raycluster.resource_names == ["grpo"]
 

@@ -1,11 +1,15 @@
 """The guardian records, once per attempt, the rungs its GPU nodes ran on (issue 22 item 6: status prices each
-attempt by them): the Ready GPU nodes per rung when it first sees the attempt RUNNING, read through a stand-in API
-server with Kubernetes' own node shapes and GKE's `cloud.google.com/gke-nodepool` label."""
+attempt by them): the Ready GPU nodes per rung when it first sees the attempt RUNNING, read from the real API server of the test run (tests/conftest.py `control_plane`) through a proxy
+that counts the reads: GPU nodes with GKE's `cloud.google.com/gke-nodepool` label, Ready ones run by kwok, others
+whose Ready condition is written as the node lifecycle controller writes it (tests/support/kube_objects.py Nodes)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import replace
 from types import SimpleNamespace
+
+import pytest
 
 from incluster import job_client, readiness, record
 from incluster.endpoint import Endpoint
@@ -16,7 +20,9 @@ from incluster.guardian.settings import settings_from
 from jobs.guardian.settings import guardian_settings
 from tests.conftest import config_of
 from tests.incluster.test_guardian_preflight import _with_run_dir
-from tests.support.kube_stand_in import StandInApiServer, gpu_node, stand_in_api_server
+from tests.support.control_plane import ControlPlane
+from tests.support.fault_proxy import fault_proxy
+from tests.support.kube_objects import Nodes, stamp
 
 T0 = 1796126400.0
 """When the attempt started."""
@@ -25,10 +31,11 @@ POOL = "cloud.google.com/gke-nodepool"
 
 
 def on_pool(name: str, pool: str, ready: str = "True") -> dict:
-    """A GPU node of GKE node pool `pool`."""
-    node = gpu_node(name, ready, T0 - 300)
-    node["metadata"]["labels"][POOL] = pool
-    return node
+    """A GPU node of GKE node pool `pool`, as the API server returns it (for the pure rule, no server)."""
+    condition = {"type": "Ready", "status": ready, "reason": "KubeletReady", "lastTransitionTime": stamp(T0 - 300)}
+    labels = {"cloud.google.com/gke-accelerator": "nvidia-h200-141gb", POOL: pool}
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels},
+            "status": {"conditions": [condition]}}  # fmt: skip
 
 
 LADDER_NODES = [
@@ -39,6 +46,38 @@ LADDER_NODES = [
 ]
 """A spot stack with the ladder [spot, on-demand]: one Ready node on each rung, a spot node no longer Ready, and a
 GPU node of a pool that is no rung's."""
+
+STOPPED = ("NodeStatusUnknown", "Kubelet stopped posting node status.")
+"""The Ready condition's reason and message the node lifecycle controller writes for a node whose kubelet stopped
+(kubernetes/kubernetes pkg/controller/nodelifecycle/node_lifecycle_controller.go tryUpdateNodeHealth)."""
+
+
+@pytest.fixture
+def nodes(control_plane, stack_namespace) -> Iterator[Nodes]:
+    """GPU nodes on the shared control plane, the cluster's only ones for the test (cluster_lock), deleted after it."""
+    made = Nodes(control_plane)
+    try:
+        yield made
+    finally:
+        made.delete()
+
+
+def make_ladder_nodes(nodes: Nodes) -> None:
+    """LADDER_NODES on the API server."""
+    for node in LADDER_NODES:
+        name, labels = node["metadata"]["name"], {POOL: node["metadata"]["labels"][POOL]}
+        if node["status"]["conditions"][0]["status"] == "True":
+            nodes.ready(name, labels)
+        else:
+            nodes.without_kubelet(name, "Unknown", T0 - 300, *STOPPED, labels=labels)
+
+
+def dashboard_through(plane: ControlPlane, address: str) -> Endpoint:
+    """The Ray dashboard as the guardian is given it: the API server's service proxy at `address` (no dashboard is
+    behind it here: the tests' Jobs client and Ray's node list are fakes), with the admin's token."""
+    return Endpoint(
+        f"{address}/api/v1/namespaces/grpo/services/grpo-head-svc:8265/proxy", plane.headers(), str(plane.ca)
+    )
 
 
 def ladder_settings(tmp_path, **gpu):
@@ -82,21 +121,22 @@ class RunningHead:
         return list(self.jobs)
 
 
-def test_the_guardian_reads_the_nodes_once_records_the_rungs_once_and_says_when_it_cannot(tmp_path, monkeypatch):
+def test_the_guardian_reads_the_nodes_once_records_the_rungs_once_and_says_when_it_cannot(
+    tmp_path, monkeypatch, control_plane, nodes
+):
     settings = ladder_settings(tmp_path, capacity=["spot", "on-demand"])
     monkeypatch.setattr(job_client, "connect", lambda endpoint: RunningHead(settings.run))
     monkeypatch.setattr(readiness, "ray_nodes", lambda endpoint: [])
-    server = StandInApiServer(nodes=LADDER_NODES)
+    make_ladder_nodes(nodes)
     reports: list[str] = []
-    with stand_in_api_server(server) as api:
-        proxy = f"{api.address}/api/v1/namespaces/grpo/services/grpo-head-svc:8265/proxy"
-        guard = Guardian(settings, Endpoint(proxy, api.endpoint.headers, True), Hooks(), reports.append,
-                         clock=lambda: T0 + 10)  # fmt: skip
+    with fault_proxy(control_plane.address, str(control_plane.ca)) as api:
+        dashboard = dashboard_through(control_plane, api.url)
+        guard = Guardian(settings, dashboard, Hooks(), reports.append, clock=lambda: T0 + 10)
         for _ in range(3):
             action = decide(guard.observe())
             if action.kind == "record":
                 guard.apply(action)
-        node_reads = [call for call in server.calls if call[1] == "nodes"]
+        node_reads = [path for method, path, _ in api.seen if path.startswith("/api/v1/nodes")]
     (entry,) = record.read(settings.run_dir)
     assert (entry["attempt"], entry["event"]) == (1, "gpu-rungs")
     assert entry["details"] == {"rungs": {"spot": 1, "on-demand": 1}, "otherNodes": 1}
@@ -109,22 +149,20 @@ def test_the_guardian_reads_the_nodes_once_records_the_rungs_once_and_says_when_
     # an API server that is gone: one progress line, nothing recorded, no second read for the same attempt
     other = ladder_settings(tmp_path / "other", capacity=["spot", "on-demand"])
     reports.clear()
-    guard = Guardian(other, Endpoint(proxy, api.endpoint.headers, True), Hooks(), reports.append,
-                     clock=lambda: T0 + 10)  # fmt: skip
+    guard = Guardian(other, dashboard, Hooks(), reports.append, clock=lambda: T0 + 10)
     assert decide(guard.observe()).kind == "wait" and decide(guard.observe()).kind == "wait"
     assert record.read(other.run_dir) == []
     (said,) = [line for line in reports if "rungs" in line]  # beside the deadline's own line
     assert said.startswith(f"{other.run}: no rungs recorded for attempt 1: the API server at ")
 
 
-def test_no_ready_gpu_node_is_nothing_to_record(tmp_path, monkeypatch):
+def test_no_ready_gpu_node_is_nothing_to_record(tmp_path, monkeypatch, control_plane, nodes):
     settings = ladder_settings(tmp_path, capacity=["spot", "on-demand"])
     monkeypatch.setattr(job_client, "connect", lambda endpoint: RunningHead(settings.run))
     monkeypatch.setattr(readiness, "ray_nodes", lambda endpoint: [])
-    server = StandInApiServer(nodes=[on_pool("gke-grpo-dev-gpu-1a2b3c4d-gone", "gpu", ready="False")])
-    with stand_in_api_server(server) as api:
-        proxy = f"{api.address}/api/v1/namespaces/grpo/services/grpo-head-svc:8265/proxy"
-        guard = Guardian(settings, Endpoint(proxy, api.endpoint.headers, True), Hooks(), lambda line: None,
-                         clock=lambda: T0 + 10)  # fmt: skip
-        assert guard.observe().gpu_rungs is None
+    nodes.without_kubelet("gke-grpo-dev-gpu-1a2b3c4d-gone", "False", T0 - 300, "KubeletNotReady", "container runtime is down",
+                    labels={POOL: "gpu"})  # fmt: skip
+    guard = Guardian(settings, dashboard_through(control_plane, control_plane.address), Hooks(), lambda line: None,
+                     clock=lambda: T0 + 10)  # fmt: skip
+    assert guard.observe().gpu_rungs is None
     assert record.read(settings.run_dir) == []

@@ -1,14 +1,19 @@
-"""One guardian at a time: the run guardian's Lease against a stand-in API server that answers Leases as the
-Kubernetes API server does (tests/support/lease_api_server.py): acquisition, renewal, a 409 race, loss to another
-holder after expiry and to an explicit take-over (the loser stops acting within one renew interval), the
-foreground guardian's refusal (its whole output and exit status) and `--take-over`. Time is a fake clock: no test
-waits."""
+"""One guardian at a time: the run guardian's Lease on the real API server of the test run (tests/conftest.py
+`control_plane`: coordination.k8s.io/v1 Leases, real resourceVersions and 409 Conflicts), as the guardian's own
+ServiceAccount with the Role the stack renders, in a namespace of the test's own, through a fault proxy
+(tests/support/fault_proxy.py) that records each request and injects the boundary faults some tests name:
+acquisition, renewal, a 409 race, loss to another holder after expiry and to an explicit take-over (the loser stops
+acting within one renew interval), the foreground guardian's refusal (its whole output and exit status) and
+`--take-over`. The guardian's clocks are fake (the API server only stores the times it is sent): no test waits."""
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
@@ -23,7 +28,8 @@ from incluster.lease import Lease, LeaseHeld, acquire_in_foreground, micro_time
 from jobs.guardian import foreground
 from jobs.guardian.settings import guardian_settings
 from tests.conftest import config_of
-from tests.support.lease_api_server import lease_api_server
+from tests.support import control_plane as cp
+from tests.support.fault_proxy import Fault, FaultProxy, fault_proxy
 
 NAMESPACE, NAME = names.NAMESPACE, lease.LEASE_NAME
 IN_CLUSTER = "in-cluster guardian grpo-guardian-7d9c5-x2x9k"
@@ -42,23 +48,91 @@ class FakeTime:
         self.mono += seconds
 
 
+@dataclass
+class LeaseServer:
+    """The test's namespace on the real API server, seen through a fault proxy: the Leases a test reads and writes as
+    another client (the admin, straight to the API server), and every request the code under test sent."""
+
+    plane: cp.ControlPlane
+    """The shared control plane."""
+    proxy: FaultProxy
+    """The fault proxy in front of it, where the code under test sends."""
+    namespace: str
+    """The namespace of the test's Leases."""
+
+    def path(self, name: str = NAME) -> str:
+        """The API path of Lease `name` ("" for the collection)."""
+        return f"/apis/coordination.k8s.io/v1/namespaces/{self.namespace}/leases" + (f"/{name}" if name else "")
+
+    @property
+    def requests(self) -> list[tuple[str, str, dict[str, Any] | None]]:
+        """Every request the code under test sent: (method, path without the query, JSON body or None)."""
+        return [
+            (method, path.split("?")[0], json.loads(body) if body else None) for method, path, body in self.proxy.sent
+        ]
+
+    def lease(self, name: str = NAME) -> dict[str, Any] | None:
+        """The stored Lease, or None."""
+        return self.plane.get(self.path(name))
+
+    def spec(self, name: str = NAME) -> dict[str, Any] | None:
+        """The stored Lease's spec, or None."""
+        stored = self.lease(name)
+        return stored["spec"] if stored else None
+
+    def put_directly(self, spec: dict[str, Any], name: str = NAME) -> dict[str, Any]:
+        """Another client's successful write of the Lease: created, or updated at its current resourceVersion."""
+        body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                "metadata": {"name": name, "namespace": self.namespace}, "spec": spec}  # fmt: skip
+        current = self.lease(name)
+        if current is None:
+            return self.plane.ok("POST", self.path(""), body)
+        body["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
+        return self.plane.ok("PUT", self.path(name), body)
+
+    def fault(self, kind: str) -> None:
+        """The next request of the code under test gets a boundary fault instead of the API server's answer: "cut"
+        (a promised body cut in half) or "html" (a 200 with an HTML page, as a proxy in front of it answers)."""
+        self.proxy.inject(Fault({"cut": "cut", "html": "not-json"}[kind]))
+
+
+@contextmanager
+def lease_server(
+    plane: cp.ControlPlane, namespace: str, moved: tuple[str, str] | None = None
+) -> Iterator[tuple[Endpoint, LeaseServer]]:
+    """The guardian's view of the API server in `namespace` (its ServiceAccount's token, through a fault proxy that
+    moves the namespace `moved` names), and the LeaseServer a test inspects it with."""
+    token = cp.guardian_in(plane, namespace)
+    with fault_proxy(plane.address, str(plane.ca), moved) as proxy:
+        yield Endpoint(proxy.url, {"Authorization": f"Bearer {token}"}), LeaseServer(plane, proxy, namespace)
+
+
 @pytest.fixture
-def api():
-    with lease_api_server() as (url, store):
-        yield Endpoint(url), store
+def api(control_plane, kube_namespace):
+    with lease_server(control_plane, kube_namespace) as found:
+        yield found
+
+
+@pytest.fixture
+def api_as_stack_namespace(control_plane, kube_namespace):
+    """`api` for the foreground guardian (python -m jobs guard), which always looks for its Lease in the stack's
+    namespace: the proxy sends its requests to the test's own namespace instead (tests/support/fault_proxy.py)."""
+    with lease_server(control_plane, kube_namespace, (NAMESPACE, kube_namespace)) as found:
+        yield found
 
 
 def holder(api_store, identity: str, time: FakeTime) -> Lease:
-    endpoint, _ = api_store
-    return Lease(endpoint, identity, clock=lambda: time.wall, monotonic=lambda: time.mono)
+    endpoint, store = api_store
+    return Lease(endpoint, identity, namespace=store.namespace, clock=lambda: time.wall, monotonic=lambda: time.mono)
 
 
 def test_the_first_guardian_creates_the_lease_and_renews_it_every_interval(api):
+    namespace = api[1].namespace
     _, store = api
     time = FakeTime()
     first = holder(api, IN_CLUSTER, time)
     assert first.try_acquire_or_renew() and first.held()
-    assert store.spec(NAMESPACE, NAME) == {
+    assert store.spec() == {
         "holderIdentity": IN_CLUSTER,
         "leaseDurationSeconds": 15,
         "acquireTime": micro_time(time.wall),
@@ -66,14 +140,14 @@ def test_the_first_guardian_creates_the_lease_and_renews_it_every_interval(api):
         "leaseTransitions": 0,
     }
     assert [(method, path) for method, path, _ in store.requests] == [
-        ("GET", f"/apis/coordination.k8s.io/v1/namespaces/{NAMESPACE}/leases/{NAME}"),
-        ("POST", f"/apis/coordination.k8s.io/v1/namespaces/{NAMESPACE}/leases"),
+        ("GET", f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/{NAME}"),
+        ("POST", f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases"),
     ]
-    created = store.leases[(NAMESPACE, NAME)]["metadata"]["resourceVersion"]
+    created = store.lease()["metadata"]["resourceVersion"]
     acquired = micro_time(time.wall)
     time.advance(lease.RENEW_INTERVAL_SECONDS)
     assert first.try_acquire_or_renew() and first.held()
-    renewed = store.spec(NAMESPACE, NAME)
+    renewed = store.spec()
     assert (renewed["acquireTime"], renewed["renewTime"], renewed["leaseTransitions"]) == (
         acquired,
         micro_time(time.wall),
@@ -101,20 +175,21 @@ def test_of_two_writers_of_one_read_the_api_server_lets_one_win_with_409_for_the
     second = holder(api, FOREGROUND, time)
 
     def another_creates_it_first() -> None:
-        store.put_directly(NAMESPACE, NAME, {"holderIdentity": IN_CLUSTER, "leaseDurationSeconds": 15})
+        store.put_directly({"holderIdentity": IN_CLUSTER, "leaseDurationSeconds": 15})
 
-    store.before_write = another_creates_it_first
+    store.proxy.before_write = another_creates_it_first
     assert not second.try_acquire_or_renew() and not second.held()
-    assert second.observed.holder == IN_CLUSTER and store.spec(NAMESPACE, NAME)["holderIdentity"] == IN_CLUSTER
+    assert second.observed.holder == IN_CLUSTER and store.spec()["holderIdentity"] == IN_CLUSTER
 
     time.advance(lease.LEASE_DURATION_SECONDS + 1)  # lapsed as this process sees it: the candidate updates it
-    store.before_write = lambda: store.put_directly(NAMESPACE, NAME, {"holderIdentity": IN_CLUSTER})
+    store.proxy.before_write = lambda: store.put_directly({"holderIdentity": IN_CLUSTER})
     assert not second.try_acquire_or_renew() and not second.held()
     assert store.requests[-2][0] == "PUT" and store.requests[-1][0] == "GET"  # the 409, then a look at the winner
-    assert second.observed.holder == IN_CLUSTER and store.spec(NAMESPACE, NAME)["holderIdentity"] == IN_CLUSTER
+    assert second.observed.holder == IN_CLUSTER and store.spec()["holderIdentity"] == IN_CLUSTER
 
 
 def test_a_holder_that_stops_renewing_stops_acting_before_another_takes_the_lease_after_expiry(api):
+    namespace = api[1].namespace
     _, store = api
     time, other_time = FakeTime(), FakeTime(mono=7.0)
     first, second = holder(api, IN_CLUSTER, time), holder(api, FOREGROUND, other_time)
@@ -130,12 +205,12 @@ def test_a_holder_that_stops_renewing_stops_acting_before_another_takes_the_leas
     assert not second.try_acquire_or_renew()
     other_time.advance(0.5)
     assert second.try_acquire_or_renew() and second.held()
-    assert store.spec(NAMESPACE, NAME)["leaseTransitions"] == 1
-    assert store.spec(NAMESPACE, NAME)["holderIdentity"] == FOREGROUND
+    assert store.spec()["leaseTransitions"] == 1
+    assert store.spec()["holderIdentity"] == FOREGROUND
     # The old holder's renewals come back: they see the new holder and it never acts again.
     time.advance(lease.RENEW_INTERVAL_SECONDS)
     assert not first.try_acquire_or_renew() and not first.held()
-    assert first.holder_line().startswith(f"{FOREGROUND} holds the Lease {NAMESPACE}/{NAME}")
+    assert first.holder_line().startswith(f"{FOREGROUND} holds the Lease {namespace}/{NAME}")
 
 
 class Stop(Exception):
@@ -170,6 +245,7 @@ def settings() -> Settings:
 
 
 def test_a_holder_whose_lease_is_taken_stops_acting_at_its_next_renewal_one_interval_later(api, settings, monkeypatch):
+    namespace = api[1].namespace
     time, other_time = FakeTime(), FakeTime(mono=3.0)
     first, second = holder(api, IN_CLUSTER, time), holder(api, FOREGROUND, other_time)
     assert first.try_acquire_or_renew()
@@ -186,10 +262,11 @@ def test_a_holder_whose_lease_is_taken_stops_acting_at_its_next_renewal_one_inte
     with pytest.raises(Stop):
         acting.run(sleep=_stop)
     assert [action.event for action in acting.applied] == ["failed"]
-    assert lines[-1] == f"{settings.run}: {FOREGROUND} holds the Lease {NAMESPACE}/{NAME}: this guardian waits to act"
+    assert lines[-1] == f"{settings.run}: {FOREGROUND} holds the Lease {namespace}/{NAME}: this guardian waits to act"
 
 
 def test_a_foreground_guardian_that_loses_the_lease_stops_with_one_line(api, settings, monkeypatch):
+    namespace = api[1].namespace
     time = FakeTime()
     mine, theirs = holder(api, FOREGROUND, time), holder(api, IN_CLUSTER, FakeTime())
     assert mine.try_acquire_or_renew()
@@ -200,57 +277,68 @@ def test_a_foreground_guardian_that_loses_the_lease_stops_with_one_line(api, set
     with pytest.raises(GuardError) as stopped:
         OneDecision(settings, mine, False, lines, monkeypatch).run(sleep=_stop)
     assert str(stopped.value).startswith(
-        f"this guardian lost the Lease: {IN_CLUSTER} holds the Lease {NAMESPACE}/{NAME}"
+        f"this guardian lost the Lease: {IN_CLUSTER} holds the Lease {namespace}/{NAME}"
     )
 
 
 def test_a_released_lease_is_taken_at_once_and_a_stale_one_after_its_duration_unchanged(api):
+    namespace = api[1].namespace
     _, store = api
     time = FakeTime()
     first = holder(api, IN_CLUSTER, time)
     assert first.try_acquire_or_renew()
     first.stop()
-    assert (
-        store.spec(NAMESPACE, NAME)["holderIdentity"] == "" and store.spec(NAMESPACE, NAME)["leaseDurationSeconds"] == 1
-    )
+    assert store.spec()["holderIdentity"] == "" and store.spec()["leaseDurationSeconds"] == 1
     follower = holder(api, FOREGROUND, FakeTime())
     acquire_in_foreground(follower, "run", take_over=False, report=print, sleep=lambda _: None)
-    assert follower.held() and store.spec(NAMESPACE, NAME)["leaseTransitions"] == 1
+    assert follower.held() and store.spec()["leaseTransitions"] == 1
 
     stale = FakeTime(wall=time.wall + 3600)  # its holder died an hour ago without releasing it
-    store.put_directly(NAMESPACE, NAME, {"holderIdentity": IN_CLUSTER, "leaseDurationSeconds": 15,
+    store.put_directly({"holderIdentity": IN_CLUSTER, "leaseDurationSeconds": 15,
                                          "renewTime": micro_time(time.wall), "leaseTransitions": 4})  # fmt: skip
     late = holder(api, FOREGROUND + "-2", stale)
     reported: list[str] = []
     acquire_in_foreground(late, "run", take_over=False, report=reported.append, sleep=stale.advance)
-    assert late.held() and store.spec(NAMESPACE, NAME)["leaseTransitions"] == 5
+    assert late.held() and store.spec()["leaseTransitions"] == 5
     assert reported == [
-        f"run: {IN_CLUSTER} holds the Lease {NAMESPACE}/{NAME} (renewed 3600 s ago); it looks gone, so this guardian"
+        f"run: {IN_CLUSTER} holds the Lease {namespace}/{NAME} (renewed 3600 s ago); it looks gone, so this guardian"
         " takes it once unchanged for 15 s"
     ]
 
 
 def _foreground_argv(make_stack, tmp_path, url: str) -> tuple[list[str], str]:
-    from jobs.submit.target import load_stack
+    """`python -m jobs guard`'s arguments as a user passes them, and the run: the stack's context in a kubeconfig of
+    the cluster (the API server at `url`, the user's token: an admin's, as a GKE user with the cluster's admin
+    role)."""
+    from jobs.submit.target import load_stack, stack_context
 
     name, directory = make_stack("guard-lease")
-    run = guardian_settings(load_stack(name, directory))["run"]
-    proxy = f"{url}/api/v1/namespaces/{NAMESPACE}/services/{names.RAY_HEAD_SERVICE}:dashboard/proxy"
-    return ["--stack", name, "--dir", str(directory), "--address", proxy, "--data-root", str(tmp_path)], run
+    config = load_stack(name, directory)
+    run = guardian_settings(config)["run"]
+    context = stack_context(config)
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": context,
+        "clusters": [{"name": context, "cluster": {"server": url}}],
+        "users": [{"name": context, "user": {"token": cp.ADMIN_TOKEN}}],
+        "contexts": [{"name": context, "context": {"cluster": context, "user": context}}],
+    }))  # fmt: skip
+    argv = ["--stack", name, "--dir", str(directory), "--kubeconfig", str(kubeconfig), "--data-root", str(tmp_path)]
+    return argv, run
 
 
 def _in_cluster_holds(store, wall: float) -> None:
-    store.put_directly(NAMESPACE, NAME, {"holderIdentity": IN_CLUSTER, "leaseDurationSeconds": 15,
+    store.put_directly({"holderIdentity": IN_CLUSTER, "leaseDurationSeconds": 15,
                                          "acquireTime": micro_time(wall - 600), "renewTime": micro_time(wall - 3),
                                          "leaseTransitions": 2})  # fmt: skip
 
 
 def test_the_foreground_guardian_refuses_in_one_line_with_exit_2_while_the_in_cluster_one_holds_it(
-    api, make_stack, tmp_path, capsys
+    api_as_stack_namespace, make_stack, tmp_path, capsys
 ):
     import time as real_time
 
-    endpoint, store = api
+    endpoint, store = api_as_stack_namespace
     argv, run = _foreground_argv(make_stack, tmp_path, endpoint.address)
     _in_cluster_holds(store, real_time.time())
     assert foreground.main(argv) == 2
@@ -266,19 +354,21 @@ def test_the_foreground_guardian_refuses_in_one_line_with_exit_2_while_the_in_cl
         )
     )
     assert re.fullmatch(pattern, captured.err), captured.err
-    assert store.spec(NAMESPACE, NAME)["holderIdentity"] == IN_CLUSTER
+    assert store.spec()["holderIdentity"] == IN_CLUSTER
     assert all(method == "GET" for method, _, _ in store.requests)
 
 
-def test_take_over_takes_the_lease_explicitly_then_releases_it_on_exit(api, make_stack, tmp_path, capsys, monkeypatch):
+def test_take_over_takes_the_lease_explicitly_then_releases_it_on_exit(
+    api_as_stack_namespace, make_stack, tmp_path, capsys, monkeypatch
+):
     import time as real_time
 
-    endpoint, store = api
+    endpoint, store = api_as_stack_namespace
     argv, run = _foreground_argv(make_stack, tmp_path, endpoint.address)
     _in_cluster_holds(store, real_time.time())
     monkeypatch.setattr(lease, "TAKE_OVER_WAIT_SECONDS", 0.01)
-    # The stand-in has no Ray dashboard behind its proxy: after the take-over the guardian stops at its first
-    # look at Ray, with the dashboard's one line, and gives the Lease back.
+    # No Ray dashboard is behind the API server's service proxy here (the control plane's pods run nothing): after
+    # the take-over the guardian stops at its first look at Ray, with the dashboard's one line, and gives the Lease back.
     assert foreground.main([*argv, "--take-over"]) == 2
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 2, err
@@ -293,7 +383,7 @@ def test_take_over_takes_the_lease_explicitly_then_releases_it_on_exit(api, make
     assert err[1].startswith(f"error: no Ray dashboard at {endpoint.address}/api/v1/"), err[1]
     taken = [body["spec"] for method, _, body in store.requests if method == "PUT"]
     assert taken[0]["holderIdentity"].startswith("python -m jobs guard of ") and taken[0]["leaseTransitions"] == 3
-    assert store.spec(NAMESPACE, NAME)["holderIdentity"] == "" and store.spec(NAMESPACE, NAME)["leaseTransitions"] == 3
+    assert store.spec()["holderIdentity"] == "" and store.spec()["leaseTransitions"] == 3
 
 
 def test_take_over_is_refused_for_the_in_cluster_form(tmp_path, capsys):
@@ -413,7 +503,7 @@ def test_the_holder_whose_renewals_fail_never_acts_while_a_candidate_may_take_th
     for second_passed in range(1, 2 * int(CLIENT_GO_DEFAULTS["lease_duration"]) + 1):
         time.advance(1.0)
         other_time.advance(1.0)
-        store.faults.append("cut")
+        store.fault("cut")
         first.renew_once()
         if second.try_acquire_or_renew() and taken_at is None:
             taken_at = second_passed
@@ -427,27 +517,28 @@ def test_stop_releases_only_a_lease_this_guardian_holds(api):
     first, second = holder(api, IN_CLUSTER, time), holder(api, FOREGROUND, FakeTime())
     assert first.try_acquire_or_renew() and not second.try_acquire_or_renew()
     second.stop()
-    assert store.spec(NAMESPACE, NAME)["holderIdentity"] == IN_CLUSTER
-    assert store.spec(NAMESPACE, NAME)["leaseDurationSeconds"] == 15
+    assert store.spec()["holderIdentity"] == IN_CLUSTER
+    assert store.spec()["leaseDurationSeconds"] == 15
     # The holder's own stop after another took the Lease leaves it to the taker too.
     second.take()
     first.stop()
-    assert store.spec(NAMESPACE, NAME)["holderIdentity"] == FOREGROUND
+    assert store.spec()["holderIdentity"] == FOREGROUND
 
 
 @pytest.mark.parametrize("fault", ["cut", "html"])
 def test_a_renewal_answered_with_a_cut_body_or_html_is_one_failed_try_kept_as_the_last_error(api, fault):
+    namespace = api[1].namespace
     endpoint, store = api
     time = FakeTime()
     first = holder(api, IN_CLUSTER, time)
     assert first.renew_once()
-    store.faults.append(fault)
+    store.fault(fault)
     time.advance(lease.RENEW_INTERVAL_SECONDS)
     assert not first.renew_once()
     expected = {
-        "cut": f"the API server at {endpoint.address} answered no whole answer about the Lease {NAMESPACE}/{NAME}"
+        "cut": f"the API server at {endpoint.address} answered no whole answer about the Lease {namespace}/{NAME}"
         " (ChunkedEncodingError)",
-        "html": f"the API server answered HTTP 200 reading the Lease {NAMESPACE}/{NAME} with no Lease (text/html:",
+        "html": f"the API server answered HTTP 200 reading the Lease {namespace}/{NAME} with no Lease (text/html:",
     }[fault]
     assert first.last_error.startswith(expected), first.last_error
     assert first.held()  # within the renew deadline of the last renewal
@@ -460,56 +551,60 @@ def test_the_renewing_thread_outlives_every_answer_of_the_api_server(api, monkey
 
     _, store = api
     monkeypatch.setattr(lease, "RENEW_INTERVAL_SECONDS", 0.01)
-    renewing = Lease(api[0], IN_CLUSTER)
-    store.faults.extend(["html", "cut", "html"])
+    renewing = Lease(api[0], IN_CLUSTER, namespace=store.namespace)
+    for fault in ("html", "cut", "html"):
+        store.fault(fault)
     renewing.start_renewing()
     try:
         deadline = real_time.monotonic() + 10
-        while (store.faults or len(store.requests) < 8) and real_time.monotonic() < deadline:
+        while (store.proxy.faults_left() or len(store.requests) < 8) and real_time.monotonic() < deadline:
             real_time.sleep(0.01)
         assert renewing._thread is not None and renewing._thread.is_alive()
         assert renewing.held() and renewing.failure() is None
     finally:
         renewing.stop()
-    assert store.spec(NAMESPACE, NAME)["holderIdentity"] == ""
+    assert store.spec()["holderIdentity"] == ""
 
 
 def test_a_holder_that_has_not_renewed_for_the_lease_duration_must_exit_and_a_waiting_one_need_not(api):
+    namespace = api[1].namespace
     _, store = api
     time, other_time = FakeTime(), FakeTime(mono=3.0)
     first, second = holder(api, IN_CLUSTER, time), holder(api, FOREGROUND, other_time)
     assert first.renew_once() and not second.renew_once()
     for _ in range(int(CLIENT_GO_DEFAULTS["lease_duration"] / 2)):  # 14 s of renewals answered with HTML
         time.advance(2.0)
-        store.faults.append("html")
+        store.fault("html")
         assert not first.renew_once()
         assert first.failure() is None
     time.advance(2.0)  # 16 s
-    store.faults.append("html")
+    store.fault("html")
     first.renew_once()
     assert first.failure() == (
-        f"this guardian held the Lease {NAMESPACE}/{NAME} and has not renewed it for 16 s, longer than its 15 s"
+        f"this guardian held the Lease {namespace}/{NAME} and has not renewed it for 16 s, longer than its 15 s"
         f" ({first.last_error})"
     )
     # The candidate never held it: however long it waits, it need not exit.
     other_time.advance(3600)
-    store.faults.append("cut")
+    store.fault("cut")
     second.renew_once()
     assert second.failure() is None
 
 
 def test_a_guardian_whose_renewing_thread_ended_must_exit(api, monkeypatch):
+    namespace = api[1].namespace
     renewing = holder(api, IN_CLUSTER, FakeTime())
     monkeypatch.setattr(renewing, "renew_forever", lambda: None)  # it ends without `stop`
     renewing.start_renewing()
     assert renewing._thread is not None
     renewing._thread.join(5)
-    assert renewing.failure() == f"the renewing thread of the Lease {NAMESPACE}/{NAME} ended (no error kept)"
+    assert renewing.failure() == f"the renewing thread of the Lease {namespace}/{NAME} ended (no error kept)"
 
 
 def test_a_guardian_that_cannot_renew_its_lease_stops_with_its_heartbeat_one_waiting_for_another_waits_on(
     api, settings, monkeypatch, tmp_path
 ):
+    namespace = api[1].namespace
     from incluster.heartbeat import Heartbeat
 
     _, store = api
@@ -524,14 +619,14 @@ def test_a_guardian_that_cannot_renew_its_lease_stops_with_its_heartbeat_one_wai
     beaten = (tmp_path / "heartbeat").stat().st_mtime
     for _ in range(8):  # 16 s of renewals answered with HTML by something in front of the API server
         time.advance(2.0)
-        store.faults.append("html")
+        store.fault("html")
         first.renew_once()
     beating("a line after the Lease lapsed")
     assert (tmp_path / "heartbeat").stat().st_mtime == beaten  # the liveness probe's file is left to age
     with pytest.raises(GuardError) as stopped:
         acting.run(sleep=_stop)
     assert str(stopped.value) == (
-        f"this guardian held the Lease {NAMESPACE}/{NAME} and has not renewed it for 16 s, longer than its 15 s"
+        f"this guardian held the Lease {namespace}/{NAME} and has not renewed it for 16 s, longer than its 15 s"
         f" ({first.last_error}): this guardian stops (in the cluster, Kubernetes restarts its pod)"
     )
     assert acting.applied == []
@@ -546,7 +641,7 @@ def test_a_guardian_that_cannot_renew_its_lease_stops_with_its_heartbeat_one_wai
         other_time.advance(3600)
         second_time.advance(3600)
         assert theirs.renew_once()
-        store.faults.append("cut")
+        store.fault("cut")
         second.renew_once()
         with pytest.raises(Stop):
             waiting.run(sleep=_stop)
@@ -556,6 +651,7 @@ def test_a_guardian_that_cannot_renew_its_lease_stops_with_its_heartbeat_one_wai
 def test_a_park_that_outlives_the_lease_is_reported_and_not_recorded_beside_the_new_holders_refusal(
     api, tmp_path, monkeypatch
 ):
+    namespace = api[1].namespace
     from incluster import record
     from incluster.google_token import Credential
     from incluster.guardian import command
@@ -605,7 +701,7 @@ def test_a_park_that_outlives_the_lease_is_reported_and_not_recorded_beside_the_
         f"{settings.run}: attempt 1 parked: {objects} objects (step 6) in gs://{BUCKET}/{marker['prefix']}; the Lustre"
         " instance bills on"
         f" until storage.parked true and pulumi up delete it (not recorded: this guardian lost the Lease; {FOREGROUND}"
-        f" holds the Lease {NAMESPACE}/{NAME} (renewed 0 s ago))"
+        f" holds the Lease {namespace}/{NAME} (renewed 0 s ago))"
     )
 
 

@@ -470,71 +470,86 @@ def test_the_help_lists_every_subcommand_with_one_line_and_validate_is_offline(t
     assert jobs_cli("guard", "--help", home=tmp_path).stdout.startswith("usage: .venv/bin/python -m jobs guard ")
 
 
-def test_status_through_the_api_server_shows_each_gpu_nodes_rung_and_the_ladders_scale_up(cli_run, capsys):
+def kubeconfig_of(plane, folder) -> list[str]:
+    """`--kubeconfig FILE --context tests` of a kubeconfig of the shared control plane (its CA, the admin's token), as
+    `gcloud container clusters get-credentials` writes one for a user with the cluster's admin role."""
+    import base64
+
+    from tests.support.control_plane import ADMIN_TOKEN
+
+    ca = base64.b64encode(plane.ca.read_bytes()).decode()
+    config = {
+        "apiVersion": "v1", "kind": "Config", "current-context": "tests",
+        "clusters": [{"name": "tests", "cluster": {"server": plane.address, "certificate-authority-data": ca}}],
+        "users": [{"name": "tests", "user": {"token": ADMIN_TOKEN}}],
+        "contexts": [{"name": "tests", "context": {"cluster": "tests", "user": "tests"}}],
+    }  # fmt: skip
+    path = folder / "kubeconfig"
+    path.write_text(json.dumps(config))
+    return ["--kubeconfig", str(path), "--context", "tests"]
+
+
+@pytest.fixture
+def gpu_nodes(control_plane, stack_namespace):
+    """GPU nodes on the shared control plane, with the stack's namespace, held for the test and deleted after it."""
+    from tests.support.kube_objects import Nodes
+
+    nodes = Nodes(control_plane)
+    try:
+        yield nodes
+    finally:
+        nodes.delete()
+
+
+def test_status_through_the_api_server_shows_each_gpu_nodes_rung_and_the_ladders_scale_up(
+    cli_run, capsys, control_plane, gpu_nodes, tmp_path
+):
     """issue 22 item 5: a stockout on the first rung (spot), then a scale-up on the second (on-demand) that gave one
-    node while a worker still waits; the stand-in API server serves the autoscaler's own event texts
-    (tests/support/kube_stand_in.py) and each node's `cloud.google.com/gke-nodepool` label."""
+    node while a worker still waits; on the real API server of the test run: GPU nodes run by kwok with their
+    `cloud.google.com/gke-nodepool` label, a worker pod the scheduler cannot place and the autoscaler's own event
+    texts created as its events (tests/support/kube_objects.py), reached through the user's kubeconfig."""
     from core import names
-    from tests.support.kube_stand_in import (
-        StandInApiServer,
-        failed_scale_up,
-        gpu_node,
-        pending_worker_pod,
-        stand_in_api_server,
-        triggered_scale_up,
-    )
+    from tests.support import kube_objects as made
     from workloads.instance_groups import groups_text
 
-    cluster, at = "grpo-cli", 1796126400.0
-    spot, on_demand = gpu_node("gke-grpo-cli-gpu-1a2b3c4d-k2x9"), gpu_node("gke-grpo-cli-gpu-on-demand-5e6f7a8b-p0q1")
-    spot["metadata"]["labels"]["cloud.google.com/gke-nodepool"] = "gpu"
-    on_demand["metadata"]["labels"]["cloud.google.com/gke-nodepool"] = "gpu-on-demand"
-    other = gpu_node("gke-grpo-cli-l4-pool-0f0f0f0f-zzzz")
-    other["metadata"]["labels"]["cloud.google.com/gke-nodepool"] = "l4-pool"
-    server = StandInApiServer(
-        pods=[pending_worker_pod("grpo-gpu-worker-b")],
-        nodes=[spot, on_demand, other],
-        events=[
-            triggered_scale_up("grpo-gpu-worker-b", f"gke-{cluster}-gpu-1a2b3c4d-grp", at),
-            failed_scale_up("grpo-gpu-worker-b", "GCE out of resources", at + 120),
-            triggered_scale_up("grpo-gpu-worker-b", f"gke-{cluster}-gpu-on-demand-5e6f7a8b-grp", at + 300, 1, 2),
-        ],
-        # the GPU pools' MIGs as the program writes them from the pools' instanceGroupUrls
-        config_maps=[
-            {
-                "apiVersion": "v1",
-                "kind": "ConfigMap",
-                "metadata": {"name": names.GPU_INSTANCE_GROUPS_CONFIG_MAP, "namespace": "grpo"},
-                "data": {
-                    names.GPU_INSTANCE_GROUPS_FILE: groups_text(
-                        {
-                            f"gke-{cluster}-gpu-1a2b3c4d-grp": "spot",
-                            f"gke-{cluster}-gpu-on-demand-5e6f7a8b-grp": "on-demand",
-                        }
-                    )
-                },
-            }
-        ],  # fmt: skip
-    )
+    cluster, at, namespace = "grpo-cli", 1796126400.0, names.NAMESPACE
+    for name, pool in (
+        ("gke-grpo-cli-gpu-1a2b3c4d-k2x9", "gpu"),
+        ("gke-grpo-cli-gpu-on-demand-5e6f7a8b-p0q1", "gpu-on-demand"),
+        ("gke-grpo-cli-l4-pool-0f0f0f0f-zzzz", "l4-pool"),
+    ):
+        gpu_nodes.ready(name, {"cloud.google.com/gke-nodepool": pool})
+    made.create_pending_worker(control_plane, namespace, "grpo-gpu-worker-b")
+    made.triggered_scale_up(control_plane, namespace, "grpo-gpu-worker-b", f"gke-{cluster}-gpu-1a2b3c4d-grp", at)
+    made.failed_scale_up(control_plane, namespace, "grpo-gpu-worker-b", "GCE out of resources", at + 120)
+    second = made.triggered_scale_up(control_plane, namespace, "grpo-gpu-worker-b",
+                                     f"gke-{cluster}-gpu-on-demand-5e6f7a8b-grp", at + 300, 1, 2)  # fmt: skip
+    # the GPU pools' MIGs as the program writes them from the pools' instanceGroupUrls
+    groups = {f"gke-{cluster}-gpu-1a2b3c4d-grp": "spot", f"gke-{cluster}-gpu-on-demand-5e6f7a8b-grp": "on-demand"}
+    control_plane.ok("POST", f"/api/v1/namespaces/{namespace}/configmaps", {
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": names.GPU_INSTANCE_GROUPS_CONFIG_MAP, "namespace": namespace},
+        "data": {names.GPU_INSTANCE_GROUPS_FILE: groups_text(groups)},
+    })  # fmt: skip
     args = [arg for arg in cli_run.args if arg not in ("--address", "http://127.0.0.1:8265")]
-    with stand_in_api_server(server) as api:
-        proxy = f"{api.address}/api/v1/namespaces/grpo/services/grpo-head-svc:8265/proxy"
-        code, out, err = cli(capsys, "status", *args, "--address", proxy, "--data-root", str(cli_run.data))
-        assert (code, err) == (0, "")
-        assert out.splitlines()[-5:] == [
-            "GPU nodes by rung (their cloud.google.com/gke-nodepool label):",
-            "  gke-grpo-cli-gpu-1a2b3c4d-k2x9  spot",
-            "  gke-grpo-cli-gpu-on-demand-5e6f7a8b-p0q1  on-demand",
-            "  gke-grpo-cli-l4-pool-0f0f0f0f-zzzz  rung unknown",
-            "  scale-up: trying rung on-demand since 2026-12-01T12:05:00Z",
-        ]
-        server.events[-1:] = []  # before the second rung: the stockout names itself
-        code, out, _ = cli(capsys, "status", *args, "--address", proxy, "--data-root", str(cli_run.data), "--json")
-        document = json.loads(out)
-        assert document["scaleUp"] == (
-            "trying rung spot since 2026-12-01T12:00:00Z; last scale-up failed: GCE out of resources in us-central1-b"
-        )
-        assert [item["rung"] for item in document["gpuNodes"]] == ["spot", "on-demand", None]
+    args += kubeconfig_of(control_plane, tmp_path)
+    code, out, err = cli(capsys, "status", *args, "--data-root", str(cli_run.data))
+    assert (code, err) == (0, "")
+    assert out.splitlines()[-5:] == [
+        "GPU nodes by rung (their cloud.google.com/gke-nodepool label):",
+        "  gke-grpo-cli-gpu-1a2b3c4d-k2x9  spot",
+        "  gke-grpo-cli-gpu-on-demand-5e6f7a8b-p0q1  on-demand",
+        "  gke-grpo-cli-l4-pool-0f0f0f0f-zzzz  rung unknown",
+        "  scale-up: trying rung on-demand since 2026-12-01T12:05:00Z",
+    ]
+    # before the second rung: the stockout names itself
+    control_plane.ok("DELETE", f"/api/v1/namespaces/{namespace}/events/{second['metadata']['name']}")
+    code, out, _ = cli(capsys, "status", *args, "--data-root", str(cli_run.data), "--json")
+    document = json.loads(out)
+    assert document["scaleUp"] == (
+        "trying rung spot since 2026-12-01T12:00:00Z; last scale-up failed: GCE out of resources in us-central1-b"
+    )
+    assert [item["rung"] for item in document["gpuNodes"]] == ["spot", "on-demand", None]
     _, out, _ = cli(capsys, "status", *cli_run.args, "--data-root", str(cli_run.data))
     assert "GPU nodes" not in out  # a plain dashboard address: no API server, no rungs
 
@@ -659,14 +674,16 @@ def test_status_shows_when_the_gpu_workers_scale_to_zero_then_the_idle_bill_the_
     }  # fmt: skip
 
 
-def test_status_prices_each_attempt_by_the_rungs_its_gpu_nodes_ran_on_and_says_which(make_stack, monkeypatch, capsys):
+def test_status_prices_each_attempt_by_the_rungs_its_gpu_nodes_ran_on_and_says_which(
+    make_stack, monkeypatch, capsys, control_plane, gpu_nodes, tmp_path
+):
     """issue 22 item 6: a ladder [spot, on-demand] of 2 nodes. The guardian recorded attempt 2's nodes, one on each
     rung (its gpu-rungs entry); attempt 1 has no entry, so it is priced at the stack's 2 spot nodes, and says so.
-    Through the stand-in API server (tests/support/kube_stand_in.py) status also lists the nodes' rungs now."""
+    Through the real API server of the test run (GPU nodes run by kwok, the user's kubeconfig) status also lists the
+    nodes' rungs now."""
     from incluster import record
     from jobs.cli import runs as cli_runs
     from tests.jobs.runs.test_observed import T0
-    from tests.support.kube_stand_in import StandInApiServer, gpu_node, stand_in_api_server
 
     ladder = stand_in_run(make_stack, monkeypatch, gpu={"nodes": 2, "capacity": ["spot", "on-demand"]})
     monkeypatch.setattr(cli_runs, "now", lambda: T0 + 2000)
@@ -675,18 +692,15 @@ def test_status_prices_each_attempt_by_the_rungs_its_gpu_nodes_ran_on_and_says_w
     details = {"rungs": {"spot": 1, "on-demand": 1}, "otherNodes": 0}
     reason = "GPU nodes by rung: 1 spot, 1 on-demand"
     record.append(run_dir, record.entry(T0 + 1210, 2, "gpu-rungs", reason, details=details))
-    nodes = []
     for name, pool in (
         ("gke-grpo-cli-gpu-1a2b3c4d-k2x9", "gpu"),
         ("gke-grpo-cli-gpu-on-demand-5e6f7a8b-p0q1", "gpu-on-demand"),
     ):
-        nodes.append(gpu_node(name))
-        nodes[-1]["metadata"]["labels"]["cloud.google.com/gke-nodepool"] = pool
+        gpu_nodes.ready(name, {"cloud.google.com/gke-nodepool": pool})
     args = [arg for arg in ladder.args if arg not in ("--address", "http://127.0.0.1:8265")]
-    with stand_in_api_server(StandInApiServer(nodes=nodes)) as api:
-        proxy = f"{api.address}/api/v1/namespaces/grpo/services/grpo-head-svc:8265/proxy"
-        code, out, err = cli(capsys, "status", *args, "--address", proxy, "--data-root", str(ladder.data))
-        _, text, _ = cli(capsys, "status", *args, "--address", proxy, "--data-root", str(ladder.data), "--json")
+    args += kubeconfig_of(control_plane, tmp_path)
+    code, out, err = cli(capsys, "status", *args, "--data-root", str(ladder.data))
+    _, text, _ = cli(capsys, "status", *args, "--data-root", str(ladder.data), "--json")
     # Attempt 1 ran 890 s on 2 spot nodes (not recorded); attempt 2 ran 600 s on 1 spot + 1 on-demand. Lost: attempt 1's
     # 250 s after its checkpoint at its price, and attempt 2's 300 s restart at attempt 2's.
     first, second = 2 * spot, spot + on_demand

@@ -2,9 +2,13 @@
 kube-controller-manager built from the pinned sources (controlplane/versions.env, controlplane/build.sh), KubeRay's
 operator, and kwok for the nodes and the kubelet's side of pods.
 
-Each component runs in its own process group and is ended by it. The API server trusts one static admin token
-(system:masters) for the harness and the components; every other identity is a ServiceAccount whose token the
-harness asks the API server for (TokenRequest), so RBAC judges its calls as it judges a pod's.
+All the components run in one process group of their own, and are ended by it. One control plane serves the whole
+test run, every test process of it (`shared`): the first process that asks starts it, under a file lock in the
+session's temp dir, and writes its address, CA and process group there; the others read that; the process that owns
+the session (the xdist controller, or the lone pytest) ends the group by its id (`stop_shared`). The API server
+trusts one static admin token (system:masters) for the harness and the components; every other identity is a
+ServiceAccount whose token the harness asks the API server for (TokenRequest), so RBAC judges its calls as it judges
+a pod's.
 
 GKE's CRDs the stack relies on are installed from their published schemas: KubeRay's from its operator's module
 (config/crd/bases), Network and GKENetworkParamSet from ../shared/k8s-schemas (GoogleCloudPlatform/gke-networking-api
@@ -13,13 +17,14 @@ config/crds), ComputeClass from tests/workloads/schemas/ (made structural: see c
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import signal
 import socket
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -87,29 +92,65 @@ def free_port() -> int:
 
 @dataclass
 class Process:
-    """One component, started in its own process group, its output in a log file."""
+    """One component, started in the control plane's process group, its output in a log file."""
 
     name: str
     """The component's name (its log is <workdir>/<name>.log)."""
     popen: subprocess.Popen[bytes]
-    """The running process (the leader of its group)."""
+    """The running process."""
     log: Path
     """Its stdout and stderr."""
 
-    def stop(self) -> None:
-        """End its process group: SIGTERM, SIGKILL after 10 s."""
-        if self.popen.poll() is not None:
-            return
-        os.killpg(self.popen.pid, signal.SIGTERM)
-        try:
-            self.popen.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.popen.pid, signal.SIGKILL)
-            self.popen.wait(timeout=10)
-
     def tail(self, lines: int = 30) -> str:
         """The last lines of its log."""
-        return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+        return tail_of(self.log, lines)
+
+
+def tail_of(log: Path, lines: int) -> str:
+    """The last `lines` lines of a log file."""
+    return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
+
+
+def group_alive(pgid: int) -> bool:
+    """Whether a process of group `pgid` still runs (a zombie, ended but not yet reaped, does not count)."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            # pid (comm) state ppid pgrp ...: comm may hold spaces, so split after its closing parenthesis.
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            return True
+    return False
+
+
+STOP_GRACE_SECONDS = 10.0
+"""How long the components have to exit after SIGTERM before SIGKILL."""
+
+
+def _group_ended(pgid: int, children: list[subprocess.Popen[bytes]], deadline: float) -> bool:
+    ends = time.monotonic() + deadline
+    while group_alive(pgid):
+        for child in children:
+            child.poll()  # reaps a child that exited
+        if time.monotonic() > ends:
+            return False
+        time.sleep(0.1)
+    return True
+
+
+def stop_group(pgid: int, children: list[subprocess.Popen[bytes]]) -> None:
+    """End process group `pgid` by its id: SIGTERM, SIGKILL after STOP_GRACE_SECONDS; `children` (those of its
+    processes this process started) reaped."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(pgid, sig)
+        except ProcessLookupError:
+            break
+        if _group_ended(pgid, children, STOP_GRACE_SECONDS):
+            break
+    for child in children:
+        child.poll()
 
 
 @dataclass
@@ -122,8 +163,10 @@ class ControlPlane:
     """The API server's self-signed serving certificate (also the CA clients verify it with)."""
     workdir: Path
     """Logs, the kubeconfig, etcd's data."""
+    pgid: int = 0
+    """The components' process group (0 until the first is started)."""
     processes: list[Process] = field(default_factory=list)
-    """Started components, in start order."""
+    """The components this test process started, in start order (none where another process started them)."""
     _resources: dict[tuple[str, str], tuple[str, bool]] = field(default_factory=dict)
 
     def headers(self, token: str = ADMIN_TOKEN) -> dict[str, str]:
@@ -203,8 +246,12 @@ class ControlPlane:
             if value:
                 return value
             time.sleep(every)
-        tails = "\n".join(f"--- {process.name}\n{process.tail(8)}" for process in self.processes)
-        raise AssertionError(f"{what}: not within {deadline:g} s (last: {value!r})\n{tails}")
+        raise AssertionError(f"{what}: not within {deadline:g} s (last: {value!r})\n{self.log_tails()}")
+
+    def log_tails(self, lines: int = 8) -> str:
+        """The last lines of every component's log."""
+        logs = sorted(self.workdir.glob("*.log"))
+        return "\n".join(f"--- {log.stem}\n{tail_of(log, lines)}" for log in logs)
 
     def service_account_token(self, namespace: str, name: str) -> str:
         """A bearer token of ServiceAccount `namespace/name` from the API server (TokenRequest), as the kubelet
@@ -213,19 +260,79 @@ class ControlPlane:
         body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"expirationSeconds": 3600}}
         return self.ok("POST", path, body)["status"]["token"]
 
+    def record(self) -> dict[str, Any]:
+        """What another test process needs to use it (`from_record`) and to end it (`stop_group`)."""
+        return {"address": self.address, "ca": str(self.ca), "workdir": str(self.workdir), "pgid": self.pgid}
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> ControlPlane:
+        """The control plane another test process started, from its `record`."""
+        return cls(record["address"], Path(record["ca"]), Path(record["workdir"]), int(record["pgid"]))
+
     def stop(self) -> None:
-        """End every component's process group, the last started first."""
-        for process in reversed(self.processes):
-            process.stop()
+        """End the components' process group (those this process started reaped)."""
+        if self.pgid:
+            stop_group(self.pgid, [process.popen for process in self.processes])
+
+
+RECORD = "control-plane.json"
+"""The shared control plane's record in its folder: its `ControlPlane.record`, or {"error": why it did not start}."""
+
+
+class NotStarted(Exception):
+    """The shared control plane failed to start (in this test process or another); the message says why."""
+
+
+_STARTED: list[ControlPlane] = []
+"""The shared control plane, where this test process started it (its components are this process's children)."""
+
+
+def shared(folder: Path, starter: Callable[[Path], ControlPlane]) -> ControlPlane:
+    """The test run's one control plane: the first test process to ask starts it (`starter(folder / "run")`) under a
+    lock in `folder` (the session's temp dir, one for all its test processes) and writes its RECORD there; the
+    others wait for the lock and read it. NotStarted when it failed to start, here or in another process."""
+    folder.mkdir(parents=True, exist_ok=True)
+    kept = folder / RECORD
+    with open(folder / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not kept.exists():
+            try:
+                plane = starter(folder / "run")
+            except Exception as error:
+                kept.write_text(json.dumps({"error": f"{type(error).__name__}: {error}"}))
+                raise NotStarted(str(error)) from error
+            _STARTED.append(plane)
+            kept.write_text(json.dumps(plane.record()))
+            return plane
+    record = json.loads(kept.read_text())
+    if "error" in record:
+        raise NotStarted(f"it failed to start in another test process: {record['error']}")
+    return _STARTED[0] if _STARTED else ControlPlane.from_record(record)
+
+
+def stop_shared(folder: Path) -> None:
+    """End the test run's control plane recorded in `folder`, if one was started: by its process group's id."""
+    kept = folder / RECORD
+    if not kept.exists():
+        return
+    record = json.loads(kept.read_text())
+    if _STARTED:
+        _STARTED.pop().stop()
+    elif record.get("pgid"):
+        stop_group(int(record["pgid"]), [])
+    kept.write_text(json.dumps({"error": "it was stopped at the end of the test run"}))
 
 
 def _start(plane: ControlPlane, name: str, argv: list[str], env: dict[str, str] | None = None) -> Process:
     log = plane.workdir / f"{name}.log"
     with open(log, "wb") as out:
+        # The first component leads a new process group (outside the terminal's foreground group: a Ctrl-C reaches the
+        # test process, whose teardown ends the group); the others join it.
         popen = subprocess.Popen(
-            argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+            argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, process_group=plane.pgid,
             env={**os.environ, **(env or {})},
         )  # fmt: skip
+    plane.pgid = plane.pgid or popen.pid
     process = Process(name, popen, log)
     plane.processes.append(process)
     return process
@@ -280,6 +387,26 @@ def start(workdir: Path, bins: dict[str, Path], crds: list[dict[str, Any]], stag
         plane.stop()
         raise
     return plane
+
+
+def start_with_crds(workdir: Path, shared: Path, computeclass_schema: Path) -> ControlPlane:
+    """`start` with the CRDs a GKE cluster has for the stack: KubeRay's from its operator's manifests
+    (open_unless_applied), GKE's networking ones from `shared` (../shared), ComputeClass from `computeclass_schema`."""
+    bins, dirs = binaries(), component_dirs()
+    crds = [*map(open_unless_applied, yaml_documents_of(dirs["kuberay"] / "crd")), *gke_networking_crds(shared)]
+    crds.append(computeclass_crd(computeclass_schema))
+    for attempt in range(1, PORT_TRIES + 1):
+        try:
+            return start(workdir / f"try-{attempt}", bins, crds, dirs["kwok"] / "stages")
+        except AssertionError as error:
+            if "address already in use" not in str(error) or attempt == PORT_TRIES:
+                raise
+    raise AssertionError("unreachable")
+
+
+PORT_TRIES = 3
+"""Starts tried when a component finds its port taken: free_port's port is free when asked, and another process on
+this shared machine may bind it before the component does."""
 
 
 def _start_core(plane: ControlPlane, bins: dict[str, Path], etcd_port: int, peer_port: int, api_port: int) -> None:
@@ -556,3 +683,42 @@ def open_unless_applied(crd: dict[str, Any]) -> dict[str, Any]:
 def yaml_documents_of(folder: Path) -> list[dict[str, Any]]:
     """The YAML documents of every *.yaml file of `folder`, by file name."""
     return [document for path in sorted(folder.glob("*.yaml")) for document in yaml_documents(path)]
+
+
+def rules_of(role_args: Any) -> list[dict[str, Any]]:
+    """The rules of a rendered Role or ClusterRole (pulumi-kubernetes PolicyRuleArgs) as the API server takes them."""
+    rules = []
+    for rule in role_args.rules:
+        plain = {"apiGroups": rule.api_groups, "resources": rule.resources, "verbs": rule.verbs}
+        rules.append({**plain, **({"resourceNames": rule.resource_names} if rule.resource_names else {})})
+    return rules
+
+
+def guardian_in(plane: ControlPlane, namespace: str) -> str:
+    """The guardian's ServiceAccount in `namespace`, with the Role the stack renders (jobs/guardian/objects.py
+    render_role, without cordoning) bound to it, as the stack makes them in its own namespace; its token
+    (TokenRequest), once RBAC allows it to read the guardian's Lease (the authorizer learns a new binding from its
+    watch, within moments)."""
+    from core import names
+    from incluster.lease import LEASE_NAME
+    from jobs.guardian.objects import render_role
+
+    metadata = {"name": names.GUARDIAN, "namespace": namespace}
+    rbac = "rbac.authorization.k8s.io/v1"
+    plane.ok("POST", f"/api/v1/namespaces/{namespace}/serviceaccounts", {"apiVersion": "v1", "kind": "ServiceAccount",
+             "metadata": metadata})  # fmt: skip
+    role = {"apiVersion": rbac, "kind": "Role", "metadata": metadata, "rules": rules_of(render_role(False))}
+    plane.ok("POST", f"/apis/{rbac}/namespaces/{namespace}/roles", role)
+    binding = {
+        "apiVersion": rbac,
+        "kind": "RoleBinding",
+        "metadata": metadata,
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": names.GUARDIAN},
+        "subjects": [{"kind": "ServiceAccount", "name": names.GUARDIAN, "namespace": namespace}],
+    }
+    plane.ok("POST", f"/apis/{rbac}/namespaces/{namespace}/rolebindings", binding)
+    token = plane.service_account_token(namespace, names.GUARDIAN)
+    lease = f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/{LEASE_NAME}"
+    plane.wait_for("RBAC allowing the guardian its Lease", lambda: plane.request("GET", lease, token=token).status_code
+                   != 403, deadline=30, every=0.05)  # fmt: skip
+    return token

@@ -1,5 +1,5 @@
 """A fault-injecting HTTP proxy on 127.0.0.1, in process: it forwards each request to one loopback upstream (the Ray
-head, a stand-in) and answers the next `times` requests that match a fault's method and path with that fault instead.
+head, a stand-in, the real API server of tests/support/control_plane.py over TLS) and answers the next `times` requests that match a fault's method and path with that fault instead.
 
 Faults, as a real server or network produces them (the bodies in each API's published error shape, given by the
 test): `refused` (the connection is reset before any answer: requests raises ConnectionError, as for a refused
@@ -7,18 +7,23 @@ connection; a listening proxy cannot refuse at the TCP level), `timeout` (no ans
 client's read deadline), `cut` (a Content-Length promised and half of it sent: requests raises ChunkedEncodingError),
 `not-json` (a 200 with an HTML page, what a login or error page in front of an API answers) and any HTTP status with
 the fault's headers (a 429 or 503 with Retry-After) and body. A websocket upgrade is refused with a 400 (not
-tunnelled). Bounded: each held answer is released after `hold` seconds at most, and the server's threads are daemons
+tunnelled). Every request's body is kept (`sent`), and `before_write` runs once just before the next POST or PUT
+goes upstream (another client writing in between a read and a write). With `namespace` (old, new) it sends upstream a
+request of namespace `old` (its path, its object's metadata.namespace) as one of namespace `new`: code that always uses the stack's namespace then works in a
+namespace of the test's own on a shared API server. Bounded: each held answer is released after `hold` seconds at most, and the server's threads are daemons
 stopped with it.
 """
 
 from __future__ import annotations
 
 import http.client
+import json
 import socket
+import ssl
 import struct
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -63,13 +68,19 @@ class FaultProxy:
     """The proxy's state: its upstream, the faults still to give, every request it saw (method, path, the fault given
     or None)."""
 
-    def __init__(self, upstream: str) -> None:
+    def __init__(self, upstream: str, ca: str | None = None, namespace: tuple[str, str] | None = None) -> None:
         parsed = urlparse(upstream)
-        assert parsed.hostname in LOOPBACK and parsed.scheme == "http", f"not a loopback upstream: {upstream}"
-        self.upstream = (parsed.hostname, parsed.port or 80)
+        assert parsed.hostname in LOOPBACK and parsed.scheme in ("http", "https"), (
+            f"not a loopback upstream: {upstream}"
+        )
+        self.upstream = (parsed.hostname, parsed.port or (443 if parsed.scheme == "https" else 80))
+        self.tls = ssl.create_default_context(cafile=ca) if parsed.scheme == "https" else None
         self.prefix = parsed.path.rstrip("/")
         self.faults: list[Fault] = []
         self.seen: list[tuple[str, str, str | int | None]] = []
+        self.sent: list[tuple[str, str, bytes]] = []
+        self.before_write: Callable[[], None] | None = None
+        self.namespace = namespace
         self.lock = threading.Lock()
         self.url = ""
         self.hold = HOLD_SECONDS
@@ -89,6 +100,38 @@ class FaultProxy:
                     return fault
             self.seen.append((method, path, None))
             return None
+
+    def upstream_path(self, path: str) -> str:
+        """The path a request goes upstream with (its namespace moved where one is given)."""
+        if self.namespace is not None:
+            old, new = self.namespace
+            path = path.replace(f"/namespaces/{old}/", f"/namespaces/{new}/")
+        return self.prefix + path
+
+    def upstream_body(self, body: bytes) -> bytes:
+        """The body a request goes upstream with (its object's metadata.namespace moved where one is given)."""
+        if self.namespace is None or not body:
+            return body
+        try:
+            sent = json.loads(body)
+        except ValueError:
+            return body
+        metadata = sent.get("metadata") if isinstance(sent, dict) else None
+        if isinstance(metadata, dict) and metadata.get("namespace") == self.namespace[0]:
+            metadata["namespace"] = self.namespace[1]
+            return json.dumps(sent).encode()
+        return body
+
+    def faults_left(self) -> int:
+        """How many requests are still to get a fault."""
+        with self.lock:
+            return sum(fault.times for fault in self.faults)
+
+    def connection(self) -> http.client.HTTPConnection:
+        """A connection to the upstream (TLS verified against its CA where it is https)."""
+        if self.tls is not None:
+            return http.client.HTTPSConnection(*self.upstream, timeout=30, context=self.tls)
+        return http.client.HTTPConnection(*self.upstream, timeout=30)
 
     def faulted(self) -> int:
         """How many requests got a fault."""
@@ -152,14 +195,22 @@ def _handler(proxy: FaultProxy) -> type[BaseHTTPRequestHandler]:
                 # Jobs client then polls (incluster/job_client.py follow).
                 self._answer(400, b"websocket upgrades are not proxied", {}, "text/plain")
                 return
+            proxy.sent.append((self.command, self.path, body))
             fault = proxy.take(self.command, self.path)
             if fault is not None:
                 self._fault(fault)
                 return
-            upstream = http.client.HTTPConnection(*proxy.upstream, timeout=30)
+            if self.command in ("POST", "PUT") and proxy.before_write is not None:
+                hook, proxy.before_write = proxy.before_write, None
+                hook()
+            upstream = proxy.connection()
             try:
-                headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection")}
-                upstream.request(self.command, proxy.prefix + self.path, body=body or None, headers=headers)
+                dropped = ("host", "connection", "content-length")
+                headers = {k: v for k, v in self.headers.items() if k.lower() not in dropped}
+                data = proxy.upstream_body(body)
+                if data:
+                    headers["Content-Length"] = str(len(data))
+                upstream.request(self.command, proxy.upstream_path(self.path), body=data or None, headers=headers)
                 answer = upstream.getresponse()
                 data = answer.read()
                 kept = {
@@ -177,9 +228,10 @@ def _handler(proxy: FaultProxy) -> type[BaseHTTPRequestHandler]:
 
 
 @contextmanager
-def fault_proxy(upstream: str) -> Iterator[FaultProxy]:
-    """A FaultProxy in front of `upstream` (a loopback http URL) while the block runs; its `url` is where to send."""
-    proxy = FaultProxy(upstream)
+def fault_proxy(upstream: str, ca: str | None = None, namespace: tuple[str, str] | None = None) -> Iterator[FaultProxy]:
+    """A FaultProxy in front of `upstream` (a loopback http URL, or https verified with `ca`; paths of namespace
+    (old, new) moved) while the block runs; its `url` is where to send."""
+    proxy = FaultProxy(upstream, ca, namespace)
 
     class Server(ThreadingHTTPServer):
         def handle_error(self, request: Any, client_address: Any) -> None:

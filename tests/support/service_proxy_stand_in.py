@@ -11,6 +11,12 @@ service proxy, and the RayCluster object the GPU workers scale by.
 - `/apis/ray.io/v1/namespaces/grpo/rayclusters/grpo` answers GET with the object it holds and applies a PATCH of
   type `application/json-patch+json` (RFC 6902 `test` and `replace`, tests/incluster/test_scaling.py
   apply_json_patch) to it, recording each patch.
+
+Why a stand-in and not the real API server of tests/support/control_plane.py: there the service proxy reaches no Ray
+dashboard (kwok's pods run no process and have no network), and the CLI's tests need a real Ray head behind that one
+address. The RayCluster it serves sits beside the dashboard at that address for the CLI's scale-back; the guardian's
+RayCluster reads and patches run against the real API server (tests/incluster/test_guardian_recovery.py,
+tests/incluster/test_fault_matrix.py, tests/controlplane/).
 """
 
 from __future__ import annotations
