@@ -71,6 +71,9 @@ PROJECTION_REFRESH_SECONDS = 300.0
 """Seconds between two projections of a RUNNING attempt's end from its log's step lines (its waiting line changes
 with each, so not on every poll)."""
 
+SUMMARY_FINISH_SECONDS = 60.0
+"""How long a guardian that is done waits for its W&B summary writes still running before it returns."""
+
 POLL_SECONDS = 10.0
 """Seconds between two looks at the cluster while nothing changes."""
 
@@ -419,6 +422,19 @@ class Guardian:
         self.summarized[newest.number] = thread
         thread.start()
 
+    def finish_summaries(self, seconds: float = SUMMARY_FINISH_SECONDS) -> None:
+        """Before a guardian that is done returns (the foreground form exits then): wait up to `seconds` in all for the
+        W&B summary writes still running, with a line first; one still running then is left, with a line."""
+        running = [thread for thread in self.summarized.values() if thread.is_alive()]
+        if not running:
+            return
+        self.report(f"{self.settings.run}: waiting up to {seconds:g} s for the W&B summary write")
+        end = time.monotonic() + seconds
+        for thread in running:
+            thread.join(max(0.0, end - time.monotonic()))
+        if any(thread.is_alive() for thread in running):
+            self.report(f"{self.settings.run}: the W&B summary write did not finish; its run lacks the projected end")
+
     def _view(self, job: Any, entries: list[dict[str, Any]]) -> AttemptView:
         number = job_client.attempt_number(job)
         status = job_client.status_text(job.status)
@@ -723,6 +739,7 @@ class Guardian:
                 action = Action("wait", 0, f"{error}; trying again in {poll:g} s")
             if action.kind == "done" and not follow:
                 self.report(f"{self.settings.run}: {action.reason}; nothing left to do")
+                self.finish_summaries()
                 return action
             now = time.monotonic()
             if action.reason != shown or now - shown_at >= readiness.REPORT_EVERY_SECONDS:

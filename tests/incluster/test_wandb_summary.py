@@ -150,3 +150,46 @@ def test_a_run_w_and_b_does_not_hold_is_one_line(stand_in):
         "W&B run run-a-attempt-9's summary not written: W&B has no run stand-in-team/grpo/run-a-attempt-9"
     )
     assert state.writes == []
+
+
+def test_the_guardians_write_runs_beside_its_loop_and_a_done_guardian_waits_for_it_a_bounded_time(tmp_path):
+    """The attempt wrapper's own log (incluster/attempt.py AttemptLog) holds verl step lines; W&B (the stand-in, behind
+    the fault proxy) holds the summary's read longer than the guardian waits: summarize returns at once, and
+    finish_summaries gives up after its bound with one line (fault injected at the boundary: a held answer)."""
+    from dataclasses import replace
+
+    from incluster.attempt import AttemptLog
+    from incluster.guardian.loop import Guardian
+    from incluster.guardian.policy import AttemptView
+    from incluster.guardian.settings import settings_from
+    from jobs.guardian.settings import guardian_settings
+    from tests.conftest import config_of
+    from tests.incluster.test_guardian_preflight import _with_run_dir
+
+    values = settings_from(guardian_settings(config_of("dev", grpo={"maxSteps": 10})), "test")
+    settings = replace(values, submission=_with_run_dir(values.submission, tmp_path))
+    log = AttemptLog(tmp_path, "1")
+    log.write(b"step:1 - critic/score/mean:np.float64(0.1) - timing_s/step:90.0\n")
+    log.close()
+    state = StandInWandb(summaries={("stand-in-team", "grpo", f"{settings.run}-1"): {}})
+    lines: list[str] = []
+    with wandb_stand_in(state) as url, fault_proxy(url) as proxy:
+        proxy.hold = 3.0
+        proxy.inject(Fault("timeout", path="/graphql"))
+        guard = object.__new__(Guardian)
+        guard.settings, guard.report, guard.summarized = settings, lines.append, {}
+        guard.wandb = WandbTarget("grpo", "stand-in-team", state.api_key, proxy.url)
+        ended = AttemptView(1, "FAILED", end=1.0)
+        guard.summarize(AttemptView(1, "RUNNING"), {})
+        assert guard.summarized == {}
+        guard.summarize(ended, {})
+        guard.summarize(ended, {})
+        assert list(guard.summarized) == [1] and guard.summarized[1].is_alive()
+        guard.finish_summaries(seconds=0.2)
+        assert lines == [
+            f"{settings.run}: waiting up to 0.2 s for the W&B summary write",
+            f"{settings.run}: the W&B summary write did not finish; its run lacks the projected end",
+        ]
+        guard.summarized[1].join(10)
+    assert state.summaries[("stand-in-team", "grpo", f"{settings.run}-1")]["grpo/steps_left"] == 9
+    assert lines[-1] == f"{settings.run}: W&B run {settings.run}-1's summary has the projected end (9 steps left)"
