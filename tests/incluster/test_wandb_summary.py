@@ -51,6 +51,21 @@ def test_the_target_needs_the_key_and_the_attempts_project():
     assert target_from({"WANDB_API_KEY": "k"}, {}) is None
 
 
+def test_the_guardians_target_comes_from_the_submission_the_stack_builds_and_its_key():
+    """The guardian's settings as the stack renders them (jobs/guardian/settings.py), with and without a W&B key."""
+    from incluster.guardian.settings import settings_from
+    from jobs.guardian.settings import guardian_settings
+    from tests.conftest import config_of
+
+    def attempt_env(**kwargs: object) -> dict[str, str]:
+        settings = settings_from(guardian_settings(config_of("dev", **kwargs)), "test")  # type: ignore[arg-type]
+        return settings.submission["runtime_env"]["env_vars"]
+
+    with_key = attempt_env(wandb_key="k", tracking={"wandbProject": "p", "wandbEntity": "e"})
+    assert target_from({"WANDB_API_KEY": "k"}, with_key) == WandbTarget("p", "e", "k")
+    assert target_from({"WANDB_API_KEY": "k"}, attempt_env()) is None
+
+
 @pytest.fixture
 def stand_in() -> Iterator[tuple[StandInWandb, FaultProxy]]:
     """The W&B stand-in holding one run with a summary the trainer wrote, behind a fault proxy."""
