@@ -173,8 +173,8 @@ class Guardian:
         self.settings, self.endpoint, self.hooks, self.report = settings, endpoint, hooks, report
         self.wandb = wandb
         """Where the attempts' W&B runs live (incluster/wandb_summary.py target_from); None: the stack logs no W&B."""
-        self.summarized: dict[int, threading.Thread] = {}
-        """The attempts whose W&B run was given the projected end, with the thread that writes it."""
+        self.summarized: dict[int, threading.Thread | None] = {}
+        """The ended attempts looked at for the W&B summary, with the thread that writes it (None: nothing to write)."""
         self.backoff, self.settle, self.clock = backoff, settle, clock
         self.lease, self.wait_for_lease = lease, wait_for_lease
         self.client: JobSubmissionClient = job_client.connect(endpoint)
@@ -402,6 +402,7 @@ class Guardian:
         if not wandb_summary.write_due(newest.status, ended, newest.number in self.summarized):
             return
         found, hourly = self.projection_of(newest.number, recorded)
+        self.summarized[newest.number] = None
         if found is None:
             return
         values = wandb_summary.summary_values(found, hourly is not None)
@@ -425,7 +426,7 @@ class Guardian:
     def finish_summaries(self, seconds: float = SUMMARY_FINISH_SECONDS) -> None:
         """Before a guardian that is done returns (the foreground form exits then): wait up to `seconds` in all for the
         W&B summary writes still running, with a line first; one still running then is left, with a line."""
-        running = [thread for thread in self.summarized.values() if thread.is_alive()]
+        running = [thread for thread in self.summarized.values() if thread is not None and thread.is_alive()]
         if not running:
             return
         self.report(f"{self.settings.run}: waiting up to {seconds:g} s for the W&B summary write")

@@ -199,12 +199,15 @@ def test_the_guardians_write_runs_beside_its_loop_and_a_done_guardian_waits_for_
         assert guard.summarized == {}
         guard.summarize(ended, {})
         guard.summarize(ended, {})
-        assert list(guard.summarized) == [1] and guard.summarized[1].is_alive()
+        thread = guard.summarized[1]
+        assert list(guard.summarized) == [1] and thread is not None and thread.is_alive()
         guard.finish_summaries(seconds=0.2)
         assert lines == [
             f"{settings.run}: waiting up to 0.2 s for the W&B summary write",
             f"{settings.run}: the W&B summary write did not finish; its run lacks the projected end",
         ]
-        guard.summarized[1].join(10)
+        thread.join(10)
+        guard.summarize(AttemptView(2, "FAILED", end=2.0), {})  # no step line measured: nothing to write, once
+        assert guard.summarized[2] is None
     assert state.summaries[("stand-in-team", "grpo", f"{settings.run}-1")]["grpo/steps_left"] == 9
     assert lines[-1] == f"{settings.run}: W&B run {settings.run}-1's summary has the projected end (9 steps left)"
