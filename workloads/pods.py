@@ -40,14 +40,24 @@ def secret_env(config: StackConfig, *, with_secret_env: bool = True) -> list[dic
     """The pods' secret environment, each variable read from its Secret by `secretKeyRef`: HF_TOKEN when set,
     then (unless `with_secret_env` is False, the staging Job) WANDB_API_KEY when `grpo-gke:wandbApiKey` is set
     and every `grpo-gke:secretEnv` name, in name order."""
-    refs = []
-    if config.hf_token is not None:
-        refs.append(("HF_TOKEN", names.HF_TOKEN_SECRET, names.HF_TOKEN_SECRET_KEY))
-    if with_secret_env:
-        if config.wandb_api_key is not None:
-            refs.append(("WANDB_API_KEY", names.WANDB_SECRET, names.WANDB_SECRET_KEY))
-        refs += [(name, names.SECRET_ENV_SECRET, name) for name in sorted(config.secret_env)]
-    return [{"name": name, "valueFrom": {"secretKeyRef": {"key": key, "name": secret}}} for name, secret, key in refs]
+    hf = [] if config.hf_token is None else [_secret_ref("HF_TOKEN", names.HF_TOKEN_SECRET, names.HF_TOKEN_SECRET_KEY)]
+    if not with_secret_env:
+        return hf
+    named = [_secret_ref(name, names.SECRET_ENV_SECRET, name) for name in sorted(config.secret_env)]
+    return hf + wandb_key_env(config) + named
+
+
+def _secret_ref(name: str, secret: str, key: str) -> dict[str, Any]:
+    """Env variable `name` read from key `key` of Secret `secret`."""
+    return {"name": name, "valueFrom": {"secretKeyRef": {"key": key, "name": secret}}}
+
+
+def wandb_key_env(config: StackConfig) -> list[dict[str, Any]]:
+    """WANDB_API_KEY read from the W&B key's Secret by `secretKeyRef` when `grpo-gke:wandbApiKey` is set (the trainer's
+    pods and the guardian's, which writes the projected end into the W&B run summary), else nothing."""
+    if config.wandb_api_key is None:
+        return []
+    return [_secret_ref("WANDB_API_KEY", names.WANDB_SECRET, names.WANDB_SECRET_KEY)]
 
 
 def container_security_context() -> dict[str, Any]:

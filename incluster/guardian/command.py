@@ -5,6 +5,7 @@ scale-to-zero hooks, the Lease it holds while it acts)."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable
 from pathlib import PurePosixPath
@@ -29,6 +30,7 @@ from incluster.lease import (
 )
 from incluster.lustre_transfer import RestObjects, RestTransfers
 from incluster.park import ParkRequest, holdings_of, mark_stale, park_run
+from incluster.wandb_summary import target_from
 
 
 def cluster_hooks(
@@ -182,7 +184,10 @@ def main(
             report = Heartbeat(_report, args.heartbeat, failure=lease.failure if lease is not None else lambda: None)
         try:
             hooks = cluster_hooks(settings, endpoint, google_credential, report)
-            guardian = Guardian(settings, endpoint, hooks, report, lease=lease, wait_for_lease=bool(args.settings))
+            wandb = target_from(os.environ, settings.submission.get("runtime_env", {}).get("env_vars", {}))
+            guardian = Guardian(
+                settings, endpoint, hooks, report, lease=lease, wait_for_lease=bool(args.settings), wandb=wandb
+            )
             last = guardian.run(follow=follow)
         finally:
             if lease is not None:

@@ -4,6 +4,7 @@ action at a time (apply) and appends every decision to the record, until the run
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -11,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core import names
-from incluster import budget, job_client, readiness, record, run_submission, scaling
+from incluster import budget, job_client, readiness, record, run_submission, scaling, wandb_summary
 from incluster.attempt import deadline_stop_in, last_log_part, logged_lines
 from incluster.capacity_events import groups_from_text, ladder_state
 from incluster.checkpoints import CheckpointError, newest_complete
@@ -48,7 +49,8 @@ from incluster.lease import RENEW_INTERVAL_SECONDS, Lease, current_entries
 from incluster.lustre_transfer import TransferError
 from incluster.preflight import gate
 from incluster.preflight.driver import NEWEST
-from incluster.runs import newest_attempt
+from incluster.runs import attempt_id, newest_attempt
+from incluster.wandb_summary import SummaryError, WandbTarget
 
 if TYPE_CHECKING:
     from ray.job_submission import JobSubmissionClient
@@ -68,6 +70,9 @@ DEADLINE_REFRESH_SECONDS = 300.0
 PROJECTION_REFRESH_SECONDS = 300.0
 """Seconds between two projections of a RUNNING attempt's end from its log's step lines (its waiting line changes
 with each, so not on every poll)."""
+
+SUMMARY_FINISH_SECONDS = 60.0
+"""How long a guardian that is done waits for its W&B summary writes still running before it returns."""
 
 POLL_SECONDS = 10.0
 """Seconds between two looks at the cluster while nothing changes."""
@@ -163,8 +168,13 @@ class Guardian:
         clock: Callable[[], float] = time.time,
         lease: Lease | None = None,
         wait_for_lease: bool = True,
+        wandb: WandbTarget | None = None,
     ) -> None:
         self.settings, self.endpoint, self.hooks, self.report = settings, endpoint, hooks, report
+        self.wandb = wandb
+        """Where the attempts' W&B runs live (incluster/wandb_summary.py target_from); None: the stack logs no W&B."""
+        self.summarized: dict[int, threading.Thread | None] = {}
+        """The ended attempts looked at for the W&B summary, with the thread that writes it (None: nothing to write)."""
         self.backoff, self.settle, self.clock = backoff, settle, clock
         self.lease, self.wait_for_lease = lease, wait_for_lease
         self.client: JobSubmissionClient = job_client.connect(endpoint)
@@ -360,18 +370,71 @@ class Guardian:
         now = self.clock()
         if number == newest.number and now - made_at < PROJECTION_REFRESH_SECONDS:
             return line
-        max_steps = str(settings.submission["metadata"].get("maxSteps") or "")
-        times, step = budget.verl_pace(logged_lines(settings.run_dir, newest.number, PROJECTION_LINES))
-        prices = settings.gpu_prices
-        hourly = None
-        if prices is not None:
-            rungs = budget.rungs_of(recorded.values()).get(newest.number, prices.stack_rungs)
-            if None not in (prices.node_hourly.get(rung) for rung in rungs):
-                hourly = sum(count * (prices.node_hourly.get(rung) or 0.0) for rung, count in rungs.items())
-        found = budget.projected_end(times, step, int(max_steps) if max_steps.isdigit() else None, hourly or 0.0)
+        found, hourly = self.projection_of(newest.number, recorded)
         line = None if found is None else budget.projection_line(found, hourly, now)
         self._projected = (newest.number, now, line)
         return line
+
+    def projection_of(
+        self, attempt: int, recorded: dict[str, dict[str, Any]]
+    ) -> tuple[budget.Projection | None, float | None]:
+        """Attempt `attempt`'s projected end from its log's step lines and the schedule's maxSteps, and the $/h it is
+        priced at (None: unpriced, time only): the settings' `gpuPrices` for its recorded rungs, else the stack's."""
+        settings = self.settings
+        max_steps = str(settings.submission["metadata"].get("maxSteps") or "")
+        times, step = budget.verl_pace(logged_lines(settings.run_dir, attempt, PROJECTION_LINES))
+        prices = settings.gpu_prices
+        hourly = None
+        if prices is not None:
+            rungs = budget.rungs_of(recorded.values()).get(attempt, prices.stack_rungs)
+            if None not in (prices.node_hourly.get(rung) for rung in rungs):
+                hourly = sum(count * (prices.node_hourly.get(rung) or 0.0) for rung, count in rungs.items())
+        found = budget.projected_end(times, step, int(max_steps) if max_steps.isdigit() else None, hourly or 0.0)
+        return found, hourly
+
+    def summarize(self, newest: AttemptView | None, recorded: dict[str, dict[str, Any]]) -> None:
+        """Once a verl attempt has ended, give its W&B run (WANDB_RUN_ID: its submission id) the projected end it ended
+        at (incluster/wandb_summary.py), in a thread of its own so that no W&B fault holds up the loop; the thread
+        reports its outcome in one line. Nothing where the stack logs no W&B or the attempt measured no step."""
+        if self.wandb is None or newest is None or self.settings.framework != "verl":
+            return
+        ended = newest.end is not None
+        if not wandb_summary.write_due(newest.status, ended, newest.number in self.summarized):
+            return
+        found, hourly = self.projection_of(newest.number, recorded)
+        self.summarized[newest.number] = None
+        if found is None:
+            return
+        values = wandb_summary.summary_values(found, hourly is not None)
+        name = attempt_id(self.settings.run, newest.number)
+        target, report = self.wandb, self.report
+
+        def write() -> None:
+            try:
+                wandb_summary.write_summary(target, name, values, report)
+            except SummaryError as error:
+                report(f"{self.settings.run}: {error}")
+                return
+            report(
+                f"{self.settings.run}: W&B run {name}'s summary has the projected end ({found.steps_left} steps left)"
+            )
+
+        thread = threading.Thread(target=write, name=f"wandb-summary-{name}", daemon=True)
+        self.summarized[newest.number] = thread
+        thread.start()
+
+    def finish_summaries(self, seconds: float = SUMMARY_FINISH_SECONDS) -> None:
+        """Before a guardian that is done returns (the foreground form exits then): wait up to `seconds` in all for the
+        W&B summary writes still running, with a line first; one still running then is left, with a line."""
+        running = [thread for thread in self.summarized.values() if thread is not None and thread.is_alive()]
+        if not running:
+            return
+        self.report(f"{self.settings.run}: waiting up to {seconds:g} s for the W&B summary write")
+        end = time.monotonic() + seconds
+        for thread in running:
+            thread.join(max(0.0, end - time.monotonic()))
+        if any(thread.is_alive() for thread in running):
+            self.report(f"{self.settings.run}: the W&B summary write did not finish; its run lacks the projected end")
 
     def _view(self, job: Any, entries: list[dict[str, Any]]) -> AttemptView:
         number = job_client.attempt_number(job)
@@ -664,7 +727,9 @@ class Guardian:
             if failure is not None:  # client-go's Check (incluster/lease.py): a leader that cannot renew is taken down
                 raise GuardError(f"{failure}: this guardian stops (in the cluster, Kubernetes restarts its pod)")
             try:
-                action = decide(self.observe())
+                state = self.observe()
+                self.summarize(state.newest, state.recorded)
+                action = decide(state)
                 if action.kind not in ("wait", "done"):
                     if self.may_act():
                         self.apply(action)
@@ -675,6 +740,7 @@ class Guardian:
                 action = Action("wait", 0, f"{error}; trying again in {poll:g} s")
             if action.kind == "done" and not follow:
                 self.report(f"{self.settings.run}: {action.reason}; nothing left to do")
+                self.finish_summaries()
                 return action
             now = time.monotonic()
             if action.reason != shown or now - shown_at >= readiness.REPORT_EVERY_SECONDS:

@@ -260,14 +260,18 @@ def render_deployment(
     config: StackConfig, settings: Mapping[str, Any], code_files: Mapping[str, str]
 ) -> DeploymentInitArgs:
     """One replica, never two (Recreate: the old pod ends before the new starts, so two guardians never act on
-    one run), on the head's CPU capacity with the head's image, the hardened security context, /data and the GPU
-    pools' instance groups (names.GPU_INSTANCE_GROUPS_DIR)."""
+    one run), on the head's CPU capacity with the head's image, the hardened security context, /data, the GPU
+    pools' instance groups (names.GPU_INSTANCE_GROUPS_DIR) and, when the stack logs to W&B, the W&B key's Secret."""
     code = code_data(code_files)
     container = k8s.core.v1.ContainerArgs(
         name="guardian",
         image=config.pulled_image(),
         command=guardian_command(),
-        env=[k8s.core.v1.EnvVarArgs(name="PYTHONPATH", value=names.GUARDIAN_CODE_DIR)],
+        env=[
+            k8s.core.v1.EnvVarArgs(name="PYTHONPATH", value=names.GUARDIAN_CODE_DIR),
+            # the W&B key as the trainer's pods read it: the projected end goes into each ended attempt's W&B run
+            *map(pods.env_var_args, pods.wandb_key_env(config)),
+        ],
         resources=k8s.core.v1.ResourceRequirementsArgs(requests=dict(REQUESTS), limits={"memory": REQUESTS["memory"]}),
         security_context=pods.security_context_args(pods.container_security_context()),
         # A stuck loop stops the heartbeat and the kubelet restarts the container (k8s.io/api v0.36.3 core/v1

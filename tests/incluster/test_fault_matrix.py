@@ -303,10 +303,12 @@ def boundary_of(path: str) -> str:
         return "google"
     if path.startswith("incluster/google_token.py"):
         return "metadata"
+    if path.startswith("incluster/wandb_summary.py"):
+        return "wandb"
     return "ray"
 
 
-STAND_IN_CELLS = [(path, fault) for path in ROWS for fault in FAULTS if boundary_of(path) != "ray"]
+STAND_IN_CELLS = [(path, fault) for path in ROWS for fault in FAULTS if boundary_of(path) not in ("ray", "wandb")]
 
 
 def cell_id(path: str, fault: str) -> str:
@@ -501,4 +503,41 @@ def test_each_call_path_to_the_ray_head_does_what_the_matrix_says_for_each_fault
     shrink_deadlines(monkeypatch, READ_SECONDS)
     expected = ROWS[path][fault]
     observed = ray_driver(path.split(":", 1)[1], ray_side)(ray_side.proxy, fault_of(fault, RAY_ERROR, "text/plain"))
+    assert observed == expected, f"{path} under {fault}: the matrix says {expected}, the code does {observed}"
+
+
+# W&B's GraphQL API ---------------------------------------------------------------------------------------------------
+
+WANDB_ERROR = json.dumps({"errors": [{"message": "injected by the fault proxy"}]})
+"""GraphQL's error shape (spec.graphql.org/October2021 "Response Format"), assumed for W&B's error statuses."""
+
+WANDB_CELLS = [(path, fault) for path in ROWS for fault in FAULTS if boundary_of(path) == "wandb"]
+
+
+@pytest.mark.parametrize(("path", "fault"), WANDB_CELLS, ids=[cell_id(*cell) for cell in WANDB_CELLS])
+def test_each_call_path_to_w_and_b_does_what_the_matrix_says_for_each_fault(
+    path: str, fault: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Fault injected at the boundary by the proxy in front of the W&B stand-in (tests/support/wandb_stand_in.py), on
+    the summary's read: `retry` when the summary was written after it, `error` when the write raised its one line."""
+    from incluster import wandb_summary
+    from tests.support.wandb_stand_in import StandInWandb, wandb_stand_in
+
+    monkeypatch.setattr(wandb_summary, "READ_SECONDS", READ_SECONDS)
+    run = ("team", "grpo", "run-attempt-1")
+    state = StandInWandb(summaries={run: {"_step": 3}})
+    with wandb_stand_in(state) as url, fault_proxy(url) as proxy:
+        proxy.hold = 2 * READ_SECONDS
+        proxy.inject(replace(fault_of(fault, WANDB_ERROR), path="/graphql", method="POST"))
+        clock = Clock(0.0)
+        target = wandb_summary.WandbTarget("grpo", "team", state.api_key, proxy.url)
+        try:
+            wandb_summary.write_summary(target, run[2], {"grpo/steps_left": 1}, lambda line: None, 60.0,
+                                        sleep=clock.sleep, clock=clock)  # fmt: skip
+            observed = "retry" if state.summaries[run] == {"_step": 3, "grpo/steps_left": 1} else "ok"
+        except wandb_summary.SummaryError as error:
+            one_line(error)
+            observed = "error"
+        assert proxy.faulted() == 1
+    expected = ROWS[path][fault]
     assert observed == expected, f"{path} under {fault}: the matrix says {expected}, the code does {observed}"

@@ -22,6 +22,7 @@ from incluster.guardian.loop import ExportDone, ExportRequest, Guardian, Hooks
 from incluster.guardian.policy import Action, Backoff, decide
 from incluster.guardian.settings import Settings, settings_from
 from incluster.runs import for_attempt
+from incluster.wandb_summary import WandbTarget
 from jobs.demo.stand_in_trainer import STEPS_ENV, TRACKER
 from jobs.guardian.settings import guardian_settings
 from jobs.runs.observe import run_view
@@ -105,12 +106,14 @@ class GuardedRun:
 
         return self.cluster.call(submit)
 
-    def guard(self, hooks: Hooks, settle: float = 10.0, backoff: Backoff = QUICK, **changes) -> Action:
+    def guard(
+        self, hooks: Hooks, settle: float = 10.0, backoff: Backoff = QUICK, wandb: WandbTarget | None = None, **changes
+    ) -> Action:
         """Run the guardian (inside the head's namespace) until the run is over and nothing is left to do."""
 
         def inside() -> Action:
             guardian = Guardian(self.settings(**changes), self.cluster.endpoint, hooks, self.lines.append,
-                                backoff=backoff, settle=settle)  # fmt: skip
+                                backoff=backoff, settle=settle, wandb=wandb)  # fmt: skip
             return guardian.run(poll=0.5)
 
         return self.cluster.call(inside, timeout=GUARD_SECONDS)
@@ -242,6 +245,37 @@ def test_a_deterministic_failure_is_not_retried_and_the_workers_scale_to_zero_af
     assert any("training/off_policy/evicted_samples:3" in line for line in not_retried["last_lines"])
     assert run.entry(1, "failed")["details"] == {"cause": "other"}
     assert run.attempt_ids() == [f"{run.id}-1"] and stand_ins.exports == [] and stand_ins.scaled == [run.id]
+
+
+def test_an_ended_attempts_w_and_b_run_gets_the_projected_end_in_its_summary(two_nodes, tmp_path):
+    """The attempt fails at step 3 of 6 (not retried); the guardian gives its W&B run (the W&B stand-in, served inside
+    the head's namespace, holding the summary the trainer left) the projected end from the attempt's own log, merged
+    with that summary, and reports it in one line."""
+    from contextlib import ExitStack
+
+    from incluster.attempt import logged_lines
+    from incluster.budget import verl_pace
+    from incluster.guardian.loop import PROJECTION_LINES
+    from tests.support.wandb_stand_in import StandInWandb, wandb_stand_in
+
+    run = GuardedRun(two_nodes, "guard-wandb", tmp_path, stand_in_trainer("--save-every", "2", "--fail-at", "3",
+                     "--exit-code", "7"), steps=6)  # fmt: skip
+    key = ("stand-in-team", "grpo", f"{run.id}-1")
+    state = StandInWandb(summaries={key: {"critic/score/mean": 0.25}})
+    with ExitStack() as stack:
+        url = two_nodes.call(lambda: stack.enter_context(wandb_stand_in(state)))
+        run.submit_first()
+        run.guard(Recorded().hooks(), wandb=WandbTarget("grpo", None, state.api_key, url), idleMinutes=0)
+        wait_until(lambda: bool(state.writes), "the W&B summary write", timeout=30)
+    assert run.events()[:2] == [(1, "failed"), (1, "not-retried")]
+    times, done = verl_pace(logged_lines(run.dir, 1, PROJECTION_LINES))
+    assert done == 2 and len(times) == 2
+    summary = state.summaries[key]
+    assert summary["critic/score/mean"] == 0.25 and summary["grpo/steps_left"] == 4
+    assert summary["grpo/projected_end_s"] == round(4 * sum(times) / 2, 1)
+    assert ("grpo/projected_cost_usd" in summary) == (run.settings().gpu_prices is not None)
+    wait_until(lambda: any("summary has the projected end" in line for line in run.lines), "the report", timeout=10)
+    assert f"{run.id}: W&B run {run.id}-1's summary has the projected end (4 steps left)" in run.lines
 
 
 PREEMPTED = (

@@ -12,7 +12,7 @@ from core import names
 from incluster.shipping import PROJECT_DIR
 from jobs.guardian import objects as guardian_objects
 from tests.conftest import COMBINATIONS, combination_config, run_values
-from tests.workloads.conftest import combination_values, k8s_schema_errors, mocked_run
+from tests.workloads.conftest import TEST_WANDB_KEY, combination_values, k8s_schema_errors, mocked_run
 from tests.workloads.test_policies import HEAD_POD, Pod, may_reach
 
 GUARDIAN_TYPES = {
@@ -141,6 +141,19 @@ def test_one_replica_on_the_heads_capacity_with_its_image_security_context_and_m
     annotations = spec["template"]["metadata"]["annotations"]
     assert {key: annotations[key] for key in head_annotations} == head_annotations
     assert annotations.keys() - head_annotations.keys() == {"grpo-gke/code-sha256", "grpo-gke/settings-sha256"}
+
+
+def test_with_a_w_and_b_key_the_guardian_reads_it_from_its_secret_as_the_trainers_pods_do():
+    """The guardian writes the projected end into W&B run summaries (incluster/wandb_summary.py)."""
+    values, secret_keys = combination_values("standard", "h200", "gcs", wandb_key=TEST_WANDB_KEY)
+    recording = run_values(values, secret_keys, stack="test")
+    deployment = _guardian(recording)[("kubernetes:apps/v1:Deployment", names.GUARDIAN)]
+    [container] = deployment.inputs["spec"]["template"]["spec"]["containers"]
+    key = {"name": "WANDB_API_KEY", "valueFrom": {"secretKeyRef": {"key": "api-key", "name": names.WANDB_SECRET}}}
+    assert container["env"] == [{"name": "PYTHONPATH", "value": "/opt/grpo-gke"}, key]
+    head = recording.one("kubernetes:ray.io/v1:RayCluster").inputs["spec"]["headGroupSpec"]["template"]["spec"]
+    assert key in head["containers"][0]["env"]
+    assert TEST_WANDB_KEY not in json.dumps(deployment.inputs)
 
 
 def test_a_liveness_probe_runs_the_shipped_heartbeat_check_and_no_shell():
