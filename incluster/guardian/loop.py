@@ -350,7 +350,8 @@ class Guardian:
 
     def projection_view(self, newest: AttemptView | None, recorded: dict[str, dict[str, Any]]) -> str | None:
         """For a RUNNING verl attempt: its projected end (incluster/budget.py projected_end) from the step lines of its
-        log's tail (attempt.logged_lines) and the schedule's maxSteps, priced at the settings' `gpuPrices` for its
+        log's tail (attempt.logged_lines) and the schedule's last step (its `lastStep`: grpo.maxSteps, else the epochs'
+        steps of the data set, jobs/spec/training.py scheduled_steps), priced at the settings' `gpuPrices` for its
         recorded rungs (`gpu-rungs`, else the stack's) when the run has a budget (else time only), made at most every
         PROJECTION_REFRESH_SECONDS; no preemption folded in (`python -m jobs status` does); None otherwise."""
         settings = self.settings
@@ -360,7 +361,6 @@ class Guardian:
         now = self.clock()
         if number == newest.number and now - made_at < PROJECTION_REFRESH_SECONDS:
             return line
-        max_steps = str(settings.submission["metadata"].get("maxSteps") or "")
         times, step = budget.verl_pace(logged_lines(settings.run_dir, newest.number, PROJECTION_LINES))
         prices = settings.gpu_prices
         hourly = None
@@ -368,7 +368,8 @@ class Guardian:
             rungs = budget.rungs_of(recorded.values()).get(newest.number, prices.stack_rungs)
             if None not in (prices.node_hourly.get(rung) for rung in rungs):
                 hourly = sum(count * (prices.node_hourly.get(rung) or 0.0) for rung, count in rungs.items())
-        found = budget.projected_end(times, step, int(max_steps) if max_steps.isdigit() else None, hourly or 0.0)
+        last = budget.scheduled_last_step(settings.submission["metadata"])
+        found = budget.projected_end(times, step, last, hourly or 0.0)
         line = None if found is None else budget.projection_line(found, hourly, now)
         self._projected = (newest.number, now, line)
         return line
