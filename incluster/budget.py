@@ -172,6 +172,31 @@ def budget_line(
     return f"{line}: the guardian stopped attempt {stopped.get('attempt')} at job.{limit} after saving {saved}; {then}"
 
 
+def last_step(max_steps: int | None, epochs: int, train_rows: int | None, prompts_per_step: int) -> int | None:
+    """The schedule's last step as the trainer counts it: `max_steps` when set, else `epochs` x the steps of an epoch,
+    the training split's rows // the prompts of a step (each framework's train dataloader drops the last, partial
+    batch); None without a step limit on a data set of unknown size. verl 0.9.1's default trainer:
+    steps_per_epoch = len(train_dataset) // data.train_batch_size, x trainer.total_epochs, replaced by
+    trainer.total_training_steps when set (verl/trainer/ppo/v1/trainer_base.py L765-771; the legacy trainer the same:
+    len(train_dataloader) x total_epochs, drop_last=True, verl/trainer/ppo/ray_trainer.py L404-440). NeMo-RL v0.7.0:
+    a dataloader of grpo.num_prompts_per_step with drop_last=True (nemo_rl/algorithms/grpo.py L357-365), run while
+    current_epoch < max_num_epochs and total_steps < max_num_steps (L2228): min(max_num_steps, epochs x len(dataloader))
+    (the same sum at L819-822); the recipes' own max_num_steps, 1000000 (examples/configs/grpo_math_1B.yaml L7), is
+    left out: no shipped data set comes near it."""
+    if max_steps is not None:
+        return max_steps
+    if train_rows is None:
+        return None
+    return epochs * (train_rows // prompts_per_step)
+
+
+def scheduled_last_step(metadata: Mapping[str, str]) -> int | None:
+    """The last step an attempt was submitted with: its job metadata's `lastStep` (jobs/spec/training.py schedule_of;
+    "" or absent: none known)."""
+    value = metadata.get("lastStep") or ""
+    return int(value) if value.isdigit() else None
+
+
 STEP_WINDOW = 10
 """The newest step times the projection takes the median of: the run's pace now, not its first steps' warm-up."""
 
@@ -181,7 +206,7 @@ class Projection:
     """The run's projected end at the current rungs: the time and the cost to the schedule's last step."""
 
     last_step: int
-    """The schedule's last step (grpo.maxSteps)."""
+    """The schedule's last step (grpo.maxSteps, else the epochs' steps: last_step)."""
     steps_left: int
     """Steps still to run."""
     seconds: float
@@ -202,10 +227,10 @@ def projected_end(
     recoveries: Sequence[float] = (),
 ) -> Projection | None:
     """The projection from the measured step times (oldest first; the median of the newest STEP_WINDOW), the highest
-    step done, the schedule's step limit, the current $/h and each preemption's measured recovery in seconds: once
+    step done, the schedule's last step (`max_steps`: last_step), the current $/h and each preemption's measured recovery in seconds: once
     one has happened, the steps left expect as many more as the run had per step done, each costing the mean
-    recovery. None without a step limit (an epochs-only schedule: the step lines do not say how many steps an epoch
-    has) or before a step time was measured."""
+    recovery. None without a last step (an epochs-only schedule on a data set of unknown size: last_step) or before a
+    step time was measured."""
     if max_steps is None or not step_seconds:
         return None
     newest = sorted(step_seconds[-STEP_WINDOW:])

@@ -266,11 +266,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """Where each test sits in the run, and the last test that uses each Ray session fixture."""
+    """Where each test sits in the run, and for each early-stopped session fixture the last test of the last file that
+    uses it: a module fixture built on it (tests/incluster/test_fault_matrix.py `ray_side`) is torn down at its file's
+    end, after later tests of that file that do not use it, and still needs it then."""
     _POSITION.update({item.nodeid: index for index, item in enumerate(session.items)})
-    for index, item in enumerate(session.items):
+    users: dict[str, set[str]] = {}
+    for item in session.items:
         for name in EARLY_STOP_FIXTURES:
             if name in item.fixturenames:
+                users.setdefault(name, set()).add(item.nodeid.split("::", 1)[0])
+    for index, item in enumerate(session.items):
+        for name, files in users.items():
+            if item.nodeid.split("::", 1)[0] in files:
                 _LAST_USE[name] = index
 
 

@@ -135,6 +135,23 @@ NEMO_RL_DEEPSCALER = ("DeepScaler", "AIME2024", 16)
 """NeMo-RL's DeepScaler train set and its validation: AIME 2024 repeated 16 times (v0.7.0
 examples/configs/distillation_math.yaml; the codelab's dataset)."""
 
+TRAIN_ROWS: dict[str, int] = {
+    # openai/gsm8k's dataset card (huggingface.co/datasets/openai/gsm8k README.md, dataset_info, config `main`: train
+    # num_examples 7473, test 1319; read 2026-12-07). The staging Job converts every row of main's train file
+    # (workloads/staging_script.py gsm8k_rows), and verl 0.9.1 drops none: data.filter_overlong_prompts is False
+    # (verl/trainer/config/data/legacy_data.yaml L83) and train_max_samples -1 (L19).
+    "gsm8k": 7473,
+    # agentica-org/DeepScaleR-Preview-Dataset, the one split NeMo-RL v0.7.0 loads (nemo_rl/data/datasets/
+    # response_datasets/deepscaler.py L29-31, split="train", whole: the class never calls split_train_validation, so the
+    # recipe's data.train.split_validation_size is not applied). Its own card says "approximately 40,000" problems and
+    # the Hub's viewer "train · 40.3k rows" (read 2026-12-07); the exact 40315 is assumed from a copy with the same
+    # columns (huggingface.co/datasets/WaltonFuture/DeepScaleR README.md, train num_examples 40315, read 2026-12-07):
+    # 40.3k rows are 1257 to 1260 steps of 32 prompts an epoch, so the figure is good to a few steps an epoch.
+    "deepscaler": 40315,
+}
+"""`workload.dataset` -> rows of the training split the trainer reads: with the prompts of a step, the steps of an
+epoch (incluster/budget.py last_step). A data set missing here has no projected end without grpo.maxSteps."""
+
 # ---------------------------------------------------------------- deadline save (issue 12 item 5)
 
 SCHEDULED_MAINTENANCE_LABEL = "cloud.google.com/scheduled-maintenance-time"

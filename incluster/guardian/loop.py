@@ -360,7 +360,8 @@ class Guardian:
 
     def projection_view(self, newest: AttemptView | None, recorded: dict[str, dict[str, Any]]) -> str | None:
         """For a RUNNING verl attempt: its projected end (incluster/budget.py projected_end) from the step lines of its
-        log's tail (attempt.logged_lines) and the schedule's maxSteps, priced at the settings' `gpuPrices` for its
+        log's tail (attempt.logged_lines) and the schedule's last step (its `lastStep`: grpo.maxSteps, else the epochs'
+        steps of the data set, jobs/spec/training.py scheduled_steps), priced at the settings' `gpuPrices` for its
         recorded rungs (`gpu-rungs`, else the stack's) when the run has a budget (else time only), made at most every
         PROJECTION_REFRESH_SECONDS; no preemption folded in (`python -m jobs status` does); None otherwise."""
         settings = self.settings
@@ -378,10 +379,10 @@ class Guardian:
     def projection_of(
         self, attempt: int, recorded: dict[str, dict[str, Any]]
     ) -> tuple[budget.Projection | None, float | None]:
-        """Attempt `attempt`'s projected end from its log's step lines and the schedule's maxSteps, and the $/h it is
-        priced at (None: unpriced, time only): the settings' `gpuPrices` for its recorded rungs, else the stack's."""
+        """Attempt `attempt`'s projected end from its log's step lines and the schedule's last step (its submission's
+        `lastStep`: maxSteps, or epochs x the steps of an epoch), and the $/h it is priced at (None: unpriced, time
+        only): the settings' `gpuPrices` for its recorded rungs, else the stack's."""
         settings = self.settings
-        max_steps = str(settings.submission["metadata"].get("maxSteps") or "")
         times, step = budget.verl_pace(logged_lines(settings.run_dir, attempt, PROJECTION_LINES))
         prices = settings.gpu_prices
         hourly = None
@@ -389,7 +390,8 @@ class Guardian:
             rungs = budget.rungs_of(recorded.values()).get(attempt, prices.stack_rungs)
             if None not in (prices.node_hourly.get(rung) for rung in rungs):
                 hourly = sum(count * (prices.node_hourly.get(rung) or 0.0) for rung, count in rungs.items())
-        found = budget.projected_end(times, step, int(max_steps) if max_steps.isdigit() else None, hourly or 0.0)
+        last = budget.scheduled_last_step(settings.submission["metadata"])
+        found = budget.projected_end(times, step, last, hourly or 0.0)
         return found, hourly
 
     def summarize(self, newest: AttemptView | None, recorded: dict[str, dict[str, Any]]) -> None:

@@ -186,7 +186,8 @@ class State:
     spent: Any = None
     """With `budget_by`: what the run's attempts have used (incluster/budget.py Spent)."""
     projected: str | None = None
-    """For a RUNNING verl attempt of a run with grpo.maxSteps: its projected end (incluster/budget.py
+    """For a RUNNING verl attempt of a run whose last step is known (grpo.maxSteps, or its epochs of a data set of
+    known size): its projected end (incluster/budget.py
     projection_line), shown in the guardian's waiting line; None otherwise."""
     gpu_rungs: dict[str, Any] | None = None
     """For a RUNNING attempt whose `gpu-rungs` the record lacks: its Ready GPU nodes per rung, as the entry's details

@@ -24,7 +24,7 @@ from jobs.cli.stack_jobs import RunDirectory, job_line, pick_job, print_records,
 from jobs.runs.observe import dollars_so_far
 from jobs.runs.observed import VERL_STEP_TIME_KEY, ray_attempts
 from jobs.spec.generation import record_generation
-from jobs.spec.training import TrainingSpec, submission_of, training_spec
+from jobs.spec.training import TrainingSpec, scheduled_steps, submission_of, training_spec
 from jobs.submit.parked import mark_parked_stale
 from jobs.submit.target import UsageError, endpoint_of, job_command, load_stack, local_submission
 
@@ -71,10 +71,10 @@ def cost_so_far(client: JobSubmissionClient, config: StackConfig, submission_id:
 class ProjectedEnd:
     """What the followed log says of the pace (each step line's verl `timing_s/step`, else the time between step
     lines as they come) and how the progress line shows the run's projected end from it (incluster/budget.py
-    projected_end at the stack's $/h; the log reads no record, so no preemption is folded in: `status` does)."""
+    projected_end to the stack's last step, jobs/spec/training.py scheduled_steps, at the stack's $/h; the log reads no record, so no preemption is folded in: `status` does)."""
 
     def __init__(self, config: StackConfig, framework: str, clock: Callable[[], float] = time.time) -> None:
-        self.max_steps, self.hourly, self.framework, self.clock = config.grpo.max_steps, gpu_hourly(config, catalog()), framework, clock  # fmt: skip
+        self.last_step, self.hourly, self.framework, self.clock = scheduled_steps(config), gpu_hourly(config, catalog()), framework, clock  # fmt: skip
         self.seconds: list[float] = []
         self.step = 0
         self.seen_at: float | None = None
@@ -93,10 +93,10 @@ class ProjectedEnd:
         self.step, self.seen_at = max(self.step, int(metrics["step"])), now
 
     def suffix(self) -> str:
-        """`  projected end: ...` once a step time is known and the schedule has a step limit, else ""."""
+        """`  projected end: ...` once a step time is known and the schedule's last step is (scheduled_steps), else ""."""
         if self.hourly is None:
             return ""
-        found = budget.projected_end(self.seconds, self.step, self.max_steps, self.hourly)
+        found = budget.projected_end(self.seconds, self.step, self.last_step, self.hourly)
         return "" if found is None else f"  {budget.projection_line(found, self.hourly, self.clock())}"
 
 

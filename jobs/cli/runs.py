@@ -39,7 +39,7 @@ from jobs.runs.goodput import Goodput
 from jobs.runs.idle import IdleView, idle_view
 from jobs.runs.observe import RunView, directory_view, run_view
 from jobs.runs.plot import draw, markers
-from jobs.spec.training import TrainingSpec, model_size_b, training_spec, under_data_root
+from jobs.spec.training import TrainingSpec, model_size_b, scheduled_steps, training_spec, under_data_root
 from jobs.submit.target import UsageError, endpoint_of, local_submission
 
 if TYPE_CHECKING:
@@ -193,7 +193,8 @@ def budget_status(view: RunView, config: StackConfig, moment: float) -> str | No
 
 def projected_status(view: RunView, config: StackConfig, figures: Goodput, moment: float) -> str | None:
     """The run's projected end (incluster/budget.py projected_end) while its newest attempt is live: the steps left to
-    the step limit it was submitted with (its `maxSteps` metadata, as the guardian reads it; else grpo.maxSteps) at
+    the last step it was submitted with (its `lastStep` metadata, as the guardian reads it; for an attempt submitted
+    without, its `maxSteps`; else the stack's: jobs/spec/training.py scheduled_steps, epochs-only included) at
     the median of the newest measured step times (jobs/runs/observed.py step_points), at the newest
     attempt's rungs' $/h, with each preemption's measured loss (goodput's Loss: after the checkpoint and the restart)
     folded in once one happened; None otherwise, or without a price."""
@@ -204,8 +205,9 @@ def projected_status(view: RunView, config: StackConfig, figures: Goodput, momen
     times = [point.step_s for point in observed.step_points(view.lines, view.framework) if point.step_s is not None]
     recoveries = [loss.total_s for loss in figures.losses if loss.failure == GPU_CAPACITY_LOST]
     hourly = prices[-1].hourly
-    scheduled = newest.max_steps
-    limit = config.grpo.max_steps if scheduled is None else int(scheduled) if scheduled.isdigit() else None
+    scheduled, limit = newest.max_steps or "", newest.last_step
+    if limit is None:
+        limit = int(scheduled) if scheduled.isdigit() else scheduled_steps(config)
     found = budget.projected_end(times, figures.steps_done, limit, hourly, recoveries)
     return None if found is None else budget.projection_line(found, hourly, moment)
 

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from incluster import budget
 from incluster.attempt import RESUMED_LINE
 from incluster.progress import VERL_SCORE_KEY, parse_verl_metrics
 from incluster.record import GPU_CAPACITY_LOST, RECORD_FILE, stamp_seconds
@@ -51,6 +52,9 @@ class RayAttempt:
     """When it ended; None while it is live."""
     max_steps: str | None = None
     """The schedule's step limit it was submitted with, its metadata's `maxSteps` ("": none); None where unknown."""
+    last_step: int | None = None
+    """The schedule's last step it was submitted with, its metadata's `lastStep` (incluster/budget.py
+    scheduled_last_step); None where unknown (an attempt submitted before the key, a data set of unknown size)."""
 
 
 @dataclass(frozen=True)
@@ -80,8 +84,10 @@ def ray_attempts(jobs: Iterable[Any]) -> list[RayAttempt]:
         status = str(getattr(job.status, "value", job.status))
         start = job.start_time / 1000 if job.start_time else None
         end = job.end_time / 1000 if job.end_time else None
-        max_steps = (job.metadata or {}).get("maxSteps")
-        found.append(RayAttempt(number, status, start, end, max_steps if isinstance(max_steps, str) else None))
+        metadata = job.metadata or {}
+        max_steps = metadata.get("maxSteps")
+        last = budget.scheduled_last_step(metadata)
+        found.append(RayAttempt(number, status, start, end, max_steps if isinstance(max_steps, str) else None, last))
     return sorted(found, key=lambda item: item.number)
 
 

@@ -25,12 +25,14 @@ from core.facts.job import (
     NEMO_RL_RECIPES,
     NEMO_RL_RELEASE_FACTS,
     NEMO_RL_WORKDIR,
+    TRAIN_ROWS,
     VERL_ENTRY_MODULE,
     NemoRlRecipe,
 )
 from core.facts.memory import TRAINING_STATES, TrainingFamily
 from core.facts.platform import DURABLE_BEFORE_CLOSE
 from core.names import DATA_MOUNT
+from incluster import budget
 from incluster.runs import for_attempt
 from workloads import paths
 
@@ -420,9 +422,24 @@ def tracking_env(config: StackConfig, run: str) -> dict[str, str]:
 
 
 def schedule_of(config: StackConfig) -> dict[str, str]:
-    """The schedule an attempt asks for, as job metadata (Ray's metadata values are text; "" is no step limit)."""
-    max_steps = config.grpo.max_steps
-    return {"maxSteps": "" if max_steps is None else str(max_steps), "epochs": str(config.grpo.epochs)}
+    """The schedule an attempt asks for, as job metadata (Ray's metadata values are text; "" is no step limit), and
+    its last step as the trainer counts it (`lastStep`, scheduled_steps; "" unknown), which the guardian's and
+    `status`'s projected end read."""
+    max_steps, last = config.grpo.max_steps, scheduled_steps(config)
+    return {
+        "maxSteps": "" if max_steps is None else str(max_steps),
+        "epochs": str(config.grpo.epochs),
+        "lastStep": "" if last is None else str(last),
+    }
+
+
+def scheduled_steps(config: StackConfig) -> int | None:
+    """The run's last step (incluster/budget.py last_step): grpo.maxSteps, else grpo.epochs x the steps of an epoch of
+    workload.dataset's training split (core/facts/job.py TRAIN_ROWS) at grpo.promptsPerStep; None for a data set of
+    unknown size."""
+    grpo = config.grpo
+    rows = TRAIN_ROWS.get(config.workload.dataset)
+    return budget.last_step(grpo.max_steps, grpo.epochs, rows, grpo.prompts_per_step)
 
 
 def budget_of(config: StackConfig) -> dict[str, str]:

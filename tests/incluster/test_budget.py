@@ -101,6 +101,28 @@ def test_once_a_preemption_happened_its_measured_recovery_is_folded_in_per_step_
     )
 
 
+def test_the_last_step_of_an_epochs_only_schedule_is_the_epochs_whole_batches_of_the_training_split():
+    # verl's GSM8K quickstart: 7473 rows // 256 prompts = 29 steps an epoch (the partial batch dropped), 2 epochs
+    assert budget.last_step(None, 2, 7473, 256) == 58
+    assert budget.last_step(None, 1, 40315, 32) == 1259
+    assert budget.last_step(10, 2, 7473, 256) == 10  # a step limit is the last step, whatever the epochs
+    assert budget.last_step(None, 2, None, 256) is None  # a data set of unknown size: none
+    assert budget.last_step(10, 2, None, 256) == 10
+
+
+def test_an_attempts_last_step_is_read_from_its_metadata_and_none_where_unknown():
+    assert budget.scheduled_last_step({"maxSteps": "", "epochs": "2", "lastStep": "58"}) == 58
+    assert budget.scheduled_last_step({"maxSteps": "", "epochs": "2", "lastStep": ""}) is None
+    assert budget.scheduled_last_step({"maxSteps": "10", "epochs": "1"}) is None
+
+
+def test_an_epochs_only_schedule_is_projected_to_its_last_step():
+    found = budget.projected_end([30.0] * 10, steps_done=8, max_steps=budget.last_step(None, 2, 7473, 256), hourly=60.0)
+    assert budget.projection_line(found, 60.0, T0) == (
+        "projected end: step 58 in ~25m 00s (2026-12-01T12:25:00.000Z), ~$25.00 more at $60.00/h"
+    )
+
+
 def test_no_projection_without_a_step_limit_or_a_measured_step_and_none_left_at_the_end():
     assert budget.projected_end([30.0], steps_done=1, max_steps=None, hourly=1.0) is None
     assert budget.projected_end([], steps_done=0, max_steps=10, hourly=1.0) is None

@@ -146,3 +146,30 @@ def test_the_guardian_projects_a_running_attempts_end_from_its_logs_step_lines_e
     on_demand = settings.gpu_prices.node_hourly["on-demand"]
     assert guard.projection_view(running, rungs).endswith(f"more at ${on_demand:.2f}/h")
     assert guard.projection_view(replace(running, status="PENDING"), {}) is None
+
+
+def test_the_guardian_projects_an_epochs_only_schedule_to_the_last_step_its_settings_carry(tmp_path):
+    """Issue 33 item 3: dev's schedule without grpo.maxSteps, one epoch of GSM8K, whose last step the guardian's
+    settings carry (the submission's `lastStep` metadata: 7473 training rows // 64 prompts = 116); the log holds
+    steps 1 and 2 at timing_s/step 90 and 96 s: 114 steps left at 93 s."""
+    from dataclasses import replace
+
+    from incluster.attempt import AttemptLog
+    from incluster.guardian.loop import Guardian
+    from incluster.guardian.policy import AttemptView
+    from tests.incluster.test_guardian_preflight import _with_run_dir
+
+    values = settings_from(guardian_settings(config_of("dev", job={"maxCost": 40})), "test")
+    assert values.submission["metadata"]["lastStep"] == "116"
+    settings = replace(values, submission=_with_run_dir(values.submission, tmp_path))
+    log = AttemptLog(tmp_path, "1")
+    for step, took in ((1, 90.0), (2, 96.0)):
+        log.write(f"step:{step} - critic/score/mean:np.float64(0.1) - timing_s/step:{took}\n".encode())
+    log.close()
+    guard = object.__new__(Guardian)
+    guard.settings, guard.clock, guard._projected = settings, lambda: T0, (0, float("-inf"), None)
+    spot = settings.gpu_prices.node_hourly["spot"]
+    assert guard.projection_view(AttemptView(1, "RUNNING", start=T0 - 200), {}) == (
+        f"projected end: step 116 in ~2h 56m (2026-12-01T14:56:42.000Z), ~${spot * 114 * 93 / 3600:.2f} more at"
+        f" ${spot:.2f}/h"
+    )

@@ -211,18 +211,20 @@ def cli_run(make_stack, monkeypatch):
 
 def stand_in_run(make_stack, monkeypatch, **sections: dict) -> SimpleNamespace:
     """A run of stack `cli` (dev with `sections` changed) on a stand-in cluster, both attempts submitted by the CLI
-    (no record): attempt 1 FAILED after step 4, attempt 2 resumed from step 2 (its own log's resume line) and
+    (no record; their job metadata the CLI's, jobs/spec/training.py submission_of): attempt 1 FAILED after step 4, attempt 2 resumed from step 2 (its own log's resume line) and
     SUCCEEDED; then an export of the run (an id Ray picked, the newest job of the stack) and a job of another stack.
     Its files lie under DIR/data."""
     from ray.job_submission import JobDetails, JobStatus, JobType
 
     from incluster import job_client
-    from jobs.spec.training import training_spec
+    from jobs.spec.training import submission_of, training_spec
     from jobs.submit.target import load_stack
     from tests.jobs.runs.test_observed import T0, stamp, verl_log
 
     name, directory = make_stack("cli", **sections)
-    run = training_spec(load_stack(name, directory)).run
+    config = load_stack(name, directory)
+    spec = training_spec(config)
+    run = spec.run
     data = directory / "data"
     logs = data / "checkpoints" / run / "logs"
     logs.mkdir(parents=True)
@@ -242,11 +244,14 @@ def stand_in_run(make_stack, monkeypatch, **sections: dict) -> SimpleNamespace:
             metadata=metadata,
         )  # fmt: skip
 
-    attempt = {"stack": name, "framework": "verl", "run": run}
+    def attempt(number: int) -> dict:
+        """The attempt's job metadata as the CLI submits it (jobs/spec/training.py submission_of)."""
+        return submission_of(config, spec, number)["metadata"]
+
     failed = f"Job entrypoint command failed with exit code 1, last available logs (truncated to 20,000 chars):\n{RED}x"
     jobs = [
-        job(f"{run}-1", JobStatus.FAILED, T0 + 60, T0 + 950, {**attempt, "attempt": "1"}, failed),
-        job(f"{run}-2", JobStatus.SUCCEEDED, T0 + 1200, T0 + 1800, {**attempt, "attempt": "2"}, "Job finished successfully."),
+        job(f"{run}-1", JobStatus.FAILED, T0 + 60, T0 + 950, attempt(1), failed),
+        job(f"{run}-2", JobStatus.SUCCEEDED, T0 + 1200, T0 + 1800, attempt(2), "Job finished successfully."),
         job("raysubmit_4kX2", JobStatus.SUCCEEDED, T0 + 1900, T0 + 2000,
             {"stack": name, "framework": "verl", "exportOf": run, "step": "newest"}, "Job finished successfully."),
         job("other-0123456789-1", JobStatus.RUNNING, T0 + 2100, None, {"stack": "other", "run": "other-0123456789", "attempt": "1"}),
@@ -751,10 +756,22 @@ def test_the_follow_line_of_a_ladder_stack_says_its_dollars_are_at_gpu_provision
     assert cost_so_far(client, plain, attempt)() == f"  ${spot * 1490 / 3600:,.2f} so far"
 
 
-def test_status_of_a_live_run_shows_its_projected_end_at_the_current_rungs(make_stack, capsys, monkeypatch):
-    """Issue 33 item 3: stand_in_run's run with grpo.maxSteps 10 and job.maxCost 50, attempt 2 still RUNNING at
-    1800 s: 5 steps left at the median of the measured step times (verl's timing_s/step 91 to 95 s: 93 s), at attempt
-    2's spot node's $/h; attempt 1's failure is no preemption, so no recovery is folded in. The whole output."""
+@pytest.mark.parametrize(
+    ("grpo", "projected", "seconds_left"),
+    [
+        ({"maxSteps": 10}, "step 10 in ~7m 45s (2026-12-01T10:37:45.000Z)", 5 * 93),
+        # epochs-only: dev's 1 epoch of GSM8K's 7473 training rows at 64 prompts a step is 116 steps, 111 left
+        ({}, "step 116 in ~2h 52m (2026-12-01T13:22:03.000Z)", 111 * 93),
+    ],
+)
+def test_status_of_a_live_run_shows_its_projected_end_at_the_current_rungs(
+    make_stack, capsys, monkeypatch, grpo, projected, seconds_left
+):
+    """Issue 33 item 3: stand_in_run's run with job.maxCost 50, grpo.maxSteps 10 or no step limit (its last step from
+    its epochs and the data set's size, in the attempts' job metadata as the CLI submits them), attempt 2 still RUNNING
+    at 1800 s: 5 steps done, the rest at the median of the measured step times (verl's timing_s/step 91 to 95 s: 93 s),
+    at attempt 2's spot node's $/h; attempt 1's failure is no preemption, so no recovery is folded in. The whole
+    output."""
     from ray.job_submission import JobStatus
 
     from core.prices import catalog, gpu_hourly
@@ -763,7 +780,7 @@ def test_status_of_a_live_run_shows_its_projected_end_at_the_current_rungs(make_
     from tests.conftest import config_of
     from tests.jobs.runs.test_observed import T0
 
-    live = stand_in_run(make_stack, monkeypatch, grpo={"maxSteps": 10}, job={"maxCost": 50})
+    live = stand_in_run(make_stack, monkeypatch, grpo=grpo, job={"maxCost": 50})
     stand_in = job_client.connect(None)
     jobs = [
         job.model_copy(update={"status": JobStatus.RUNNING, "end_time": None, "message": ""})
@@ -783,8 +800,7 @@ def test_status_of_a_live_run_shows_its_projected_end_at_the_current_rungs(make_
         "  priced by the rungs each attempt ran on (core/facts/prices.json of 2026-12-01):",
         f"    attempts 1-2: 1 spot, ${hourly:.2f}/h (not recorded: gpu.nodes on gpu.provisioning)",
         f"  budget: ${spent:.2f} of $50.00 spent, ${50 - spent:.2f} left",
-        f"  projected end: step 10 in ~7m 45s (2026-12-01T10:37:45.000Z), ~${hourly * 465 / 3600:.2f} more at"
-        f" ${hourly:.2f}/h",
+        f"  projected end: {projected}, ~${hourly * seconds_left / 3600:.2f} more at ${hourly:.2f}/h",
         *FIRST_STEP_LINES,
         *STEP_TIME_LINES[:8],
         # STEP_TIME_LINES' wall time at 1800 s: attempt 2 still running, so nothing idle yet.
@@ -803,8 +819,10 @@ def test_status_of_a_live_run_shows_its_projected_end_at_the_current_rungs(make_
 
 def test_the_follow_line_adds_the_projected_end_from_the_step_lines_it_has_seen(make_stack, monkeypatch):
     """Issue 33 item 3: `submit --wait` and `logs --follow` add the projected end to their progress line once a verl
-    step line gave a step time (its timing_s/step, else the time since the previous step line) and the schedule has
-    grpo.maxSteps; at the stack's $/h, no record read (status folds in preemptions)."""
+    step line gave a step time (its timing_s/step, else the time since the previous step line) and the schedule's last
+    step is known: grpo.maxSteps, else its epochs of the data set's training rows (core/facts/job.py TRAIN_ROWS); at
+    the stack's $/h, no record read (status folds in preemptions)."""
+    from core.facts.job import TRAIN_ROWS
     from jobs.cli.follow import ProjectedEnd
     from jobs.submit.target import load_stack
     from tests.jobs.runs.test_observed import T0, verl_log
@@ -823,10 +841,19 @@ def test_the_follow_line_adds_the_projected_end_from_the_step_lines_it_has_seen(
         f"  projected end: step 10 in ~12m 12s (2026-12-01T10:12:12.000Z), ~${spot * 732 / 3600:.2f} more at"
         f" ${spot:.2f}/h"
     )
-    no_limit = ProjectedEnd(load_stack("cli", live.directory).model_copy(update={"grpo": load_stack(
-        "cli", live.directory).grpo.model_copy(update={"max_steps": None})}), "verl", clock=lambda: clock[0])  # fmt: skip
+    epochs_only = load_stack("cli", live.directory).model_copy(update={"grpo": load_stack(
+        "cli", live.directory).grpo.model_copy(update={"max_steps": None})})  # fmt: skip
+    no_limit = ProjectedEnd(epochs_only, "verl", clock=lambda: clock[0])
     no_limit.see("step:1 - critic/score/mean:np.float64(0.1) - timing_s/step:91.0")
-    assert no_limit.suffix() == ""
+    # without grpo.maxSteps: one epoch of GSM8K's 7473 training rows at dev's 64 prompts a step, 116 steps, 115 left
+    assert no_limit.suffix() == (
+        f"  projected end: step 116 in ~2h 54m (2026-12-01T12:54:25.000Z), ~${spot * 115 * 91 / 3600:.2f} more at"
+        f" ${spot:.2f}/h"
+    )
+    monkeypatch.delitem(TRAIN_ROWS, "gsm8k")  # a data set of unknown size: no last step, no projection
+    unknown = ProjectedEnd(epochs_only, "verl", clock=lambda: clock[0])
+    unknown.see("step:1 - critic/score/mean:np.float64(0.1) - timing_s/step:91.0")
+    assert unknown.suffix() == ""
 
 
 def test_a_timeout_or_deadline_not_above_zero_is_refused_naming_the_option(tmp_path, stack_args):

@@ -19,6 +19,7 @@ from jobs.spec.training import (
     hf_architecture,
     model_size_b,
     nemo_rl_recipe,
+    scheduled_steps,
     submission_for,
     submission_of,
     training_spec,
@@ -180,6 +181,16 @@ def test_the_same_spec_is_the_same_run_and_a_changed_spec_a_new_one():
     assert training_spec(config_of("dev", stack="other")).run.startswith("other-")
 
 
+SHIPPED_LAST_STEPS = {
+    "dev": "116",  # epochs-only: 1 epoch of GSM8K's 7473 training rows at 64 prompts a step, the last batch dropped
+    "first-run": "116",  # the same
+    "nemo-rl-standard-b200": "500",  # its grpo.maxSteps
+    "verl-autopilot-b200": "58",  # 2 epochs of 7473 // 256 = 29 steps: verl's GSM8K quickstart's 58 steps
+    "verl-standard-h200": "58",  # the same
+}
+"""Each shipped stack's last step as the trainer counts it (job metadata `lastStep`)."""
+
+
 def test_submission_holds_only_submit_job_kwargs_known_runtime_env_fields_and_no_token():
     kwargs, runtime_env_fields = submit_job_kwargs(), ray_runtime_env_fields()
     for stack in SHIPPED_STACKS:
@@ -195,7 +206,7 @@ def test_submission_holds_only_submit_job_kwargs_known_runtime_env_fields_and_no
         max_steps = "" if config.grpo.max_steps is None else str(config.grpo.max_steps)
         assert submission["metadata"] == {
             "stack": stack, "framework": config.workload.framework, "run": run, "attempt": "1",
-            "maxSteps": max_steps, "epochs": str(config.grpo.epochs),
+            "maxSteps": max_steps, "epochs": str(config.grpo.epochs), "lastStep": SHIPPED_LAST_STEPS[stack],
         }  # fmt: skip
         assert all(isinstance(value, str) for value in submission["runtime_env"]["env_vars"].values())
 
@@ -352,3 +363,10 @@ def test_on_data_root_places_every_shared_storage_path_under_the_directory_and_n
     odd = {**submission, "entrypoint": "cat /database /x/data/y /data", "runtime_env": {"env_vars": {"A": "/data"}}}
     assert on_data_root(odd, "/d")["entrypoint"] == "cat /database /x/data/y /d"
     assert on_data_root(odd, "/d")["runtime_env"]["env_vars"] == {"A": "/d"}
+
+
+def test_an_epochs_only_schedule_lasts_its_epochs_of_the_data_sets_whole_batches_and_a_step_limit_wins():
+    nemo = config_of("nemo-rl-standard-b200", grpo={"maxSteps": None, "epochs": 2})
+    assert scheduled_steps(nemo) == 2 * (40315 // 32)  # DeepScaleR's training rows at its 32 prompts a step
+    assert scheduled_steps(config_of("dev", grpo={"epochs": 3})) == 3 * (7473 // 64)  # GSM8K's at dev's 64
+    assert scheduled_steps(config_of("dev", grpo={"epochs": 3, "maxSteps": 7})) == 7
