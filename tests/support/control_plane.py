@@ -722,6 +722,14 @@ def guardian_in(plane: ControlPlane, namespace: str, cordon: bool = False) -> st
         assert answer.ok, f"{obj['kind']} {obj['metadata']['name']}: {answer.status_code} {answer.text}"
     token = plane.service_account_token(namespace, names.GUARDIAN)
     asked = [(rule, namespace) for rule in role["rules"]] + [(rule, None) for rule in cluster_rules]
+    wait_allowed(plane, token, asked, "the guardian its rendered calls")
+    return token
+
+
+def wait_allowed(plane: ControlPlane, token: str, asked: list[tuple[dict[str, Any], str | None]], what: str) -> None:
+    """Wait until RBAC allows bearer `token` every call of each (rule, namespace or None for cluster scope) of
+    `asked`, as the API server answers a SelfSubjectAccessReview of it (the authorizer learns a new binding from its
+    watch, within moments)."""
 
     def allowed() -> bool:
         for rule, where in asked:
@@ -739,5 +747,23 @@ def guardian_in(plane: ControlPlane, namespace: str, cordon: bool = False) -> st
                             return False
         return True
 
-    plane.wait_for("RBAC allowing the guardian its rendered calls", allowed, deadline=30, every=0.05)
+    plane.wait_for(f"RBAC allowing {what}", allowed, deadline=30, every=0.05)
+
+
+def account_with_role(plane: ControlPlane, namespace: str, name: str, rules: list[dict[str, Any]]) -> str:
+    """A ServiceAccount `name` in `namespace` with a Role of `rules` bound to it (a user whose rights the test
+    chooses); its token (TokenRequest), once RBAC allows it every rule."""
+    rbac = "rbac.authorization.k8s.io/v1"
+    metadata = {"name": name, "namespace": namespace}
+    subjects = [{"kind": "ServiceAccount", "name": name, "namespace": namespace}]
+    for obj in (
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": metadata},
+        {"apiVersion": rbac, "kind": "Role", "metadata": metadata, "rules": rules},
+        {"apiVersion": rbac, "kind": "RoleBinding", "metadata": metadata, "subjects": subjects,
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name}},
+    ):  # fmt: skip
+        answer = plane.apply(obj, "grpo-gke-tests", force=True)
+        assert answer.ok, f"{obj['kind']} {name}: {answer.status_code} {answer.text}"
+    token = plane.service_account_token(namespace, name)
+    wait_allowed(plane, token, [(rule, namespace) for rule in rules], f"{namespace}/{name} its Role")
     return token
