@@ -270,7 +270,8 @@ def kube_api(control_plane) -> Iterator[dict[str, Any]]:
     """The Kubernetes rows' boundary: the real API server of the test run with a fault proxy in front of it that moves
     the stack's namespace (which the scaling code always uses) to one of the module's own, where the stack's RayCluster
     (suspended: no pods) stands; a node of the module's own (no GPU label: no other test's GPU node list sees it) is
-    the one cordoned."""
+    the one cordoned. The calls are the guardian's own ServiceAccount's, its rendered Role and ClusterRole with
+    cordoning bound in that namespace (tests/support/control_plane.py guardian_in), so RBAC judges each."""
     from core import names
 
     namespace = f"t-{uuid.uuid4().hex[:12]}"
@@ -281,9 +282,10 @@ def kube_api(control_plane) -> Iterator[dict[str, Any]]:
     control_plane.ok("POST", "/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": node}})
     try:
         made.create_raycluster(control_plane, namespace)
+        token = cp.guardian_in(control_plane, namespace, cordon=True)
         with fault_proxy(control_plane.address, str(control_plane.ca), (names.NAMESPACE, namespace)) as proxy:
             proxy.hold = 2 * READ_SECONDS
-            yield {"proxy": proxy, "api": Endpoint(proxy.url, control_plane.headers()), "node": node}
+            yield {"proxy": proxy, "api": Endpoint(proxy.url, control_plane.headers(token)), "node": node}
     finally:
         control_plane.request("DELETE", f"/api/v1/nodes/{node}")
         control_plane.request("DELETE", f"/api/v1/namespaces/{namespace}")

@@ -29,6 +29,7 @@ from jobs.guardian import objects as guardian_objects
 from jobs.guardian.settings import guardian_settings
 from jobs.spec.training import on_data_root
 from tests.conftest import config_of
+from tests.support import control_plane as cp
 from tests.support import kube_objects as made
 from tests.support.control_plane import ControlPlane
 from tests.support.fault_proxy import FaultProxy, fault_proxy
@@ -85,11 +86,13 @@ class Cluster:
     """The GPU nodes the test makes, deleted after it."""
     proxy: FaultProxy
     """The proxy in front of the API server."""
+    token: str
+    """The guardian's ServiceAccount's token, its rendered Role and ClusterRole (without cordoning) bound to it."""
 
     @property
     def endpoint(self) -> Endpoint:
-        """The API server as the code under test reaches it (the admin's token)."""
-        return Endpoint(self.proxy.url, self.plane.headers())
+        """The API server as the code under test reaches it: as the guardian's ServiceAccount, so RBAC judges it."""
+        return Endpoint(self.proxy.url, self.plane.headers(self.token))
 
     def calls(self) -> list[tuple[str, str, str]]:
         """(API group, resource, verb) of every request the code under test sent, in order."""
@@ -99,9 +102,10 @@ class Cluster:
 @pytest.fixture
 def kube(control_plane, stack_namespace) -> Iterator[Cluster]:
     nodes = Nodes(control_plane)
+    token = cp.guardian_in(control_plane, stack_namespace)
     try:
         with fault_proxy(control_plane.address, str(control_plane.ca)) as proxy:
-            yield Cluster(control_plane, stack_namespace, nodes, proxy)
+            yield Cluster(control_plane, stack_namespace, nodes, proxy, token)
     finally:
         nodes.delete()
 
@@ -303,7 +307,9 @@ def test_after_the_scale_to_zero_the_guardian_reads_the_gpu_workers_through_the_
     scaled = {"scaled-to-zero": {"event": "scaled-to-zero", "attempt": 1}}
     monotonic = [1000.0]
     monkeypatch.setattr(loop.time, "monotonic", lambda: monotonic[0])
-    proxy = Endpoint(f"{kube.proxy.url}/api/v1/namespaces/grpo/services/grpo-head-svc:8265/proxy", kube.plane.headers())
+    proxy = Endpoint(
+        f"{kube.proxy.url}/api/v1/namespaces/grpo/services/grpo-head-svc:8265/proxy", kube.endpoint.headers
+    )
     guard = guardian_on(settings, None)
     guard.endpoint, guard.report = proxy, print
     guard.hooks, guard._workers_read = Hooks(scale_to_zero=lambda s: "scaled"), (float("-inf"), False)
@@ -335,8 +341,18 @@ def test_the_guardians_rbac_is_exactly_the_calls_its_code_makes(settings, tmp_pa
     readiness.scale_up_events(Guardian.capacity_of(settings, api))  # the gate's rung and why (events)
     lease = Lease(api, "guardian-a")
     assert lease.try_acquire_or_renew() and lease.try_acquire_or_renew()  # create, then renew (update)
+    # Without job.cordonBadNodes the Role has no `get pods`: the API server refuses the cordon's first call for real.
+    denied = len(kube.calls())
+    assert cordon_pods_nodes(api, ["grpo-gpu-worker-a"], reports.append) == []
+    (said,) = reports
+    assert said.startswith("grpo-gke preflight: not cordoned grpo-gpu-worker-a: the API server refused GET ") and (
+        ": 403 " in said
+    ), said
+    assert not plane.get("/api/v1/nodes/gke-gpu-1")["spec"].get("unschedulable")
+    kube.proxy.seen[denied:] = []
+    cordoning = Endpoint(api.address, plane.headers(cp.guardian_in(plane, namespace, cordon=True)), api.verify)
     before_cordon = len(kube.calls())
-    cordoned = cordon_pods_nodes(api, ["grpo-gpu-worker-a"], reports.append)  # job.cordonBadNodes
+    cordoned = cordon_pods_nodes(cordoning, ["grpo-gpu-worker-a"], reports.append)  # job.cordonBadNodes
     assert cordoned == ["gke-gpu-1"], reports
     assert plane.get("/api/v1/nodes/gke-gpu-1")["spec"]["unschedulable"] is True
     cordon_calls = kube.calls()[before_cordon:]

@@ -1,6 +1,6 @@
 """The guardian records, once per attempt, the rungs its GPU nodes ran on (issue 22 item 6: status prices each
-attempt by them): the Ready GPU nodes per rung when it first sees the attempt RUNNING, read from the real API server of the test run (tests/conftest.py `control_plane`) through a proxy
-that counts the reads: GPU nodes with GKE's `cloud.google.com/gke-nodepool` label, Ready ones run by kwok, others
+attempt by them): the Ready GPU nodes per rung when it first sees the attempt RUNNING, read from the real API server of the test run (tests/conftest.py `control_plane`) as the guardian's own
+ServiceAccount (its rendered Role and ClusterRole bound) through a proxy that counts the reads: GPU nodes with GKE's `cloud.google.com/gke-nodepool` label, Ready ones run by kwok, others
 whose Ready condition is written as the node lifecycle controller writes it (tests/support/kube_objects.py Nodes)."""
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from incluster.guardian.settings import settings_from
 from jobs.guardian.settings import guardian_settings
 from tests.conftest import config_of
 from tests.incluster.test_guardian_preflight import _with_run_dir
+from tests.support import control_plane as cp
 from tests.support.control_plane import ControlPlane
 from tests.support.fault_proxy import fault_proxy
 from tests.support.kube_objects import Nodes, stamp
@@ -72,12 +73,20 @@ def make_ladder_nodes(nodes: Nodes) -> None:
             nodes.without_kubelet(name, "Unknown", T0 - 300, *STOPPED, labels=labels)
 
 
-def dashboard_through(plane: ControlPlane, address: str) -> Endpoint:
+def dashboard_through(plane: ControlPlane, address: str, token: str) -> Endpoint:
     """The Ray dashboard as the guardian is given it: the API server's service proxy at `address` (no dashboard is
-    behind it here: the tests' Jobs client and Ray's node list are fakes), with the admin's token."""
+    behind it here: the tests' Jobs client and Ray's node list are fakes), with the guardian's ServiceAccount's
+    `token` (its rendered Role and ClusterRole bound: tests/support/control_plane.py guardian_in), so RBAC judges
+    its reads of the nodes."""
     return Endpoint(
-        f"{address}/api/v1/namespaces/grpo/services/grpo-head-svc:8265/proxy", plane.headers(), str(plane.ca)
+        f"{address}/api/v1/namespaces/grpo/services/grpo-head-svc:8265/proxy", plane.headers(token), str(plane.ca)
     )
+
+
+@pytest.fixture
+def guardian_token(control_plane, stack_namespace) -> str:
+    """The guardian's ServiceAccount's token in the stack's namespace, the stack's Role and ClusterRole bound."""
+    return cp.guardian_in(control_plane, stack_namespace)
 
 
 def ladder_settings(tmp_path, **gpu):
@@ -122,7 +131,7 @@ class RunningHead:
 
 
 def test_the_guardian_reads_the_nodes_once_records_the_rungs_once_and_says_when_it_cannot(
-    tmp_path, monkeypatch, control_plane, nodes
+    tmp_path, monkeypatch, control_plane, nodes, guardian_token
 ):
     settings = ladder_settings(tmp_path, capacity=["spot", "on-demand"])
     monkeypatch.setattr(job_client, "connect", lambda endpoint: RunningHead(settings.run))
@@ -130,7 +139,7 @@ def test_the_guardian_reads_the_nodes_once_records_the_rungs_once_and_says_when_
     make_ladder_nodes(nodes)
     reports: list[str] = []
     with fault_proxy(control_plane.address, str(control_plane.ca)) as api:
-        dashboard = dashboard_through(control_plane, api.url)
+        dashboard = dashboard_through(control_plane, api.url, guardian_token)
         guard = Guardian(settings, dashboard, Hooks(), reports.append, clock=lambda: T0 + 10)
         for _ in range(3):
             action = decide(guard.observe())
@@ -156,13 +165,14 @@ def test_the_guardian_reads_the_nodes_once_records_the_rungs_once_and_says_when_
     assert said.startswith(f"{other.run}: no rungs recorded for attempt 1: the API server at ")
 
 
-def test_no_ready_gpu_node_is_nothing_to_record(tmp_path, monkeypatch, control_plane, nodes):
+def test_no_ready_gpu_node_is_nothing_to_record(tmp_path, monkeypatch, control_plane, nodes, guardian_token):
     settings = ladder_settings(tmp_path, capacity=["spot", "on-demand"])
     monkeypatch.setattr(job_client, "connect", lambda endpoint: RunningHead(settings.run))
     monkeypatch.setattr(readiness, "ray_nodes", lambda endpoint: [])
     nodes.without_kubelet("gke-grpo-dev-gpu-1a2b3c4d-gone", "False", T0 - 300, "KubeletNotReady", "container runtime is down",
                     labels={POOL: "gpu"})  # fmt: skip
-    guard = Guardian(settings, dashboard_through(control_plane, control_plane.address), Hooks(), lambda line: None,
+    guard = Guardian(settings, dashboard_through(control_plane, control_plane.address, guardian_token), Hooks(),
+                     lambda line: None,
                      clock=lambda: T0 + 10)  # fmt: skip
     assert guard.observe().gpu_rungs is None
     assert record.read(settings.run_dir) == []

@@ -1,13 +1,12 @@
 """Scaling the GPU workers to zero and back: the guardian's exact patch, what KubeRay makes of it, that a later
-plan with the patch applied to the live RayCluster changes nothing, and the bring-back request against a stand-in
-API server on the loopback."""
+plan with the patch applied to the live RayCluster changes nothing, and the bring-back request against the real API
+server of the test run (tests/conftest.py `control_plane`): the stack's rendered RayCluster, the guardian's scale to
+zero as its own ServiceAccount, a refusal from RBAC itself."""
 
 from __future__ import annotations
 
 import copy
-import http.server
 import json
-import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -20,6 +19,8 @@ from incluster.job_client import JobError
 from plan.blast import blast_radius
 from plan.writer import render_plan_json
 from tests.conftest import combination_config
+from tests.support import control_plane as cp
+from tests.support.fault_proxy import fault_proxy
 from tests.workloads.conftest import mocked_run
 from workloads.raycluster import render_manifest
 
@@ -115,69 +116,58 @@ def test_only_a_service_proxy_endpoint_has_an_api_server():
     assert scaling.bring_back(Endpoint("http://127.0.0.1:8265"), 1, print) is False
 
 
-class _ApiServer(http.server.BaseHTTPRequestHandler):
-    """Answers GET of the RayCluster with `live` and records each PATCH (one stand-in API server per test)."""
-
-    live: dict[str, Any] = {}
-    status = 200
-    patches: list[tuple[str, str, Any]] = []
-
-    def do_GET(self) -> None:
-        self._answer(self.status, self.live)
-
-    def do_PATCH(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        type(self).patches.append((self.path, self.headers["Content-Type"], body))
-        self._answer(200, apply_json_patch(self.live, body))
-
-    def _answer(self, status: int, document: dict[str, Any]) -> None:
-        payload = json.dumps(document).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-    def log_message(self, *_: Any) -> None:
-        """Quiet."""
-
-
 @pytest.fixture
-def api_server() -> Iterator[tuple[str, type[_ApiServer]]]:
-    handler = type("Handler", (_ApiServer,), {"patches": [], "status": 200})
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}", handler
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-
-
-def test_bring_back_patches_a_scaled_down_cluster_and_leaves_a_full_one(api_server):
-    server, handler = api_server
+def live(control_plane, kube_namespace) -> Iterator[tuple[Any, dict[str, Any], Any]]:
+    """The stack's RayCluster as the dev stack renders it (workloads/raycluster.py render_manifest), suspended (KubeRay
+    makes no pods of a suspended RayCluster: ray-operator v1.6.1 raycluster_types.go `suspend`, so nothing of it
+    reaches another test's nodes), on the real API server of the test run in a namespace of the test's own; a proxy in
+    front of it moves the stack's namespace, which the scaling code always uses, there (tests/support/fault_proxy.py).
+    (The proxy, the rendered manifest, the RayCluster's API path in the test's namespace.)"""
     manifest = render_manifest(combination_config())
-    handler.live = apply_json_patch(manifest, scaling.worker_patch(0))
+    body = copy.deepcopy(manifest)
+    body["metadata"]["namespace"] = kube_namespace
+    body["spec"]["suspend"] = True
+    path = control_plane.path_of(body)
+    control_plane.ok("POST", control_plane.path_of(body, ""), body)
+    with fault_proxy(control_plane.address, str(control_plane.ca), (names.NAMESPACE, kube_namespace)) as proxy:
+        yield proxy, manifest, path
+
+
+def _workers(control_plane, path: str) -> int:
+    """The replicas of the live RayCluster's GPU worker group."""
+    return scaling.desired_workers(control_plane.get(path))
+
+
+def test_bring_back_patches_a_scaled_down_cluster_and_leaves_a_full_one(control_plane, kube_namespace, live):
+    proxy, manifest, path = live
+    guardian = Endpoint(proxy.url, control_plane.headers(cp.guardian_in(control_plane, kube_namespace)))
+    scaling.scale_to(guardian, 0)  # the guardian's scale to zero, as its own ServiceAccount
+    assert _workers(control_plane, path) == 0
+    proxy.seen.clear()
     lines: list[str] = []
-    endpoint = Endpoint(service_proxy_url(server), headers={"Authorization": "Bearer t"})
+    endpoint = Endpoint(service_proxy_url(proxy.url), control_plane.headers())  # the user's credentials (the admin)
     assert scaling.bring_back(endpoint, 1, lines.append) is True
-    assert handler.patches == [
-        (
-            "/apis/ray.io/v1/namespaces/grpo/rayclusters/grpo?fieldManager=grpo-gke-guardian",
-            "application/json-patch+json",
-            scaling.worker_patch(names.WORKER_REPLICAS),
-        ),
-    ]
+    patch = "/apis/ray.io/v1/namespaces/grpo/rayclusters/grpo?fieldManager=grpo-gke-guardian"
+    assert [(method, seen) for method, seen, _ in proxy.seen if method == "PATCH"] == [("PATCH", patch)]
     assert lines == ["the GPU workers were scaled to zero: scaling them back to 1"]
-    handler.live = manifest
+    (back,), (rendered,) = control_plane.get(path)["spec"]["workerGroupSpecs"], manifest["spec"]["workerGroupSpecs"]
+    fields = ("groupName", "replicas", "minReplicas", "maxReplicas")
+    assert [back[field] for field in fields] == [rendered[field] for field in fields]
+    assert _workers(control_plane, path) == 1
     assert scaling.bring_back(endpoint, 1, lines.append) is False
-    assert len(handler.patches) == 1
+    assert [method for method, *_ in proxy.seen].count("PATCH") == 1
 
 
-def test_bring_back_refused_names_the_permission(api_server):
-    server, handler = api_server
-    handler.status = 403
-    with pytest.raises(JobError, match=f"get and patch on it.*{names.NAMESPACE}|namespace {names.NAMESPACE}"):
-        scaling.bring_back(Endpoint(service_proxy_url(server)), 1, print)
-    assert handler.patches == []
+def test_bring_back_refused_names_the_permission(control_plane, kube_namespace, live):
+    """A user whose Role reads the RayCluster but may not patch it: the real API server's RBAC refuses the patch."""
+    proxy, _, path = live
+    scaling.scale_to(Endpoint(proxy.url, control_plane.headers()), 0)
+    reader = [{"apiGroups": ["ray.io"], "resources": ["rayclusters"], "verbs": ["get"]}]
+    token = cp.account_with_role(control_plane, kube_namespace, "reader", reader)
+    proxy.seen.clear()
+    with pytest.raises(
+        JobError, match=f"refused to patch .*get and patch on it.*{names.NAMESPACE}|namespace {names.NAMESPACE}"
+    ):
+        scaling.bring_back(Endpoint(service_proxy_url(proxy.url), control_plane.headers(token)), 1, print)
+    assert [method for method, *_ in proxy.seen] == ["GET", "PATCH"]
+    assert _workers(control_plane, path) == 0

@@ -694,31 +694,76 @@ def rules_of(role_args: Any) -> list[dict[str, Any]]:
     return rules
 
 
-def guardian_in(plane: ControlPlane, namespace: str) -> str:
-    """The guardian's ServiceAccount in `namespace`, with the Role the stack renders (jobs/guardian/objects.py
-    render_role, without cordoning) bound to it, as the stack makes them in its own namespace; its token
-    (TokenRequest), once RBAC allows it to read the guardian's Lease (the authorizer learns a new binding from its
-    watch, within moments)."""
+def guardian_in(plane: ControlPlane, namespace: str, cordon: bool = False) -> str:
+    """The guardian's ServiceAccount in `namespace`, with the Role and the ClusterRole the stack renders
+    (jobs/guardian/objects.py render_role, render_cluster_role; cordoning only with `cordon`) bound to it as the stack
+    binds them: the Role in `namespace`, the ClusterRole (the nodes are cluster-scoped) named after `namespace`, so
+    tests of either process keep apart, applied server-side, so that a second call for the namespace sets its rules
+    anew. Its token (TokenRequest), once RBAC allows it every rendered call (asked of the API server with a
+    SelfSubjectAccessReview: the authorizer learns a new binding from its watch, within moments)."""
     from core import names
-    from incluster.lease import LEASE_NAME
-    from jobs.guardian.objects import render_role
+    from jobs.guardian.objects import render_cluster_role, render_role
 
     metadata = {"name": names.GUARDIAN, "namespace": namespace}
     rbac = "rbac.authorization.k8s.io/v1"
-    plane.ok("POST", f"/api/v1/namespaces/{namespace}/serviceaccounts", {"apiVersion": "v1", "kind": "ServiceAccount",
-             "metadata": metadata})  # fmt: skip
-    role = {"apiVersion": rbac, "kind": "Role", "metadata": metadata, "rules": rules_of(render_role(False))}
-    plane.ok("POST", f"/apis/{rbac}/namespaces/{namespace}/roles", role)
-    binding = {
-        "apiVersion": rbac,
-        "kind": "RoleBinding",
-        "metadata": metadata,
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": names.GUARDIAN},
-        "subjects": [{"kind": "ServiceAccount", "name": names.GUARDIAN, "namespace": namespace}],
-    }
-    plane.ok("POST", f"/apis/{rbac}/namespaces/{namespace}/rolebindings", binding)
+    account = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": metadata}
+    role = {"apiVersion": rbac, "kind": "Role", "metadata": metadata, "rules": rules_of(render_role(cordon))}
+    subjects = [{"kind": "ServiceAccount", "name": names.GUARDIAN, "namespace": namespace}]
+    binding = {"apiVersion": rbac, "kind": "RoleBinding", "metadata": metadata, "subjects": subjects,
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": names.GUARDIAN}}  # fmt: skip
+    nodes_role = f"{names.GUARDIAN_NODES_ROLE}-{namespace}"
+    cluster_rules = rules_of(render_cluster_role(cordon))
+    cluster_role = {"apiVersion": rbac, "kind": "ClusterRole", "metadata": {"name": nodes_role}, "rules": cluster_rules}
+    cluster_binding = {"apiVersion": rbac, "kind": "ClusterRoleBinding", "metadata": {"name": nodes_role},
+                       "subjects": subjects,
+                       "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": nodes_role}}  # fmt: skip
+    for obj in (account, role, binding, cluster_role, cluster_binding):
+        answer = plane.apply(obj, "grpo-gke-tests", force=True)
+        assert answer.ok, f"{obj['kind']} {obj['metadata']['name']}: {answer.status_code} {answer.text}"
     token = plane.service_account_token(namespace, names.GUARDIAN)
-    lease = f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/{LEASE_NAME}"
-    plane.wait_for("RBAC allowing the guardian its Lease", lambda: plane.request("GET", lease, token=token).status_code
-                   != 403, deadline=30, every=0.05)  # fmt: skip
+    asked = [(rule, namespace) for rule in role["rules"]] + [(rule, None) for rule in cluster_rules]
+    wait_allowed(plane, token, asked, "the guardian its rendered calls")
+    return token
+
+
+def wait_allowed(plane: ControlPlane, token: str, asked: list[tuple[dict[str, Any], str | None]], what: str) -> None:
+    """Wait until RBAC allows bearer `token` every call of each (rule, namespace or None for cluster scope) of
+    `asked`, as the API server answers a SelfSubjectAccessReview of it (the authorizer learns a new binding from its
+    watch, within moments)."""
+
+    def allowed() -> bool:
+        for rule, where in asked:
+            for group in rule["apiGroups"]:
+                for resource in rule["resources"]:
+                    for verb in rule["verbs"]:
+                        attributes = {"group": group, "resource": resource, "verb": verb,
+                                      "name": (rule.get("resourceNames") or [""])[0],
+                                      **({"namespace": where} if where else {})}  # fmt: skip
+                        review = {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+                                  "spec": {"resourceAttributes": attributes}}  # fmt: skip
+                        path = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
+                        answer = plane.request("POST", path, review, token=token)
+                        if not (answer.ok and answer.json()["status"].get("allowed")):
+                            return False
+        return True
+
+    plane.wait_for(f"RBAC allowing {what}", allowed, deadline=30, every=0.05)
+
+
+def account_with_role(plane: ControlPlane, namespace: str, name: str, rules: list[dict[str, Any]]) -> str:
+    """A ServiceAccount `name` in `namespace` with a Role of `rules` bound to it (a user whose rights the test
+    chooses); its token (TokenRequest), once RBAC allows it every rule."""
+    rbac = "rbac.authorization.k8s.io/v1"
+    metadata = {"name": name, "namespace": namespace}
+    subjects = [{"kind": "ServiceAccount", "name": name, "namespace": namespace}]
+    for obj in (
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": metadata},
+        {"apiVersion": rbac, "kind": "Role", "metadata": metadata, "rules": rules},
+        {"apiVersion": rbac, "kind": "RoleBinding", "metadata": metadata, "subjects": subjects,
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name}},
+    ):  # fmt: skip
+        answer = plane.apply(obj, "grpo-gke-tests", force=True)
+        assert answer.ok, f"{obj['kind']} {name}: {answer.status_code} {answer.text}"
+    token = plane.service_account_token(namespace, name)
+    wait_allowed(plane, token, [(rule, namespace) for rule in rules], f"{namespace}/{name} its Role")
     return token

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import functools
-import http.server
 import json
 import sys
-import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -83,75 +82,69 @@ def on_local_head(monkeypatch):
     monkeypatch.setattr(run, "run_preflight", functools.partial(run.run_preflight, poll=POLL_S))
 
 
-class RecordingApiServer:
-    """A stand-in Kubernetes API server on 127.0.0.1 that records every request: a pod's GET answers its node
-    (`node-of-<pod>`, 404 for a pod named `gone`), a node's PATCH answers 200."""
+class ApiServer:
+    """The real API server of the test run (tests/conftest.py `control_plane`) behind a proxy that records every request
+    and moves the stack's namespace (which the cordon always uses) to the test's own (tests/support/fault_proxy.py);
+    the Ray pods and the nodes they run on are made by the test (`pod`), each node without a GPU label, so no other
+    test's GPU node list sees it, and deleted after it."""
 
-    def __init__(self) -> None:
-        self.requests: list[tuple[str, str, str, str, dict | None]] = []
-        """(method, path, Authorization, Content-Type, JSON body) of every request, in order."""
-        recorded = self.requests
+    def __init__(self, plane: Any, namespace: str, proxy: Any) -> None:
+        self.plane, self.namespace, self.proxy = plane, namespace, proxy
+        self.address = proxy.url
+        """The proxy's base URL, where the code under test reaches the API server."""
+        self.nodes: list[str] = []
+        """The nodes the test made."""
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def _answer(self, status: int, body: dict) -> None:
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+    @property
+    def requests(self) -> list[tuple[str, str]]:
+        """(method, path) of every request the code under test sent, in order."""
+        return [(method, path) for method, path, _ in self.proxy.seen]
 
-            def _record(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                body = json.loads(self.rfile.read(length)) if length else None
-                auth, kind = self.headers.get("Authorization", ""), self.headers.get("Content-Type", "")
-                recorded.append((self.command, self.path, auth, kind, body))
+    def pod(self, name: str) -> str:
+        """A pod `name` of the stack's namespace, bound (spec.nodeName) to a new node of the test's own; that node's
+        name."""
+        node = f"{self.namespace}-{len(self.nodes)}"
+        self.plane.ok("POST", "/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": node}})
+        self.nodes.append(node)
+        spec = {"nodeName": node, "containers": [{"name": "ray", "image": "rayproject/ray:2.60.0"}]}
+        body = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "namespace": self.namespace},
+            "spec": spec,
+        }
+        self.plane.ok("POST", f"/api/v1/namespaces/{self.namespace}/pods", body)
+        return node
 
-            def do_GET(self) -> None:
-                self._record()
-                pod = self.path.rsplit("/", 1)[-1]
-                if pod == "gone":
-                    self._answer(404, {"kind": "Status", "reason": "NotFound"})
-                else:
-                    self._answer(200, {"kind": "Pod", "spec": {"nodeName": f"node-of-{pod}"}})
+    def cordoned(self, node: str) -> bool:
+        """Whether the API server holds `node` as unschedulable."""
+        return self.plane.get(f"/api/v1/nodes/{node}")["spec"].get("unschedulable", False)
 
-            def do_PATCH(self) -> None:
-                self._record()
-                self._answer(200, {"kind": "Node"})
+    def kubeconfig(self, token: str | None = None) -> str:
+        """A kubeconfig whose current context is the proxy with a bearer `token` (the admin's: a user's by default)."""
+        from tests.support.control_plane import ADMIN_TOKEN
 
-            def log_message(self, *_: object) -> None:
-                return
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.address = f"http://127.0.0.1:{self.server.server_address[1]}"
-        """The server's base URL."""
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def kubeconfig(self, token: str = "test-token") -> str:
-        """A kubeconfig whose current context is this server with a bearer `token`."""
         return yaml.safe_dump(
             {
                 "apiVersion": "v1",
-                "clusters": [{"name": "stand-in", "cluster": {"server": self.address}}],
-                "contexts": [{"name": "stand-in", "context": {"cluster": "stand-in", "user": "u"}}],
-                "current-context": "stand-in",
-                "users": [{"name": "u", "user": {"token": token}}],
+                "clusters": [{"name": "test-run", "cluster": {"server": self.address}}],
+                "contexts": [{"name": "test-run", "context": {"cluster": "test-run", "user": "u"}}],
+                "current-context": "test-run",
+                "users": [{"name": "u", "user": {"token": token or ADMIN_TOKEN}}],
             }
         )
 
-    def stop(self) -> None:
-        """End the server and its thread."""
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(timeout=5)
-
 
 @pytest.fixture
-def api_server():
-    """A RecordingApiServer for the test, ended after it."""
-    server = RecordingApiServer()
-    try:
-        yield server
-    finally:
-        server.stop()
+def api_server(control_plane, kube_namespace):
+    """An ApiServer for the test in a namespace of its own; its nodes deleted after it."""
+    from core import names
+    from tests.support.fault_proxy import fault_proxy
+
+    with fault_proxy(control_plane.address, str(control_plane.ca), (names.NAMESPACE, kube_namespace)) as proxy:
+        server = ApiServer(control_plane, kube_namespace, proxy)
+        try:
+            yield server
+        finally:
+            for node in server.nodes:
+                control_plane.request("DELETE", f"/api/v1/nodes/{node}")

@@ -1,6 +1,6 @@
 """The post-deploy step's preflight (incluster/preflight/gate.py through jobs/submit/provider.py) on a real local Ray head:
 a failed preflight refuses the training job and fails create with one line per bad node, after cordoning its node
-through a recording stand-in API server; a resume on the same RayCluster runs none.
+on the real API server of the test run (with the user's kubeconfig: tests/incluster/preflight/conftest.py ApiServer); a resume on the same RayCluster runs none.
 """
 
 from __future__ import annotations
@@ -58,6 +58,7 @@ def preflight_jobs(address: str, stack: str) -> list[str]:
 def test_a_failed_preflight_cordons_the_bad_node_and_refuses_the_job(
     ray_head, on_local_head, api_server, capsys, tmp_path
 ):
+    node = api_server.pod("gke-grpo-h200-pool-1")  # the Ray pod the stand-in measurement names, on a node
     props = props_for(ray_head, "gate-bad", api_server.kubeconfig(), tmp_path, preflight="gpu", cordonBadNodes=True)
     run = props["submission"]["metadata"]["run"]
     with pytest.raises(Exception) as refused:
@@ -73,10 +74,11 @@ def test_a_failed_preflight_cordons_the_bad_node_and_refuses_the_job(
     assert preflight_jobs(ray_head, "gate-bad") == ["gate-bad-preflight-20261201t120000000z"]
     assert [request[:2] for request in api_server.requests] == [
         ("GET", "/api/v1/namespaces/grpo/pods/gke-grpo-h200-pool-1"),
-        ("PATCH", "/api/v1/nodes/node-of-gke-grpo-h200-pool-1"),
+        ("PATCH", f"/api/v1/nodes/{node}"),
     ]
+    assert api_server.cordoned(node)
     err = capsys.readouterr().err
-    assert "grpo-gke preflight: cordoned node node-of-gke-grpo-h200-pool-1 (Ray pod gke-grpo-h200-pool-1)" in err
+    assert f"grpo-gke preflight: cordoned node {node} (Ray pod gke-grpo-h200-pool-1)" in err
 
 
 def test_a_resume_on_the_same_ray_cluster_runs_no_preflight(ray_head, on_local_head, api_server, tmp_path):
