@@ -398,6 +398,7 @@ REQUEST_SITES = {
     " objects, not the API server",
     ("incluster/google_token.py", "metadata_credential"): "the node's metadata server (a Google token), not the API"
     " server",
+    ("incluster/wandb_summary.py", "_post"): "W&B's GraphQL API (an ended attempt's run summary), not the API server",
 }
 """Every function of the guardian's code that sends an HTTP request with `requests`, and what it reaches."""
 
