@@ -498,8 +498,12 @@ def budget_lines(config: StackConfig, cost: CostEstimate) -> list[str]:
                 f"job.maxCost {_dollars(config.job.max_cost)} = {hours} of the stack at {_dollars(cost.total)}/h"
             )
     if config.job.max_gpu_hours is not None:
-        hours = duration(config.job.max_gpu_hours / config.total_gpus * 3600)
-        parts.append(f"job.maxGpuHours {config.job.max_gpu_hours:g} = {hours} of its {config.total_gpus} GPUs")
+        seconds = config.job.max_gpu_hours / config.total_gpus * 3600
+        gpus = f"{config.total_gpus} GPU" + ("" if config.total_gpus == 1 else "s")
+        line = f"job.maxGpuHours {config.job.max_gpu_hours:g} = {duration(seconds)} of its {gpus}"
+        if "gpu nodes" not in cost.unpriced and cost.total > 0:
+            line += f", about {_dollars(cost.total * seconds / 3600)} of the stack at {_dollars(cost.total)}/h"
+        parts.append(line)
     return [f"budget: {'; '.join(parts)}"] if parts else []
 
 

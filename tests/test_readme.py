@@ -342,8 +342,8 @@ def test_real_use_says_what_was_proven_the_passphrase_and_the_rewritten_stack_fi
 
 
 def test_real_use_prices_the_first_run_stack_with_its_plans_own_figures(plan_of):
-    """The first-run paragraph's $/h, idle $/h, time from `up` to the first step and its cost are those
-    `python -m plan --stack first-run` computes (plan/prices.py estimate, plan/startup.py estimate_startup)."""
+    """The first-run paragraph's $/h, idle $/h, time from `up` to the first step, its cost and the first run's cap
+    (job.maxGpuHours at the stack's $/h) are those `python -m plan --stack first-run` computes (plan/prices.py estimate, plan/startup.py estimate_startup)."""
     config = config_of("first-run")
     cost = estimate(config, catalog())
     assert cost.unpriced == ()
@@ -354,4 +354,8 @@ def test_real_use_prices_the_first_run_stack_with_its_plans_own_figures(plan_of)
     assert f"${cost.idle.hourly:.2f}/h idle with the GPU at zero" in paragraph
     assert f"models about {to_first_step / 60:.0f} min from `pulumi up` to the first step" in paragraph
     assert f"about ${cost.total * to_first_step / 3600:.2f} to reach it, then ${cost.total:.2f}" in paragraph
+    cap = config.job.max_gpu_hours / config.total_gpus * cost.total
+    first = cost.total * to_first_step / 3600
+    assert f"`job.maxGpuHours: {config.job.max_gpu_hours:g}` is the first run's cap" in paragraph
+    assert f"costs at most about ${first + cap:.2f} (${first:.2f}, then 4 h for ${cap:.2f})" in paragraph
     assert "first-run" in README.split("## Shipped stacks", 1)[1] and "small and cheap" not in README

@@ -324,7 +324,8 @@ def test_the_plan_prints_the_budget_as_hours_of_the_stack_and_refuses_one_that_c
     said = [line.strip() for line in result.stdout.splitlines() if line.startswith("  budget: ")]
     hours = duration(500 / hourly * 3600)
     assert said == [
-        f"budget: job.maxCost $500.00 = {hours} of the stack at ${hourly:,.2f}/h; job.maxGpuHours 64 = 8h 00m of its 8 GPUs"
+        f"budget: job.maxCost $500.00 = {hours} of the stack at ${hourly:,.2f}/h; job.maxGpuHours 64 = 8h 00m of its 8 GPUs,"
+        f" about ${hourly * 8:,.2f} of the stack at ${hourly:,.2f}/h"
     ]
     first_step = json.loads((tmp_path / "out" / "first-step.json").read_text())["fromUp"]["seconds"]
     for key, value, line in (

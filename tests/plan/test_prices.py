@@ -24,7 +24,7 @@ from core.prices import (
     nat_hourly,
     read_catalog,
 )
-from plan.prices import estimate, idle_line, render_cost_json, summary_lines
+from plan.prices import budget_lines, estimate, idle_line, render_cost_json, summary_lines
 from tests.conftest import REPO_ROOT, SHIPPED_STACKS, config_of
 from tests.core.test_config import OPEN_CONTROL_PLANE
 
@@ -462,7 +462,10 @@ def test_the_plan_command_prints_the_cost_of_each_shipped_stack_and_writes_cost_
     assert printed[total + 2 : start + len(expected)] == [
         f"  {line}" for line in expected if line.startswith(("  cheaper elsewhere:", "  after destroy:"))
     ]
-    assert printed[start + len(expected)].startswith("  first step: "), "the time to the first step follows"
+    budget = [f"  {line}" for line in budget_lines(config_of(stack), estimate(config_of(stack), catalog()))]
+    assert printed[start + len(expected) : start + len(expected) + len(budget)] == budget  # first-run's cap
+    after = printed[start + len(expected) + len(budget)]
+    assert after.startswith("  first step: "), "the budget, if any, then the time to the first step follows"
     assert printed[-1].startswith("Wrote ") and ", cost.json and first-step.json to " in printed[-1]
     cost = json.loads((out / "cost.json").read_text())
     assert cost["totalHourly"] == pytest.approx(EXPECTED_TOTALS[stack], abs=1e-8)

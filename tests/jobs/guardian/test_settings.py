@@ -41,7 +41,8 @@ sys.meta_path.insert(0, Blocked())
 
 @pytest.mark.parametrize("stack", SHIPPED_STACKS)
 def test_the_settings_are_the_stacks_run_and_knobs_as_plain_deterministic_data(stack):
-    config = config_of(stack, secret_token=True, job={"maxRecoveries": 3, "idleMinutes": 0})
+    # without a budget (first-run ships job.maxGpuHours), so no gpuPrices: tests/incluster/test_guardian_budget.py covers them
+    config = config_of(stack, secret_token=True, job={"maxRecoveries": 3, "idleMinutes": 0, "maxGpuHours": None})
     values = guardian_settings(config)
     assert values == {
         "stack": stack, "run": submission_for(config)["metadata"]["run"], "submission": submission_for(config),

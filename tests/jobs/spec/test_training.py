@@ -207,6 +207,8 @@ def test_submission_holds_only_submit_job_kwargs_known_runtime_env_fields_and_no
         assert submission["metadata"] == {
             "stack": stack, "framework": config.workload.framework, "run": run, "attempt": "1",
             "maxSteps": max_steps, "epochs": str(config.grpo.epochs), "lastStep": SHIPPED_LAST_STEPS[stack],
+            # the budget a shipped stack sets (first-run's job.maxGpuHours), as incluster/budget.py limits_of reads it
+            **({"maxGpuHours": str(config.job.max_gpu_hours)} if config.job.max_gpu_hours is not None else {}),
         }  # fmt: skip
         assert all(isinstance(value, str) for value in submission["runtime_env"]["env_vars"].values())
 
